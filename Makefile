@@ -1,0 +1,123 @@
+# zbench - one top-level Makefile.
+#
+#   make            build build/zbench (with CUDA parts when nvcc is found)
+#   make test       unit tests (no GPU needed; GPU tests print "skipped: no GPU")
+#   make test-gpu   GPU tests, on a machine with a GPU
+#   make bench      benchmarks that need no GPU (engine speed, sweep time)
+#   make V=1        show the commands
+#
+# Source conventions, so new files need no Makefile edits:
+#   <module>/*.c          host C11, always built
+#   <module>/*_cuda.c     host C using the CUDA runtime API: only with nvcc
+#   <module>/*_nocuda.c   the "built without CUDA" side of the same API: only without
+#   <module>/*.cu         kernels and CUDA glue: only with nvcc
+#   tests/test_*.c        one cmocka test program each
+#   tests/gpu/test_*.c    GPU test programs (built with nvcc only)
+
+CC      ?= cc
+NVCC    := $(shell which nvcc 2>/dev/null)
+CUDA    ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(realpath $(NVCC))),)
+BUILD   := build
+VERSION := 0.1.0
+GIT_COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null)
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I. -pthread \
+           -DZB_VERSION='"$(VERSION)"' -DZB_GIT_COMMIT='"$(GIT_COMMIT)"'
+LDLIBS  := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lsqlite3 -lm -pthread
+MODULES := common sim exec profiler results bench plots
+
+ALL_C   := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
+CUDA_C  := $(filter %_cuda.c,$(ALL_C))
+NOCUDA_C:= $(filter %_nocuda.c,$(ALL_C))
+PLAIN_C := $(filter-out $(CUDA_C) $(NOCUDA_C) bench/main.c,$(ALL_C))
+CU_SRC  := $(foreach m,$(MODULES),$(wildcard $(m)/*.cu))
+
+ifneq ($(NVCC),)
+CUDA_INC  := -I$(CUDA)/include
+CUDA_LIBDIRS := $(CUDA)/lib64 $(CUDA)/lib $(CUDA)/extras/CUPTI/lib64
+CFLAGS    += -DZB_HAVE_CUDA=1 $(CUDA_INC)
+NVCCFLAGS := -O3 -std=c++17 -I. -DZB_HAVE_CUDA=1 --compiler-options -Wall \
+             -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 \
+             -gencode arch=compute_90,code=compute_90
+LDLIBS    += $(foreach d,$(CUDA_LIBDIRS),-L$(d) -Wl,-rpath,$(d)) \
+             -lcublasLt -lcublas -lcupti -lcudart -lstdc++ -ldl
+LIB_SRC   := $(PLAIN_C) $(CUDA_C)
+CU_OBJ    := $(patsubst %.cu,$(BUILD)/%.cu.o,$(CU_SRC))
+else
+LIB_SRC   := $(PLAIN_C) $(NOCUDA_C)
+CU_OBJ    :=
+endif
+
+LIB_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC)) $(CU_OBJ)
+LIB      := $(BUILD)/libzbench.a
+ZBENCH   := $(BUILD)/zbench
+TEST_SRC := $(wildcard tests/test_*.c)
+TEST_BIN := $(patsubst tests/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+GPU_TEST_SRC := $(wildcard tests/gpu/test_*.c)
+ifneq ($(NVCC),)
+GPU_TEST_BIN := $(patsubst tests/gpu/%.c,$(BUILD)/tests/gpu/%,$(GPU_TEST_SRC))
+else
+GPU_TEST_BIN :=
+endif
+CMOCKA_SO := $(shell ls /usr/lib/*/libcmocka.so.0 2>/dev/null | head -n 1)
+
+.PHONY: all test test-gpu bench clean cuda-note
+all: cuda-note $(ZBENCH)
+
+cuda-note:
+ifeq ($(NVCC),)
+	@echo "note: nvcc not found: building the simulator-only zbench (GPU commands say 'built without CUDA')"
+endif
+
+$(BUILD)/%.o: %.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/%.cu.o: %.cu $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  NVCC    $<")
+	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@$(if $(Q),echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(ZBENCH): $(BUILD)/bench/main.o $(LIB)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+
+# Test programs carry libcmocka beside them (build/lib) so they also run on the
+# GPU machine, which has no cmocka package.
+$(BUILD)/lib/libcmocka.so.0:
+	@mkdir -p $(dir $@)
+	$(Q)cp $(CMOCKA_SO) $@
+
+$(BUILD)/tests/%: tests/%.c tests/harness.h $(LIB) $(BUILD)/lib/libcmocka.so.0
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  TEST-CC $<")
+	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LIB) -L$(BUILD)/lib -l:libcmocka.so.0 \
+		-Wl,-rpath,'$$ORIGIN/../lib' -Wl,-rpath,'$$ORIGIN/../../lib' $(LDLIBS)
+
+test: $(ZBENCH) $(TEST_BIN) $(GPU_TEST_BIN)
+	$(Q)ZBENCH=$(ZBENCH) tests/run.sh $(TEST_BIN) $(GPU_TEST_BIN) $(if $(NVCC),,tests/gpu)
+
+test-gpu: $(ZBENCH) $(GPU_TEST_BIN)
+ifeq ($(NVCC),)
+	@echo "test-gpu: built without CUDA (nvcc not found)"; exit 2
+else
+	$(Q)ZBENCH=$(ZBENCH) ZB_REQUIRE_GPU=1 tests/run.sh $(GPU_TEST_BIN)
+endif
+
+bench: $(ZBENCH)
+	$(Q)$(ZBENCH) bench --filter sim
+
+clean:
+	rm -rf $(BUILD)

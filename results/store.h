@@ -1,0 +1,85 @@
+/*
+ * store.h - the SQLite results store.
+ *
+ * One database file holds many runs. A run is one zbench invocation (predict,
+ * sweep, run, calibrate, ...) with its time, host, zbench version, git commit and
+ * command line. A run has configurations (one per sweep row); a configuration has
+ * at most one prediction (the summary figures), and its schedule's tasks; events
+ * are timeline intervals, predicted or measured, keyed by (config, source, task),
+ * so `predicted JOIN measured ON task_id` is one query.
+ *
+ * Schema versioned with PRAGMA user_version and forward migrations; WAL journal;
+ * foreign keys on; every write inside an explicit transaction so a failure leaves
+ * no partial rows. A database from a newer zbench is refused, never touched.
+ */
+#ifndef ZB_STORE_H
+#define ZB_STORE_H
+
+#include <stdint.h>
+
+#include "common/error.h"
+#include "sim/config.h"
+#include "sim/engine.h"
+#include "sim/graph.h"
+#include "sim/memory.h"
+
+#define ZB_STORE_DEFAULT_PATH "results/zbench.db"
+#define ZB_SCHEMA_VERSION 1
+
+typedef struct zb_store zb_store;
+
+typedef struct zb_run_info {
+	const char *kind;        /* "predict", "sweep", "run", ... */
+	const char *command;     /* the full command line */
+	const char *host;        /* NULL: gethostname() */
+	const char *version;     /* zbench version */
+	const char *git_commit;  /* NULL or "" if unknown */
+	const char *device;      /* GPU name for measured runs, NULL for predictions */
+} zb_run_info;
+
+/* Open (creating the file, its parent directory and the schema as needed) and
+ * migrate. Errors: unwritable path, locked database (busy for more than
+ * busy_timeout_ms), not a database, newer schema version. */
+zb_status zb_store_open(zb_store **out, const char *path, int busy_timeout_ms, zb_error *err);
+void zb_store_close(zb_store *s);
+int zb_store_schema_version(zb_store *s);
+
+/* Explicit write transactions (BEGIN IMMEDIATE .. COMMIT / ROLLBACK). */
+zb_status zb_store_begin(zb_store *s, zb_error *err);
+zb_status zb_store_commit(zb_store *s, zb_error *err);
+void zb_store_rollback(zb_store *s);
+
+zb_status zb_store_add_run(zb_store *s, const zb_run_info *info, int64_t *run_id, zb_error *err);
+/* Record the run's end (status text, e.g. "ok", "interrupted"). */
+zb_status zb_store_finish_run(zb_store *s, int64_t run_id, const char *status, zb_error *err);
+
+/* A configuration row: the named parts of cfg as columns (hw, link, gpu, cpu,
+ * model, policy, ratio, micro_batch, seq, gas, ...) plus the full JSON text. */
+zb_status zb_store_add_config(zb_store *s, int64_t run_id, const zb_config *cfg,
+			      const char *config_json, int64_t *config_id, zb_error *err);
+
+/* The predicted summary of a configuration. res may be NULL when the
+ * configuration does not fit (mem->fits == 0): the row then records why. */
+zb_status zb_store_add_prediction(zb_store *s, int64_t config_id, const zb_graph *g,
+				  const zb_sim_result *res, const zb_memory *mem, zb_error *err);
+
+/* The schedule's tasks (one row each: id, kind, resource, op, pass, step, micro,
+ * unit, bucket, flops, bytes, params) and their dependencies. */
+zb_status zb_store_add_tasks(zb_store *s, int64_t config_id, const zb_graph *g, zb_error *err);
+
+/* Timeline events of one source ("predicted" or "measured"): start and end per
+ * task id, in seconds (stored as integer nanoseconds, the Nsight export unit). */
+zb_status zb_store_add_events(zb_store *s, int64_t config_id, const char *source,
+			      const zb_graph *g, const double *start, const double *end,
+			      zb_error *err);
+
+/* Measured step times of a run on the GPU: one row per step. */
+zb_status zb_store_add_steps(zb_store *s, int64_t config_id, const char *source,
+			     int nsteps, const double *step_s, zb_error *err);
+
+/* Readers, for tests, compare and plots. */
+zb_status zb_store_count(zb_store *s, const char *table, int64_t *n, zb_error *err);
+/* The underlying handle, for read-only queries of other modules (plots, compare). */
+struct sqlite3 *zb_store_db(zb_store *s);
+
+#endif

@@ -1,0 +1,47 @@
+/*
+ * engine.h - the discrete-event simulator: runs a task graph on resource models
+ * and returns the predicted timeline.
+ *
+ * Time advances from event to event (a task becomes ready, a task finishes).
+ * Rate-based resources are fluid: while several flows share a resource (two
+ * copies in one PCIe direction, both directions at once, CPU Adam and DMA drawing
+ * on one DRAM, GPU compute and GPU Adam sharing the GPU) each flow's rate is
+ * recomputed whenever the set of active flows changes, and its completion event is
+ * moved. The resource models live in resources.h; this is the loop around them.
+ */
+#ifndef ZB_ENGINE_H
+#define ZB_ENGINE_H
+
+#include <stdint.h>
+
+#include "common/error.h"
+#include "sim/config.h"
+#include "sim/graph.h"
+
+typedef struct zb_sim_result {
+	double *start;              /* per task id, seconds from time 0 */
+	double *end;
+	size_t ntasks;
+	double total_s;             /* makespan of the whole graph */
+	double step_time_s;         /* steady-state time per optimizer step */
+	double tokens_per_s;
+	double tflops_per_gpu;      /* model FLOPs / step time / 1e12 */
+	double busy_s[ZB_RES_COUNT];   /* steady-state busy time per step, by resource */
+	double work_s[ZB_RES_COUNT];   /* the same work timed alone, no contention, per step */
+	double lower_bound_s;       /* max over resources of work_s */
+	zb_resource bottleneck;     /* the resource with the largest busy time */
+	zb_resource bound_resource; /* the resource that sets lower_bound_s */
+	uint64_t events;            /* events processed */
+} zb_sim_result;
+
+/* Simulate g on cfg's hardware. result must be released with zb_sim_result_free. */
+zb_status zb_simulate(const zb_graph *g, const zb_config *cfg, zb_sim_result *result,
+		      zb_error *err);
+void zb_sim_result_free(zb_sim_result *r);
+
+/* Steady-state step time from per-step boundary times: the step boundary is the
+ * end of the last GPU compute task of each step. Shared with the executor so that
+ * predicted and measured step times are defined the same way. */
+double zb_steady_step_time(const zb_graph *g, const double *end);
+
+#endif

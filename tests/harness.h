@@ -1,0 +1,60 @@
+/*
+ * harness.h - what every zbench test program includes: cmocka, and checks that
+ * say by how much two numbers differ (llm.c's test_gpt2.c habit).
+ */
+#ifndef ZB_TEST_HARNESS_H
+#define ZB_TEST_HARNESS_H
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+/* |got - want| <= rel * |want| (or <= rel when want is 0); prints both and the
+ * relative difference on failure. */
+#define assert_close(got, want, rel) \
+	zb_assert_close_at((double)(got), (double)(want), (double)(rel), #got, __FILE__, __LINE__)
+
+static inline void zb_assert_close_at(double got, double want, double rel, const char *what,
+				      const char *file, int line)
+{
+	double diff = fabs(got - want);
+	double scale = fabs(want) > 0 ? fabs(want) : 1.0;
+	if (!(diff <= rel * scale)) {
+		print_error("%s = %.9g, want %.9g (relative difference %.3g > %.3g)\n", what, got,
+			    want, diff / scale, rel);
+		_fail(file, line);
+	}
+}
+
+/* A temporary directory for a test's files, removed by the OS eventually; the path
+ * is written into buf. */
+static inline const char *zb_test_tmpdir(char *buf, size_t n)
+{
+	snprintf(buf, n, "/tmp/zbench-test-XXXXXX");
+	if (!mkdtemp(buf)) {
+		print_error("mkdtemp failed\n");
+		fail();
+	}
+	return buf;
+}
+
+/* Write a whole file (for JSON fixtures). */
+static inline void zb_test_write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	if (!f) {
+		print_error("cannot write %s\n", path);
+		fail();
+	}
+	fputs(text, f);
+	fclose(f);
+}
+
+#endif
