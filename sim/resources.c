@@ -1,0 +1,108 @@
+/* resources.c - task timing and contention models; see resources.h. */
+#include "sim/resources.h"
+
+#include <math.h>
+
+double zb_gemm_efficiency(const zb_gpu *gpu, double m, double n, double k)
+{
+	double h = gpu->gemm_half_dim;
+	return (m / (m + h)) * (n / (n + h)) * (k / (k + h));
+}
+
+static double copy_Bps(const zb_config *c, int resource)
+{
+	const zb_link *l = &c->hw.link;
+	int pageable = c->policy.pageable;
+	double bw = resource == ZB_RES_H2D ? (pageable ? l->pageable_h2d_Bps : l->h2d_Bps)
+					   : (pageable ? l->pageable_d2h_Bps : l->d2h_Bps);
+	return bw / (c->hw.gpus_per_link > 0 ? c->hw.gpus_per_link : 1);
+}
+
+double zb_cpu_adam_Bps(const zb_config *c)
+{
+	const zb_cpu *cpu = &c->hw.cpu;
+	int gpc = c->hw.gpus_per_cpu > 0 ? c->hw.gpus_per_cpu : 1;
+	double cores = zb_config_cpu_threads(c);
+	double compute = cores * cpu->adam_params_per_core * ZB_ADAM_BYTES_PER_PARAM;
+	double dram = cpu->dram_Bps / gpc;
+	return compute < dram ? compute : dram;
+}
+
+void zb_task_flow(const zb_task *t, const zb_config *c, double *fixed_s, double *work)
+{
+	const zb_gpu *gpu = &c->hw.gpu;
+	switch (t->resource) {
+	case ZB_RES_GPU: {
+		double s = t->bytes / gpu->hbm_Bps;
+		if (t->kind == ZB_TASK_GEMM) {
+			double peak = zb_config_gpu_flops(c);
+			double eff = zb_gemm_efficiency(gpu, t->m, t->n, t->k);
+			double compute = t->flops / (peak * eff);
+			s = compute > s ? compute : s; /* bounded by arithmetic or by memory */
+		}
+		*fixed_s = gpu->kernel_latency_s;
+		*work = s;
+		return;
+	}
+	case ZB_RES_GPU_OPT:
+		*fixed_s = gpu->kernel_latency_s;
+		*work = t->bytes / gpu->hbm_Bps;
+		return;
+	case ZB_RES_D2H:
+	case ZB_RES_H2D:
+		*fixed_s = c->hw.link.copy_latency_s;
+		*work = t->bytes;
+		return;
+	case ZB_RES_CPU:
+		*fixed_s = c->hw.cpu.task_latency_s;
+		*work = t->bytes;
+		return;
+	}
+	*fixed_s = 0;
+	*work = 0;
+}
+
+void zb_resource_rates(const zb_config *c, const zb_task *const active[ZB_RES_COUNT],
+		       double rate[ZB_RES_COUNT])
+{
+	const zb_link *l = &c->hw.link;
+	/* GPU compute and GPU Adam time-share the SMs */
+	double share = active[ZB_RES_GPU] && active[ZB_RES_GPU_OPT] ? 0.5 : 1.0;
+	rate[ZB_RES_GPU] = share;
+	rate[ZB_RES_GPU_OPT] = share;
+
+	/* PCIe: duplex slowdown when both directions are busy */
+	int both = active[ZB_RES_H2D] && active[ZB_RES_D2H];
+	rate[ZB_RES_H2D] = copy_Bps(c, ZB_RES_H2D) * (both ? l->duplex_h2d : 1.0);
+	rate[ZB_RES_D2H] = copy_Bps(c, ZB_RES_D2H) * (both ? l->duplex_d2h : 1.0);
+	rate[ZB_RES_CPU] = zb_cpu_adam_Bps(c);
+
+	/* Host DRAM: Adam and DMA share it. A pageable copy also costs the driver's
+	 * staging memcpy (a read and a write) on top of the DMA. */
+	int gpc = c->hw.gpus_per_cpu > 0 ? c->hw.gpus_per_cpu : 1;
+	double budget = c->hw.cpu.dram_Bps / gpc;
+	double dma_factor = c->policy.pageable ? 3.0 : 1.0;
+	double demand = 0;
+	if (active[ZB_RES_CPU])
+		demand += rate[ZB_RES_CPU];
+	if (active[ZB_RES_H2D])
+		demand += rate[ZB_RES_H2D] * dma_factor;
+	if (active[ZB_RES_D2H])
+		demand += rate[ZB_RES_D2H] * dma_factor;
+	if (demand > budget) {
+		double f = budget / demand;
+		rate[ZB_RES_CPU] *= f;
+		rate[ZB_RES_H2D] *= f;
+		rate[ZB_RES_D2H] *= f;
+	}
+}
+
+double zb_task_alone_s(const zb_task *t, const zb_config *c)
+{
+	const zb_task *active[ZB_RES_COUNT] = { 0 };
+	double rate[ZB_RES_COUNT], fixed, work;
+	active[t->resource] = t;
+	zb_resource_rates(c, active, rate);
+	zb_task_flow(t, c, &fixed, &work);
+	return fixed + (work > 0 ? work / rate[t->resource] : 0);
+}

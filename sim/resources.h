@@ -1,0 +1,40 @@
+/*
+ * resources.h - the resource models the simulator runs tasks on.
+ *
+ * Each task is a flow on its resource: a fixed part (launch or per-copy latency,
+ * thread-pool dispatch), untouched by sharing, then an amount of work drained at a
+ * rate. Rates depend on which other flows are active at the same time:
+ *   - PCIe: each direction has its own bandwidth; while both directions run each
+ *     keeps its duplex fraction; GPUs behind one link divide it.
+ *   - host DRAM: CPU Adam traffic (28 B/param) and DMA traffic draw on one memory
+ *     system; when their demand exceeds its bandwidth all of them slow down in
+ *     proportion (measured on the H200 machine: both lose ~25-30%).
+ *   - GPU: compute kernels and the GPU optimizer time-share the GPU when both run.
+ * Work units: GPU and GPU optimizer flows count standalone seconds (rate 1 alone);
+ * copies count bytes (rate in B/s); CPU Adam counts DRAM bytes (rate in B/s).
+ */
+#ifndef ZB_RESOURCES_H
+#define ZB_RESOURCES_H
+
+#include "sim/config.h"
+#include "sim/graph.h"
+
+/* Fraction of the peak rate a GEMM of this shape reaches: each of m, n, k scales
+ * it by d / (d + gemm_half_dim), so small dimensions waste the tensor cores. */
+double zb_gemm_efficiency(const zb_gpu *gpu, double m, double n, double k);
+
+/* A task's flow on its resource when it runs alone. */
+void zb_task_flow(const zb_task *t, const zb_config *c, double *fixed_s, double *work);
+
+/* Duration of a task running alone: fixed + work / rate with no contention. */
+double zb_task_alone_s(const zb_task *t, const zb_config *c);
+
+/* Rates of the flows active now. active_task[r] is the task on resource r or NULL.
+ * rate[r] is written for every resource with an active task. */
+void zb_resource_rates(const zb_config *c, const zb_task *const active_task[ZB_RES_COUNT],
+		       double rate[ZB_RES_COUNT]);
+
+/* Optimizer threads and their unshared Adam traffic rate (B/s) for one GPU. */
+double zb_cpu_adam_Bps(const zb_config *c);
+
+#endif
