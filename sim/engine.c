@@ -149,22 +149,33 @@ static void build_index(sim *s)
 	}
 }
 
+/* Step s ends when its last GPU compute task ends: every step's boundary is then
+ * the same kind of point, including the last one (a delayed parameter upload of
+ * the last step has no next step to wait for, so ending steps at their last task
+ * would make the last step look short). The first steps fill the pipeline (dpu
+ * lets the GPU run up to two steps ahead of the CPU), so the steady state is
+ * measured from the end of step `warm` to the end of the last step. */
+static int warm_steps(int steps) { return steps >= 4 ? 2 : steps - 2 > 0 ? steps - 2 : 0; }
+
+static double *step_ends(const zb_graph *g, const double *end)
+{
+	double *b = zb_xcalloc((size_t)g->steps, sizeof *b);
+	for (size_t i = 0; i < g->ntasks; i++) {
+		int s = g->tasks[i].step;
+		if (g->tasks[i].resource == ZB_RES_GPU && s >= 0 && s < g->steps && end[i] > b[s])
+			b[s] = end[i];
+	}
+	return b;
+}
+
 double zb_steady_step_time(const zb_graph *g, const double *end)
 {
 	if (g->steps < 1 || g->ntasks == 0)
 		return 0;
-	double *boundary = zb_xcalloc((size_t)g->steps, sizeof *boundary);
-	double makespan = 0;
-	for (size_t i = 0; i < g->ntasks; i++) {
-		const zb_task *t = &g->tasks[i];
-		if (end[i] > makespan)
-			makespan = end[i];
-		if (t->resource == ZB_RES_GPU && t->step >= 0 && t->step < g->steps &&
-		    end[i] > boundary[t->step])
-			boundary[t->step] = end[i];
-	}
-	double step = g->steps == 1 ? makespan : (boundary[g->steps - 1] - boundary[0]) / (g->steps - 1);
-	free(boundary);
+	double *b = step_ends(g, end);
+	int w = warm_steps(g->steps);
+	double step = g->steps == 1 ? b[0] : (b[g->steps - 1] - b[w]) / (g->steps - 1 - w);
+	free(b);
 	return step;
 }
 
@@ -177,29 +188,23 @@ static void summarize(sim *s)
 	r->tokens_per_s = r->step_time_s > 0 ? g->tokens_per_step / r->step_time_s : 0;
 	r->tflops_per_gpu = r->step_time_s > 0 ? g->model_flops_per_step / r->step_time_s / 1e12 : 0;
 
-	/* the steady-state window: from the end of step 0's compute to the end of
-	 * the last step's (the whole run for one step) */
+	/* busy time inside the same steady-state window */
 	double lo = 0, hi = r->total_s;
+	int per = 1;
 	if (N > 1) {
-		lo = 0;
-		hi = 0;
-		for (size_t i = 0; i < g->ntasks; i++) {
-			const zb_task *t = &g->tasks[i];
-			if (t->resource != ZB_RES_GPU)
-				continue;
-			if (t->step == 0 && r->end[i] > lo)
-				lo = r->end[i];
-			if (t->step == N - 1 && r->end[i] > hi)
-				hi = r->end[i];
-		}
+		double *b = step_ends(g, r->end);
+		int w = warm_steps(N);
+		lo = b[w];
+		hi = b[N - 1];
+		per = N - 1 - w;
+		free(b);
 	}
-	int per = N > 1 ? N - 1 : 1;
 	for (size_t i = 0; i < g->ntasks; i++) {
 		const zb_task *t = &g->tasks[i];
 		double a = r->start[i] > lo ? r->start[i] : lo;
-		double b = r->end[i] < hi ? r->end[i] : hi;
-		if (b > a)
-			r->busy_s[t->resource] += (b - a) / per;
+		double e = r->end[i] < hi ? r->end[i] : hi;
+		if (e > a)
+			r->busy_s[t->resource] += (e - a) / per;
 		r->work_s[t->resource] += zb_task_alone_s(t, s->c) / N;
 	}
 	r->lower_bound_s = 0;

@@ -1,0 +1,20 @@
+/*
+ * commands.h - the zbench subcommands, one file each (bench/cmd_<name>.c), called
+ * from the dispatch table in main.c with argv[0] = the subcommand name. Each
+ * returns the process exit code: 0 success, 1 runtime failure (or a detected
+ * regression), 2 bad input or a missing capability.
+ */
+#ifndef ZB_COMMANDS_H
+#define ZB_COMMANDS_H
+
+int cmd_list(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_run(int argc, char **argv);
+
+/* Print "zbench: <msg>" for a failed status and return its exit code. */
+struct zb_error;
+int zb_report_error(const struct zb_error *err);
+
+#endif

@@ -1,0 +1,25 @@
+/*
+ * predict.h - one configuration through the whole model: memory estimate, then
+ * (only if it fits) the schedule and its simulation. A configuration that does
+ * not fit is reported with the reason, never simulated.
+ */
+#ifndef ZB_PREDICT_H
+#define ZB_PREDICT_H
+
+#include "sim/config.h"
+#include "sim/engine.h"
+#include "sim/graph.h"
+#include "sim/memory.h"
+
+typedef struct zb_prediction {
+	zb_config cfg;
+	zb_memory mem;
+	zb_graph graph;       /* built whenever the configuration is valid */
+	zb_sim_result res;    /* valid when simulated */
+	int simulated;
+} zb_prediction;
+
+zb_status zb_predict(zb_prediction *p, const zb_config *c, zb_error *err);
+void zb_prediction_free(zb_prediction *p);
+
+#endif
