@@ -41,6 +41,10 @@
 #include "common/error.h"
 #include "exec/threadpool.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Encoding of a 16-bit buffer. */
 typedef enum zb_half {
 	ZB_HALF_BF16 = 0, /* bfloat16: the top half of an fp32 */
@@ -185,5 +189,9 @@ static inline uint16_t zb_f32_to_f16(float f)
 		q++;
 	return (uint16_t)(sign | q);
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -226,8 +226,9 @@ zb_status zb_pool_create(int threads, zb_pool **out, zb_error *err)
 			return zb_fail(err, ZB_E_NOMEM, "cannot start pool worker %d of %d: %s", i,
 				       threads, strerror(rc));
 		}
-		char name[16];
+		char name[32];
 		snprintf(name, sizeof name, "zb-pool-%d", i);
+		name[15] = 0; /* the kernel keeps 15 characters */
 		pthread_setname_np(pool->tids[i], name);
 	}
 	free(order);
@@ -288,7 +289,8 @@ static int64_t round_up(int64_t x, int64_t a)
 
 int64_t zb_pool_auto_chunk(const zb_pool *pool, int64_t n_items)
 {
-	int64_t per = (n_items + 4 * (int64_t)pool->threads - 1) / (4 * (int64_t)pool->threads);
+	const int64_t pieces = (int64_t)ZB_POOL_CHUNKS_PER_WORKER * pool->threads;
+	int64_t per = (n_items + pieces - 1) / pieces;
 	per = round_up(per, ZB_POOL_ALIGN);
 	return per < ZB_POOL_MIN_CHUNK ? ZB_POOL_MIN_CHUNK : per;
 }

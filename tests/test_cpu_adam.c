@@ -32,6 +32,7 @@
 #include <immintrin.h>
 
 #include "exec/cpu_adam.h"
+#include "exec/cpu_adam_bench.h"
 #include "exec/threadpool.h"
 
 /* ---- data ------------------------------------------------------------------ */
@@ -785,6 +786,40 @@ static void test_multithread_bitwise(void **state_)
 	st_free(&base), st_free(&ref), st_free(&got);
 }
 
+/* ---- bench functions, small ----------------------------------------------------- */
+
+/* The bench runs, verifies what it moved (it fails otherwise), and reports numbers
+ * that hang together; sizes far beyond memory are refused, not attempted. */
+static void test_bench_smoke(void **state_)
+{
+	zb_cpu_adam_bench b;
+	zb_triad_bench t;
+	zb_error err = {0};
+	if (zb_bench_cpu_adam((1 << 20) + 5, 2, 3, &b, &err) != ZB_OK) {
+		print_error("zb_bench_cpu_adam: %s\n", err.msg);
+		fail();
+	}
+	assert_int_equal(b.params, (1 << 20) + 5);
+	assert_int_equal(b.threads, 2);
+	assert_true(b.min_s > 0 && b.min_s <= b.median_s && b.median_s <= b.max_s);
+	assert_close(b.dram_GBps, 28.0 * b.gparams_per_s, 1e-12);
+	zb_adam_isa isa;
+	assert_int_equal(zb_adam_isa_resolve(ZB_ADAM_ISA_AUTO, &isa, &err), ZB_OK);
+	assert_int_equal(b.isa, isa);
+	print_message("# bench: adam %s 1M params on 2 threads: %.3f Gparam/s, %.1f GB/s\n",
+		      zb_adam_isa_name(b.isa), b.gparams_per_s, b.dram_GBps);
+	if (zb_bench_triad((1 << 20) + 5, 2, 3, &t, &err) != ZB_OK) {
+		print_error("zb_bench_triad: %s\n", err.msg);
+		fail();
+	}
+	assert_true(t.GBps > 0);
+	assert_close(t.GBps, 12.0 * (double)t.elems / t.median_s * 1e-9, 1e-12);
+	print_message("# bench: triad 1M floats on 2 threads: %.1f GB/s\n", t.GBps);
+	assert_int_equal(zb_bench_cpu_adam(1LL << 40, 1, 1, &b, &err), ZB_E_NOFIT);
+	assert_int_equal(zb_bench_triad(1LL << 40, 1, 1, &t, &err), ZB_E_NOFIT);
+	print_message("# bench: %s\n", err.msg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -800,6 +835,7 @@ int main(void)
 		cmocka_unit_test(test_pool_pinning),
 		cmocka_unit_test(test_pool_idle_sleeps),
 		cmocka_unit_test(test_multithread_bitwise),
+		cmocka_unit_test(test_bench_smoke),
 	};
 	return cmocka_run_group_tests_name("cpu_adam", tests, NULL, NULL);
 }
