@@ -10,6 +10,10 @@
 #ifndef ZB_ERROR_H
 #define ZB_ERROR_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #include <stddef.h>
 
 typedef enum zb_status {
@@ -46,5 +50,9 @@ void *zb_xrealloc_at(void *p, size_t size, const char *file, int line);
 #define zb_xmalloc(sz) zb_xmalloc_at((sz), __FILE__, __LINE__)
 #define zb_xcalloc(n, sz) zb_xcalloc_at((n), (sz), __FILE__, __LINE__)
 #define zb_xrealloc(p, sz) zb_xrealloc_at((p), (sz), __FILE__, __LINE__)
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

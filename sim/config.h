@@ -10,6 +10,10 @@
 #ifndef ZB_CONFIG_H
 #define ZB_CONFIG_H
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #include <stdint.h>
 
 #include "common/error.h"
@@ -132,5 +136,9 @@ zb_status zb_dtype_parse(const char *s, zb_dtype *out, zb_error *err);
 int zb_config_cpu_threads(const zb_config *c);
 /* Achievable compute rate for the config's dtype. */
 double zb_config_gpu_flops(const zb_config *c);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

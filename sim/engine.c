@@ -168,15 +168,60 @@ static double *step_ends(const zb_graph *g, const double *end)
 	return b;
 }
 
-double zb_steady_step_time(const zb_graph *g, const double *end)
+void zb_step_boundaries(const zb_graph *g, const double *end, double *out)
+{
+	double *b = step_ends(g, end);
+	memcpy(out, b, (size_t)g->steps * sizeof *out);
+	free(b);
+}
+
+double zb_step_time_window(const zb_graph *g, const double *end, int warm)
 {
 	if (g->steps < 1 || g->ntasks == 0)
 		return 0;
+	if (warm > g->steps - 2)
+		warm = g->steps - 2;
+	if (warm < 0)
+		warm = 0;
 	double *b = step_ends(g, end);
-	int w = warm_steps(g->steps);
-	double step = g->steps == 1 ? b[0] : (b[g->steps - 1] - b[w]) / (g->steps - 1 - w);
+	double step = g->steps == 1 ? b[0] : (b[g->steps - 1] - b[warm]) / (g->steps - 1 - warm);
 	free(b);
 	return step;
+}
+
+double zb_steady_step_time(const zb_graph *g, const double *end)
+{
+	return zb_step_time_window(g, end, warm_steps(g->steps));
+}
+
+void zb_busy_window(const zb_graph *g, const double *start, const double *end, int warm,
+		    double busy[ZB_RES_COUNT])
+{
+	int N = g->steps;
+	double lo = 0, hi = 0;
+	int per = 1;
+	for (int res = 0; res < ZB_RES_COUNT; res++)
+		busy[res] = 0;
+	if (N > 1) {
+		double *b = step_ends(g, end);
+		int w = warm < 0 ? warm_steps(N) : warm > N - 2 ? N - 2 : warm;
+		lo = b[w];
+		hi = b[N - 1];
+		per = N - 1 - w;
+		free(b);
+	} else {
+		for (size_t i = 0; i < g->ntasks; i++)
+			if (end[i] > hi)
+				hi = end[i];
+	}
+	for (size_t i = 0; i < g->ntasks; i++) {
+		if (start[i] < 0)
+			continue; /* not run */
+		double a = start[i] > lo ? start[i] : lo;
+		double e = end[i] < hi ? end[i] : hi;
+		if (e > a)
+			busy[g->tasks[i].resource] += (e - a) / per;
+	}
 }
 
 static void summarize(sim *s)
@@ -188,25 +233,9 @@ static void summarize(sim *s)
 	r->tokens_per_s = r->step_time_s > 0 ? g->tokens_per_step / r->step_time_s : 0;
 	r->tflops_per_gpu = r->step_time_s > 0 ? g->model_flops_per_step / r->step_time_s / 1e12 : 0;
 
-	/* busy time inside the same steady-state window */
-	double lo = 0, hi = r->total_s;
-	int per = 1;
-	if (N > 1) {
-		double *b = step_ends(g, r->end);
-		int w = warm_steps(N);
-		lo = b[w];
-		hi = b[N - 1];
-		per = N - 1 - w;
-		free(b);
-	}
-	for (size_t i = 0; i < g->ntasks; i++) {
-		const zb_task *t = &g->tasks[i];
-		double a = r->start[i] > lo ? r->start[i] : lo;
-		double e = r->end[i] < hi ? r->end[i] : hi;
-		if (e > a)
-			r->busy_s[t->resource] += (e - a) / per;
-		r->work_s[t->resource] += zb_task_alone_s(t, s->c) / N;
-	}
+	zb_busy_window(g, r->start, r->end, -1, r->busy_s);
+	for (size_t i = 0; i < g->ntasks; i++)
+		r->work_s[g->tasks[i].resource] += zb_task_alone_s(&g->tasks[i], s->c) / N;
 	r->lower_bound_s = 0;
 	r->bottleneck = ZB_RES_GPU;
 	r->bound_resource = ZB_RES_GPU;

@@ -44,4 +44,16 @@ void zb_sim_result_free(zb_sim_result *r);
  * predicted and measured step times are defined the same way. */
 double zb_steady_step_time(const zb_graph *g, const double *end);
 
+/* The same with an explicit warm-up: the mean step time from the end of step
+ * `warm` to the end of the last step (the whole run for one step). */
+double zb_step_time_window(const zb_graph *g, const double *end, int warm);
+
+/* Busy time per step of each resource inside the steady-state window (warm < 0:
+ * the default warm-up), from any timeline of g: predicted or measured. */
+void zb_busy_window(const zb_graph *g, const double *start, const double *end, int warm,
+		    double busy[ZB_RES_COUNT]);
+
+/* End of each step (its last GPU compute task), written to out[0 .. g->steps). */
+void zb_step_boundaries(const zb_graph *g, const double *end, double *out);
+
 #endif

@@ -1,0 +1,135 @@
+/*
+ * bench_sim.c - simulator benchmarks: engine events per second on one core, and
+ * the time of the default sweep grid (issue target: >= 5 M events/s, and
+ * `zbench sweep --pcie gen4` under one second on the 2-core development machine).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench/cases.h"
+#include "sim/predict.h"
+#include "sim/presets.h"
+
+double zb_wall_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+double zb_median(const double *v, int n)
+{
+	if (n <= 0)
+		return 0;
+	double *c = zb_xmalloc((size_t)n * sizeof *c);
+	memcpy(c, v, (size_t)n * sizeof *c);
+	qsort(c, (size_t)n, sizeof *c, cmp_double);
+	double m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
+	free(c);
+	return m;
+}
+
+static void base_config(zb_config *c, const char *model, const char *policy, double ratio, int steps)
+{
+	zb_error err;
+	memset(c, 0, sizeof *c);
+	zb_preset_default_hw(&c->hw);
+	zb_preset_model(model, &c->model, &err);
+	zb_policy_defaults(&c->policy);
+	zb_policy_parse(policy, &c->policy.kind, &err);
+	c->policy.ratio = ratio;
+	c->steps = steps;
+}
+
+/* Engine alone (graph built once, outside the timing), on a graph large enough
+ * that the run takes tens of milliseconds: llama2-7b, dpu, ratio 0.5, small
+ * buckets so the copy channels contend. */
+static zb_status run_engine(const zb_bench_args *a, FILE *out, json_t *res, zb_error *err)
+{
+	zb_config c;
+	base_config(&c, "llama2-7b", "dpu", 0.5, a->quick ? 4 : 24);
+	c.policy.bucket_params = 5000000;
+	c.policy.micro_batch = 1;
+	c.policy.gas = 2;
+	zb_graph g;
+	zb_status st = zb_graph_build(&g, &c, err);
+	if (st)
+		return st;
+	int reps = a->repeats > 0 ? a->repeats : 7;
+	double *t = zb_xmalloc((size_t)reps * sizeof *t);
+	uint64_t events = 0;
+	for (int i = 0; i < reps; i++) {
+		zb_sim_result r;
+		double t0 = zb_wall_s();
+		if ((st = zb_simulate(&g, &c, &r, err)))
+			break;
+		t[i] = zb_wall_s() - t0;
+		events = r.events;
+		zb_sim_result_free(&r);
+	}
+	if (!st) {
+		double med = zb_median(t, reps);
+		fprintf(out, "%-12s %10zu tasks %10llu events %9.2f ms %8.2f M events/s (median of %d)\n",
+			"sim-engine", g.ntasks, (unsigned long long)events, med * 1e3, events / med / 1e6, reps);
+		json_object_set_new(res, "tasks", json_integer((json_int_t)g.ntasks));
+		json_object_set_new(res, "events", json_integer((json_int_t)events));
+		json_object_set_new(res, "seconds", json_real(med));
+		json_object_set_new(res, "events_per_s", json_real(events / med));
+	}
+	free(t);
+	zb_graph_free(&g);
+	return st;
+}
+
+/* The default sweep grid (what `zbench sweep --pcie gen4` predicts), schedule and
+ * simulation included, database and printing excluded. */
+static zb_status run_sweep(const zb_bench_args *a, FILE *out, json_t *res, zb_error *err)
+{
+	static const char *policies[] = { "none", "offload", "overlap", "dpu" };
+	int reps = a->repeats > 0 ? a->repeats : 5;
+	double *t = zb_xmalloc((size_t)reps * sizeof *t);
+	int n = 0;
+	zb_status st = ZB_OK;
+	for (int i = 0; i < reps && !st; i++) {
+		double t0 = zb_wall_s();
+		n = 0;
+		for (int p = 0; p < 4 && !st; p++) {
+			for (int r = 0; r <= 4 && !st; r++) {
+				if (p == 0 && r > 0)
+					continue;
+				zb_config c;
+				base_config(&c, "gpt2-large", policies[p], r * 0.25, 6);
+				zb_preset_link("gen4", &c.hw.link, err);
+				zb_prediction pr;
+				if ((st = zb_predict(&pr, &c, err)))
+					break;
+				zb_prediction_free(&pr);
+				n++;
+			}
+		}
+		t[i] = zb_wall_s() - t0;
+	}
+	if (!st) {
+		double med = zb_median(t, reps);
+		fprintf(out, "%-12s %10d configs %9.2f ms %8.1f configs/s (median of %d)\n", "sim-sweep", n,
+			med * 1e3, n / med, reps);
+		json_object_set_new(res, "configs", json_integer(n));
+		json_object_set_new(res, "seconds", json_real(med));
+		json_object_set_new(res, "configs_per_s", json_real(n / med));
+	}
+	free(t);
+	return st;
+}
+
+const zb_bench_case zb_bench_sim_cases[] = {
+	{ "sim-engine", "sim", "discrete-event engine: events per second on one core", NULL, run_engine },
+	{ "sim-sweep", "sim", "default sweep grid on gen4: configurations per second", NULL, run_sweep },
+	{ 0 },
+};

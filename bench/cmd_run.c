@@ -1,0 +1,201 @@
+/*
+ * cmd_run.c - zbench run: execute a configuration's schedule on the GPU (exec/),
+ * simulate the very same graph, and store both timelines so every measured task
+ * sits beside its prediction. Options are predict's, plus --steps/--warmup.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench/commands.h"
+#include "bench/options.h"
+#include "bench/report.h"
+#include "bench/session.h"
+#include "exec/executor.h"
+#include "sim/predict.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: zbench run [options] [--warmup <n>] [--check] [--quiet] [--json]\n\n"
+		   "Execute the schedule of one configuration on the GPU: cuBLAS GEMMs with the model's\n"
+		   "shapes, pinned PCIe copies, SIMD CPU Adam on pinned threads, GPU Adam. --steps counts\n"
+		   "the measured steps (default 4), --warmup the steps run before them (default 2).\n"
+		   "--check replaces gradients by fixed synthetic ones and verifies the fp32 master\n"
+		   "weights against a double-precision Adam (1e-6 relative). Ctrl-C stops after the\n"
+		   "current step and stores what ran.\n\n");
+	zb_options_usage(f);
+}
+
+static json_t *measured_json(const zb_exec_result *r)
+{
+	json_t *j = json_object();
+	json_object_set_new(j, "step_time_s", json_real(r->step_time_s));
+	json_object_set_new(j, "tokens_per_s", json_real(r->tokens_per_s));
+	json_object_set_new(j, "tflops_per_gpu", json_real(r->tflops_per_gpu));
+	json_t *busy = json_object();
+	for (int res = 0; res < ZB_RES_COUNT; res++)
+		json_object_set_new(busy, zb_resource_name(res), json_real(r->busy_s[res]));
+	json_object_set_new(j, "busy_s", busy);
+	json_t *steps = json_array();
+	for (int i = 0; i < r->steps_done; i++)
+		json_array_append_new(steps, json_real(r->step_s[i]));
+	json_object_set_new(j, "steps_s", steps);
+	json_object_set_new(j, "device", json_string(r->device));
+	json_object_set_new(j, "cpu_threads", json_integer(r->cpu_threads));
+	json_object_set_new(j, "adam_isa", json_string(r->adam_isa ? r->adam_isa : ""));
+	json_object_set_new(j, "interrupted", json_boolean(r->interrupted));
+	return j;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	static const struct option extra[] = {
+		{ "warmup", required_argument, NULL, 'w' },
+		{ "check", no_argument, NULL, 'c' },
+		{ 0 },
+	};
+	zb_options o = { 0 };
+	zb_error err = { 0 };
+	struct option table[72];
+	zb_options_table(table, 72, extra);
+	int opt, warmup = 2, check = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", table, NULL)) != -1) {
+		if (opt == 'h') {
+			usage(stdout);
+			return 0;
+		}
+		if (opt == 'w') {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (*end || end == optarg || v < 0 || v > 1000) {
+				fprintf(stderr, "zbench: invalid value '%s' for --warmup (expected 0..1000)\n", optarg);
+				return 2;
+			}
+			warmup = (int)v;
+			continue;
+		}
+		if (opt == 'c') {
+			check = 1;
+			continue;
+		}
+		int took = zb_options_take(&o, opt, optarg, &err);
+		if (took < 0)
+			return zb_report_error(&err);
+		if (!took) {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "zbench: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	zb_config c;
+	if (zb_options_single(&o, &c, &err))
+		return zb_report_error(&err);
+	if (!o.axis[ZB_AX_STEPS])
+		c.steps = 4;
+	int measured_steps = c.steps;
+	c.steps = warmup + measured_steps;
+	if (!zb_exec_available(&err))
+		return zb_report_error(&err);
+
+	zb_prediction p;
+	if (zb_predict(&p, &c, &err))
+		return zb_report_error(&err);
+	if (!p.mem.fits) {
+		zb_fail(&err, ZB_E_NOFIT, "configuration does not fit: %s", p.mem.reason);
+		zb_prediction_free(&p);
+		return zb_report_error(&err);
+	}
+	double predicted_step = zb_step_time_window(&p.graph, p.res.end, warmup);
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	zb_exec_options eo = { .quiet = o.quiet || o.json, .check = check, .seed = 1234, .stop = &stop_requested };
+	zb_exec_result r;
+	zb_status st = zb_execute(&p.graph, &c, &eo, &r, &err);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	if (st) {
+		zb_prediction_free(&p);
+		return zb_report_error(&err);
+	}
+	if (r.steps_done > warmup)
+		r.step_time_s = zb_step_time_window(&p.graph, r.end, warmup);
+
+	/* store: configuration, prediction, tasks, both timelines, measured steps */
+	zb_session s;
+	int64_t config_id;
+	if (zb_session_open(&s, &o, "run", r.device, argc, argv, &err) ||
+	    zb_session_store_prediction(&s, &c, &p.graph, &p.res, &p.mem, 1, &config_id, &err) ||
+	    (s.store && zb_store_add_events(s.store, config_id, "measured", &p.graph, r.start, r.end, &err)) ||
+	    (s.store && zb_store_add_steps(s.store, config_id, "measured", r.steps_done, r.step_s, &err)) ||
+	    zb_session_commit(&s, r.interrupted ? "interrupted" : "ok", &err)) {
+		zb_session_abort(&s);
+		zb_exec_result_free(&r);
+		zb_prediction_free(&p);
+		return zb_report_error(&err);
+	}
+
+	int rc = 0;
+	if (check && (r.master_rel_err > 1e-6 || r.param16_mismatches || r.nan_found)) {
+		fprintf(stderr, "zbench: precision check failed: master weights differ from the double reference by "
+				"%.3g (relative, limit 1e-6), %lld 16-bit parameters not the rounded master, nan %s\n",
+			r.master_rel_err, (long long)r.param16_mismatches, r.nan_found ? "found" : "none");
+		rc = 1;
+	}
+	if (o.json) {
+		json_t *j = zb_prediction_json(&c, &p.graph, &p.res, &p.mem);
+		json_object_set_new(j, "step_time_s", json_real(r.step_time_s));
+		json_object_set_new(j, "tokens_per_s", json_real(r.tokens_per_s));
+		json_object_set_new(j, "tflops_per_gpu", json_real(r.tflops_per_gpu));
+		json_object_set_new(j, "predicted_step_time_s", json_real(predicted_step));
+		json_object_set_new(j, "measured", measured_json(&r));
+		json_object_set_new(j, "config_id", json_integer(config_id));
+		if (check) {
+			json_object_set_new(j, "master_rel_err", json_real(r.master_rel_err));
+			json_object_set_new(j, "param16_mismatches", json_integer(r.param16_mismatches));
+		}
+		zb_json_print(stdout, j);
+		json_decref(j);
+	} else {
+		zb_print_header(stdout, "run", &c);
+		printf("# device %s, %d CPU threads (%s Adam), %d warm-up + %d measured steps%s\n", r.device,
+		       r.cpu_threads, r.adam_isa ? r.adam_isa : "?", warmup, measured_steps,
+		       r.interrupted ? " (interrupted)" : "");
+		printf("%-10s %12s %12s %8s\n", "resource", "predicted", "measured", "error");
+		printf("%-10s %12s %12s %8s\n", "", "ms/step", "ms/step", "%");
+		for (int res = 0; res < ZB_RES_COUNT; res++)
+			printf("%-10s %12.2f %12.2f %8.1f\n", zb_resource_name(res), p.res.busy_s[res] * 1e3,
+			       r.busy_s[res] * 1e3,
+			       r.busy_s[res] > 0 ? 100 * (p.res.busy_s[res] - r.busy_s[res]) / r.busy_s[res] : 0);
+		printf("%-10s %12.2f %12.2f %8.1f\n", "step", predicted_step * 1e3, r.step_time_s * 1e3,
+		       r.step_time_s > 0 ? 100 * (predicted_step - r.step_time_s) / r.step_time_s : 0);
+		printf("throughput %10.0f tokens/s, %.1f TFLOP/s (model FLOPs); lower bound %.2f ms (%s)\n",
+		       r.tokens_per_s, r.tflops_per_gpu, p.res.lower_bound_s * 1e3,
+		       zb_resource_name(p.res.bound_resource));
+		if (check)
+			printf("precision: master vs double reference %.3g relative (max %.3g), %lld param16 "
+			       "mismatches: %s\n",
+			       r.master_rel_err, r.master_max_rel_err, (long long)r.param16_mismatches,
+			       rc ? "FAILED" : "ok");
+	}
+	zb_exec_result_free(&r);
+	zb_prediction_free(&p);
+	return rc;
+}
