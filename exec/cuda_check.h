@@ -27,7 +27,13 @@
 #include <cuda_runtime_api.h>
 #include <cublas_api.h>
 
+#ifdef __cplusplus
+extern "C" { /* zb_fail and friends are C functions, also seen from .cu files */
+#endif
 #include "common/error.h"
+#ifdef __cplusplus
+}
+#endif
 
 /* Long call texts are cut so that the error string and file:line always fit. */
 #define ZB_CHECK_CALL_CHARS 200

@@ -31,12 +31,12 @@
 
 #include <stdint.h>
 
-#include "common/error.h"
-#include "sim/config.h" /* zb_dtype: ZB_BF16, ZB_FP16 */
-
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#include "common/error.h"
+#include "sim/config.h" /* zb_dtype: ZB_BF16, ZB_FP16 */
 
 #ifndef ZB_STREAM_DEFINED
 #define ZB_STREAM_DEFINED

@@ -38,11 +38,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "common/error.h"
-
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#include "common/error.h"
 
 #include "exec/cpu_adam.h" /* zb_adam_params, zb_adam_buffers, zb_half (no extern "C" of its own) */
 

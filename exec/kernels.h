@@ -32,11 +32,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/error.h"
-
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#include "common/error.h"
 
 #ifndef ZB_STREAM_DEFINED
 #define ZB_STREAM_DEFINED
