@@ -23,7 +23,9 @@
  *     of the old ones (its backward of the bucket's lowest unit), and step s+1's
  *     forward runs on the parameters of step s-1;
  *   - the host gradient buffer of a bucket is not overwritten before its CPU Adam
- *     of the previous step has read it.
+ *     of the previous step has read it;
+ *   - with dpu, the host 16-bit parameters of a bucket are not overwritten by its
+ *     CPU Adam of step s+1 before the delayed upload of step s has read them.
  */
 #include "sim/graph.h"
 
@@ -327,6 +329,8 @@ static void bucket_overlapped(builder *b, int step, int bk, uint32_t ready)
 	dep(b, b->adam_prev[bk]); /* host gradient buffer free */
 	b->down_cur[bk] = bucket_copy(b, step, bk, ZB_OP_GRAD_DOWN, ZB_RES_D2H);
 	dep(b, b->down_cur[bk]);
+	if (b->p->kind == ZB_POLICY_DPU && !b->p->offload_param)
+		dep(b, b->update_prev[bk]); /* host 16-bit copy read by the previous step's upload */
 	b->adam_cur[bk] = bucket_adam(b, step, bk);
 	if (b->p->offload_param) {
 		b->update_cur[bk] = b->adam_cur[bk];
