@@ -85,6 +85,7 @@ struct exec {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int stop_step;                  /* first step not started (INT32_MAX: run all) */
+	int gpu_step;                   /* step of the last GPU compute task dispatched */
 	int failed;
 	int64_t t0_ns;
 	cudaEvent_t ref;
@@ -402,10 +403,13 @@ static zb_status run_cpu_adam(dispatcher *dp, const zb_task *t)
 static int should_skip(exec *x, const zb_task *t)
 {
 	pthread_mutex_lock(&x->mu);
-	if (x->o->stop && *x->o->stop && x->stop_step == INT32_MAX && t->resource == ZB_RES_GPU) {
-		/* the first GPU task of a new step sees the request first: no task of
-		 * this step or later starts */
-		x->stop_step = t->step;
+	if (t->resource == ZB_RES_GPU) {
+		int first_of_step = t->step != x->gpu_step;
+		x->gpu_step = t->step;
+		/* the compute stream notices a stop request first; the step it is in
+		 * is finished, no later step starts */
+		if (x->o->stop && *x->o->stop && x->stop_step == INT32_MAX)
+			x->stop_step = first_of_step ? t->step : t->step + 1;
 	}
 	int skip = t->step >= x->stop_step || x->failed;
 	pthread_mutex_unlock(&x->mu);
@@ -753,6 +757,7 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 	x->bh = (int64_t)c->policy.micro_batch * m->heads;
 	x->pinned = !c->policy.pageable;
 	x->stop_step = INT32_MAX;
+	x->gpu_step = -1;
 	if (m->embed_proj > 0 && m->embed_proj != m->hidden)
 		return zb_fail(err, ZB_E_INPUT, "the executor does not run models with embed_proj (%d)", m->embed_proj);
 
@@ -766,7 +771,7 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 	ZB_CUDA_TRY(err, cudaSetDevice(0));
 	struct cudaDeviceProp prop;
 	ZB_CUDA_TRY(err, cudaGetDeviceProperties(&prop, 0));
-	snprintf(r->device, sizeof r->device, "%s", prop.name);
+	snprintf(r->device, sizeof r->device, "%.127s", prop.name);
 
 	/* refuse what does not fit, with the figures, before allocating */
 	size_t free_b = 0, total_b = 0;
