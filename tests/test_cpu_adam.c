@@ -553,8 +553,9 @@ static void test_grad_scale(void **state_)
 
 static void test_nan_propagates(void **state_)
 {
-	const int64_t n = 37; /* two full vectors of 16 and a tail of 5 */
-	const int64_t nan_at[] = {3, 20, 35};
+	/* poison in the head, the streamed middle and the tail of the SIMD paths */
+	const int64_t n = 101;
+	const int64_t nan_at[] = {3, 20, 35, 70, 99};
 	for (int k = 0; k < N_ISAS; k++) {
 		if (!isa_available(all_isas[k]))
 			continue;
@@ -564,7 +565,7 @@ static void test_nan_propagates(void **state_)
 			st_init(&a, n), st_init(&b, n);
 			st_fill(&a, 5, type, 1.0, 0);
 			st_copy(&b, &a);
-			for (int j = 0; j < 3; j++)
+			for (int j = 0; j < 5; j++)
 				b.grad[nan_at[j]] = type == ZB_HALF_FP16 ? 0x7e00 : 0x7fc0;
 			b.grad[10] = type == ZB_HALF_FP16 ? 0x7c00 : 0x7f80; /* +Inf */
 			zb_adam_params p = zb_adam_defaults();
@@ -572,7 +573,9 @@ static void test_nan_propagates(void **state_)
 			step_ok(NULL, &p, &a, 1);
 			step_ok(NULL, &p, &b, 1);
 			for (int64_t i = 0; i < n; i++) {
-				int poisoned = i == 3 || i == 20 || i == 35 || i == 10;
+				int poisoned = i == 10;
+				for (int j = 0; j < 5; j++)
+					poisoned |= i == nan_at[j];
 				if (poisoned) {
 					assert_true(isnan(b.w[i]));
 					assert_true(isnan(from_half(type, b.p16[i])));
