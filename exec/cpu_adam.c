@@ -10,11 +10,14 @@
  *
  * Streaming (non-temporal) stores: only for the 16-bit copy, a buffer that is only
  * written. An ordinary store first reads the line (read for ownership), 2 extra
- * bytes per parameter, and leaves it dirty in cache to be written back later;
- * measured on the H200 machine's 16-core Xeon (256 Mi params, median of 5, AVX-512)
- * streaming gave +11% on 1 thread (0.670 -> 0.743 Gparam/s) and +13% on 16
- * (4.33 -> 4.89 Gparam/s). master, m and v are read and written in place, so their
- * lines are in cache when written and a streaming store would save nothing.
+ * bytes per parameter, and leaves it dirty in cache to be written back later.
+ * Measured on the H200 machine's 16-core Xeon (256 Mi params, median of 5, AVX-512,
+ * two visits, on vs off in the same visit): 1 thread 0.690 vs 0.606 Gparam/s (+14%),
+ * 8 threads 3.18 vs 2.94 (+8%), 16 threads 4.41 vs 4.19 (+5%), and +11-13% in the
+ * first visit; the dev VM (1 thread, 16 Mi) +10%. Streaming is done a whole 64-byte
+ * line per store (two vectors of 16 parameters): a half-line version was slower
+ * than plain stores on the dev VM. master, m and v are read and written in place,
+ * so their lines are in cache when written and streaming them would save nothing.
  * ZB_ADAM_NT=0 turns streaming off (to measure it).
  */
 #include "exec/cpu_adam.h"

@@ -35,7 +35,7 @@
  * The SIMD paths write the 16-bit copy with streaming (non-temporal) stores, then
  * an sfence: it goes to DRAM, not to the cache, which is where the H2D copy that
  * follows reads it from anyway; this saves the read-for-ownership of every line
- * (measured +11-13% on the H200 machine, see cpu_adam.c). ZB_ADAM_NT=0 in the
+ * (measured +5-14% on the H200 machine, see cpu_adam.c). ZB_ADAM_NT=0 in the
  * environment (read once, at first use) turns them off.
  */
 #ifndef ZB_CPU_ADAM_H
