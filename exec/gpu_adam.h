@@ -26,11 +26,12 @@
  * the sequence). A NaN stays a NaN (its payload bits may differ from the CPU's).
  *
  * Traffic: ZB_ADAM_BYTES_PER_PARAM = 28 bytes per parameter (reads grad 2, master,
- * m, v 12; writes master, m, v 12, param16 2). The kernel moves 8 parameters per
- * thread per step of a grid-stride loop over a persistent grid with 16-byte loads
- * and stores (streaming cache hints: the data is used once); arrays whose offsets
- * agree modulo 8 elements (any slice of one flat parameter vector) take this path
- * after a scalar head, others a scalar kernel with the same results.
+ * m, v 12; writes master, m, v 12, param16 2). The kernel moves 4 parameters per
+ * thread (16-byte fp32 and 8-byte 16-bit accesses, streaming cache hints: the data
+ * is used once) on a grid as large as the work: about 148-150 Gparam/s (4.15 TB/s)
+ * on the H200 for 2^27-2^28 parameters. Arrays whose element offsets agree modulo 4
+ * (any slice of one flat parameter vector) take this path after a scalar head of
+ * at most 3; others run one parameter per thread, with the same results.
  */
 #ifndef ZB_GPU_ADAM_H
 #define ZB_GPU_ADAM_H
