@@ -24,7 +24,9 @@
 #include "sim/memory.h"
 
 #define ZB_STORE_DEFAULT_PATH "results/zbench.db"
-#define ZB_SCHEMA_VERSION 1
+/* 1: runs, configs, predictions, tasks, task_deps, events; 2: steps, indexes,
+ * the event_pairs view. */
+#define ZB_SCHEMA_VERSION 2
 
 typedef struct zb_store zb_store;
 
@@ -41,10 +43,18 @@ typedef struct zb_run_info {
  * migrate. Errors: unwritable path, locked database (busy for more than
  * busy_timeout_ms), not a database, newer schema version. */
 zb_status zb_store_open(zb_store **out, const char *path, int busy_timeout_ms, zb_error *err);
+/* The same, migrating only up to schema version (1..ZB_SCHEMA_VERSION): for tests
+ * of migrations, which need a database as an older zbench left it. */
+zb_status zb_store_open_version(zb_store **out, const char *path, int busy_timeout_ms,
+				int version, zb_error *err);
 void zb_store_close(zb_store *s);
 int zb_store_schema_version(zb_store *s);
 
-/* Explicit write transactions (BEGIN IMMEDIATE .. COMMIT / ROLLBACK). */
+/* Explicit write transactions (BEGIN IMMEDIATE .. COMMIT / ROLLBACK). Wrap all
+ * writes of one invocation in one transaction. The zb_store_add_* functions open
+ * none themselves: inside a transaction each call is a savepoint (a failed call
+ * leaves the transaction as it was, the caller then rolls back); called outside
+ * one, a call is its own transaction. */
 zb_status zb_store_begin(zb_store *s, zb_error *err);
 zb_status zb_store_commit(zb_store *s, zb_error *err);
 void zb_store_rollback(zb_store *s);
@@ -68,7 +78,8 @@ zb_status zb_store_add_prediction(zb_store *s, int64_t config_id, const zb_graph
 zb_status zb_store_add_tasks(zb_store *s, int64_t config_id, const zb_graph *g, zb_error *err);
 
 /* Timeline events of one source ("predicted" or "measured"): start and end per
- * task id, in seconds (stored as integer nanoseconds, the Nsight export unit). */
+ * task id, in seconds (stored as integer nanoseconds, the Nsight export unit).
+ * A task whose start or end is not finite (NaN: not recorded) gets no row. */
 zb_status zb_store_add_events(zb_store *s, int64_t config_id, const char *source,
 			      const zb_graph *g, const double *start, const double *end,
 			      zb_error *err);
@@ -78,7 +89,15 @@ zb_status zb_store_add_steps(zb_store *s, int64_t config_id, const char *source,
 			     int nsteps, const double *step_s, zb_error *err);
 
 /* Readers, for tests, compare and plots. */
+/* Rows of a table or view of this database (the name must be a plain identifier
+ * naming an existing table; ZB_E_INPUT otherwise). */
 zb_status zb_store_count(zb_store *s, const char *table, int64_t *n, zb_error *err);
+/* The newest configuration id; with source ("predicted" or "measured") the newest
+ * one that has events of that source. ZB_E_INPUT when there is none. */
+zb_status zb_store_latest_config(zb_store *s, const char *source, int64_t *config_id,
+				 zb_error *err);
+/* The path the store was opened with, for messages. */
+const char *zb_store_path(zb_store *s);
 /* The underlying handle, for read-only queries of other modules (plots, compare). */
 struct sqlite3 *zb_store_db(zb_store *s);
 

@@ -1,0 +1,1131 @@
+/*
+ * store.c - the SQLite results store of store.h: schema, migrations, writers and
+ * the few readers other modules need.
+ *
+ * Schema (version 2; "-1" means "none" wherever graph.h uses it, times of events
+ * are integer nanoseconds as in the Nsight Systems export):
+ *
+ *   runs(id, kind, started_at, finished_at, status, host, version, git_commit,
+ *        device, command)                      one zbench invocation; times are
+ *                                              ISO-8601 UTC "2026-11-29T23:39:32.123Z";
+ *                                              status 'running' until finished
+ *   configs(id, run_id -> runs, hw, link, gpu, cpu, cpu_cores, model, policy, ratio,
+ *           offload_param, prefetch_layers, ckpt, gas, micro_batch, seq, dtype,
+ *           pageable, bucket_params, cpu_threads, steps, params, config_json)
+ *   predictions(config_id -> configs (unique), fits, fit_reason, total_s,
+ *           step_time_s, tokens_per_s, tflops_per_gpu, bottleneck, lower_bound_s,
+ *           bound_resource, busy_{gpu,d2h,h2d,cpu,gpu_opt}_s, work_{...}_s,
+ *           pcie_h2d_bytes, pcie_d2h_bytes (per step), gpu_bytes, host_bytes, events)
+ *   tasks(config_id -> configs, task_id, kind, resource, op, pass, step, micro,
+ *           unit, bucket, flops, bytes, params, param_offset, m, n, k, batch)
+ *           primary key (config_id, task_id)
+ *   task_deps(config_id -> configs, task_id, dep_id)   task_id waits for dep_id
+ *   events(config_id -> configs, source 'predicted' | 'measured', task_id,
+ *           start_ns, end_ns) primary key (config_id, source DESC, task_id):
+ *           DESC puts a config's measured rows after its predicted ones, so
+ *           measuring right after predicting appends to the B-tree instead of
+ *           inserting in the middle (half the cost per row)
+ *   steps(config_id -> configs, source, step, time_s)         (version 2)
+ *   event_pairs: view, predicted JOIN measured on task id, with the task's kind,
+ *           resource, op and step                             (version 2)
+ *
+ * Text columns hold the names of graph.h and config.h (zb_resource_name, ...), so
+ * queries read "WHERE resource = 'cpu'". Deleting a run deletes everything below
+ * it (ON DELETE CASCADE). The file carries PRAGMA application_id 'zbch' so a
+ * database of another program is refused rather than written into.
+ *
+ * Migrations: migrations[i] takes a database from version i to i + 1. A new schema
+ * version is one more entry at the end (and ZB_SCHEMA_VERSION in store.h); all
+ * missing steps run inside one transaction, so a failed migration changes nothing.
+ *
+ * Writers reuse prepared statements (prepared on first use, so a database opened
+ * at an older version for tests only needs the tables it writes). Bulk rows of
+ * tasks and events go through one statement each and cost about a microsecond a
+ * row; WAL with synchronous=NORMAL syncs only at checkpoints.
+ */
+#include "results/store.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "sim/model.h"
+
+/* 'zbch' (0x7a626368): marks the file as a zbench database (PRAGMA application_id).
+ * Decimal, because it is spliced into the schema SQL. */
+#define ZB_APP_ID 2053268328
+#define ZB_STR_(x) #x
+#define ZB_STR(x) ZB_STR_(x)
+
+/* ---- schema ----------------------------------------------------------------- */
+
+static const char SCHEMA_V1[] =
+	"CREATE TABLE runs("
+	" id INTEGER PRIMARY KEY,"
+	" kind TEXT NOT NULL,"
+	" started_at TEXT NOT NULL,"
+	" finished_at TEXT,"
+	" status TEXT NOT NULL DEFAULT 'running',"
+	" host TEXT, version TEXT, git_commit TEXT, device TEXT, command TEXT);"
+	"CREATE TABLE configs("
+	" id INTEGER PRIMARY KEY,"
+	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	" hw TEXT, link TEXT, gpu TEXT, cpu TEXT, cpu_cores INTEGER, model TEXT,"
+	" policy TEXT, ratio REAL, offload_param INTEGER, prefetch_layers INTEGER,"
+	" ckpt TEXT, gas INTEGER, micro_batch INTEGER, seq INTEGER, dtype TEXT,"
+	" pageable INTEGER, bucket_params INTEGER, cpu_threads INTEGER, steps INTEGER,"
+	" params INTEGER, config_json TEXT);"
+	"CREATE TABLE predictions("
+	" config_id INTEGER PRIMARY KEY REFERENCES configs(id) ON DELETE CASCADE,"
+	" fits INTEGER NOT NULL, fit_reason TEXT,"
+	" total_s REAL, step_time_s REAL, tokens_per_s REAL, tflops_per_gpu REAL,"
+	" bottleneck TEXT, lower_bound_s REAL, bound_resource TEXT,"
+	" busy_gpu_s REAL, busy_d2h_s REAL, busy_h2d_s REAL, busy_cpu_s REAL, busy_gpu_opt_s REAL,"
+	" work_gpu_s REAL, work_d2h_s REAL, work_h2d_s REAL, work_cpu_s REAL, work_gpu_opt_s REAL,"
+	" pcie_h2d_bytes REAL, pcie_d2h_bytes REAL, gpu_bytes REAL, host_bytes REAL,"
+	" events INTEGER);"
+	"CREATE TABLE tasks("
+	" config_id INTEGER NOT NULL REFERENCES configs(id) ON DELETE CASCADE,"
+	" task_id INTEGER NOT NULL,"
+	" kind TEXT NOT NULL, resource TEXT NOT NULL, op TEXT NOT NULL, pass TEXT NOT NULL,"
+	" step INTEGER, micro INTEGER, unit INTEGER, bucket INTEGER,"
+	" flops REAL, bytes REAL, params INTEGER, param_offset INTEGER,"
+	" m INTEGER, n INTEGER, k INTEGER, batch INTEGER,"
+	" PRIMARY KEY(config_id, task_id)) WITHOUT ROWID;"
+	"CREATE TABLE task_deps("
+	" config_id INTEGER NOT NULL REFERENCES configs(id) ON DELETE CASCADE,"
+	" task_id INTEGER NOT NULL, dep_id INTEGER NOT NULL,"
+	" PRIMARY KEY(config_id, task_id, dep_id)) WITHOUT ROWID;"
+	"CREATE TABLE events("
+	" config_id INTEGER NOT NULL REFERENCES configs(id) ON DELETE CASCADE,"
+	" source TEXT NOT NULL CHECK(source IN ('predicted', 'measured')),"
+	" task_id INTEGER NOT NULL,"
+	" start_ns INTEGER NOT NULL,"
+	" end_ns INTEGER NOT NULL CHECK(end_ns >= start_ns),"
+	" PRIMARY KEY(config_id, source DESC, task_id)) WITHOUT ROWID;"
+	"PRAGMA application_id = " ZB_STR(ZB_APP_ID) ";";
+
+static const char SCHEMA_V2[] =
+	"CREATE TABLE steps("
+	" config_id INTEGER NOT NULL REFERENCES configs(id) ON DELETE CASCADE,"
+	" source TEXT NOT NULL CHECK(source IN ('predicted', 'measured')),"
+	" step INTEGER NOT NULL,"
+	" time_s REAL,"
+	" PRIMARY KEY(config_id, source, step)) WITHOUT ROWID;"
+	"CREATE INDEX configs_run ON configs(run_id);"
+	"CREATE INDEX runs_kind ON runs(kind, started_at);"
+	"CREATE VIEW event_pairs AS SELECT"
+	" p.config_id AS config_id, p.task_id AS task_id,"
+	" t.kind AS kind, t.resource AS resource, t.op AS op, t.step AS step,"
+	" p.start_ns AS pred_start_ns, p.end_ns AS pred_end_ns,"
+	" m.start_ns AS meas_start_ns, m.end_ns AS meas_end_ns"
+	" FROM events p"
+	" JOIN events m ON m.config_id = p.config_id AND m.source = 'measured'"
+	"  AND m.task_id = p.task_id"
+	" LEFT JOIN tasks t ON t.config_id = p.config_id AND t.task_id = p.task_id"
+	" WHERE p.source = 'predicted';";
+
+/* migrations[i]: version i -> i + 1. Append, never edit a shipped entry. */
+static const struct migration {
+	const char *what;
+	const char *sql;
+} migrations[] = {
+	{ "create runs, configs, predictions, tasks, task_deps and events", SCHEMA_V1 },
+	{ "add steps, the event_pairs view and indexes", SCHEMA_V2 },
+};
+
+_Static_assert(sizeof migrations / sizeof migrations[0] == ZB_SCHEMA_VERSION,
+	       "one migration per schema version");
+_Static_assert(ZB_RES_COUNT == 5, "predictions has busy_ and work_ columns for 5 resources");
+
+/* Tables zbench creates, for zb_store_count's error message. */
+static const char *const known_tables = "runs, configs, predictions, tasks, task_deps, events, steps";
+
+/* ---- statements ---------------------------------------------------------------- */
+
+enum {
+	ST_RUN,
+	ST_FINISH,
+	ST_CONFIG,
+	ST_PRED,
+	ST_STEP,
+	ST_LATEST,
+	ST_LATEST_SOURCE,
+	ST_COUNT
+};
+
+/* Tables written in bulk (see bulk_insert). */
+enum { BULK_TASKS, BULK_DEPS, BULK_EVENTS, BULK_COUNT };
+
+static const char *const stmt_sql[ST_COUNT] = {
+	[ST_RUN] = "INSERT INTO runs(kind, started_at, status, host, version, git_commit, device,"
+		   " command) VALUES(?1, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), 'running',"
+		   " ?2, ?3, ?4, ?5, ?6)",
+	[ST_FINISH] = "UPDATE runs SET status = ?2,"
+		      " finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?1",
+	[ST_CONFIG] = "INSERT INTO configs(run_id, hw, link, gpu, cpu, cpu_cores, model, policy,"
+		      " ratio, offload_param, prefetch_layers, ckpt, gas, micro_batch, seq, dtype,"
+		      " pageable, bucket_params, cpu_threads, steps, params, config_json)"
+		      " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
+		      " ?16, ?17, ?18, ?19, ?20, ?21, ?22)",
+	[ST_PRED] = "INSERT INTO predictions(config_id, fits, fit_reason, total_s, step_time_s,"
+		    " tokens_per_s, tflops_per_gpu, bottleneck, lower_bound_s, bound_resource,"
+		    " busy_gpu_s, busy_d2h_s, busy_h2d_s, busy_cpu_s, busy_gpu_opt_s,"
+		    " work_gpu_s, work_d2h_s, work_h2d_s, work_cpu_s, work_gpu_opt_s,"
+		    " pcie_h2d_bytes, pcie_d2h_bytes, gpu_bytes, host_bytes, events)"
+		    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
+		    " ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
+	[ST_STEP] = "INSERT INTO steps(config_id, source, step, time_s) VALUES(?1, ?2, ?3, ?4)",
+	[ST_LATEST] = "SELECT max(id) FROM configs",
+	[ST_LATEST_SOURCE] = "SELECT config_id FROM events WHERE source = ?1"
+			     " ORDER BY config_id DESC LIMIT 1",
+};
+
+struct zb_store {
+	sqlite3 *db;
+	char *path;
+	int busy_ms;
+	int version;
+	sqlite3_stmt *st[ST_COUNT];
+	sqlite3_stmt *bulk[BULK_COUNT][2]; /* [table][one row, many rows], see bulk_insert */
+};
+
+/* ---- errors ------------------------------------------------------------------- */
+
+/* Turn a failed SQLite call into one line. doing: what zbench was doing, as a verb
+ * phrase ("insert events"). Call before anything else touches the connection, so
+ * sqlite3_errmsg still describes this failure. */
+static zb_status sql_fail(const zb_store *s, int rc, const char *doing, zb_error *err)
+{
+	const char *why = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
+	switch (rc & 0xff) {
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return zb_fail(err, ZB_E_STORE,
+			       "database '%s' is locked (another connection held it for more than"
+			       " %d ms; could not %s)",
+			       s->path, s->busy_ms, doing);
+	case SQLITE_NOTADB:
+		return zb_fail(err, ZB_E_STORE, "not a zbench database: '%s' (%s)", s->path, why);
+	case SQLITE_CORRUPT:
+		return zb_fail(err, ZB_E_STORE, "database '%s' is corrupt (%s; could not %s)",
+			       s->path, why, doing);
+	case SQLITE_FULL:
+		return zb_fail(err, ZB_E_STORE, "disk full writing database '%s' (could not %s)",
+			       s->path, doing);
+	case SQLITE_NOMEM:
+		return zb_fail(err, ZB_E_NOMEM, "out of memory in database '%s' (could not %s)",
+			       s->path, doing);
+	default:
+		return zb_fail(err, ZB_E_STORE, "cannot %s in database '%s': %s", doing, s->path, why);
+	}
+}
+
+/* ---- small helpers -------------------------------------------------------------- */
+
+/* Run SQL without results (one or several statements). */
+static zb_status exec_sql(zb_store *s, const char *sql, const char *doing, zb_error *err)
+{
+	int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+	return rc == SQLITE_OK ? ZB_OK : sql_fail(s, rc, doing, err);
+}
+
+/* One integer from a query of one row; returns an SQLite result code. */
+static int query_int64(sqlite3 *db, const char *sql, int64_t *out)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*out = sqlite3_column_int64(st, 0);
+		rc = SQLITE_OK;
+	} else if (rc == SQLITE_DONE) {
+		rc = SQLITE_ERROR; /* no row: not what the caller asked for */
+	}
+	int rc2 = sqlite3_finalize(st);
+	return rc != SQLITE_OK ? rc : rc2;
+}
+
+/* A PRAGMA that answers with one text value (journal_mode). */
+static int pragma_text(sqlite3 *db, const char *sql, char *out, size_t n)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return rc;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		const unsigned char *t = sqlite3_column_text(st, 0);
+		snprintf(out, n, "%s", t ? (const char *)t : "");
+		rc = SQLITE_OK;
+	} else if (rc == SQLITE_DONE) {
+		rc = SQLITE_ERROR;
+	}
+	int rc2 = sqlite3_finalize(st);
+	return rc != SQLITE_OK ? rc : rc2;
+}
+
+/* The cached statement `which`, prepared on first use. */
+static zb_status stmt(zb_store *s, int which, sqlite3_stmt **out, zb_error *err)
+{
+	if (!s->st[which]) {
+		int rc = sqlite3_prepare_v3(s->db, stmt_sql[which], -1, SQLITE_PREPARE_PERSISTENT,
+					    &s->st[which], NULL);
+		if (rc != SQLITE_OK) {
+			s->st[which] = NULL;
+			return sql_fail(s, rc, "prepare a statement", err);
+		}
+	}
+	*out = s->st[which];
+	return ZB_OK;
+}
+
+/* Step a bound insert/update to completion and make it reusable. Returns an
+ * SQLite result code (SQLITE_OK on success). */
+static int step_done(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+	int rc2 = sqlite3_reset(st);
+	if (rc == SQLITE_DONE)
+		return rc2; /* SQLITE_OK */
+	return rc == SQLITE_OK ? rc2 : rc;
+}
+
+/* Text or NULL, copied by SQLite (for one-off rows whose strings the caller owns). */
+static int bind_text(sqlite3_stmt *st, int i, const char *t)
+{
+	return t ? sqlite3_bind_text(st, i, t, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i);
+}
+
+/* Static text (the name tables of graph.h and config.h), not copied. */
+static int bind_static(sqlite3_stmt *st, int i, const char *t)
+{
+	return t ? sqlite3_bind_text(st, i, t, -1, SQLITE_STATIC) : sqlite3_bind_null(st, i);
+}
+
+/* Writes of one zb_store_add_* call: inside the caller's transaction they form a
+ * savepoint, so a failed call leaves the transaction as it was; outside one they
+ * form their own transaction. */
+static zb_status wbegin(zb_store *s, int *own, const char *doing, zb_error *err)
+{
+	*own = sqlite3_get_autocommit(s->db);
+	return exec_sql(s, *own ? "BEGIN IMMEDIATE" : "SAVEPOINT zb_add", doing, err);
+}
+
+static zb_status wend(zb_store *s, int own, zb_status st, const char *doing, zb_error *err)
+{
+	if (st == ZB_OK) {
+		st = exec_sql(s, own ? "COMMIT" : "RELEASE zb_add", doing, err);
+		if (st == ZB_OK)
+			return ZB_OK;
+	}
+	/* Undo this call's rows. The error already in err is the one to report; if
+	 * undoing fails too (SQLite may already have rolled back after an I/O error),
+	 * there is nothing more useful to say, and an abandoned transaction is rolled
+	 * back when the connection closes. */
+	if (own) {
+		if (!sqlite3_get_autocommit(s->db))
+			(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+	} else {
+		(void)sqlite3_exec(s->db, "ROLLBACK TO zb_add; RELEASE zb_add", NULL, NULL, NULL);
+	}
+	return st;
+}
+
+static int valid_source(const char *source)
+{
+	return source && (!strcmp(source, "predicted") || !strcmp(source, "measured"));
+}
+
+static zb_status check_source(const char *source, zb_error *err)
+{
+	if (valid_source(source))
+		return ZB_OK;
+	return zb_fail(err, ZB_E_INPUT, "unknown event source '%s' (known: predicted, measured)",
+		       source ? source : "(null)");
+}
+
+/* ---- open, migrate, close ----------------------------------------------------- */
+
+/* mkdir -p of the directory part of path. */
+static zb_status make_parent_dirs(const char *path, zb_error *err)
+{
+	size_t n = strlen(path);
+	char *buf = zb_xmalloc(n + 1);
+	memcpy(buf, path, n + 1);
+	char *slash = strrchr(buf, '/');
+	zb_status st = ZB_OK;
+	if (slash && slash != buf) {
+		*slash = '\0';
+		for (char *p = buf + 1;; p++) {
+			int last = *p == '\0';
+			if (*p != '/' && !last)
+				continue;
+			*p = '\0';
+			struct stat sb;
+			if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+				int e = errno;
+				st = zb_fail(err, ZB_E_STORE,
+					     "cannot open database '%s': cannot create directory '%s' (%s)",
+					     path, buf, strerror(e));
+				break;
+			}
+			if (stat(buf, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+				st = zb_fail(err, ZB_E_STORE,
+					     "cannot open database '%s': '%s' is not a directory", path,
+					     buf);
+				break;
+			}
+			if (last)
+				break;
+			*p = '/';
+		}
+	}
+	free(buf);
+	return st;
+}
+
+/* Apply migrations from the file's version up to target, all in one transaction.
+ * The version is read again under the write lock: another process may have
+ * migrated the file meanwhile. */
+static zb_status migrate(zb_store *s, int target, zb_error *err)
+{
+	zb_status st = exec_sql(s, "BEGIN IMMEDIATE", "start the schema migration", err);
+	if (st != ZB_OK)
+		return st;
+	int64_t v = 0;
+	int rc = query_int64(s->db, "PRAGMA user_version", &v);
+	if (rc != SQLITE_OK) {
+		st = sql_fail(s, rc, "read the schema version", err);
+	} else if (v > ZB_SCHEMA_VERSION) {
+		st = zb_fail(err, ZB_E_STORE,
+			     "database '%s' has schema version %lld, newer than this zbench (%d)",
+			     s->path, (long long)v, ZB_SCHEMA_VERSION);
+	}
+	for (int64_t i = v; st == ZB_OK && i < target; i++) {
+		char doing[160];
+		snprintf(doing, sizeof doing, "migrate to schema version %lld (%s)",
+			 (long long)i + 1, migrations[i].what);
+		st = exec_sql(s, migrations[i].sql, doing, err);
+	}
+	if (st == ZB_OK && v < target) {
+		char sql[64];
+		snprintf(sql, sizeof sql, "PRAGMA user_version = %d", target);
+		st = exec_sql(s, sql, "set the schema version", err);
+	}
+	if (st == ZB_OK)
+		st = exec_sql(s, "COMMIT", "commit the schema migration", err);
+	if (st != ZB_OK) {
+		/* Keep the first error; the rollback only undoes a half-made schema. */
+		if (!sqlite3_get_autocommit(s->db))
+			(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		return st;
+	}
+	s->version = v < target ? target : (int)v;
+	return ZB_OK;
+}
+
+zb_status zb_store_open_version(zb_store **out, const char *path, int busy_timeout_ms,
+				int version, zb_error *err)
+{
+	*out = NULL;
+	if (!path || !*path)
+		return zb_fail(err, ZB_E_INPUT, "empty database path");
+	if (version < 1 || version > ZB_SCHEMA_VERSION)
+		return zb_fail(err, ZB_E_INTERNAL, "no schema version %d (this zbench has 1..%d)",
+			       version, ZB_SCHEMA_VERSION);
+	zb_status st = make_parent_dirs(path, err);
+	if (st != ZB_OK)
+		return st;
+
+	zb_store *s = zb_xcalloc(1, sizeof *s);
+	s->path = zb_xmalloc(strlen(path) + 1);
+	strcpy(s->path, path);
+	s->busy_ms = busy_timeout_ms < 0 ? 0 : busy_timeout_ms;
+
+	/* NOMUTEX: a zb_store is used by one thread at a time (store.h), so SQLite's
+	 * per-call connection mutex is pure cost on bulk inserts. */
+	int rc = sqlite3_open_v2(path, &s->db,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+				 NULL);
+	if (rc != SQLITE_OK) {
+		int e = s->db ? sqlite3_system_errno(s->db) : 0;
+		st = zb_fail(err, ZB_E_STORE, "cannot open database '%s': %s%s%s%s", path,
+			     s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc), e ? " (" : "",
+			     e ? strerror(e) : "", e ? ")" : "");
+		goto fail;
+	}
+	rc = sqlite3_extended_result_codes(s->db, 1);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_busy_timeout(s->db, s->busy_ms);
+	if (rc != SQLITE_OK) {
+		st = sql_fail(s, rc, "configure the connection", err);
+		goto fail;
+	}
+
+	/* Look before writing anything: a file of another program or of a newer
+	 * zbench must stay byte-for-byte as it was. */
+	int64_t v = 0, app = 0, ntables = 0;
+	rc = query_int64(s->db, "PRAGMA user_version", &v);
+	if (rc == SQLITE_OK)
+		rc = query_int64(s->db, "PRAGMA application_id", &app);
+	if (rc == SQLITE_OK)
+		rc = query_int64(s->db, "SELECT count(*) FROM sqlite_master", &ntables);
+	if (rc != SQLITE_OK) {
+		st = sql_fail(s, rc, "read the schema version", err);
+		goto fail;
+	}
+	if (v > ZB_SCHEMA_VERSION) {
+		st = zb_fail(err, ZB_E_STORE,
+			     "database '%s' has schema version %lld, newer than this zbench (%d)",
+			     path, (long long)v, ZB_SCHEMA_VERSION);
+		goto fail;
+	}
+	if ((ntables > 0 || v > 0) && app != ZB_APP_ID) {
+		st = zb_fail(err, ZB_E_STORE,
+			     "not a zbench database: '%s' (application_id %lld, schema version %lld,"
+			     " %lld schema objects of another program)",
+			     path, (long long)app, (long long)v, (long long)ntables);
+		goto fail;
+	}
+
+	char mode[32];
+	rc = pragma_text(s->db, "PRAGMA journal_mode = WAL", mode, sizeof mode);
+	if (rc != SQLITE_OK) {
+		st = sql_fail(s, rc, "switch to the write-ahead log", err);
+		goto fail;
+	}
+	if (strcmp(mode, "wal") != 0) {
+		st = zb_fail(err, ZB_E_STORE,
+			     "cannot use a write-ahead log for database '%s' (journal mode stays '%s')",
+			     path, mode);
+		goto fail;
+	}
+	/* cache_size: up to 64 MiB of pages (allocated as used) keeps a bulk
+	 * transaction from spilling pages into the WAL before it commits. */
+	st = exec_sql(s, "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;"
+		      " PRAGMA cache_size = -65536",
+		      "configure the connection", err);
+	if (st != ZB_OK)
+		goto fail;
+	int64_t fk = 0;
+	rc = query_int64(s->db, "PRAGMA foreign_keys", &fk);
+	if (rc != SQLITE_OK || fk != 1) {
+		st = rc != SQLITE_OK ? sql_fail(s, rc, "enable foreign keys", err)
+				     : zb_fail(err, ZB_E_STORE,
+					       "cannot enable foreign keys in database '%s'"
+					       " (SQLite built without them)",
+					       path);
+		goto fail;
+	}
+
+	s->version = (int)v;
+	if (v < version) {
+		st = migrate(s, version, err);
+		if (st != ZB_OK)
+			goto fail;
+	}
+	*out = s;
+	return ZB_OK;
+fail:
+	zb_store_close(s);
+	return st;
+}
+
+zb_status zb_store_open(zb_store **out, const char *path, int busy_timeout_ms, zb_error *err)
+{
+	return zb_store_open_version(out, path, busy_timeout_ms, ZB_SCHEMA_VERSION, err);
+}
+
+void zb_store_close(zb_store *s)
+{
+	if (!s)
+		return;
+	/* sqlite3_finalize returns the last step's error, not a new one. */
+	for (int i = 0; i < ST_COUNT; i++)
+		(void)sqlite3_finalize(s->st[i]);
+	for (int i = 0; i < BULK_COUNT; i++)
+		for (int k = 0; k < 2; k++)
+			(void)sqlite3_finalize(s->bulk[i][k]);
+	if (s->db) {
+		/* An open transaction here was abandoned by the caller: roll it back. */
+		if (!sqlite3_get_autocommit(s->db))
+			(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+		/* All statements are finalized, so close cannot be refused as busy; v2
+		 * defers the close rather than leaking if it somehow were. */
+		(void)sqlite3_close_v2(s->db);
+	}
+	free(s->path);
+	free(s);
+}
+
+int zb_store_schema_version(zb_store *s) { return s->version; }
+
+struct sqlite3 *zb_store_db(zb_store *s) { return s->db; }
+
+const char *zb_store_path(zb_store *s) { return s->path; }
+
+/* ---- transactions ------------------------------------------------------------- */
+
+zb_status zb_store_begin(zb_store *s, zb_error *err)
+{
+	if (!sqlite3_get_autocommit(s->db))
+		return zb_fail(err, ZB_E_INTERNAL, "transaction already open in database '%s'",
+			       s->path);
+	return exec_sql(s, "BEGIN IMMEDIATE", "start a write transaction", err);
+}
+
+zb_status zb_store_commit(zb_store *s, zb_error *err)
+{
+	if (sqlite3_get_autocommit(s->db))
+		return zb_fail(err, ZB_E_STORE,
+			       "no transaction to commit in database '%s' (rolled back after an"
+			       " earlier error)",
+			       s->path);
+	zb_status st = exec_sql(s, "COMMIT", "commit", err);
+	if (st != ZB_OK && !sqlite3_get_autocommit(s->db))
+		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL); /* first error kept */
+	return st;
+}
+
+void zb_store_rollback(zb_store *s)
+{
+	/* Nothing to report: ROLLBACK fails only when there is no transaction left. */
+	if (s && !sqlite3_get_autocommit(s->db))
+		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+/* ---- writers ------------------------------------------------------------------ */
+
+zb_status zb_store_add_run(zb_store *s, const zb_run_info *info, int64_t *run_id, zb_error *err)
+{
+	if (!info || !info->kind)
+		return zb_fail(err, ZB_E_INTERNAL, "run without a kind");
+	char host[256];
+	const char *h = info->host;
+	if (!h) {
+		if (gethostname(host, sizeof host) != 0)
+			snprintf(host, sizeof host, "unknown");
+		host[sizeof host - 1] = '\0';
+		h = host;
+	}
+	const char *version = info->version;
+#ifdef ZB_VERSION
+	if (!version)
+		version = ZB_VERSION;
+#endif
+	const char *commit = info->git_commit && *info->git_commit ? info->git_commit : NULL;
+
+	sqlite3_stmt *q;
+	int own;
+	zb_status st = stmt(s, ST_RUN, &q, err);
+	if (st != ZB_OK)
+		return st;
+	st = wbegin(s, &own, "insert a run", err);
+	if (st != ZB_OK)
+		return st;
+	int rc = bind_text(q, 1, info->kind);
+	rc |= bind_text(q, 2, h);
+	rc |= bind_text(q, 3, version);
+	rc |= bind_text(q, 4, commit);
+	rc |= bind_text(q, 5, info->device);
+	rc |= bind_text(q, 6, info->command);
+	if (rc == SQLITE_OK)
+		rc = step_done(q);
+	else
+		rc = sqlite3_errcode(s->db);
+	if (rc != SQLITE_OK)
+		st = sql_fail(s, rc, "insert a run", err);
+	else if (run_id)
+		*run_id = sqlite3_last_insert_rowid(s->db);
+	return wend(s, own, st, "insert a run", err);
+}
+
+zb_status zb_store_finish_run(zb_store *s, int64_t run_id, const char *status, zb_error *err)
+{
+	sqlite3_stmt *q;
+	int own;
+	zb_status st = stmt(s, ST_FINISH, &q, err);
+	if (st != ZB_OK)
+		return st;
+	st = wbegin(s, &own, "finish a run", err);
+	if (st != ZB_OK)
+		return st;
+	int rc = sqlite3_bind_int64(q, 1, run_id);
+	rc |= bind_text(q, 2, status ? status : "ok");
+	if (rc == SQLITE_OK)
+		rc = step_done(q);
+	else
+		rc = sqlite3_errcode(s->db);
+	if (rc != SQLITE_OK)
+		st = sql_fail(s, rc, "finish a run", err);
+	else if (sqlite3_changes(s->db) != 1)
+		st = zb_fail(err, ZB_E_STORE, "no run %lld in database '%s'", (long long)run_id,
+			     s->path);
+	return wend(s, own, st, "finish a run", err);
+}
+
+zb_status zb_store_add_config(zb_store *s, int64_t run_id, const zb_config *cfg,
+			      const char *config_json, int64_t *config_id, zb_error *err)
+{
+	const zb_policy *p = &cfg->policy;
+	sqlite3_stmt *q;
+	int own;
+	zb_status st = stmt(s, ST_CONFIG, &q, err);
+	if (st != ZB_OK)
+		return st;
+	st = wbegin(s, &own, "insert a configuration", err);
+	if (st != ZB_OK)
+		return st;
+	int rc = sqlite3_bind_int64(q, 1, run_id);
+	rc |= bind_text(q, 2, cfg->hw.name);
+	rc |= bind_text(q, 3, cfg->hw.link.name);
+	rc |= bind_text(q, 4, cfg->hw.gpu.name);
+	rc |= bind_text(q, 5, cfg->hw.cpu.name);
+	rc |= sqlite3_bind_int(q, 6, cfg->hw.cpu.cores);
+	rc |= bind_text(q, 7, cfg->model.name);
+	rc |= bind_static(q, 8, zb_policy_name(p->kind));
+	rc |= sqlite3_bind_double(q, 9, p->ratio);
+	rc |= sqlite3_bind_int(q, 10, p->offload_param);
+	rc |= sqlite3_bind_int(q, 11, p->prefetch_layers);
+	rc |= bind_static(q, 12, zb_ckpt_name(p->ckpt));
+	rc |= sqlite3_bind_int(q, 13, p->gas);
+	rc |= sqlite3_bind_int(q, 14, p->micro_batch);
+	rc |= sqlite3_bind_int(q, 15, p->seq);
+	rc |= bind_static(q, 16, zb_dtype_name(p->dtype));
+	rc |= sqlite3_bind_int(q, 17, p->pageable);
+	rc |= sqlite3_bind_int64(q, 18, p->bucket_params);
+	rc |= sqlite3_bind_int(q, 19, p->cpu_threads);
+	rc |= sqlite3_bind_int(q, 20, cfg->steps);
+	/* A model that failed validation has no parameter count (and heads 0 would
+	 * divide by zero in the head dimension). */
+	if (cfg->model.heads > 0 && cfg->model.layers >= 0)
+		rc |= sqlite3_bind_int64(q, 21, zb_model_params(&cfg->model));
+	else
+		rc |= sqlite3_bind_null(q, 21);
+	rc |= bind_text(q, 22, config_json);
+	if (rc == SQLITE_OK)
+		rc = step_done(q);
+	else
+		rc = sqlite3_errcode(s->db);
+	if (rc != SQLITE_OK)
+		st = sql_fail(s, rc, "insert a configuration", err);
+	else if (config_id)
+		*config_id = sqlite3_last_insert_rowid(s->db);
+	return wend(s, own, st, "insert a configuration", err);
+}
+
+zb_status zb_store_add_prediction(zb_store *s, int64_t config_id, const zb_graph *g,
+				  const zb_sim_result *res, const zb_memory *mem, zb_error *err)
+{
+	if (!res && !mem)
+		return zb_fail(err, ZB_E_INTERNAL, "prediction of config %lld has neither a result"
+			       " nor a memory estimate", (long long)config_id);
+	sqlite3_stmt *q;
+	int own;
+	zb_status st = stmt(s, ST_PRED, &q, err);
+	if (st != ZB_OK)
+		return st;
+	st = wbegin(s, &own, "insert a prediction", err);
+	if (st != ZB_OK)
+		return st;
+	int fits = mem ? mem->fits : 1;
+	int rc = sqlite3_bind_int64(q, 1, config_id);
+	rc |= sqlite3_bind_int(q, 2, fits);
+	rc |= bind_text(q, 3, mem && !mem->fits && mem->reason[0] ? mem->reason : NULL);
+	if (res) {
+		rc |= sqlite3_bind_double(q, 4, res->total_s);
+		rc |= sqlite3_bind_double(q, 5, res->step_time_s);
+		rc |= sqlite3_bind_double(q, 6, res->tokens_per_s);
+		rc |= sqlite3_bind_double(q, 7, res->tflops_per_gpu);
+		rc |= bind_static(q, 8, zb_resource_name(res->bottleneck));
+		rc |= sqlite3_bind_double(q, 9, res->lower_bound_s);
+		rc |= bind_static(q, 10, zb_resource_name(res->bound_resource));
+		for (int r = 0; r < ZB_RES_COUNT; r++) {
+			rc |= sqlite3_bind_double(q, 11 + r, res->busy_s[r]);
+			rc |= sqlite3_bind_double(q, 16 + r, res->work_s[r]);
+		}
+		rc |= sqlite3_bind_int64(q, 25, (sqlite3_int64)res->events);
+	} else {
+		for (int i = 4; i <= 20; i++)
+			rc |= sqlite3_bind_null(q, i);
+		rc |= sqlite3_bind_null(q, 25);
+	}
+	if (g) {
+		rc |= sqlite3_bind_double(q, 21, g->copy_bytes[ZB_RES_H2D]);
+		rc |= sqlite3_bind_double(q, 22, g->copy_bytes[ZB_RES_D2H]);
+	} else {
+		rc |= sqlite3_bind_null(q, 21);
+		rc |= sqlite3_bind_null(q, 22);
+	}
+	if (mem) {
+		rc |= sqlite3_bind_double(q, 23, mem->gpu_bytes);
+		rc |= sqlite3_bind_double(q, 24, mem->host_bytes);
+	} else {
+		rc |= sqlite3_bind_null(q, 23);
+		rc |= sqlite3_bind_null(q, 24);
+	}
+	if (rc == SQLITE_OK)
+		rc = step_done(q);
+	else
+		rc = sqlite3_errcode(s->db);
+	if (rc != SQLITE_OK)
+		st = sql_fail(s, rc, "insert a prediction", err);
+	return wend(s, own, st, "insert a prediction", err);
+}
+
+/* ---- bulk rows: tasks, dependencies, events -------------------------------------
+ *
+ * A one-row INSERT costs a statement execution (with foreign keys on, a statement
+ * savepoint) per row, which caps it near 0.3 M rows/s; one execution of a
+ * multi-row INSERT carries `rows` rows and reaches several times that. So each
+ * bulk table has two statements of one shape: `rows` rows, and one row for the
+ * remainder. Leading parameters (config id, source) are shared by every row and
+ * bound once per call. */
+
+static const struct bulk_def {
+	const char *head; /* "INSERT INTO table(columns) VALUES " */
+	int shared;       /* leading parameters shared by all rows: ?1 (, ?2) */
+	int cols;         /* parameters of each row after the shared ones */
+	int rows;         /* rows per execution of the multi-row statement */
+} bulk_defs[BULK_COUNT] = {
+	[BULK_TASKS] = { "INSERT INTO tasks(config_id, task_id, kind, resource, op, pass, step,"
+			 " micro, unit, bucket, flops, bytes, params, param_offset, m, n, k, batch)"
+			 " VALUES ", 1, 17, 64 },
+	[BULK_DEPS] = { "INSERT INTO task_deps(config_id, task_id, dep_id) VALUES ", 1, 2, 64 },
+	[BULK_EVENTS] = { "INSERT INTO events(config_id, source, task_id, start_ns, end_ns)"
+			  " VALUES ", 2, 3, 64 },
+};
+
+/* The bulk statement of table `which`, many rows (multi = 1) or one. */
+static zb_status bulk_stmt(zb_store *s, int which, int multi, sqlite3_stmt **out, zb_error *err)
+{
+	sqlite3_stmt **slot = &s->bulk[which][multi];
+	if (!*slot) {
+		const struct bulk_def *b = &bulk_defs[which];
+		int rows = multi ? b->rows : 1;
+		/* "(?1, ?2, ?, ?, ?)": anonymous ? number on from the largest so far. */
+		size_t rowlen = 8 + 3 * (size_t)b->cols + 3;
+		size_t n = strlen(b->head) + (size_t)rows * (rowlen + 1) + 1;
+		char *sql = zb_xmalloc(n), *p = sql;
+		p += sprintf(p, "%s", b->head);
+		for (int r = 0; r < rows; r++) {
+			p += sprintf(p, "%s(?1%s", r ? "," : "", b->shared > 1 ? ",?2" : "");
+			for (int c = 0; c < b->cols; c++)
+				p += sprintf(p, ",?");
+			p += sprintf(p, ")");
+		}
+		int rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, slot, NULL);
+		free(sql);
+		if (rc != SQLITE_OK) {
+			*slot = NULL;
+			return sql_fail(s, rc, "prepare a statement", err);
+		}
+	}
+	*out = *slot;
+	return ZB_OK;
+}
+
+/* Binds the next row's parameters from index p on; returns an SQLite code. */
+typedef int (*bulk_row_fn)(sqlite3_stmt *st, int p, void *ctx);
+
+/* Insert nrows rows, produced in order by row(), into table `which`. */
+static zb_status bulk_insert(zb_store *s, int which, int64_t config_id, const char *source,
+			     size_t nrows, bulk_row_fn row, void *ctx, const char *doing,
+			     zb_error *err)
+{
+	const struct bulk_def *b = &bulk_defs[which];
+	sqlite3_stmt *one, *many;
+	zb_status st = bulk_stmt(s, which, 0, &one, err);
+	if (st == ZB_OK)
+		st = bulk_stmt(s, which, 1, &many, err);
+	if (st != ZB_OK)
+		return st;
+	/* Bindings outlive sqlite3_reset: bind the shared ones once. */
+	int rc = SQLITE_OK;
+	for (int k = 0; k < 2; k++) {
+		sqlite3_stmt *q = k ? many : one;
+		rc |= sqlite3_bind_int64(q, 1, config_id);
+		if (b->shared > 1)
+			rc |= bind_static(q, 2, source);
+	}
+	if (rc != SQLITE_OK)
+		return sql_fail(s, sqlite3_errcode(s->db), doing, err);
+	while (nrows > 0) {
+		int rows = nrows >= (size_t)b->rows ? b->rows : 1;
+		sqlite3_stmt *q = rows > 1 ? many : one;
+		rc = SQLITE_OK;
+		for (int r = 0; r < rows; r++)
+			rc |= row(q, b->shared + 1 + r * b->cols, ctx);
+		rc = rc == SQLITE_OK ? step_done(q) : sqlite3_errcode(s->db);
+		if (rc != SQLITE_OK)
+			return sql_fail(s, rc, doing, err);
+		nrows -= (size_t)rows;
+	}
+	return ZB_OK;
+}
+
+struct task_iter {
+	const zb_graph *g;
+	size_t i;      /* next task */
+	uint32_t d;    /* next dependency of task i */
+};
+
+static int bind_task_row(sqlite3_stmt *q, int p, void *ctx)
+{
+	struct task_iter *it = ctx;
+	const zb_task *t = &it->g->tasks[it->i++];
+	/* Names checked by check_tasks before any row is written. */
+	int rc = sqlite3_bind_int64(q, p, t->id);
+	rc |= bind_static(q, p + 1, zb_task_kind_name((zb_task_kind)t->kind));
+	rc |= bind_static(q, p + 2, zb_resource_name((zb_resource)t->resource));
+	rc |= bind_static(q, p + 3, zb_op_name((zb_op)t->op));
+	rc |= bind_static(q, p + 4, zb_pass_name((zb_pass)t->pass));
+	rc |= sqlite3_bind_int(q, p + 5, t->step);
+	rc |= sqlite3_bind_int(q, p + 6, t->micro);
+	rc |= sqlite3_bind_int(q, p + 7, t->unit);
+	rc |= sqlite3_bind_int(q, p + 8, t->bucket);
+	rc |= sqlite3_bind_double(q, p + 9, t->flops);
+	rc |= sqlite3_bind_double(q, p + 10, t->bytes);
+	rc |= sqlite3_bind_int64(q, p + 11, t->params);
+	rc |= sqlite3_bind_int64(q, p + 12, t->param_offset);
+	rc |= sqlite3_bind_int(q, p + 13, t->m);
+	rc |= sqlite3_bind_int(q, p + 14, t->n);
+	rc |= sqlite3_bind_int(q, p + 15, t->k);
+	rc |= sqlite3_bind_int(q, p + 16, t->batch);
+	return rc;
+}
+
+static int bind_dep_row(sqlite3_stmt *q, int p, void *ctx)
+{
+	struct task_iter *it = ctx;
+	const zb_task *t = &it->g->tasks[it->i];
+	while (it->d >= t->dep_count) { /* next task that has dependencies left */
+		t = &it->g->tasks[++it->i];
+		it->d = 0;
+	}
+	int rc = sqlite3_bind_int64(q, p, t->id);
+	rc |= sqlite3_bind_int64(q, p + 1, zb_task_deps(it->g, t)[it->d++]);
+	return rc;
+}
+
+/* Everything add_tasks will bind is in range, so rows either all go in or none. */
+static zb_status check_tasks(const zb_graph *g, size_t *ndeps, zb_error *err)
+{
+	*ndeps = 0;
+	for (size_t i = 0; i < g->ntasks; i++) {
+		const zb_task *t = &g->tasks[i];
+		if (t->kind >= ZB_TASK_KIND_COUNT || t->resource >= ZB_RES_COUNT ||
+		    t->op >= ZB_OP_COUNT || t->pass >= ZB_PASS_COUNT)
+			return zb_fail(err, ZB_E_INTERNAL,
+				       "task %u has an unknown kind, resource, op or pass"
+				       " (%d, %d, %d, %d)",
+				       t->id, t->kind, t->resource, t->op, t->pass);
+		if ((size_t)t->dep_begin + t->dep_count > g->ndeps)
+			return zb_fail(err, ZB_E_INTERNAL,
+				       "task %u has dependencies %u..%zu past the graph's %zu", t->id,
+				       t->dep_begin, (size_t)t->dep_begin + t->dep_count, g->ndeps);
+		*ndeps += t->dep_count;
+	}
+	return ZB_OK;
+}
+
+zb_status zb_store_add_tasks(zb_store *s, int64_t config_id, const zb_graph *g, zb_error *err)
+{
+	size_t ndeps;
+	zb_status st = check_tasks(g, &ndeps, err);
+	if (st != ZB_OK)
+		return st;
+	int own;
+	st = wbegin(s, &own, "insert tasks", err);
+	if (st != ZB_OK)
+		return st;
+	char doing[96];
+	snprintf(doing, sizeof doing, "insert the tasks of config %lld", (long long)config_id);
+	struct task_iter it = { g, 0, 0 };
+	st = bulk_insert(s, BULK_TASKS, config_id, NULL, g->ntasks, bind_task_row, &it, doing, err);
+	if (st == ZB_OK) {
+		/* After the tasks: each dependency row references its task. */
+		snprintf(doing, sizeof doing, "insert the task dependencies of config %lld",
+			 (long long)config_id);
+		it = (struct task_iter){ g, 0, 0 };
+		st = bulk_insert(s, BULK_DEPS, config_id, NULL, ndeps, bind_dep_row, &it, doing,
+				 err);
+	}
+	return wend(s, own, st, "insert tasks", err);
+}
+
+/* Seconds to integer nanoseconds. */
+static int64_t to_ns(double s) { return (int64_t)llround(s * 1e9); }
+
+struct event_iter {
+	const zb_graph *g;
+	const double *start, *end;
+	size_t i;
+};
+
+/* A task the executor did not record has a non-finite time: no row. */
+static int event_recorded(const struct event_iter *it, uint32_t id)
+{
+	return isfinite(it->start[id]) && isfinite(it->end[id]);
+}
+
+static int bind_event_row(sqlite3_stmt *q, int p, void *ctx)
+{
+	struct event_iter *it = ctx;
+	uint32_t id = it->g->tasks[it->i++].id;
+	while (!event_recorded(it, id))
+		id = it->g->tasks[it->i++].id;
+	int rc = sqlite3_bind_int64(q, p, id);
+	rc |= sqlite3_bind_int64(q, p + 1, to_ns(it->start[id]));
+	rc |= sqlite3_bind_int64(q, p + 2, to_ns(it->end[id]));
+	return rc;
+}
+
+zb_status zb_store_add_events(zb_store *s, int64_t config_id, const char *source,
+			      const zb_graph *g, const double *start, const double *end,
+			      zb_error *err)
+{
+	zb_status st = check_source(source, err);
+	if (st != ZB_OK)
+		return st;
+	struct event_iter it = { g, start, end, 0 };
+	size_t nrows = 0;
+	for (size_t i = 0; i < g->ntasks; i++) {
+		uint32_t id = g->tasks[i].id;
+		if (id >= g->ntasks)
+			return zb_fail(err, ZB_E_INTERNAL, "task id %u out of range (%zu tasks)", id,
+				       g->ntasks);
+		nrows += event_recorded(&it, id);
+	}
+	int own;
+	st = wbegin(s, &own, "insert events", err);
+	if (st != ZB_OK)
+		return st;
+	char doing[96];
+	snprintf(doing, sizeof doing, "insert the %s events of config %lld", source,
+		 (long long)config_id);
+	/* A static copy of the name: the statement keeps it bound after this call. */
+	const char *src = !strcmp(source, "predicted") ? "predicted" : "measured";
+	st = bulk_insert(s, BULK_EVENTS, config_id, src, nrows, bind_event_row, &it, doing, err);
+	return wend(s, own, st, "insert events", err);
+}
+
+zb_status zb_store_add_steps(zb_store *s, int64_t config_id, const char *source, int nsteps,
+			     const double *step_s, zb_error *err)
+{
+	zb_status st = check_source(source, err);
+	if (st != ZB_OK)
+		return st;
+	sqlite3_stmt *q;
+	int own;
+	st = stmt(s, ST_STEP, &q, err);
+	if (st != ZB_OK)
+		return st;
+	st = wbegin(s, &own, "insert step times", err);
+	if (st != ZB_OK)
+		return st;
+	for (int i = 0; i < nsteps && st == ZB_OK; i++) {
+		int rc = sqlite3_bind_int64(q, 1, config_id);
+		rc |= bind_static(q, 2, !strcmp(source, "predicted") ? "predicted" : "measured");
+		rc |= sqlite3_bind_int(q, 3, i);
+		rc |= isfinite(step_s[i]) ? sqlite3_bind_double(q, 4, step_s[i])
+					  : sqlite3_bind_null(q, 4);
+		rc = rc == SQLITE_OK ? step_done(q) : sqlite3_errcode(s->db);
+		if (rc != SQLITE_OK)
+			st = sql_fail(s, rc, "insert step times", err);
+	}
+	return wend(s, own, st, "insert step times", err);
+}
+
+/* ---- readers ------------------------------------------------------------------ */
+
+zb_status zb_store_count(zb_store *s, const char *table, int64_t *n, zb_error *err)
+{
+	/* The name becomes part of the SQL text, so it must be a plain identifier
+	 * and an existing table of this database: nothing else is ever spliced in. */
+	int plain = table && *table && !(*table >= '0' && *table <= '9');
+	for (const char *c = table; plain && *c; c++)
+		plain = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+			(*c >= '0' && *c <= '9') || *c == '_';
+	if (!plain)
+		return zb_fail(err, ZB_E_INPUT, "unknown table '%s' (known: %s)",
+			       table ? table : "(null)", known_tables);
+	sqlite3_stmt *q = NULL;
+	int rc = sqlite3_prepare_v2(s->db,
+				    "SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'view')"
+				    " AND name = ?1",
+				    -1, &q, NULL);
+	int64_t found = 0;
+	if (rc == SQLITE_OK)
+		rc = sqlite3_bind_text(q, 1, table, -1, SQLITE_STATIC);
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(q);
+		if (rc == SQLITE_ROW) {
+			found = sqlite3_column_int64(q, 0);
+			rc = SQLITE_OK;
+		}
+	}
+	if (rc != SQLITE_OK) {
+		zb_status st = sql_fail(s, rc, "look up a table", err);
+		(void)sqlite3_finalize(q);
+		return st;
+	}
+	rc = sqlite3_finalize(q);
+	if (rc != SQLITE_OK)
+		return sql_fail(s, rc, "look up a table", err);
+	if (!found)
+		return zb_fail(err, ZB_E_INPUT, "unknown table '%s' (known: %s)", table,
+			       known_tables);
+	char sql[128];
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM \"%s\"", table);
+	rc = query_int64(s->db, sql, n);
+	if (rc != SQLITE_OK) {
+		char doing[96];
+		snprintf(doing, sizeof doing, "count the rows of %s", table);
+		return sql_fail(s, rc, doing, err);
+	}
+	return ZB_OK;
+}
+
+zb_status zb_store_latest_config(zb_store *s, const char *source, int64_t *config_id,
+				 zb_error *err)
+{
+	zb_status st = source ? check_source(source, err) : ZB_OK;
+	if (st != ZB_OK)
+		return st;
+	sqlite3_stmt *q;
+	st = stmt(s, source ? ST_LATEST_SOURCE : ST_LATEST, &q, err);
+	if (st != ZB_OK)
+		return st;
+	int rc = source ? sqlite3_bind_text(q, 1, source, -1, SQLITE_TRANSIENT) : SQLITE_OK;
+	int found = 0;
+	if (rc == SQLITE_OK) {
+		rc = sqlite3_step(q);
+		if (rc == SQLITE_ROW) {
+			found = sqlite3_column_type(q, 0) != SQLITE_NULL;
+			*config_id = sqlite3_column_int64(q, 0);
+			rc = SQLITE_OK;
+		} else if (rc == SQLITE_DONE) {
+			rc = SQLITE_OK;
+		}
+	}
+	int rc2 = sqlite3_reset(q);
+	if (rc == SQLITE_OK)
+		rc = rc2;
+	if (rc != SQLITE_OK)
+		return sql_fail(s, rc, "find the latest configuration", err);
+	if (!found)
+		return zb_fail(err, ZB_E_INPUT, "no configuration%s%s%s in database '%s'",
+			       source ? " with " : "", source ? source : "",
+			       source ? " events" : "", s->path);
+	return ZB_OK;
+}
