@@ -634,6 +634,34 @@ static void test_steady_step_time(void **state)
 	}
 }
 
+/* The step time is the pace of the slowest resource, not just the GPU's: each step
+ * is a 1 ms kernel and a 2 ms CPU Adam after it, and nothing holds the GPU back, so
+ * over a short run the GPU finishes a step every 1 ms while the CPU, which sets
+ * the pace any longer run can keep, needs 2 ms per step. */
+static void test_step_time_is_slowest_pace(void **state)
+{
+	zb_config c;
+	hand_config(&c, 1e15);
+	for (int steps = 4; steps <= 8; steps++) {
+		zb_graph g;
+		tg_init(&g, 16);
+		g.steps = steps;
+		for (int s = 0; s < steps; s++) {
+			uint32_t k = tg_add(&g, ZB_RES_GPU, 1e9, 0);
+			uint32_t a = tg_add(&g, ZB_RES_CPU, 2e-3 * ADAM_BPS, 1, k);
+			g.tasks[k].step = g.tasks[a].step = s;
+		}
+		zb_sim_result r;
+		run(&g, &c, &r);
+		assert_close(r.step_time_s, 2e-3, 1e-9);
+		assert_close(r.lower_bound_s, 2e-3, 1e-9);
+		assert_int_equal(r.bound_resource, ZB_RES_CPU);
+		assert_true(r.step_time_s >= r.lower_bound_s * (1 - 1e-9));
+		zb_sim_result_free(&r);
+		tg_free(&g);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -655,6 +683,7 @@ int main(void)
 		cmocka_unit_test(test_events_counted),
 		cmocka_unit_test(test_empty_graph),
 		cmocka_unit_test(test_steady_step_time),
+		cmocka_unit_test(test_step_time_is_slowest_pace),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
