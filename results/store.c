@@ -192,6 +192,7 @@ struct zb_store {
 	char *path;
 	int busy_ms;
 	int version;
+	int in_txn; /* between zb_store_begin and zb_store_commit / rollback */
 	sqlite3_stmt *st[ST_COUNT];
 	sqlite3_stmt *bulk[BULK_COUNT][2]; /* [table][one row, many rows], see bulk_insert */
 };
@@ -317,6 +318,13 @@ static int bind_static(sqlite3_stmt *st, int i, const char *t)
 static zb_status wbegin(zb_store *s, int *own, const char *doing, zb_error *err)
 {
 	*own = sqlite3_get_autocommit(s->db);
+	/* The caller's transaction is gone (SQLite rolls back by itself after some
+	 * I/O errors): writing now would commit this call's rows on their own. */
+	if (*own && s->in_txn)
+		return zb_fail(err, ZB_E_STORE,
+			       "cannot %s in database '%s': the transaction was rolled back after"
+			       " an earlier error",
+			       doing, s->path);
 	return exec_sql(s, *own ? "BEGIN IMMEDIATE" : "SAVEPOINT zb_add", doing, err);
 }
 
@@ -491,8 +499,8 @@ zb_status zb_store_open_version(zb_store **out, const char *path, int busy_timeo
 	}
 	if ((ntables > 0 || v > 0) && app != ZB_APP_ID) {
 		st = zb_fail(err, ZB_E_STORE,
-			     "not a zbench database: '%s' (application_id %lld, schema version %lld,"
-			     " %lld schema objects of another program)",
+			     "not a zbench database: '%s' (a SQLite database of another program:"
+			     " application_id %lld, user_version %lld, %lld schema objects)",
 			     path, (long long)app, (long long)v, (long long)ntables);
 		goto fail;
 	}
@@ -577,19 +585,22 @@ const char *zb_store_path(zb_store *s) { return s->path; }
 
 zb_status zb_store_begin(zb_store *s, zb_error *err)
 {
-	if (!sqlite3_get_autocommit(s->db))
+	if (s->in_txn || !sqlite3_get_autocommit(s->db))
 		return zb_fail(err, ZB_E_INTERNAL, "transaction already open in database '%s'",
 			       s->path);
-	return exec_sql(s, "BEGIN IMMEDIATE", "start a write transaction", err);
+	zb_status st = exec_sql(s, "BEGIN IMMEDIATE", "start a write transaction", err);
+	s->in_txn = st == ZB_OK;
+	return st;
 }
 
 zb_status zb_store_commit(zb_store *s, zb_error *err)
 {
+	int had = s->in_txn;
+	s->in_txn = 0;
 	if (sqlite3_get_autocommit(s->db))
-		return zb_fail(err, ZB_E_STORE,
-			       "no transaction to commit in database '%s' (rolled back after an"
-			       " earlier error)",
-			       s->path);
+		return zb_fail(err, had ? ZB_E_STORE : ZB_E_INTERNAL,
+			       "no transaction to commit in database '%s'%s", s->path,
+			       had ? " (rolled back after an earlier error)" : "");
 	zb_status st = exec_sql(s, "COMMIT", "commit", err);
 	if (st != ZB_OK && !sqlite3_get_autocommit(s->db))
 		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL); /* first error kept */
@@ -599,7 +610,10 @@ zb_status zb_store_commit(zb_store *s, zb_error *err)
 void zb_store_rollback(zb_store *s)
 {
 	/* Nothing to report: ROLLBACK fails only when there is no transaction left. */
-	if (s && !sqlite3_get_autocommit(s->db))
+	if (!s)
+		return;
+	s->in_txn = 0;
+	if (!sqlite3_get_autocommit(s->db))
 		(void)sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 }
 
@@ -624,7 +638,7 @@ zb_status zb_store_add_run(zb_store *s, const zb_run_info *info, int64_t *run_id
 #endif
 	const char *commit = info->git_commit && *info->git_commit ? info->git_commit : NULL;
 
-	sqlite3_stmt *q;
+	sqlite3_stmt *q = NULL;
 	int own;
 	zb_status st = stmt(s, ST_RUN, &q, err);
 	if (st != ZB_OK)
@@ -651,7 +665,7 @@ zb_status zb_store_add_run(zb_store *s, const zb_run_info *info, int64_t *run_id
 
 zb_status zb_store_finish_run(zb_store *s, int64_t run_id, const char *status, zb_error *err)
 {
-	sqlite3_stmt *q;
+	sqlite3_stmt *q = NULL;
 	int own;
 	zb_status st = stmt(s, ST_FINISH, &q, err);
 	if (st != ZB_OK)
@@ -677,7 +691,7 @@ zb_status zb_store_add_config(zb_store *s, int64_t run_id, const zb_config *cfg,
 			      const char *config_json, int64_t *config_id, zb_error *err)
 {
 	const zb_policy *p = &cfg->policy;
-	sqlite3_stmt *q;
+	sqlite3_stmt *q = NULL;
 	int own;
 	zb_status st = stmt(s, ST_CONFIG, &q, err);
 	if (st != ZB_OK)
@@ -729,7 +743,7 @@ zb_status zb_store_add_prediction(zb_store *s, int64_t config_id, const zb_graph
 	if (!res && !mem)
 		return zb_fail(err, ZB_E_INTERNAL, "prediction of config %lld has neither a result"
 			       " nor a memory estimate", (long long)config_id);
-	sqlite3_stmt *q;
+	sqlite3_stmt *q = NULL;
 	int own;
 	zb_status st = stmt(s, ST_PRED, &q, err);
 	if (st != ZB_OK)
@@ -843,7 +857,7 @@ static zb_status bulk_insert(zb_store *s, int which, int64_t config_id, const ch
 			     zb_error *err)
 {
 	const struct bulk_def *b = &bulk_defs[which];
-	sqlite3_stmt *one, *many;
+	sqlite3_stmt *one = NULL, *many = NULL;
 	zb_status st = bulk_stmt(s, which, 0, &one, err);
 	if (st == ZB_OK)
 		st = bulk_stmt(s, which, 1, &many, err);
@@ -1025,7 +1039,7 @@ zb_status zb_store_add_steps(zb_store *s, int64_t config_id, const char *source,
 	zb_status st = check_source(source, err);
 	if (st != ZB_OK)
 		return st;
-	sqlite3_stmt *q;
+	sqlite3_stmt *q = NULL;
 	int own;
 	st = stmt(s, ST_STEP, &q, err);
 	if (st != ZB_OK)
@@ -1102,7 +1116,7 @@ zb_status zb_store_latest_config(zb_store *s, const char *source, int64_t *confi
 	zb_status st = source ? check_source(source, err) : ZB_OK;
 	if (st != ZB_OK)
 		return st;
-	sqlite3_stmt *q;
+	sqlite3_stmt *q = NULL;
 	st = stmt(s, source ? ST_LATEST_SOURCE : ST_LATEST, &q, err);
 	if (st != ZB_OK)
 		return st;

@@ -28,6 +28,8 @@
  * the event_pairs view. */
 #define ZB_SCHEMA_VERSION 2
 
+/* An open database. It belongs to one thread at a time (the connection is opened
+ * without SQLite's mutex); other threads or processes open their own. */
 typedef struct zb_store zb_store;
 
 typedef struct zb_run_info {
