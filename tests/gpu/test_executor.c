@@ -60,7 +60,9 @@ static void run_and_check(zb_config *c, int check)
 		fail_msg("execute %s ratio %.2f: %s", zb_policy_name(c->policy.kind), c->policy.ratio, err.msg);
 	assert_int_equal(r.steps_done, g.steps);
 	/* every task ran, and started no earlier than each dependency ended (allow
-	 * 2 us for the two clocks' alignment) */
+	 * 20 us: CPU tasks are timed on the host clock, GPU tasks with events placed
+	 * on it through one reference event, and a host wait's wake-up shows as a
+	 * gap, never as an overlap, unless the alignment is off) */
 	for (size_t i = 0; i < g.ntasks; i++) {
 		const zb_task *t = &g.tasks[i];
 		if (r.start[i] < 0 || r.end[i] < r.start[i])
@@ -68,7 +70,7 @@ static void run_and_check(zb_config *c, int check)
 				 zb_op_name(t->op), r.start[i], r.end[i]);
 		const uint32_t *d = zb_task_deps(&g, t);
 		for (uint32_t j = 0; j < t->dep_count; j++)
-			if (r.start[i] + 2e-6 < r.end[d[j]])
+			if (r.start[i] + 20e-6 < r.end[d[j]])
 				fail_msg("task %zu (%s) started %.1f us before its dependency %u (%s) ended", i,
 					 zb_op_name(t->op), (r.end[d[j]] - r.start[i]) * 1e6, d[j],
 					 zb_op_name(g.tasks[d[j]].op));
