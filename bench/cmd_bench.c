@@ -68,10 +68,10 @@ int cmd_bench(int argc, char **argv)
 			matched++;
 			const char *why = c->waived ? c->waived() : NULL;
 			if (list) {
-				printf("%-14s %-4s %s%s%s\n", c->name, c->group, c->description, why ? " (waived: " : "",
-				       why ? why : "");
+				printf("%-14s %-4s %s", c->name, c->group, c->description);
 				if (why)
-					printf(")\n");
+					printf(" (waived: %s)", why);
+				printf("\n");
 				continue;
 			}
 			if (why) {

@@ -196,7 +196,7 @@ int cmd_sweep(int argc, char **argv)
 			print_row(stdout, &preds[i], 1);
 	} else {
 		zb_print_header(stdout, "sweep", &cfgs[0]);
-		printf("# %d configurations\n", ncfg);
+		printf("# %d configurations; the lines above describe the first, the columns what varies\n", ncfg);
 		printf(fmt_head, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8],
 		       cols[9], cols[10], cols[11], cols[12], cols[13], cols[14], cols[15]);
 		printf(fmt_head, units[0], units[1], units[2], units[3], units[4], units[5], units[6], units[7],

@@ -735,7 +735,7 @@ int zb_exec_available(zb_error *err)
 	int n = 0;
 	cudaError_t e = cudaGetDeviceCount(&n);
 	if (e != cudaSuccess || n == 0) {
-		zb_fail(err, ZB_E_NOGPU, "no CUDA device: %s", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+		zb_fail(err, ZB_E_NOGPU, "no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
 		return 0;
 	}
 	return 1;
