@@ -13,6 +13,7 @@ int cmd_sweep(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 
 /* Print "zbench: <msg>" for a failed status and return its exit code. */
 struct zb_error;

@@ -16,6 +16,7 @@ static const struct command {
 	{ "predict", cmd_predict, "predict one configuration's training step" },
 	{ "sweep", cmd_sweep, "predict a grid of configurations (lists and ranges on any axis)" },
 	{ "run", cmd_run, "execute a configuration's schedule on the GPU and measure it" },
+	{ "plot", cmd_plot, "draw a plot of the results database (gnuplot: PNG or SVG)" },
 	{ "compare", cmd_compare, "predicted against measured for a stored run, with the error of each part" },
 	{ "bench", cmd_bench, "run the benchmark cases (simulator speed, CPU/GPU kernels)" },
 	{ "list", cmd_list, "list presets: zbench list presets" },
