@@ -17,6 +17,7 @@
 #include "bench/options.h"
 #include "bench/report.h"
 #include "bench/session.h"
+#include "plots/plot.h"
 #include "sim/predict.h"
 
 #define MAX_ROWS 100000
@@ -29,6 +30,8 @@ static void usage(FILE *f)
 		   "and numeric ones a range lo:hi:step (--ratio 0:1:0.1). Default grid: policies none,\n"
 		   "offload, overlap, dpu and ratios 0:1:0.25 on gpt2-large and the H200 machine.\n\n");
 	zb_options_usage(f);
+	fprintf(f, "  %-26s %s\n", "--plot <file.png | .svg>",
+		"after storing, plot the sweep's throughput (zbench plot ratio --run <this run>)");
 }
 
 typedef struct axis_values {
@@ -92,9 +95,13 @@ int cmd_sweep(int argc, char **argv)
 		fprintf(stderr, "zbench: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	if (o.plot) {
-		fprintf(stderr, "zbench: --plot is not available yet in this build\n");
-		return 2;
+	if (o.plot) { /* fail before the sweep runs, not after */
+		if (o.no_db) {
+			fprintf(stderr, "zbench: --plot draws from the database: drop --no-db (got --plot '%s')\n", o.plot);
+			return 2;
+		}
+		if (zb_plot_check(o.plot, &err))
+			return zb_report_error(&err);
 	}
 	if (!o.axis[ZB_AX_POLICY] && !o.axis[ZB_AX_RATIO]) {
 		o.axis[ZB_AX_POLICY] = "none,offload,overlap,dpu";
@@ -213,6 +220,21 @@ int cmd_sweep(int argc, char **argv)
 			printf("# fastest: %s: %.0f tokens/s (%.2f ms/step, bound by %s)\n", label,
 			       preds[best].res.tokens_per_s, preds[best].res.step_time_s * 1e3,
 			       zb_resource_name(preds[best].res.bottleneck));
+		}
+	}
+
+	if (o.plot) {
+		zb_store *db;
+		zb_plot_request req = { .kind = ZB_PLOT_RATIO, .run_id = s.run_id, .output = o.plot };
+		zb_plot_info info;
+		if (zb_store_open(&db, o.db ? o.db : ZB_STORE_DEFAULT_PATH, 2000, &err)) {
+			rc = zb_report_error(&err);
+		} else {
+			if (zb_plot_make(db, &req, &info, &err))
+				rc = zb_report_error(&err);
+			else if (!o.json && !o.csv)
+				printf("# plot: %s -> %s\n", info.what, o.plot);
+			zb_store_close(db);
 		}
 	}
 

@@ -907,8 +907,9 @@ static zb_status plot_throughput(plot_ctx *c)
 	if (nofit)
 		snprintf(sub + strlen(sub), sizeof sub - strlen(sub), ", %d more did not fit in memory", nofit);
 	row_label(brow, vary, ", ", bestl, sizeof bestl);
-	snprintf(bestv, sizeof bestv, "fastest: %s tokens/s%s%s%s", thousands(by, num, sizeof num),
-		 bestl[0] ? " (" : "", bestl, bestl[0] ? ")" : "");
+	snprintf(bestv, sizeof bestv, "\nfastest (circled): %s tokens/s%s%s%s", thousands(by, num, sizeof num),
+		 bestl[0] ? ", " : "", bestl, "");
+	snprintf(sub + strlen(sub), sizeof sub - strlen(sub), "%s", bestv);
 
 	char title[200];
 	if (x == A_RATIO)
@@ -931,7 +932,10 @@ static zb_status plot_throughput(plot_ctx *c)
 		gp(c, "set xtics 0.1\nset format x '%%.2g'\n");
 	}
 	int outside = series.n > 8;
-	gp(c, "set key %s reverse Left\n", outside ? "outside right top vertical" : "inside bottom left vertical");
+	/* throughput falls with the ratio once the CPU bounds it, so the bottom left is
+	 * free; on other axes it often rises from there, so the key goes outside */
+	gp(c, "set key %s reverse Left\n",
+	   outside || x != A_RATIO ? "outside right top vertical" : "inside bottom left vertical");
 	gp(c, "plot ");
 	for (int s = 0; s < series.n; s++) {
 		int ci = s, di = 0;
@@ -961,8 +965,8 @@ static zb_status plot_throughput(plot_ctx *c)
 			   palette[ci % NPALETTE], gq(c, title));
 		}
 	}
-	gp(c, ", \\\n   %s index %d using 1:2 with points pt 6 ps 3.5 lw 2 lc rgb '#222222' title %s\n", gq(c, path),
-	   series.n, gq(c, bestv));
+	gp(c, ", \\\n   %s index %d using 1:2 with points pt 6 ps 3.5 lw 2 lc rgb '#222222' notitle\n", gq(c, path),
+	   series.n);
 	free(flat);
 	if ((st = ctx_render(c)))
 		goto out;
