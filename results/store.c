@@ -135,6 +135,154 @@ static const char SCHEMA_V2[] =
 	" LEFT JOIN tasks t ON t.config_id = p.config_id AND t.task_id = p.task_id"
 	" WHERE p.source = 'predicted';";
 
+/* Version 3: the trace of `zbench run --trace` in the tables and columns of the
+ * Nsight Systems SQLite export (schema 3.28 names, nanosecond units), so SQL written
+ * for an nsys export runs here; only the columns zbench records are filled, and
+ * nsys columns it never has are left out. Each trace row also carries zbConfigId
+ * (the configuration, so several runs share one file: filter on it) and, where a
+ * record maps to a schedule task, zbTaskId (the events/tasks task_id). Times are
+ * nanoseconds from the run's time zero, the zero of events.start_ns, so trace rows
+ * and predicted events compare directly (setup work before it is negative).
+ * Text ids (nameId, demangledName, ...) point into StringIds, shared by all runs.
+ * Deleting a configuration deletes its trace rows (triggers: the trace tables carry
+ * no foreign key, which would cost a lookup per inserted row). */
+static const char SCHEMA_V3[] =
+	"CREATE TABLE StringIds(id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);"
+	"CREATE UNIQUE INDEX zb_StringIds_value ON StringIds(value);"
+	"CREATE TABLE ThreadNames(nameId INTEGER NOT NULL, priority INTEGER, globalTid INTEGER,"
+	" zbConfigId INTEGER);"
+	"CREATE TABLE TARGET_INFO_GPU(vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT,"
+	" busLocation TEXT, isDiscrete INTEGER, l2CacheSize INTEGER, totalMemory INTEGER,"
+	" memoryBandwidth INTEGER, clockRate INTEGER, smCount INTEGER, pwGpuId INTEGER, uuid TEXT,"
+	" luid INTEGER, chipName TEXT, cuDevice INTEGER, computeMajor INTEGER, computeMinor INTEGER,"
+	" zbConfigId INTEGER);"
+	"CREATE TABLE TARGET_INFO_NVTX_CUDA_STREAM(name TEXT NOT NULL, hwId INTEGER NOT NULL,"
+	" vmId INTEGER NOT NULL, processId INTEGER NOT NULL, deviceId INTEGER NOT NULL,"
+	" contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, zbConfigId INTEGER, zbResource TEXT);"
+	"CREATE TABLE META_DATA_EXPORT(name TEXT NOT NULL, value TEXT, zbConfigId INTEGER);"
+	"CREATE TABLE ENUM_CUDA_MEMCPY_OPER(id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);"
+	"CREATE TABLE ENUM_CUDA_MEM_KIND(id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);"
+	"CREATE TABLE ENUM_CUPTI_SYNC_TYPE(id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);"
+	"CREATE TABLE ENUM_NSYS_EVENT_CLASS(id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);"
+	"CREATE TABLE ENUM_NSYS_EVENT_TYPE(id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);"
+	"CREATE TABLE ENUM_CUPTI_OVERHEAD_TYPE(id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);"
+	"CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER NOT NULL, end INTEGER NOT NULL,"
+	" deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,"
+	" streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,"
+	" demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, mangledName INTEGER,"
+	" launchType INTEGER, cacheConfig INTEGER, registersPerThread INTEGER NOT NULL,"
+	" gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, gridZ INTEGER NOT NULL,"
+	" blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL,"
+	" staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL,"
+	" localMemoryPerThread INTEGER NOT NULL, localMemoryTotal INTEGER NOT NULL,"
+	" gridId INTEGER NOT NULL, sharedMemoryExecuted INTEGER, graphNodeId INTEGER,"
+	" sharedMemoryLimitConfig INTEGER, graphId INTEGER, clusterX INTEGER, clusterY INTEGER,"
+	" clusterZ INTEGER, zbConfigId INTEGER, zbTaskId INTEGER);"
+	"CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY(start INTEGER NOT NULL, end INTEGER NOT NULL,"
+	" deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,"
+	" streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, bytes INTEGER NOT NULL,"
+	" copyKind INTEGER NOT NULL, deprecatedSrcId INTEGER, srcKind INTEGER, dstKind INTEGER,"
+	" srcDeviceId INTEGER, srcContextId INTEGER, dstDeviceId INTEGER, dstContextId INTEGER,"
+	" migrationCause INTEGER, graphNodeId INTEGER, virtualAddress INTEGER, copyCount INTEGER,"
+	" zbConfigId INTEGER, zbTaskId INTEGER);"
+	"CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET(start INTEGER NOT NULL, end INTEGER NOT NULL,"
+	" deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,"
+	" streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, value INTEGER NOT NULL,"
+	" bytes INTEGER NOT NULL, graphNodeId INTEGER, memKind INTEGER, zbConfigId INTEGER,"
+	" zbTaskId INTEGER);"
+	"CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME(start INTEGER NOT NULL, end INTEGER NOT NULL,"
+	" eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER,"
+	" nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, callchainId INTEGER,"
+	" zbConfigId INTEGER, zbTaskId INTEGER);"
+	"CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION(start INTEGER NOT NULL,"
+	" end INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL,"
+	" greenContextId INTEGER, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,"
+	" deprecatedSyncType INTEGER, syncType INTEGER NOT NULL, eventId INTEGER NOT NULL,"
+	" eventSyncId INTEGER, zbConfigId INTEGER, zbTaskId INTEGER);"
+	"CREATE TABLE CUPTI_ACTIVITY_KIND_OVERHEAD(start INTEGER NOT NULL, end INTEGER NOT NULL,"
+	" eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER,"
+	" overheadType INTEGER NOT NULL, zbConfigId INTEGER);"
+	"CREATE TABLE NVTX_EVENTS(start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL,"
+	" rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER,"
+	" endGlobalTid INTEGER, textId INTEGER, domainId INTEGER, uint64Value INTEGER,"
+	" int64Value INTEGER, doubleValue REAL, uint32Value INTEGER, int32Value INTEGER,"
+	" floatValue REAL, jsonTextId INTEGER, jsonText TEXT, binaryData TEXT,"
+	" eventId INTEGER NOT NULL PRIMARY KEY, zbConfigId INTEGER, zbTaskId INTEGER, zbKind TEXT);"
+	"INSERT INTO ENUM_CUDA_MEMCPY_OPER VALUES"
+	" (0, 'CUDA_MEMCPY_KIND_UNKNOWN', 'Unknown'), (1, 'CUDA_MEMCPY_KIND_HTOD', 'Host-to-Device'),"
+	" (2, 'CUDA_MEMCPY_KIND_DTOH', 'Device-to-Host'), (3, 'CUDA_MEMCPY_KIND_HTOA', 'Host-to-Array'),"
+	" (4, 'CUDA_MEMCPY_KIND_ATOH', 'Array-to-Host'), (5, 'CUDA_MEMCPY_KIND_ATOA', 'Array-to-Array'),"
+	" (6, 'CUDA_MEMCPY_KIND_ATOD', 'Array-to-Device'), (7, 'CUDA_MEMCPY_KIND_DTOA', 'Device-to-Array'),"
+	" (8, 'CUDA_MEMCPY_KIND_DTOD', 'Device-to-Device'), (9, 'CUDA_MEMCPY_KIND_HTOH', 'Host-to-Host'),"
+	" (10, 'CUDA_MEMCPY_KIND_PTOP', 'Peer-to-Peer');"
+	"INSERT INTO ENUM_CUDA_MEM_KIND VALUES"
+	" (0, 'CUDA_MEMOPR_MEMORY_KIND_UNKNOWN', 'Unknown'),"
+	" (1, 'CUDA_MEMOPR_MEMORY_KIND_PAGEABLE', 'Pageable'),"
+	" (2, 'CUDA_MEMOPR_MEMORY_KIND_PINNED', 'Pinned'),"
+	" (3, 'CUDA_MEMOPR_MEMORY_KIND_DEVICE', 'Device'),"
+	" (4, 'CUDA_MEMOPR_MEMORY_KIND_ARRAY', 'Array'),"
+	" (5, 'CUDA_MEMOPR_MEMORY_KIND_MANAGED', 'Managed'),"
+	" (6, 'CUDA_MEMOPR_MEMORY_KIND_DEVICE_STATIC', 'Device Static'),"
+	" (7, 'CUDA_MEMOPR_MEMORY_KIND_MANAGED_STATIC', 'Managed Static');"
+	"INSERT INTO ENUM_CUPTI_SYNC_TYPE VALUES"
+	" (0, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN', 'Unknown'),"
+	" (1, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE', 'Event sync'),"
+	" (2, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT', 'Stream wait sync'),"
+	" (3, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE', 'Stream sync'),"
+	" (4, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE', 'Context sync');"
+	"INSERT INTO ENUM_NSYS_EVENT_CLASS VALUES"
+	" (0, 'TRACE_PROCESS_EVENT_CUDA_RUNTIME', 'CUDA runtime'),"
+	" (1, 'TRACE_PROCESS_EVENT_CUDA_DRIVER', 'CUDA driver');"
+	"INSERT INTO ENUM_NSYS_EVENT_TYPE VALUES (59, 'NvtxPushPopRange', 'NVTX PushPop Range');"
+	"INSERT INTO ENUM_CUPTI_OVERHEAD_TYPE VALUES"
+	" (0, 'CUPTI_ACTIVITY_OVERHEAD_UNKNOWN', 'Unknown'),"
+	" (1, 'CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER', 'Driver compiler'),"
+	" (65536, 'CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH', 'Buffer flush'),"
+	" (131072, 'CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION', 'Instrumentation'),"
+	" (196608, 'CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE', 'Resource'),"
+	" (262144, 'CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING', 'Module loading'),"
+	" (327680, 'CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING', 'Lazy function loading'),"
+	" (393216, 'CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL', 'Command buffer full'),"
+	" (458752, 'CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST', 'Activity buffer request'),"
+	" (524288, 'CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT', 'UVM activity init');"
+	"INSERT INTO META_DATA_EXPORT(name, value) VALUES ('EXPORT_SCHEMA_VERSION', '3.28.1'),"
+	" ('EXPORT_PROGRAM_NAME', 'zbench'), ('ZB_TIME_UNIT', 'ns'),"
+	" ('ZB_TIME_ORIGIN', 'the time zero of each run (events.start_ns = 0)');"
+	"CREATE TRIGGER zb_trace_cascade AFTER DELETE ON configs BEGIN"
+	" DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE zbConfigId = old.id;"
+	" DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE zbConfigId = old.id;"
+	" DELETE FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE zbConfigId = old.id;"
+	" DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE zbConfigId = old.id;"
+	" DELETE FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE zbConfigId = old.id;"
+	" DELETE FROM CUPTI_ACTIVITY_KIND_OVERHEAD WHERE zbConfigId = old.id;"
+	" DELETE FROM NVTX_EVENTS WHERE zbConfigId = old.id;"
+	" DELETE FROM ThreadNames WHERE zbConfigId = old.id;"
+	" DELETE FROM TARGET_INFO_GPU WHERE zbConfigId = old.id;"
+	" DELETE FROM TARGET_INFO_NVTX_CUDA_STREAM WHERE zbConfigId = old.id;"
+	" DELETE FROM META_DATA_EXPORT WHERE zbConfigId = old.id;"
+	" END;"
+	/* one row per task of a traced run: where its GPU records (kernels, copies,
+	 * memsets) or, for a CPU task, its CPU span (zbKind 'task') lie, beside the
+	 * prediction */
+	"CREATE VIEW trace_tasks AS"
+	" WITH gpu AS ("
+	"  SELECT zbConfigId AS config_id, zbTaskId AS task_id, start, end, 0 AS bytes"
+	"   FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE zbTaskId IS NOT NULL"
+	"  UNION ALL SELECT zbConfigId, zbTaskId, start, end, bytes"
+	"   FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE zbTaskId IS NOT NULL"
+	"  UNION ALL SELECT zbConfigId, zbTaskId, start, end, 0"
+	"   FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE zbTaskId IS NOT NULL"
+	"  UNION ALL SELECT zbConfigId, zbTaskId, start, end, 0"
+	"   FROM NVTX_EVENTS WHERE zbKind = 'task' AND zbTaskId IS NOT NULL)"
+	" SELECT g.config_id, g.task_id, t.kind, t.resource, t.op, t.step,"
+	"  min(g.start) AS trace_start_ns, max(g.end) AS trace_end_ns, count(*) AS records,"
+	"  sum(g.bytes) AS bytes, p.start_ns AS pred_start_ns, p.end_ns AS pred_end_ns"
+	" FROM gpu g"
+	" LEFT JOIN tasks t ON t.config_id = g.config_id AND t.task_id = g.task_id"
+	" LEFT JOIN events p ON p.config_id = g.config_id AND p.source = 'predicted'"
+	"  AND p.task_id = g.task_id"
+	" GROUP BY g.config_id, g.task_id;";
+
 /* migrations[i]: version i -> i + 1. Append, never edit a shipped entry. */
 static const struct migration {
 	const char *what;
@@ -142,6 +290,7 @@ static const struct migration {
 } migrations[] = {
 	{ "create runs, configs, predictions, tasks, task_deps and events", SCHEMA_V1 },
 	{ "add steps, the event_pairs view and indexes", SCHEMA_V2 },
+	{ "add the Nsight-Systems-export trace tables and the trace_tasks view", SCHEMA_V3 },
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == ZB_SCHEMA_VERSION,
@@ -556,6 +705,8 @@ zb_status zb_store_open(zb_store **out, const char *path, int busy_timeout_ms, z
 {
 	return zb_store_open_version(out, path, busy_timeout_ms, ZB_SCHEMA_VERSION, err);
 }
+
+int zb_store_in_transaction(zb_store *s) { return s->in_txn; }
 
 void zb_store_close(zb_store *s)
 {

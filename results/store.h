@@ -25,8 +25,9 @@
 
 #define ZB_STORE_DEFAULT_PATH "results/zbench.db"
 /* 1: runs, configs, predictions, tasks, task_deps, events; 2: steps, indexes,
- * the event_pairs view. */
-#define ZB_SCHEMA_VERSION 2
+ * the event_pairs view; 3: the trace tables of the Nsight Systems export
+ * (StringIds, CUPTI_ACTIVITY_KIND_*, NVTX_EVENTS, ...) and the trace_tasks view. */
+#define ZB_SCHEMA_VERSION 3
 
 /* An open database. It belongs to one thread at a time (the connection is opened
  * without SQLite's mutex); other threads or processes open their own. */
@@ -89,6 +90,22 @@ zb_status zb_store_add_events(zb_store *s, int64_t config_id, const char *source
 /* Measured step times of a run on the GPU: one row per step. */
 zb_status zb_store_add_steps(zb_store *s, int64_t config_id, const char *source,
 			     int nsteps, const double *step_s, zb_error *err);
+
+/* A measured run's trace (profiler/trace.h, with its records already mapped to
+ * tasks by zb_trace_resolve) and its CPU spans (profiler/spans.h, may be NULL), in
+ * the Nsight Systems export tables of schema version 3 (see store.c): every row
+ * with zbConfigId = config_id, and zbTaskId where it maps to a task of g (g may be
+ * NULL: spans are then labelled by task id only). Times are written in ns relative
+ * to origin_ns, the run's time zero on the CLOCK_MONOTONIC clock
+ * (zb_exec_result.t0_ns), the zero of the events rows. All rows go in or none
+ * (a savepoint inside the caller's transaction, else a transaction of its own). */
+struct zb_trace;
+struct zb_spans;
+zb_status zb_store_add_trace(zb_store *s, int64_t config_id, const zb_graph *g, const struct zb_trace *t,
+			     const struct zb_spans *spans, int64_t origin_ns, zb_error *err);
+/* Whether the caller opened a transaction with zb_store_begin that is still open
+ * in zbench's view (for writers in other files of this module). */
+int zb_store_in_transaction(zb_store *s);
 
 /* Readers, for tests, compare and plots. */
 /* Rows of a table or view of this database (the name must be a plain identifier

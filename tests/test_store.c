@@ -237,7 +237,7 @@ static void test_open_creates_schema(void **state)
 	struct stat sb;
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(zb_store_schema_version(s), ZB_SCHEMA_VERSION);
-	assert_int_equal(ZB_SCHEMA_VERSION, 2);
+	assert_int_equal(ZB_SCHEMA_VERSION, 3);
 	assert_string_equal(zb_store_path(s), path);
 	sqlite3 *db = zb_store_db(s);
 	assert_int_equal(sql_int(db, "PRAGMA user_version"), ZB_SCHEMA_VERSION);
@@ -589,7 +589,7 @@ static void test_newer_schema_refused(void **state)
 	assert_null(s);
 	char want[512];
 	snprintf(want, sizeof want,
-		 "database '%s' has schema version 7, newer than this zbench (2)", path);
+		 "database '%s' has schema version 7, newer than this zbench (%d)", path, ZB_SCHEMA_VERSION);
 	assert_string_equal(err.msg, want);
 	assert_int_equal(err.status, ZB_E_STORE);
 	assert_same_file(path, before, n);
@@ -831,8 +831,8 @@ static void test_migration_from_v1(void **state)
 
 	/* The current zbench migrates it, keeping every row. */
 	s = open_ok(path);
-	assert_int_equal(zb_store_schema_version(s), 2);
-	assert_int_equal(sql_int(zb_store_db(s), "PRAGMA user_version"), 2);
+	assert_int_equal(zb_store_schema_version(s), ZB_SCHEMA_VERSION);
+	assert_int_equal(sql_int(zb_store_db(s), "PRAGMA user_version"), ZB_SCHEMA_VERSION);
 	assert_int_equal(count(s, "runs"), 1);
 	assert_int_equal(count(s, "configs"), 1);
 	assert_int_equal(count(s, "tasks"), 6);
@@ -848,9 +848,9 @@ static void test_migration_from_v1(void **state)
 
 	/* Asking for an older version of a newer file does not downgrade it. */
 	assert_ok(zb_store_open_version(&s, path, 1000, 1, E));
-	assert_int_equal(zb_store_schema_version(s), 2);
+	assert_int_equal(zb_store_schema_version(s), ZB_SCHEMA_VERSION);
 	zb_store_close(s);
-	assert_int_equal(zb_store_open_version(&s, path, 1000, 3, &err), ZB_E_INTERNAL);
+	assert_int_equal(zb_store_open_version(&s, path, 1000, ZB_SCHEMA_VERSION + 1, &err), ZB_E_INTERNAL);
 
 	free(ps), free(pe), free(ms), free(me);
 	free_graph(&g);
