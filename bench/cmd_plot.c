@@ -98,13 +98,13 @@ int cmd_plot(int argc, char **argv)
 			(long long)req.run_id, (long long)req.config_id);
 		return 2;
 	}
-	if (zb_plot_check(req.output, &err))
-		return zb_report_error(&err);
 	if (access(db, F_OK) != 0) {
 		fprintf(stderr, "zbench: no database '%s' (zbench sweep or predict creates it; --db <path> for another)\n",
 			db);
 		return 2;
 	}
+	if (zb_plot_check(req.output, &err))
+		return zb_report_error(&err);
 
 	zb_store *s;
 	if (zb_store_open(&s, db, 2000, &err))

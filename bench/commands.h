@@ -13,6 +13,9 @@ int cmd_sweep(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+int cmd_baseline(int argc, char **argv);
+int cmd_regress(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
 
 /* Print "zbench: <msg>" for a failed status and return its exit code. */

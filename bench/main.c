@@ -18,6 +18,9 @@ static const struct command {
 	{ "run", cmd_run, "execute a configuration's schedule on the GPU and measure it" },
 	{ "plot", cmd_plot, "draw a plot of the results database (gnuplot: PNG or SVG)" },
 	{ "compare", cmd_compare, "predicted against measured for a stored run, with the error of each part" },
+	{ "validate", cmd_validate, "run a suite on the GPU and the simulator: each error, MAPE, speedups" },
+	{ "baseline", cmd_baseline, "store a suite's results under a tag: zbench baseline save TAG" },
+	{ "regress", cmd_regress, "rerun a baseline's suite; exit 1 when throughput fell beyond a tolerance" },
 	{ "bench", cmd_bench, "run the benchmark cases (simulator speed, CPU/GPU kernels)" },
 	{ "list", cmd_list, "list presets: zbench list presets" },
 };

@@ -1,0 +1,324 @@
+/*
+ * test_regress.c - zbench baseline save / regress as CI uses them, on the
+ * simulator (no GPU): equal results exit 0; a planted slowdown beyond the
+ * tolerance (--plant-slowdown, or slower hardware through --hw) exits 1 and says
+ * which configurations moved; one within the tolerance exits 0; bad tags and
+ * mismatched modes exit 2 with one line. Also the suites themselves: the full
+ * suite spans what issue 5 asks for and its estimate fits the time budget.
+ */
+#include "tests/harness.h"
+
+#include <jansson.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench/suite.h"
+#include "exec/executor.h"
+#include "sim/model.h"
+
+static char dir[64], db[128];
+static const char *zbench;
+
+typedef struct result {
+	int rc;
+	char *out, *err;
+} result;
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return strdup("");
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *s = malloc((size_t)n + 1);
+	size_t got = fread(s, 1, (size_t)n, f);
+	s[got] = 0;
+	fclose(f);
+	return s;
+}
+
+static result run(const char *fmt, ...)
+{
+	char args[1024], cmd[2048], out[160], err[160];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof args, fmt, ap);
+	va_end(ap);
+	snprintf(out, sizeof out, "%s/stdout", dir);
+	snprintf(err, sizeof err, "%s/stderr", dir);
+	snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s </dev/null", zbench, args, out, err);
+	int st = system(cmd);
+	result r = { WIFEXITED(st) ? WEXITSTATUS(st) : 128, slurp(out), slurp(err) };
+	return r;
+}
+
+static void result_free(result *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+static int lines(const char *s)
+{
+	int n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+static long long count(const char *sql)
+{
+	sqlite3 *h;
+	long long n = -1;
+	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+		sqlite3_stmt *q;
+		if (sqlite3_prepare_v2(h, sql, -1, &q, NULL) == SQLITE_OK) {
+			if (sqlite3_step(q) == SQLITE_ROW)
+				n = sqlite3_column_int64(q, 0);
+			sqlite3_finalize(q);
+		}
+	}
+	sqlite3_close(h);
+	return n;
+}
+
+static int setup(void **state)
+{
+	zbench = getenv("ZBENCH");
+	if (!zbench || !*zbench)
+		zbench = "build/zbench";
+	zb_test_tmpdir(dir, sizeof dir);
+	snprintf(db, sizeof db, "%s/zb.db", dir);
+	result r = run("baseline save base --sim --db %s", db);
+	if (r.rc)
+		print_error("baseline save failed (%d): %s%s\n", r.rc, r.out, r.err);
+	int rc = r.rc;
+	result_free(&r);
+	return rc ? -1 : 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static void test_saved(void **state)
+{
+	const zb_suite *q;
+	assert_int_equal(zb_suite_find("quick", &q, NULL), ZB_OK);
+	assert_int_equal(count("SELECT count(*) FROM baselines WHERE tag = 'base' AND source = 'predicted'"), 1);
+	assert_int_equal(count("SELECT count(*) FROM baseline_results"), q->n);
+	assert_int_equal(count("SELECT count(*) FROM baseline_results WHERE step_time_s > 0 AND tokens_per_s > 0"), q->n);
+	/* the inputs as ordinary rows of the run that made it */
+	assert_int_equal(count("SELECT count(*) FROM runs WHERE kind = 'baseline' AND status = 'ok'"), 1);
+	assert_int_equal(count("SELECT count(*) FROM configs c JOIN runs r ON r.id = c.run_id WHERE r.kind = 'baseline'"),
+			 q->n);
+	assert_int_equal(count("SELECT count(*) FROM predictions"), q->n);
+	result r = run("baseline list --db %s", db);
+	assert_int_equal(r.rc, 0);
+	assert_non_null(strstr(r.out, "base"));
+	assert_non_null(strstr(r.out, "predicted"));
+	result_free(&r);
+}
+
+static void test_equal_passes(void **state)
+{
+	result r = run("regress --baseline base --sim --db %s", db);
+	if (r.rc)
+		print_error("%s%s", r.out, r.err);
+	assert_int_equal(r.rc, 0);
+	assert_non_null(strstr(r.out, "0 of 4 configurations regressed"));
+	assert_null(strstr(r.out, "REGRESSION"));
+	result_free(&r);
+	/* regress writes nothing */
+	assert_int_equal(count("SELECT count(*) FROM runs"), 1);
+}
+
+static void test_planted_slowdown_fails(void **state)
+{
+	result r = run("regress --baseline base --sim --plant-slowdown 0.10 --db %s", db);
+	assert_int_equal(r.rc, 1);
+	assert_non_null(strstr(r.out, "REGRESSION"));
+	assert_non_null(strstr(r.out, "-9.09")); /* throughput x 1/1.1 */
+	assert_non_null(strstr(r.out, "4 of 4 configurations regressed"));
+	result_free(&r);
+	/* within the tolerance: passes; the same with a tighter tolerance: fails */
+	r = run("regress --baseline base --sim --plant-slowdown 0.02 --db %s", db);
+	assert_int_equal(r.rc, 0);
+	result_free(&r);
+	r = run("regress --baseline base --sim --plant-slowdown 0.02 --tolerance 0.01 --db %s", db);
+	assert_int_equal(r.rc, 1);
+	result_free(&r);
+	/* with --sim a shift up is a model change too */
+	r = run("regress --baseline base --sim --plant-slowdown -0.10 --db %s", db);
+	assert_int_equal(r.rc, 1);
+	assert_non_null(strstr(r.out, "shifted up"));
+	result_free(&r);
+}
+
+/* Slower hardware than the baseline's: a real change of the predictions. */
+static void test_slower_hardware_fails(void **state)
+{
+	result r = run("regress --baseline base --sim --hw dgx-a100 --json --db %s", db);
+	assert_int_equal(r.rc, 1);
+	json_t *j = json_loads(r.out, 0, NULL);
+	assert_non_null(j);
+	assert_int_equal(json_integer_value(json_object_get(j, "regressions")), 4);
+	assert_int_equal(json_integer_value(json_object_get(j, "compared")), 4);
+	json_t *c = json_array_get(json_object_get(j, "configs"), 0);
+	assert_true(json_is_true(json_object_get(c, "regression")));
+	assert_true(json_number_value(json_object_get(c, "change")) < -0.03);
+	json_decref(j);
+	result_free(&r);
+	/* and the same hardware named explicitly passes */
+	r = run("regress --baseline base --sim --hw h200-machine --db %s", db);
+	assert_int_equal(r.rc, 0);
+	result_free(&r);
+}
+
+static void test_bad_inputs(void **state)
+{
+	static const char *const cases[][2] = {
+		{ "regress --baseline nope --sim", "nope" },
+		{ "regress --sim", "--baseline" },
+		{ "regress --baseline base --sim --tolerance 2", "2" },
+		{ "regress --baseline base --sim --tolerance x", "x" },
+		{ "regress --baseline base", "predicted" }, /* a simulator baseline judged on the GPU */
+		{ "baseline save base --sim", "already exists" },
+		{ "baseline save t2 --sim --suite huge", "huge" },
+		{ "baseline save --sim", "tag" },
+		{ "baseline frob", "frob" },
+		{ "baseline save t3 --sim --hw gen9box", "gen9box" },
+	};
+	long long runs = count("SELECT count(*) FROM runs");
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		result r = run("%s --db %s", cases[i][0], db);
+		if (r.rc != 2 || lines(r.err) != 1 || !strstr(r.err, cases[i][1]))
+			print_error("`%s`: exit %d, stderr: %s\n", cases[i][0], r.rc, r.err);
+		assert_int_equal(r.rc, 2);
+		assert_int_equal(lines(r.err), 1);
+		assert_non_null(strstr(r.err, cases[i][1]));
+		result_free(&r);
+	}
+	assert_int_equal(count("SELECT count(*) FROM runs"), runs);
+	/* --force replaces a tag */
+	result r = run("baseline save base --sim --force --db %s", db);
+	assert_int_equal(r.rc, 0);
+	result_free(&r);
+	assert_int_equal(count("SELECT count(*) FROM baselines"), 1);
+	assert_int_equal(count("SELECT count(*) FROM baseline_results"), 4);
+}
+
+/* Without a GPU, measured baselines and validate are refused, not faked. */
+static void test_needs_gpu(void **state)
+{
+	zb_error e = { 0 };
+	if (zb_exec_available(&e))
+		skip();
+	long long runs = count("SELECT count(*) FROM runs");
+	result r = run("baseline save gpu1 --db %s", db);
+	assert_int_equal(r.rc, 2);
+	assert_int_equal(lines(r.err), 1);
+	result_free(&r);
+	r = run("validate --suite quick --db %s", db);
+	assert_int_equal(r.rc, 2);
+	result_free(&r);
+	assert_int_equal(count("SELECT count(*) FROM runs"), runs);
+}
+
+/* ---- the suites ----------------------------------------------------------------------- */
+
+static void test_full_suite_span(void **state)
+{
+	const zb_suite *s;
+	assert_int_equal(zb_suite_find("full", &s, NULL), ZB_OK);
+	assert_true(s->n >= 30);
+	int policies[ZB_POLICY_COUNT] = { 0 }, ratio0 = 0, ratio1 = 0, mid = 0, tmin = 99, tmax = 0, mbs = 0, gas = 0;
+	double pmin = 1e30, pmax = 0, est = 0;
+	unsigned mbmask = 0;
+	for (int i = 0; i < s->n; i++) {
+		const zb_suite_entry *e = &s->entries[i];
+		char key[128], other[128];
+		zb_suite_key(e, key, sizeof key);
+		for (int j = 0; j < i; j++) {
+			zb_suite_key(&s->entries[j], other, sizeof other);
+			if (!strcmp(key, other))
+				print_error("duplicate key %s\n", key), fail();
+		}
+		zb_config c;
+		zb_error err = { 0 };
+		if (zb_suite_config(e, NULL, 2, 3, &c, &err))
+			print_error("%s: %s\n", key, err.msg), fail();
+		zb_prediction p;
+		assert_int_equal(zb_predict(&p, &c, &err), ZB_OK);
+		if (!p.mem.fits)
+			print_error("%s does not fit: %s\n", key, p.mem.reason), fail();
+		est += zb_suite_estimate_s(&c, &p);
+		zb_prediction_free(&p);
+		policies[c.policy.kind]++;
+		if (c.policy.kind != ZB_POLICY_NONE) {
+			ratio0 += c.policy.ratio == 0;
+			ratio1 += c.policy.ratio == 1;
+			mid += c.policy.ratio > 0 && c.policy.ratio < 1;
+		}
+		tmin = e->threads < tmin ? e->threads : tmin;
+		tmax = e->threads > tmax ? e->threads : tmax;
+		double params = (double)zb_model_params(&c.model);
+		pmin = params < pmin ? params : pmin;
+		pmax = params > pmax ? params : pmax;
+		mbmask |= 1u << e->micro_batch;
+		gas += e->gas > 1;
+	}
+	for (int k = 0; k < ZB_POLICY_COUNT; k++)
+		assert_true(policies[k] > 0);
+	assert_true(ratio0 > 0 && ratio1 > 0 && mid >= 5);
+	assert_int_equal(tmin, 2);
+	assert_int_equal(tmax, 16);
+	assert_true(pmin < 0.4e9 && pmin > 0.3e9);
+	assert_true(pmax > 5.5e9 && pmax < 6.5e9);
+	for (unsigned m = mbmask; m; m &= m - 1)
+		mbs++;
+	assert_true(mbs >= 3);
+	assert_true(gas >= 3);
+	/* the whole suite must fit the GPU visit: ~8 minutes */
+	print_message("full suite: %d configurations, estimated %.0f s on the H200 machine\n", s->n, est);
+	assert_true(est < 8 * 60);
+}
+
+static void test_validate_list(void **state)
+{
+	result r = run("validate --list");
+	assert_int_equal(r.rc, 0);
+	assert_non_null(strstr(r.out, "expected time"));
+	assert_non_null(strstr(r.out, "llama-6b"));
+	assert_non_null(strstr(r.out, "reference"));
+	assert_true(lines(r.out) >= 30 + 4);
+	result_free(&r);
+	r = run("validate --list --suite quick --limit 2");
+	assert_int_equal(r.rc, 0);
+	assert_non_null(strstr(r.out, "2 of 4"));
+	result_free(&r);
+	r = run("validate --suite nope");
+	assert_int_equal(r.rc, 2);
+	result_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_saved),
+		cmocka_unit_test(test_equal_passes),
+		cmocka_unit_test(test_planted_slowdown_fails),
+		cmocka_unit_test(test_slower_hardware_fails),
+		cmocka_unit_test(test_bad_inputs),
+		cmocka_unit_test(test_needs_gpu),
+		cmocka_unit_test(test_full_suite_span),
+		cmocka_unit_test(test_validate_list),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
