@@ -788,6 +788,23 @@ static zb_status sweep_run(plot_ctx *c, int64_t *run)
 
 /* ---- throughput against the ratio (or another axis) ---------------------------- */
 
+#define MAX_LINES 12
+
+/* Lines a key would give: distinct labels of its attributes among plotted rows. */
+static int count_series(const rowset *rs, unsigned key)
+{
+	strlist l = { 0 };
+	char label[512];
+	for (int i = 0; i < rs->n; i++)
+		if (row_plotted(&rs->r[i])) {
+			row_label(&rs->r[i], key, ", ", label, sizeof label);
+			sl_intern(&l, label);
+		}
+	int n = l.n;
+	sl_free(&l);
+	return n;
+}
+
 /* x axes in order of preference when the ratio does not vary */
 static const int x_candidates[] = { A_RATIO, A_CORES, A_THREADS, A_MB, A_SEQ, A_GAS, A_BUCKET, A_PREFETCH,
 				    A_LINK, A_MODEL, A_POLICY, A_GPU, A_HW, A_CPU, A_CKPT, A_DTYPE,
@@ -840,6 +857,15 @@ static zb_status plot_throughput(plot_ctx *c)
 			break;
 		}
 	unsigned key = vary & ~(1u << x);
+	/* more lines than a reader can tell apart: keep the hardware axes (else the link
+	 * alone) as lines and draw the fastest of the other settings at each x */
+	unsigned collapsed = 0;
+	if (count_series(&rs, key) > MAX_LINES) {
+		unsigned hw = key & ((1u << A_LINK) | (1u << A_HW) | (1u << A_GPU) | (1u << A_CPU) | (1u << A_CORES));
+		unsigned k2 = count_series(&rs, hw) <= MAX_LINES ? hw : key & (1u << A_LINK);
+		collapsed = key & ~k2;
+		key = k2;
+	}
 	/* colour by PCIe generation when it varies, line style by the rest */
 	int primary = (key & (1u << A_LINK)) ? A_LINK : -1;
 	unsigned rest = primary >= 0 ? key & ~(1u << primary) : key;
@@ -869,6 +895,16 @@ static zb_status plot_throughput(plot_ctx *c)
 	double bx = pts[best].x, by = pts[best].y;
 	const row *brow = &rs.r[pts[best].row];
 	qsort(pts, (size_t)np, sizeof *pts, cmp_point);
+	int kept = 0; /* one point per line and x: the fastest (more than one only when collapsed) */
+	for (int i = 0; i < np; i++) {
+		if (kept > 0 && pts[kept - 1].series == pts[i].series && pts[kept - 1].x == pts[i].x) {
+			if (pts[i].y > pts[kept - 1].y)
+				pts[kept - 1] = pts[i];
+			continue;
+		}
+		pts[kept++] = pts[i];
+	}
+	np = kept;
 	double xmin = pts[0].x, xmax = pts[0].x;
 	for (int i = 0; i < np; i++) {
 		xmin = fmin(xmin, pts[i].x);
@@ -910,6 +946,14 @@ static zb_status plot_throughput(plot_ctx *c)
 	snprintf(bestv, sizeof bestv, "\nfastest (circled): %s tokens/s%s%s%s", thousands(by, num, sizeof num),
 		 bestl[0] ? ", " : "", bestl, "");
 	snprintf(sub + strlen(sub), sizeof sub - strlen(sub), "%s", bestv);
+	if (collapsed) {
+		snprintf(sub + strlen(sub), sizeof sub - strlen(sub), "\neach line: the fastest");
+		for (int a = 0, k = 0; a < A_COUNT; a++)
+			if (collapsed & (1u << a))
+				snprintf(sub + strlen(sub), sizeof sub - strlen(sub), "%s %s", k++ ? "," : "",
+					 attrs[a].col);
+		snprintf(sub + strlen(sub), sizeof sub - strlen(sub), " at each point");
+	}
 
 	char title[200];
 	if (x == A_RATIO)
@@ -1084,16 +1128,15 @@ static zb_status plot_hardware(plot_ctx *c)
 			double v = best[xi * nb + b];
 			double pos = xi + (bb - (nb - 1) / 2.0) * width;
 			if (isnan(v))
-				fprintf(f, "%.6g NaN NaN \"\"\n", pos);
+				fprintf(f, "%.6g NaN NaN \"\" \"\"\n", pos);
 			else {
 				char lab[512];
 				const row *r = &rs.r[arg[xi * nb + b]];
 				int show_ratio = (tuned & (1u << A_RATIO)) && strcmp(r->val[A_POLICY], "none");
 				int show_pol = (tuned & (1u << A_POLICY)) != 0;
-				snprintf(lab, sizeof lab, "%.2f×%s%s%s%s", v / base, show_pol || show_ratio ? "\\n" : "",
-					 show_pol ? r->val[A_POLICY] : "", show_pol && show_ratio ? " " : "",
-					 show_ratio ? r->val[A_RATIO] : "");
-				fprintf(f, "%.6g %.9g %.9g \"%s\"\n", pos, v / base, v, lab);
+				snprintf(lab, sizeof lab, "%s%s%s", show_pol ? r->val[A_POLICY] : "",
+					 show_pol && show_ratio ? ", " : "", show_ratio ? r->val[A_RATIO] : "");
+				fprintf(f, "%.6g %.9g %.9g \"%.2f×\" \"%s\"\n", pos, v / base, v, v / base, lab);
 				ymax = fmax(ymax, v / base);
 			}
 		}
@@ -1128,15 +1171,19 @@ static zb_status plot_hardware(plot_ctx *c)
 		gp(c, "%s%s %d", i ? ", " : "", gq(c, xs.s[i]), i);
 	gp(c, ")\n");
 	gp(c, "set boxwidth %.6g absolute\nset style fill solid 0.85 border lc rgb '#333333'\n", width * 0.92);
-	gp(c, "set key inside top left vertical title %s\n", gq(c, "CPU cores"));
+	gp(c, "set key outside right top vertical title %s\n", gq(c, "CPU cores"));
 	gp(c, "set arrow 1 from graph 0, first 1 to graph 1, first 1 nohead dt 2 lc rgb '#888888'\n");
 	gp(c, "plot ");
 	for (int bb = 0; bb < nb; bb++)
 		gp(c, "%s%s index %d using 1:2 with boxes lc rgb '%s' title %s", bb ? ", \\\n  " : "", gq(c, path), bb,
 		   palette[bb % NPALETTE], gq(c, bs.s[border[bb]]));
+	/* the speedup above each bar, the settings that won written up inside it */
 	for (int bb = 0; bb < nb; bb++)
-		gp(c, ", \\\n  %s index %d using 1:2:4 with labels offset 0,%s font ',9' notitle", gq(c, path), bb,
-		   (tuned & ((1u << A_RATIO) | (1u << A_POLICY))) ? "1.3" : "0.8");
+		gp(c, ", \\\n  %s index %d using 1:2:4 with labels offset 0,0.8 font ',10' notitle", gq(c, path), bb);
+	for (int bb = 0; bb < nb; bb++)
+		gp(c, ", \\\n  %s index %d using 1:2:5 with labels rotate by 90 right offset 0,-0.6 font ',9'"
+		      " textcolor rgb '#1a1a1a' notitle",
+		   gq(c, path), bb);
 	gp(c, "\n");
 	if ((st = ctx_render(c)))
 		goto out;
