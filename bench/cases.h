@@ -32,6 +32,7 @@ typedef struct zb_bench_case {
 extern const zb_bench_case zb_bench_sim_cases[];
 extern const zb_bench_case zb_bench_cpu_cases[];
 extern const zb_bench_case zb_bench_gpu_cases[];
+extern const zb_bench_case zb_bench_trace_cases[];
 
 /* Median of n doubles (sorts a copy). */
 double zb_median(const double *v, int n);

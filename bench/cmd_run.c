@@ -14,6 +14,8 @@
 #include "bench/report.h"
 #include "bench/session.h"
 #include "exec/executor.h"
+#include "profiler/spans.h"
+#include "profiler/trace.h"
 #include "sim/predict.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -26,13 +28,15 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: zbench run [options] [--warmup <n>] [--check] [--quiet] [--json]\n\n"
+	fprintf(f, "usage: zbench run [options] [--warmup <n>] [--check] [--trace] [--quiet] [--json]\n\n"
 		   "Execute the schedule of one configuration on the GPU: cuBLAS GEMMs with the model's\n"
 		   "shapes, pinned PCIe copies, SIMD CPU Adam on pinned threads, GPU Adam. --steps counts\n"
 		   "the measured steps (default 4), --warmup the steps run before them (default 2).\n"
 		   "--check replaces gradients by fixed synthetic ones and verifies the fp32 master\n"
 		   "weights against a double-precision Adam (1e-6 relative). Ctrl-C stops after the\n"
-		   "current step and stores what ran.\n\n");
+		   "current step and stores what ran. --trace records the run with CUPTI (kernels,\n"
+		   "copies, memsets, API calls, synchronization) and CPU spans, and stores the trace in\n"
+		   "the Nsight-Systems-export tables of the database (zbench export <config-id>).\n\n");
 	zb_options_usage(f);
 }
 
@@ -57,18 +61,59 @@ static json_t *measured_json(const zb_exec_result *r)
 	return j;
 }
 
+static json_t *trace_json(const zb_trace *t, const zb_spans *spans)
+{
+	zb_trace_summary s;
+	zb_trace_summarize(t, &s);
+	json_t *j = json_object();
+	json_object_set_new(j, "kernels", json_integer((json_int_t)s.kernels));
+	json_object_set_new(j, "kernel_launches", json_integer((json_int_t)t->launches));
+	json_object_set_new(j, "memcpys", json_integer((json_int_t)s.memcpys));
+	json_object_set_new(j, "memsets", json_integer((json_int_t)s.memsets));
+	json_object_set_new(j, "api_calls", json_integer((json_int_t)s.apis));
+	json_object_set_new(j, "syncs", json_integer((json_int_t)s.syncs));
+	json_object_set_new(j, "cpu_spans", json_integer((json_int_t)zb_spans_total(spans)));
+	json_object_set_new(j, "h2d_bytes", json_real(s.h2d_bytes));
+	json_object_set_new(j, "d2h_bytes", json_real(s.d2h_bytes));
+	json_object_set_new(j, "tasks_with_gpu_records", json_integer((json_int_t)s.tasks_seen));
+	json_object_set_new(j, "mapped_by_tag", json_integer((json_int_t)t->mapped_tag));
+	json_object_set_new(j, "mapped_by_time", json_integer((json_int_t)t->mapped_time));
+	json_object_set_new(j, "unmapped", json_integer((json_int_t)t->unmapped));
+	json_object_set_new(j, "dropped", json_integer((json_int_t)t->dropped));
+	json_object_set_new(j, "clock", json_string(t->clock_method));
+	return j;
+}
+
+/* One summary line of the trace and where it went. */
+static void print_trace(const zb_trace *t, const zb_spans *spans, const zb_graph *g, int64_t config_id)
+{
+	zb_trace_summary s;
+	zb_trace_summarize(t, &s);
+	size_t gpu_tasks = 0;
+	for (size_t i = 0; i < g->ntasks; i++)
+		gpu_tasks += g->tasks[i].resource != ZB_RES_CPU;
+	printf("trace: %zu kernels (%llu launched), %zu copies (%.3f GB h2d, %.3f GB d2h), %zu memsets, %zu API calls,"
+	       " %zu CPU spans; %zu of %zu GPU tasks have records; %llu records dropped; clock %s\n",
+	       s.kernels, (unsigned long long)t->launches, s.memcpys, s.h2d_bytes / 1e9, s.d2h_bytes / 1e9, s.memsets,
+	       s.apis, zb_spans_total(spans), s.tasks_seen, gpu_tasks, (unsigned long long)t->dropped, t->clock_method);
+	if (config_id > 0)
+		printf("trace stored as configuration %lld: zbench export %lld --format perfetto -o trace.json\n",
+		       (long long)config_id, (long long)config_id);
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option extra[] = {
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "check", no_argument, NULL, 'c' },
+		{ "trace", no_argument, NULL, 'T' },
 		{ 0 },
 	};
 	zb_options o = { 0 };
 	zb_error err = { 0 };
 	struct option table[72];
 	zb_options_table(table, 72, extra);
-	int opt, warmup = 2, check = 0;
+	int opt, warmup = 2, check = 0, trace = 0;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", table, NULL)) != -1) {
 		if (opt == 'h') {
@@ -87,6 +132,10 @@ int cmd_run(int argc, char **argv)
 		}
 		if (opt == 'c') {
 			check = 1;
+			continue;
+		}
+		if (opt == 'T') {
+			trace = 1;
 			continue;
 		}
 		int took = zb_options_take(&o, opt, optarg, &err);
@@ -126,12 +175,37 @@ int cmd_run(int argc, char **argv)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	zb_exec_options eo = { .quiet = o.quiet || o.json, .check = check, .seed = 1234, .stop = &stop_requested };
+	/* tracing starts before the executor makes its first CUDA call; when CUPTI
+	 * cannot trace here the run goes on untraced and says so once */
+	zb_trace *tr = NULL;
+	zb_spans *spans = NULL;
+	if (trace) {
+		zb_error terr = { 0 };
+		tr = zb_trace_create();
+		if (zb_trace_start(tr, &terr)) {
+			fprintf(stderr, "zbench: running untraced: %s\n", terr.msg);
+			zb_trace_free(tr);
+			tr = NULL;
+		} else {
+			spans = zb_spans_create();
+		}
+	}
+	zb_exec_options eo = { .quiet = o.quiet || o.json, .check = check, .seed = 1234, .stop = &stop_requested,
+			       .trace = tr != NULL, .spans = spans };
 	zb_exec_result r;
 	zb_status st = zb_execute(&p.graph, &c, &eo, &r, &err);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
+	if (tr) {
+		zb_error terr = { 0 };
+		if (zb_trace_stop(tr, &terr) && !st)
+			fprintf(stderr, "zbench: the trace may be incomplete: %s\n", terr.msg);
+		if (!st)
+			zb_trace_resolve(tr, &p.graph, r.start, r.end, r.t0_ns);
+	}
 	if (st) {
+		zb_trace_free(tr);
+		zb_spans_free(spans);
 		zb_prediction_free(&p);
 		return zb_report_error(&err);
 	}
@@ -145,8 +219,11 @@ int cmd_run(int argc, char **argv)
 	    zb_session_store_prediction(&s, &c, &p.graph, &p.res, &p.mem, 1, &config_id, &err) ||
 	    (s.store && zb_store_add_events(s.store, config_id, "measured", &p.graph, r.start, r.end, &err)) ||
 	    (s.store && zb_store_add_steps(s.store, config_id, "measured", r.steps_done, r.step_s, &err)) ||
+	    (s.store && tr && zb_store_add_trace(s.store, config_id, &p.graph, tr, spans, r.t0_ns, &err)) ||
 	    zb_session_commit(&s, r.interrupted ? "interrupted" : "ok", &err)) {
 		zb_session_abort(&s);
+		zb_trace_free(tr);
+		zb_spans_free(spans);
 		zb_exec_result_free(&r);
 		zb_prediction_free(&p);
 		return zb_report_error(&err);
@@ -171,6 +248,8 @@ int cmd_run(int argc, char **argv)
 			json_object_set_new(j, "master_rel_err", json_real(r.master_rel_err));
 			json_object_set_new(j, "param16_mismatches", json_integer(r.param16_mismatches));
 		}
+		if (tr)
+			json_object_set_new(j, "trace", trace_json(tr, spans));
 		zb_json_print(stdout, j);
 		json_decref(j);
 	} else {
@@ -195,6 +274,10 @@ int cmd_run(int argc, char **argv)
 			       r.master_rel_err, r.master_max_rel_err, (long long)r.param16_mismatches,
 			       rc ? "FAILED" : "ok");
 	}
+	if (tr && !o.json)
+		print_trace(tr, spans, &p.graph, s.store ? config_id : 0);
+	zb_trace_free(tr);
+	zb_spans_free(spans);
 	zb_exec_result_free(&r);
 	zb_prediction_free(&p);
 	return rc;

@@ -16,6 +16,7 @@ static const struct command {
 	{ "predict", cmd_predict, "predict one configuration's training step" },
 	{ "sweep", cmd_sweep, "predict a grid of configurations (lists and ranges on any axis)" },
 	{ "run", cmd_run, "execute a configuration's schedule on the GPU and measure it" },
+	{ "export", cmd_export, "write a stored run's timelines as Perfetto (Chrome trace) JSON or CSV" },
 	{ "plot", cmd_plot, "draw a plot of the results database (gnuplot: PNG or SVG)" },
 	{ "compare", cmd_compare, "predicted against measured for a stored run, with the error of each part" },
 	{ "validate", cmd_validate, "run a suite on the GPU and the simulator: each error, MAPE, speedups" },

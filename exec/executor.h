@@ -34,6 +34,12 @@ typedef struct zb_exec_options {
 	int check;                     /* precision check: synthetic gradients, double reference */
 	uint64_t seed;
 	volatile sig_atomic_t *stop;   /* set by a signal handler: stop after the current step */
+	/* tracing (profiler/): tag each GPU task's CUDA calls with its id for CUPTI
+	 * (zb_trace_push_task; effective while a zb_trace session is active) and name
+	 * the executor's streams; record CPU spans into spans (NULL: none): CPU tasks,
+	 * pool workers' shares, GPU task issue, host waits longer than 1 us */
+	int trace;
+	struct zb_spans *spans;
 } zb_exec_options;
 
 typedef struct zb_exec_result {
@@ -46,6 +52,7 @@ typedef struct zb_exec_result {
 	double tokens_per_s, tflops_per_gpu;
 	double busy_s[ZB_RES_COUNT];
 	double wall_s;
+	int64_t t0_ns;                 /* time zero on the zb_now_ns() clock (CLOCK_MONOTONIC) */
 	char device[128];              /* "NVIDIA H200" */
 	int cpu_threads;
 	const char *adam_isa;          /* "avx512", "avx2", "scalar" */

@@ -35,6 +35,8 @@
 #include "exec/gpu_adam.h"
 #include "exec/kernels.h"
 #include "exec/threadpool.h"
+#include "profiler/spans.h"
+#include "profiler/trace.h"
 #include "sim/engine.h"
 #include "sim/model.h"
 
@@ -400,6 +402,34 @@ static zb_status run_cpu_adam(dispatcher *dp, const zb_task *t)
 
 /* ---- dispatchers ------------------------------------------------------------------ */
 
+/* Tracing: a host wait of task for dep that began at w0 becomes a span when it
+ * lasted over 1 us (shorter ones are the cost of looking); returns now. */
+static int64_t note_wait(zb_span_buf *sb, uint32_t task, uint32_t dep, int64_t w0)
+{
+	int64_t w1 = zb_now_ns();
+	if (w1 - w0 > 1000)
+		zb_span_add(sb, ZB_SPAN_WAIT, (int32_t)task, (int32_t)dep, w0, w1);
+	return w1;
+}
+
+/* Tracing: a CPU task's span and each pool worker's share of it (zb_pool_spans of
+ * the run that just ended), the workers on virtual threads. */
+static void note_cpu_task(exec *x, zb_span_buf *sb, zb_span_buf **wk, const zb_task *t)
+{
+	zb_span_add(sb, ZB_SPAN_TASK, (int32_t)t->id, -1, x->host_start[t->id], x->host_end[t->id]);
+	const zb_pool_span *ps = zb_pool_spans(x->pool);
+	for (int i = 0; i < zb_pool_threads(x->pool); i++) {
+		if (ps[i].items == 0)
+			continue;
+		if (!wk[i]) {
+			char name[48];
+			snprintf(name, sizeof name, "zb-pool-%d (cpu %d)", i, zb_pool_cpu(x->pool, i));
+			wk[i] = zb_spans_virtual(x->o->spans, name, i);
+		}
+		zb_span_add(wk[i], ZB_SPAN_WORKER, (int32_t)t->id, -1, ps[i].start_ns, ps[i].end_ns);
+	}
+}
+
 static int should_skip(exec *x, const zb_task *t)
 {
 	pthread_mutex_lock(&x->mu);
@@ -427,24 +457,47 @@ static void *dispatch(void *arg)
 		fail_run(x);
 		return NULL;
 	}
+	/* tracing: this thread's span buffer, the pool workers' (CPU), the task tag */
+	zb_span_buf *sb = NULL, **wk = NULL;
+	int tagged = 0;
+	if (x->o->spans) {
+		char name[32];
+		snprintf(name, sizeof name, "zb-disp-%s", zb_resource_name(dp->resource));
+		sb = zb_spans_thread(x->o->spans, name);
+		if (dp->resource == ZB_RES_CPU)
+			wk = zb_xcalloc((size_t)zb_pool_threads(x->pool), sizeof *wk);
+	}
 	for (size_t i = 0; i < g->ntasks && !st; i++) {
 		const zb_task *t = &g->tasks[i];
 		if (t->resource != dp->resource)
 			continue;
+		if (tagged) { /* the previous task's calls are over */
+			zb_trace_pop_task();
+			tagged = 0;
+		}
+		if (x->o->trace) {
+			zb_trace_push_task(t->id);
+			tagged = 1;
+		}
 		int skip = should_skip(x, t);
 		const uint32_t *deps = zb_task_deps(g, t);
 		for (uint32_t j = 0; j < t->dep_count && !skip; j++) {
 			uint32_t d = deps[j];
+			int64_t w0 = sb ? zb_now_ns() : 0;
 			if (wait_dep(x, d) == T_SKIPPED) {
 				skip = 1;
 				break;
 			}
+			if (sb)
+				w0 = note_wait(sb, t->id, d, w0);
 			int dres = g->tasks[d].resource;
 			if (dres == dp->resource)
 				continue; /* same stream or same thread: already ordered */
 			if (dp->resource == ZB_RES_CPU) {
 				if (is_gpu_side(dres) && cudaEventSynchronize(x->ev_end[d]) != cudaSuccess)
 					st = zb_fail(&dp->err, ZB_E_CUDA, "waiting for task %u failed", d);
+				if (sb)
+					note_wait(sb, t->id, d, w0);
 			} else if (is_gpu_side(dres)) {
 				if (cudaStreamWaitEvent(dp->stream, x->ev_end[d], 0) != cudaSuccess)
 					st = zb_fail(&dp->err, ZB_E_CUDA, "cudaStreamWaitEvent for task %u failed", d);
@@ -460,10 +513,13 @@ static void *dispatch(void *arg)
 			x->host_start[t->id] = zb_now_ns();
 			st = run_cpu_adam(dp, t);
 			x->host_end[t->id] = zb_now_ns();
+			if (!st && sb)
+				note_cpu_task(x, sb, wk, t);
 			if (!st)
 				set_state(x, t->id, T_DONE);
 			continue;
 		}
+		int64_t issue0 = sb ? zb_now_ns() : 0;
 		if (cudaEventRecord(x->ev_start[t->id], dp->stream) != cudaSuccess) {
 			st = zb_fail(&dp->err, ZB_E_CUDA, "cudaEventRecord failed for task %u", t->id);
 			break;
@@ -479,7 +535,12 @@ static void *dispatch(void *arg)
 			st = zb_fail(&dp->err, ZB_E_CUDA, "cudaEventRecord failed for task %u", t->id);
 		if (!st)
 			set_state(x, t->id, T_ISSUED);
+		if (!st && sb)
+			zb_span_add(sb, ZB_SPAN_ISSUE, (int32_t)t->id, -1, issue0, zb_now_ns());
 	}
+	if (tagged)
+		zb_trace_pop_task();
+	free(wk);
 	if (!st && is_gpu_side(dp->resource) && cudaStreamSynchronize(dp->stream) != cudaSuccess)
 		st = zb_fail(&dp->err, ZB_E_CUDA, "%s stream failed: %s", zb_resource_name(dp->resource),
 			     cudaGetErrorString(cudaGetLastError()));
@@ -840,6 +901,8 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 		dps[res].resource = res;
 		if (is_gpu_side(res))
 			ZB_CUDA_GOTO(st, err, cudaStreamCreateWithFlags(&dps[res].stream, cudaStreamNonBlocking), out);
+		if (o->trace && dps[res].stream)
+			zb_trace_name_stream(dps[res].stream, res, zb_resource_name(res));
 	}
 	if ((st = zb_gemm_create(&dps[ZB_RES_GPU].gemm, err)) ||
 	    (st = initialize(x, dps[ZB_RES_GPU].stream, err)))
@@ -879,6 +942,7 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 		}
 	}
 	x->t0_ns = x->ref_ns;
+	r->t0_ns = x->t0_ns;
 	if (!o->quiet && pthread_create(&prog, NULL, progress, x) == 0)
 		prog_started = 1;
 	for (int res = 0; res < ZB_RES_COUNT; res++) {

@@ -41,6 +41,8 @@ typedef struct writer {
 	const zb_trace *t;
 	const zb_graph *g;
 	zb_error *err;
+	uint32_t ctx_dev[16][2]; /* context -> device, from the kernel and copy records */
+	int nctx;
 } writer;
 
 static zb_status fail_sql(writer *w, const char *doing)
@@ -168,14 +170,23 @@ static int bind_task(sqlite3_stmt *q, int p, int32_t task)
 
 static int64_t sid(const writer *w, uint32_t trace_string) { return (int64_t)w->sid[trace_string]; }
 
-static uint32_t device_of_context(const zb_trace *t, uint32_t context)
+static void note_context(writer *w, uint32_t context, uint32_t device)
 {
-	for (size_t i = 0; i < t->nkernels; i++)
-		if (t->kernels[i].context == context)
-			return t->kernels[i].device;
-	for (size_t i = 0; i < t->nmemcpys; i++)
-		if (t->memcpys[i].context == context)
-			return t->memcpys[i].device;
+	for (int i = 0; i < w->nctx; i++)
+		if (w->ctx_dev[i][0] == context)
+			return;
+	if (w->nctx < 16) {
+		w->ctx_dev[w->nctx][0] = context;
+		w->ctx_dev[w->nctx++][1] = device;
+	}
+}
+
+/* Synchronization records name no device: the device of their context. */
+static uint32_t device_of_context(const writer *w, uint32_t context)
+{
+	for (int i = 0; i < w->nctx; i++)
+		if (w->ctx_dev[i][0] == context)
+			return w->ctx_dev[i][1];
 	return 0;
 }
 
@@ -292,7 +303,7 @@ static int sync_row(writer *w, sqlite3_stmt *q, int p, size_t i, const void *ctx
 	const zb_tr_sync *c = &w->t->syncs[i];
 	int rc = sqlite3_bind_int64(q, p, c->start - w->origin);
 	rc |= sqlite3_bind_int64(q, p + 1, c->end - w->origin);
-	rc |= sqlite3_bind_int(q, p + 2, (int)device_of_context(w->t, c->context));
+	rc |= sqlite3_bind_int(q, p + 2, (int)device_of_context(w, c->context));
 	rc |= sqlite3_bind_int64(q, p + 3, c->context);
 	rc |= sqlite3_bind_int64(q, p + 4, c->stream);
 	rc |= sqlite3_bind_int64(q, p + 5, c->correlation);
@@ -535,6 +546,10 @@ zb_status zb_store_add_trace(zb_store *s, int64_t config_id, const zb_graph *g, 
 		w.sid[i] = (uint32_t)id;
 	}
 
+	for (size_t i = 0; i < t->nkernels && w.nctx < 16; i += 1 + t->nkernels / 64)
+		note_context(&w, t->kernels[i].context, t->kernels[i].device);
+	for (size_t i = 0; i < t->nmemcpys && w.nctx < 16; i += 1 + t->nmemcpys / 64)
+		note_context(&w, t->memcpys[i].context, t->memcpys[i].device);
 	if (!st)
 		st = bulk(&w, "CUPTI_ACTIVITY_KIND_KERNEL", KERNEL_COLS, 30, t->nkernels, kernel_row, NULL);
 	if (!st)
