@@ -44,7 +44,8 @@ int cmd_predict(int argc, char **argv)
 		return 2;
 	}
 	zb_config c;
-	if (zb_options_single(&o, &c, &err))
+	zb_sources src;
+	if (zb_options_single_src(&o, &c, &src, &err))
 		return zb_report_error(&err);
 
 	zb_prediction p;
@@ -64,6 +65,7 @@ int cmd_predict(int argc, char **argv)
 
 	if (o.json) {
 		json_t *j = zb_prediction_json(&c, &p.graph, p.simulated ? &p.res : NULL, &p.mem);
+		zb_sources_json(j, &c, &src);
 		if (o.timeline && p.simulated) {
 			json_t *tl = json_array();
 			for (size_t i = 0; i < p.graph.ntasks; i++) {
@@ -81,6 +83,7 @@ int cmd_predict(int argc, char **argv)
 		json_decref(j);
 	} else {
 		zb_print_header(stdout, "predict", &c);
+		zb_sources_print(stdout, &c, &src, 0);
 		zb_prediction_print(stdout, &c, &p.graph, p.simulated ? &p.res : NULL, &p.mem);
 		if (o.timeline && p.simulated) {
 			printf("\n");

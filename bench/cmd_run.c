@@ -151,7 +151,8 @@ int cmd_run(int argc, char **argv)
 		return 2;
 	}
 	zb_config c;
-	if (zb_options_single(&o, &c, &err))
+	zb_sources src;
+	if (zb_options_single_src(&o, &c, &src, &err))
 		return zb_report_error(&err);
 	if (!o.axis[ZB_AX_STEPS])
 		c.steps = 4;
@@ -238,6 +239,7 @@ int cmd_run(int argc, char **argv)
 	}
 	if (o.json) {
 		json_t *j = zb_prediction_json(&c, &p.graph, &p.res, &p.mem);
+		zb_sources_json(j, &c, &src);
 		json_object_set_new(j, "step_time_s", json_real(r.step_time_s));
 		json_object_set_new(j, "tokens_per_s", json_real(r.tokens_per_s));
 		json_object_set_new(j, "tflops_per_gpu", json_real(r.tflops_per_gpu));
@@ -254,6 +256,7 @@ int cmd_run(int argc, char **argv)
 		json_decref(j);
 	} else {
 		zb_print_header(stdout, "run", &c);
+		zb_sources_print(stdout, &c, &src, 0);
 		printf("# device %s, %d CPU threads (%s Adam), %d warm-up + %d measured steps%s\n", r.device,
 		       r.cpu_threads, r.adam_isa ? r.adam_isa : "?", warmup, measured_steps,
 		       r.interrupted ? " (interrupted)" : "");

@@ -103,7 +103,8 @@ int cmd_sweep(int argc, char **argv)
 		if (zb_plot_check(o.plot, &err))
 			return zb_report_error(&err);
 	}
-	if (!o.axis[ZB_AX_POLICY] && !o.axis[ZB_AX_RATIO]) {
+	/* a DeepSpeed config decides the policy and ratio itself */
+	if (!o.axis[ZB_AX_POLICY] && !o.axis[ZB_AX_RATIO] && !o.have_ds) {
 		o.axis[ZB_AX_POLICY] = "none,offload,overlap,dpu";
 		o.axis[ZB_AX_RATIO] = "0:1:0.25";
 	}
@@ -113,6 +114,7 @@ int cmd_sweep(int argc, char **argv)
 	memset(ax, 0, sizeof ax);
 	long long total = 1;
 	int rc = 0;
+	zb_sources src0; /* where the first row's settings came from */
 	for (int a = 0; a < ZB_AX_COUNT; a++) {
 		ax[a].n = 1;
 		if (!o.axis[a])
@@ -141,7 +143,7 @@ int cmd_sweep(int argc, char **argv)
 		for (int a = 0; a < ZB_AX_COUNT; a++)
 			v[a] = ax[a].vals ? ax[a].vals[idx[a]] : NULL;
 		zb_config c;
-		if (zb_options_config(v, &o, &c, &err)) {
+		if (zb_options_config_src(v, &o, &c, row == 0 ? &src0 : NULL, &err)) {
 			rc = zb_report_error(&err);
 			free(cfgs);
 			goto out;
@@ -203,6 +205,7 @@ int cmd_sweep(int argc, char **argv)
 			print_row(stdout, &preds[i], 1);
 	} else {
 		zb_print_header(stdout, "sweep", &cfgs[0]);
+		zb_sources_print(stdout, &cfgs[0], &src0, 1);
 		printf("# %d configurations; the lines above describe the first, the columns what varies\n", ncfg);
 		printf(fmt_head, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8],
 		       cols[9], cols[10], cols[11], cols[12], cols[13], cols[14], cols[15]);

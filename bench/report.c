@@ -32,6 +32,133 @@ void zb_print_header(FILE *f, const char *command, const zb_config *c)
 		c->hw.cpu.name, zb_config_cpu_threads(c), c->hw.cpu.dram_Bps / 1e9);
 }
 
+/* ---- where the settings came from ----------------------------------------------- */
+
+static void setting_value(const zb_config *c, zb_setting k, char *buf, size_t n)
+{
+	const zb_model *m = &c->model;
+	const zb_policy *p = &c->policy;
+	switch (k) {
+	case ZB_SET_HW: snprintf(buf, n, "%s", c->hw.name); break;
+	case ZB_SET_PCIE: snprintf(buf, n, "%s", c->hw.link.name); break;
+	case ZB_SET_GPU: snprintf(buf, n, "%s", c->hw.gpu.name); break;
+	case ZB_SET_CPU: snprintf(buf, n, "%s", c->hw.cpu.name); break;
+	case ZB_SET_CORES: snprintf(buf, n, "%d", c->hw.cpu.cores); break;
+	case ZB_SET_MODEL: snprintf(buf, n, "%s", m->name); break;
+	case ZB_SET_LAYERS: snprintf(buf, n, "%d", m->layers); break;
+	case ZB_SET_HIDDEN: snprintf(buf, n, "%d", m->hidden); break;
+	case ZB_SET_HEADS: snprintf(buf, n, "%d", m->heads); break;
+	case ZB_SET_KV_HEADS: snprintf(buf, n, "%d", m->kv_heads); break;
+	case ZB_SET_FFN: snprintf(buf, n, "%d%s", m->ffn, m->gated_mlp ? " (gated)" : ""); break;
+	case ZB_SET_VOCAB: snprintf(buf, n, "%d", m->vocab); break;
+	case ZB_SET_TIED: snprintf(buf, n, "%s", m->tied_embeddings ? "yes" : "no"); break;
+	case ZB_SET_POLICY: snprintf(buf, n, "%s", zb_policy_name(p->kind)); break;
+	case ZB_SET_RATIO: snprintf(buf, n, "%.4g", p->ratio); break;
+	case ZB_SET_OFFLOAD_PARAM: snprintf(buf, n, "%s", p->offload_param ? "yes" : "no"); break;
+	case ZB_SET_PREFETCH: snprintf(buf, n, "%d", p->prefetch_layers); break;
+	case ZB_SET_CKPT: snprintf(buf, n, "%s", zb_ckpt_name(p->ckpt)); break;
+	case ZB_SET_MICRO_BATCH: snprintf(buf, n, "%d", p->micro_batch); break;
+	case ZB_SET_GAS: snprintf(buf, n, "%d", p->gas); break;
+	case ZB_SET_SEQ: snprintf(buf, n, "%d", p->seq); break;
+	case ZB_SET_DTYPE: snprintf(buf, n, "%s", zb_dtype_name(p->dtype)); break;
+	case ZB_SET_PAGEABLE: snprintf(buf, n, "%s", p->pageable ? "yes" : "no"); break;
+	case ZB_SET_BUCKET: snprintf(buf, n, "%lld", (long long)p->bucket_params); break;
+	case ZB_SET_THREADS: snprintf(buf, n, "%d", zb_config_cpu_threads(c)); break;
+	case ZB_SET_STEPS: snprintf(buf, n, "%d", c->steps); break;
+	default: snprintf(buf, n, "?"); break;
+	}
+}
+
+void zb_sources_print(FILE *f, const zb_config *c, const zb_sources *s, int files_only)
+{
+	if (files_only && !s->ds && !s->hf)
+		return;
+	fprintf(f, "# inputs%s (explicit flags override the files):\n", files_only ? " from the files" : "");
+	fprintf(f, "#   %-16s %-16s %-10s %s\n", "setting", "value", "from", "how");
+	for (int k = 0; k < ZB_SET_COUNT; k++) {
+		if (files_only && s->from[k] != ZB_SRC_DS && s->from[k] != ZB_SRC_HF)
+			continue;
+		char val[64];
+		setting_value(c, (zb_setting)k, val, sizeof val);
+		fprintf(f, "#   %-16s %-16s %-10s %s\n", zb_setting_name((zb_setting)k), val, zb_source_name(s->from[k]),
+			s->detail[k]);
+	}
+	if (s->ds) {
+		const zb_ds_plan *p = &s->plan;
+		fprintf(f, "# deepspeed %s: ZeRO stage %d, optimizer %s", s->ds_path, p->stage,
+			p->offload_optimizer ? "offloaded to the CPU" : "on the GPU");
+		if (p->train_batch > 0)
+			fprintf(f, ", train_batch_size %lld in the file (= %d x %d x 1 GPU)", (long long)p->train_batch,
+				p->policy.micro_batch, p->policy.gas);
+		if (p->precision[0])
+			fprintf(f, ", %s", p->precision);
+		if (s->twinflow && s->ratio_asked > 0 && s->ratio_asked < 1)
+			fprintf(f, ", Twin-Flow %d of %d sub-groups on the CPU: ratio %.4f (asked %g)",
+				s->split.cpu_sub_groups, s->split.sub_groups, s->split.ratio, s->ratio_asked);
+		if (p->stage == 3)
+			fprintf(f, ", %.3f%% of the parameters below stage3_param_persistence_threshold %lld (kept on "
+				   "the GPU by DeepSpeed, not modelled)",
+				100.0 * (double)p->persistent_params / (double)zb_model_params(&c->model),
+				(long long)p->persistence_threshold);
+		if (s->ds_ignored)
+			fprintf(f, ", %d key%s not modelled (see the warning)", s->ds_ignored, s->ds_ignored == 1 ? "" : "s");
+		fprintf(f, "\n");
+	}
+	if (s->hf) {
+		fprintf(f, "# hugging face %s: model_type %s", s->hf_path, s->hf_model_type);
+		if (s->hf_max_positions > 0)
+			fprintf(f, ", sequences up to %d tokens", s->hf_max_positions);
+		if (s->hf_notes[0])
+			fprintf(f, "; %s", s->hf_notes);
+		fprintf(f, "\n");
+	}
+}
+
+void zb_sources_json(json_t *j, const zb_config *c, const zb_sources *s)
+{
+	json_t *src = json_object();
+	for (int k = 0; k < ZB_SET_COUNT; k++) {
+		json_t *e = json_object();
+		json_object_set_new(e, "from", json_string(zb_source_name(s->from[k])));
+		json_object_set_new(e, "detail", json_string(s->detail[k]));
+		json_object_set_new(src, zb_setting_name((zb_setting)k), e);
+	}
+	json_object_set_new(j, "sources", src);
+	if (s->ds) {
+		const zb_ds_plan *p = &s->plan;
+		json_t *d = json_object();
+		json_object_set_new(d, "file", json_string(s->ds_path));
+		json_object_set_new(d, "stage", json_integer(p->stage));
+		json_object_set_new(d, "offload_optimizer", json_boolean(p->offload_optimizer));
+		json_object_set_new(d, "train_batch_size", json_integer((json_int_t)p->train_batch));
+		json_object_set_new(d, "precision", json_string(p->precision));
+		json_object_set_new(d, "sub_group_size", json_integer((json_int_t)p->sub_group_size));
+		json_object_set_new(d, "prefetch_bucket_elements", json_integer((json_int_t)p->prefetch_elements));
+		json_object_set_new(d, "param_persistence_threshold", json_integer((json_int_t)p->persistence_threshold));
+		json_object_set_new(d, "persistent_params", json_integer((json_int_t)p->persistent_params));
+		json_object_set_new(d, "keys_not_modelled", json_integer(s->ds_ignored));
+		if (s->twinflow) {
+			json_t *t = json_object();
+			json_object_set_new(t, "requested_ratio", json_real(s->ratio_asked));
+			json_object_set_new(t, "effective_ratio", json_real(s->split.ratio));
+			json_object_set_new(t, "sub_groups", json_integer(s->split.sub_groups));
+			json_object_set_new(t, "cpu_sub_groups", json_integer(s->split.cpu_sub_groups));
+			json_object_set_new(t, "cpu_params", json_integer((json_int_t)s->split.cpu_params));
+			json_object_set_new(d, "twinflow", t);
+		}
+		json_object_set_new(j, "deepspeed", d);
+	}
+	if (s->hf) {
+		json_t *h = json_object();
+		json_object_set_new(h, "file", json_string(s->hf_path));
+		json_object_set_new(h, "model_type", json_string(s->hf_model_type));
+		json_object_set_new(h, "max_position_embeddings", json_integer(s->hf_max_positions));
+		json_object_set_new(h, "notes", json_string(s->hf_notes));
+		json_object_set_new(j, "hf_config", h);
+	}
+	(void)c;
+}
+
 void zb_memory_print(FILE *f, const zb_memory *m)
 {
 	fprintf(f, "memory          %10s %10s\n", "gpu", "host");

@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stdio.h>
 
+#include "bench/options.h"
 #include "sim/config.h"
 #include "sim/engine.h"
 #include "sim/graph.h"
@@ -17,6 +18,16 @@
 
 /* "# zbench 0.1.0 (abc123) predict" and the configuration, one '#' line each. */
 void zb_print_header(FILE *f, const char *command, const zb_config *c);
+
+/* "# inputs:" - each setting, its value, where it came from (flag, ds-config,
+ * hf-config, default) and which flag or file key; then one '#' line each on the
+ * DeepSpeed and Hugging Face files. files_only: just the settings the files decided
+ * (for sweep, whose flags vary per row). */
+void zb_sources_print(FILE *f, const zb_config *c, const zb_sources *s, int files_only);
+
+/* Add "sources" ({"ratio": {"from": "ds-config", "detail": ...}, ...}) and, when
+ * those files were given, "deepspeed" and "hf_config" objects to j. */
+void zb_sources_json(json_t *j, const zb_config *c, const zb_sources *s);
 
 /* A one-line description of the configuration: "gpt2-large overlap r=1.00 mb=8 ..." */
 void zb_config_label(const zb_config *c, char *buf, size_t n);

@@ -493,121 +493,6 @@ static const struct attr {
 	[A_THREADS] = { "cpu_threads", "CPU optimizer threads", 1 },
 };
 
-typedef struct row {
-	int64_t id, run_id;
-	char val[A_COUNT][ZB_NAME_MAX + 16]; /* display text, also the grouping key */
-	double num[A_COUNT];
-	int has_pred, fits;
-	double tokens_per_s, step_time_s, gpu_bytes, host_bytes;
-	char *json;
-} row;
-
-typedef struct rowset {
-	row *r;
-	int n;
-} rowset;
-
-static void rowset_free(rowset *rs)
-{
-	for (int i = 0; i < rs->n; i++)
-		free(rs->r[i].json);
-	free(rs->r);
-	rs->r = NULL;
-	rs->n = 0;
-}
-
-static void attr_format(row *r, int a, sqlite3_stmt *q, int col)
-{
-	const char *t = (const char *)sqlite3_column_text(q, col);
-	double v = sqlite3_column_double(q, col);
-	char *o = r->val[a];
-	size_t n = sizeof r->val[a];
-	r->num[a] = v;
-	if (!t) {
-		snprintf(o, n, "?");
-		return;
-	}
-	switch (a) {
-	case A_CORES: snprintf(o, n, "%.0f cores", v); break;
-	case A_RATIO: snprintf(o, n, "ratio %.4g", v); break;
-	case A_OFFLOAD_PARAM: snprintf(o, n, "%s", v ? "param offload" : "no param offload"); break;
-	case A_PREFETCH: snprintf(o, n, "prefetch %.0f", v); break;
-	case A_CKPT: snprintf(o, n, "ckpt %s", t); break;
-	case A_GAS: snprintf(o, n, "gas %.0f", v); break;
-	case A_MB: snprintf(o, n, "micro-batch %.0f", v); break;
-	case A_SEQ: snprintf(o, n, "seq %.0f", v); break;
-	case A_PAGEABLE: snprintf(o, n, "%s", v ? "pageable" : "pinned"); break;
-	case A_BUCKET: snprintf(o, n, "bucket %.4gM", v / 1e6); break;
-	case A_THREADS:
-		if (v > 0)
-			snprintf(o, n, "%.0f threads", v);
-		else
-			snprintf(o, n, "all cores");
-		break;
-	default: snprintf(o, n, "%s", t); break;
-	}
-}
-
-/* Configurations (with their predictions) matching where (one integer parameter ?1
- * or none), in id order. */
-static zb_status load_rows(plot_ctx *c, const char *where, int64_t arg, rowset *rs)
-{
-	char sql[2048];
-	int len = snprintf(sql, sizeof sql, "SELECT c.id, c.run_id");
-	for (int a = 0; a < A_COUNT; a++)
-		len += snprintf(sql + len, sizeof sql - (size_t)len, ", c.%s", attrs[a].col);
-	snprintf(sql + len, sizeof sql - (size_t)len,
-		 ", p.config_id IS NOT NULL, p.fits, p.tokens_per_s, p.step_time_s, p.gpu_bytes, p.host_bytes,"
-		 " c.config_json FROM configs c LEFT JOIN predictions p ON p.config_id = c.id WHERE %s ORDER BY c.id",
-		 where);
-	sqlite3_stmt *q;
-	zb_status st = sql_prepare(c, sql, &q);
-	if (st)
-		return st;
-	if (sqlite3_bind_parameter_count(q) > 0)
-		sqlite3_bind_int64(q, 1, arg);
-	rs->r = NULL;
-	rs->n = 0;
-	int cap = 0, rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		if (rs->n == cap) {
-			cap = cap ? 2 * cap : 64;
-			rs->r = zb_xrealloc(rs->r, (size_t)cap * sizeof *rs->r);
-		}
-		row *r = &rs->r[rs->n++];
-		memset(r, 0, sizeof *r);
-		r->id = sqlite3_column_int64(q, 0);
-		r->run_id = sqlite3_column_int64(q, 1);
-		for (int a = 0; a < A_COUNT; a++)
-			attr_format(r, a, q, 2 + a);
-		int k = 2 + A_COUNT;
-		r->has_pred = sqlite3_column_int(q, k);
-		r->fits = sqlite3_column_int(q, k + 1);
-		r->tokens_per_s = sqlite3_column_type(q, k + 2) == SQLITE_NULL ? NAN : sqlite3_column_double(q, k + 2);
-		r->step_time_s = sqlite3_column_type(q, k + 3) == SQLITE_NULL ? NAN : sqlite3_column_double(q, k + 3);
-		r->gpu_bytes = sqlite3_column_type(q, k + 4) == SQLITE_NULL ? NAN : sqlite3_column_double(q, k + 4);
-		r->host_bytes = sqlite3_column_type(q, k + 5) == SQLITE_NULL ? NAN : sqlite3_column_double(q, k + 5);
-		const char *js = (const char *)sqlite3_column_text(q, k + 6);
-		r->json = js ? strdup(js) : NULL;
-		/* the ratio means nothing without offload */
-		if (!strcmp(r->val[A_POLICY], "none")) {
-			r->num[A_RATIO] = 0;
-			snprintf(r->val[A_RATIO], sizeof r->val[A_RATIO], "ratio 0");
-		}
-	}
-	if (rc != SQLITE_DONE) {
-		rowset_free(rs);
-		return sql_step_error(c, q);
-	}
-	sqlite3_finalize(q);
-	return ZB_OK;
-}
-
-static int row_plotted(const row *r)
-{
-	return r->has_pred && r->fits && r->tokens_per_s > 0;
-}
-
 /* A list of distinct strings, in order of first appearance. */
 typedef struct strlist {
 	char **s;
@@ -641,6 +526,129 @@ static void sl_free(strlist *l)
 		free(l->s[i]);
 	free(l->s);
 	memset(l, 0, sizeof *l);
+}
+
+typedef struct row {
+	int64_t id, run_id;
+	const char *val[A_COUNT]; /* display text, also the grouping key (in rowset.pool) */
+	double num[A_COUNT];
+	int has_pred, fits;
+	double tokens_per_s, step_time_s, gpu_bytes, host_bytes;
+	char *json;               /* config_json, when asked for */
+} row;
+
+/* Rows share their display strings: a 100,000-row sweep holds a few hundred. */
+typedef struct rowset {
+	row *r;
+	int n;
+	strlist pool[A_COUNT];
+} rowset;
+
+static void rowset_free(rowset *rs)
+{
+	for (int i = 0; i < rs->n; i++)
+		free(rs->r[i].json);
+	free(rs->r);
+	for (int a = 0; a < A_COUNT; a++)
+		sl_free(&rs->pool[a]);
+	memset(rs, 0, sizeof *rs);
+}
+
+static void attr_format(rowset *rs, row *r, int a, sqlite3_stmt *q, int col)
+{
+	const char *t = (const char *)sqlite3_column_text(q, col);
+	double v = sqlite3_column_double(q, col);
+	char o[ZB_NAME_MAX + 32];
+	size_t n = sizeof o;
+	r->num[a] = v;
+	if (!t)
+		snprintf(o, n, "?");
+	else switch (a) {
+	case A_CORES: snprintf(o, n, "%.0f cores", v); break;
+	case A_RATIO: snprintf(o, n, "ratio %.4g", v); break;
+	case A_OFFLOAD_PARAM: snprintf(o, n, "%s", v ? "param offload" : "no param offload"); break;
+	case A_PREFETCH: snprintf(o, n, "prefetch %.0f", v); break;
+	case A_CKPT: snprintf(o, n, "ckpt %s", t); break;
+	case A_GAS: snprintf(o, n, "gas %.0f", v); break;
+	case A_MB: snprintf(o, n, "micro-batch %.0f", v); break;
+	case A_SEQ: snprintf(o, n, "seq %.0f", v); break;
+	case A_PAGEABLE: snprintf(o, n, "%s", v ? "pageable" : "pinned"); break;
+	case A_BUCKET: snprintf(o, n, "bucket %.4gM", v / 1e6); break;
+	case A_THREADS:
+		if (v > 0)
+			snprintf(o, n, "%.0f threads", v);
+		else
+			snprintf(o, n, "all cores");
+		break;
+	default: snprintf(o, n, "%s", t); break;
+	}
+	int k = sl_intern(&rs->pool[a], o); /* before reading .s, which it may move */
+	r->val[a] = rs->pool[a].s[k];
+}
+
+/* Configurations (with their predictions) matching where (one integer parameter ?1
+ * or none), in id order; with_json keeps each config_json (about 1 KB a row). */
+static zb_status load_rows_json(plot_ctx *c, const char *where, int64_t arg, int with_json, rowset *rs)
+{
+	char sql[2048];
+	int len = snprintf(sql, sizeof sql, "SELECT c.id, c.run_id");
+	for (int a = 0; a < A_COUNT; a++)
+		len += snprintf(sql + len, sizeof sql - (size_t)len, ", c.%s", attrs[a].col);
+	snprintf(sql + len, sizeof sql - (size_t)len,
+		 ", p.config_id IS NOT NULL, p.fits, p.tokens_per_s, p.step_time_s, p.gpu_bytes, p.host_bytes,"
+		 " c.config_json FROM configs c LEFT JOIN predictions p ON p.config_id = c.id WHERE %s ORDER BY c.id",
+		 where);
+	sqlite3_stmt *q;
+	zb_status st = sql_prepare(c, sql, &q);
+	if (st)
+		return st;
+	if (sqlite3_bind_parameter_count(q) > 0)
+		sqlite3_bind_int64(q, 1, arg);
+	memset(rs, 0, sizeof *rs);
+	int cap = 0, rc;
+	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+		if (rs->n == cap) {
+			cap = cap ? 2 * cap : 64;
+			rs->r = zb_xrealloc(rs->r, (size_t)cap * sizeof *rs->r);
+		}
+		row *r = &rs->r[rs->n++];
+		memset(r, 0, sizeof *r);
+		r->id = sqlite3_column_int64(q, 0);
+		r->run_id = sqlite3_column_int64(q, 1);
+		for (int a = 0; a < A_COUNT; a++)
+			attr_format(rs, r, a, q, 2 + a);
+		int k = 2 + A_COUNT;
+		r->has_pred = sqlite3_column_int(q, k);
+		r->fits = sqlite3_column_int(q, k + 1);
+		r->tokens_per_s = sqlite3_column_type(q, k + 2) == SQLITE_NULL ? NAN : sqlite3_column_double(q, k + 2);
+		r->step_time_s = sqlite3_column_type(q, k + 3) == SQLITE_NULL ? NAN : sqlite3_column_double(q, k + 3);
+		r->gpu_bytes = sqlite3_column_type(q, k + 4) == SQLITE_NULL ? NAN : sqlite3_column_double(q, k + 4);
+		r->host_bytes = sqlite3_column_type(q, k + 5) == SQLITE_NULL ? NAN : sqlite3_column_double(q, k + 5);
+		const char *js = (const char *)sqlite3_column_text(q, k + 6);
+		r->json = js && with_json ? strdup(js) : NULL;
+		/* the ratio means nothing without offload */
+		if (!strcmp(r->val[A_POLICY], "none")) {
+			r->num[A_RATIO] = 0;
+			int z = sl_intern(&rs->pool[A_RATIO], "ratio 0");
+			r->val[A_RATIO] = rs->pool[A_RATIO].s[z];
+		}
+	}
+	if (rc != SQLITE_DONE) {
+		rowset_free(rs);
+		return sql_step_error(c, q);
+	}
+	sqlite3_finalize(q);
+	return ZB_OK;
+}
+
+static zb_status load_rows(plot_ctx *c, const char *where, int64_t arg, rowset *rs)
+{
+	return load_rows_json(c, where, arg, 0, rs);
+}
+
+static int row_plotted(const row *r)
+{
+	return r->has_pred && r->fits && r->tokens_per_s > 0;
 }
 
 /* Distinct values of attribute a among the rows that pass keep (NULL: all). */
@@ -1866,7 +1874,8 @@ static zb_status plot_memory(plot_ctx *c)
 	rowset rs;
 	int found;
 	if (req->config_id) {
-		if ((st = check_config(c, req->config_id)) || (st = load_rows(c, "c.id = ?1", req->config_id, &rs)))
+		if ((st = check_config(c, req->config_id)) ||
+		    (st = load_rows_json(c, "c.id = ?1", req->config_id, 1, &rs)))
 			return st;
 		c->info->config_id = req->config_id;
 	} else {
@@ -1890,7 +1899,7 @@ static zb_status plot_memory(plot_ctx *c)
 					       "no predictions in database '%s' (run zbench predict or sweep, or give --run)",
 					       c->dbpath);
 		}
-		if ((st = load_rows(c, "c.run_id = ?1", run, &rs)))
+		if ((st = load_rows_json(c, "c.run_id = ?1", run, 1, &rs)))
 			return st;
 		c->info->run_id = run;
 	}

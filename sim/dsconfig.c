@@ -679,7 +679,7 @@ zb_status zb_ds_plan_make(const zb_ds_config *ds, const zb_model *m, int micro_a
 		if (mv->state == ZB_DS_AUTO)
 			why(&p, ZB_DSF_MICRO_BATCH, "train_micro_batch_size_per_gpu \"auto\"");
 		else
-			why(&p, ZB_DSF_MICRO_BATCH, "train_micro_batch_size_per_gpu%s", mhow);
+			why(&p, ZB_DSF_MICRO_BATCH, "train_micro_batch_size_per_gpu %lld%s", mb, mhow);
 	}
 	if (ga >= 0) {
 		p.policy.gas = (int)ga;
@@ -687,7 +687,7 @@ zb_status zb_ds_plan_make(const zb_ds_config *ds, const zb_model *m, int micro_a
 		if (gv->state == ZB_DS_AUTO)
 			why(&p, ZB_DSF_GAS, "gradient_accumulation_steps \"auto\"");
 		else
-			why(&p, ZB_DSF_GAS, "gradient_accumulation_steps%s", ghow);
+			why(&p, ZB_DSF_GAS, "gradient_accumulation_steps %lld%s", ga, ghow);
 	}
 	*out = p;
 	return ZB_OK;

@@ -9,9 +9,14 @@
  * contradictory ones. Checked: the mapping onto the policy, "auto" resolved from the
  * model as the Hugging Face integration does, batch sizes derived as DeepSpeed
  * derives them, the Twin-Flow ratio quantized to whole ZeRO-3 sub-groups (by hand on
- * a small model), the list of keys not modelled, and one-line errors naming the key.
+ * a small model), the list of keys not modelled, and one-line errors naming the key;
+ * then the flags through zbench predict, sweep and run ($ZBENCH): where each setting
+ * came from, flags over files, one warning line, bad files exit 2 with one line.
  */
 #include "tests/harness.h"
+
+#include <jansson.h>
+#include <sys/wait.h>
 
 #include "common/error.h"
 #include "sim/dsconfig.h"
@@ -26,12 +31,15 @@ static int setup(void **state)
 	return 0;
 }
 
+/* A fixture's path; four buffers in turn, so two can go into one format. */
 static const char *data(const char *name)
 {
-	static char buf[512];
+	static char buf[4][256];
+	static int next;
+	char *b = buf[next++ % 4];
 	const char *d = getenv("ZB_TEST_DATA");
-	snprintf(buf, sizeof buf, "%s/%s", d && *d ? d : "tests/data", name);
-	return buf;
+	snprintf(b, sizeof buf[0], "%s/%s", d && *d ? d : "tests/data", name);
+	return b;
 }
 
 static const char *tmp(const char *name)
@@ -488,6 +496,205 @@ static void test_errors(void **state)
 	expect_error("{\"zero_optimization\": {\"reduce_bucket_size\": 0}}", NULL, "reduce_bucket_size", "0");
 }
 
+/* ---- through the command ------------------------------------------------------- */
+
+/* The flags as a user gives them to predict, sweep and run ($ZBENCH, default
+ * build/zbench; --no-db throughout). */
+
+typedef struct result {
+	int rc;
+	char *out, *err;
+} result;
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return strdup("");
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *s = malloc((size_t)n + 1);
+	assert_non_null(s);
+	size_t got = fread(s, 1, (size_t)n, f);
+	s[got] = 0;
+	fclose(f);
+	return s;
+}
+
+static result zbench(const char *args)
+{
+	const char *bin = getenv("ZBENCH");
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd, "%s %s --no-db >%s/out 2>%s/err </dev/null", bin && *bin ? bin : "build/zbench", args,
+		 dir, dir);
+	int st = system(cmd);
+	result r = { WIFEXITED(st) ? WEXITSTATUS(st) : 128, NULL, NULL };
+	r.out = slurp(tmp("out"));
+	r.err = slurp(tmp("err"));
+	return r;
+}
+
+static int lines(const char *s)
+{
+	int n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+static json_t *json_of(const result *r)
+{
+	json_error_t je;
+	json_t *j = json_loads(r->out, 0, &je);
+	if (!j)
+		print_error("stdout is not JSON (%s): %s\nstderr: %s\n", je.text, r->out, r->err);
+	assert_non_null(j);
+	return j;
+}
+
+static const char *from(json_t *j, const char *setting)
+{
+	json_t *e = json_object_get(json_object_get(j, "sources"), setting);
+	const char *s = json_string_value(json_object_get(e, "from"));
+	assert_non_null(s);
+	return s;
+}
+
+static void test_cli_predict(void **state)
+{
+	char args[2048];
+	snprintf(args, sizeof args, "predict --json --steps 3 --ds-config %s --hf-config %s",
+		 data("ds-zero3-offload.json"), data("hf-llama2-7b.json"));
+	result r = zbench(args);
+	if (r.rc != 0)
+		print_error("stderr: %s\n", r.err);
+	assert_int_equal(r.rc, 0);
+	/* one warning line: the keys not modelled */
+	assert_int_equal(lines(r.err), 1);
+	assert_contains(r.err, "warning");
+	assert_contains(r.err, "stage3_max_live_parameters");
+	json_t *j = json_of(&r);
+	assert_int_equal(json_integer_value(json_object_get(j, "params")), 6738415616LL);
+	assert_string_equal(json_string_value(json_object_get(j, "policy")), "overlap");
+	assert_string_equal(from(j, "policy"), "ds-config");
+	assert_string_equal(from(j, "offload_param"), "ds-config");
+	assert_string_equal(from(j, "bucket_params"), "ds-config");
+	assert_string_equal(from(j, "dtype"), "ds-config");
+	assert_string_equal(from(j, "layers"), "hf-config");
+	assert_string_equal(from(j, "kv_heads"), "hf-config");
+	assert_string_equal(from(j, "micro_batch"), "default"); /* "auto" */
+	assert_string_equal(from(j, "seq"), "default");
+	json_t *ds = json_object_get(j, "deepspeed");
+	assert_int_equal(json_integer_value(json_object_get(ds, "stage")), 3);
+	assert_int_equal(json_integer_value(json_object_get(ds, "keys_not_modelled")), 3);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(j, "hf_config"), "model_type")), "llama");
+	json_decref(j);
+	free(r.out), free(r.err);
+
+	/* explicit flags override the file; the rest of the file still applies */
+	snprintf(args, sizeof args, "predict --json --steps 3 --ds-config %s --micro-batch 2 --model gpt2-large",
+		 data("ds-zero3-offload-ckpt.json"));
+	r = zbench(args);
+	assert_int_equal(r.rc, 0);
+	j = json_of(&r);
+	assert_int_equal(json_integer_value(json_object_get(j, "micro_batch")), 2);
+	assert_int_equal(json_integer_value(json_object_get(j, "gas")), 8);
+	assert_string_equal(from(j, "micro_batch"), "flag");
+	assert_string_equal(from(j, "gas"), "ds-config");
+	assert_string_equal(from(j, "ckpt"), "ds-config");
+	assert_contains(json_string_value(json_object_get(json_object_get(json_object_get(j, "sources"), "micro_batch"),
+							  "detail")),
+			"overrides ds-config");
+	json_decref(j);
+	free(r.out), free(r.err);
+
+	/* people's output: the inputs block and the two files */
+	snprintf(args, sizeof args, "predict --steps 3 --ds-config %s --hf-config %s", data("ds-zero2-offload.json"),
+		 data("hf-gpt2-large.json"));
+	r = zbench(args);
+	assert_int_equal(r.rc, 0);
+	assert_contains(r.out, "# inputs");
+	assert_contains(r.out, "hf-config  n_layer");
+	assert_contains(r.out, "ds-config  stage 2, offload_optimizer.device cpu");
+	assert_contains(r.out, "# deepspeed ");
+	assert_contains(r.out, "# hugging face ");
+	free(r.out), free(r.err);
+}
+
+static void test_cli_sweep_and_run(void **state)
+{
+	/* sweep: ratios quantized to sub-groups: 0.4 and 0.5 both put sub-groups 4..7 of 8
+	 * on the CPU (int(0.6 x 8) = int(4.8) = 4, int(0.5 x 8) = 4) */
+	char args[2048];
+	snprintf(args, sizeof args, "sweep --csv --steps 3 --ds-config %s --ratio 0.4,0.5", data("ds-twinflow.json"));
+	result r = zbench(args);
+	if (r.rc != 0)
+		print_error("stderr: %s\n", r.err);
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(lines(r.out), 3);
+	char *row1 = strchr(r.out, '\n') + 1, *row2 = strchr(row1, '\n') + 1;
+	/* model,pcie,gpu,cpu,cores,policy,ratio */
+	char r1[32], r2[32];
+	assert_int_equal(sscanf(row1, "%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],overlap,%31[^,]", r1), 1);
+	assert_int_equal(sscanf(row2, "%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],overlap,%31[^,]", r2), 1);
+	assert_string_equal(r1, r2);
+	zb_model m = preset("gpt2-large");
+	zb_ds_twinflow tf;
+	zb_ds_twinflow_split(&m, 100000000, 0.4, &tf);
+	assert_int_equal(tf.cpu_sub_groups, 4);
+	assert_close(atof(r1), tf.ratio, 1e-3);
+	free(r.out), free(r.err);
+
+	/* sweep --hf-config: the model from the file in every row */
+	snprintf(args, sizeof args, "sweep --csv --steps 3 --hf-config %s --policy overlap --pcie gen4,gen5",
+		 data("hf-gpt2-large.json"));
+	r = zbench(args);
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(lines(r.out), 3);
+	free(r.out), free(r.err);
+
+	/* run takes both flags and checks them before looking for a GPU */
+	snprintf(args, sizeof args, "run --ds-config %s --hf-config %s", data("ds-bad-batch.json"),
+		 data("hf-gpt2-large.json"));
+	r = zbench(args);
+	assert_int_equal(r.rc, 2);
+	assert_int_equal(lines(r.err), 1);
+	assert_contains(r.err, "train_batch_size");
+	free(r.out), free(r.err);
+}
+
+static void test_cli_errors(void **state)
+{
+	static const struct {
+		const char *fmt, *file, *n1, *n2;
+	} cases[] = {
+		{ "predict --ds-config %s", "ds-malformed.json", "malformed JSON", "ds-malformed.json" },
+		{ "predict --ds-config %s", "ds-bad-offload-stage0.json", "offload_optimizer", "stage" },
+		{ "sweep --ds-config %s", "ds-bad-ratio.json", "ratio", "1.5" },
+		{ "predict --ds-config %s", "ds-bad-precision.json", "fp16.enabled", "bf16.enabled" },
+		{ "predict --hf-config %s --model gpt2", "hf-llama2-7b.json", "--model", "choose one" },
+		{ "predict --hf-config %s --seq 8192", "hf-llama2-7b.json", "seq 8192", "max_position_embeddings 4096" },
+		{ "predict --hf-config %s --seq 2048", "hf-gpt2-large.json", "seq 2048", "max_seq 1024" },
+		{ "sweep --hf-config %s", "hf-moe.json", "num_local_experts", NULL },
+		{ "predict --hf-config %s", "nonexistent.json", "cannot open", NULL },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char args[2048];
+		snprintf(args, sizeof args, cases[i].fmt, data(cases[i].file));
+		result r = zbench(args);
+		if (r.rc != 2 || lines(r.err) != 1 || r.out[0])
+			print_error("zbench %s: rc %d, stderr '%s', stdout '%.200s'\n", args, r.rc, r.err, r.out);
+		assert_int_equal(r.rc, 2);
+		assert_int_equal(lines(r.err), 1);
+		assert_string_equal(r.out, "");
+		assert_contains(r.err, cases[i].n1);
+		if (cases[i].n2)
+			assert_contains(r.err, cases[i].n2);
+		free(r.out), free(r.err);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -501,6 +708,9 @@ int main(void)
 		cmocka_unit_test(test_mapping_variants),
 		cmocka_unit_test(test_ignored_keys),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_cli_predict),
+		cmocka_unit_test(test_cli_sweep_and_run),
+		cmocka_unit_test(test_cli_errors),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
