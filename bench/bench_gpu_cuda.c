@@ -7,14 +7,16 @@
  *   e2e       the 2.5B GPT (32 layers, hidden 2560, 32 heads, seq 2048, micro-batch 4)
  *             executed under none, offload, overlap, dpu and Twin-Flow ratios, beside
  *             the prediction and the lower bound
- * Copies are timed like nvbandwidth: warm-up, CUDA events around each copy on its
- * stream, median of several trials, the moved data verified at sampled positions.
+ * Copies are timed like nvbandwidth (exec/copy_bench.h, shared with zbench calibrate):
+ * warm-up, CUDA events around each copy on its stream, median of several trials, the
+ * moved data verified at sampled positions.
  */
 #include <cuda_runtime.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench/cases.h"
+#include "exec/copy_bench.h"
 #include "exec/cuda_check.h"
 #include "exec/executor.h"
 #include "exec/kernels.h"
@@ -69,97 +71,23 @@ static zb_status run_gemm(const zb_bench_args *a, FILE *out, json_t *res, zb_err
 
 /* ---- PCIe copies ---------------------------------------------------------------- */
 
-typedef struct copy_bufs {
-	void *host_a, *host_b, *dev_a, *dev_b;
-	size_t bytes;
-	int pinned;
-} copy_bufs;
-
-static zb_status copy_time(copy_bufs *b, size_t bytes, int both, int dir_h2d, int reps, double out[2],
-			   cudaStream_t s[2], zb_error *err)
-{
-	cudaEvent_t e[4];
-	zb_status st = ZB_OK;
-	for (int i = 0; i < 4; i++)
-		ZB_CUDA_TRY(err, cudaEventCreate(&e[i]));
-	double *t0 = zb_xmalloc(sizeof(double) * (size_t)reps * 2), *t1 = t0 + reps;
-	for (int r = -2; r < reps && !st; r++) { /* two warm-up trials */
-		/* H2D on stream 0 (host_a -> dev_a), D2H on stream 1 (dev_b -> host_b) */
-		int run_h2d = both || dir_h2d, run_d2h = both || !dir_h2d;
-		if (run_h2d) {
-			ZB_CUDA_GOTO(st, err, cudaEventRecord(e[0], s[0]), done);
-			ZB_CUDA_GOTO(st, err, cudaMemcpyAsync(b->dev_a, b->host_a, bytes, cudaMemcpyHostToDevice, s[0]), done);
-			ZB_CUDA_GOTO(st, err, cudaEventRecord(e[1], s[0]), done);
-		}
-		if (run_d2h) {
-			ZB_CUDA_GOTO(st, err, cudaEventRecord(e[2], s[1]), done);
-			ZB_CUDA_GOTO(st, err, cudaMemcpyAsync(b->host_b, b->dev_b, bytes, cudaMemcpyDeviceToHost, s[1]), done);
-			ZB_CUDA_GOTO(st, err, cudaEventRecord(e[3], s[1]), done);
-		}
-		ZB_CUDA_GOTO(st, err, cudaDeviceSynchronize(), done);
-		float ms;
-		if (r < 0)
-			continue;
-		t0[r] = t1[r] = 0;
-		if (run_h2d) {
-			ZB_CUDA_GOTO(st, err, cudaEventElapsedTime(&ms, e[0], e[1]), done);
-			t0[r] = ms * 1e-3;
-		}
-		if (run_d2h) {
-			ZB_CUDA_GOTO(st, err, cudaEventElapsedTime(&ms, e[2], e[3]), done);
-			t1[r] = ms * 1e-3;
-		}
-	}
-	out[0] = zb_median(t0, reps);
-	out[1] = zb_median(t1, reps);
-done:
-	free(t0);
-	for (int i = 0; i < 4; i++)
-		cudaEventDestroy(e[i]);
-	return st;
-}
-
-/* The bytes that arrived are the bytes that left, at sampled positions. */
-static zb_status verify(copy_bufs *b, size_t bytes, zb_error *err)
-{
-	unsigned char *dev_copy = zb_xmalloc(4096);
-	zb_status st = ZB_OK;
-	for (size_t off = 0; off < bytes && !st; off += bytes / 7 + 1) {
-		size_t n = bytes - off < 4096 ? bytes - off : 4096;
-		if (cudaMemcpy(dev_copy, (char *)b->dev_a + off, n, cudaMemcpyDeviceToHost) != cudaSuccess)
-			st = zb_fail(err, ZB_E_CUDA, "verification read failed");
-		else if (memcmp(dev_copy, (char *)b->host_a + off, n))
-			st = zb_fail(err, ZB_E_INTERNAL, "h2d copy of %zu bytes corrupted data at offset %zu", bytes, off);
-	}
-	free(dev_copy);
-	return st;
-}
-
 static zb_status run_pcie(const zb_bench_args *a, FILE *out, json_t *res, zb_error *err)
 {
 	size_t top = a->quick ? (64u << 20) : (1u << 30);
-	copy_bufs b = { 0 };
-	b.bytes = top;
-	cudaStream_t s[2] = { 0 };
-	zb_status st = ZB_OK;
-	ZB_CUDA_GOTO(st, err, cudaMallocHost(&b.host_a, top), out_free);
-	ZB_CUDA_GOTO(st, err, cudaMallocHost(&b.host_b, top), out_free);
-	ZB_CUDA_GOTO(st, err, cudaMalloc(&b.dev_a, top), out_free);
-	ZB_CUDA_GOTO(st, err, cudaMalloc(&b.dev_b, top), out_free);
-	for (size_t i = 0; i < top / 8; i++) /* not zeros: a pattern verify can check */
-		((uint64_t *)b.host_a)[i] = i * 0x9e3779b97f4a7c15ull;
-	if ((st = zb_fill_uniform_bf16(b.dev_b, top / 2, 7, -1, 1, NULL, err)))
-		goto out_free;
-	ZB_CUDA_GOTO(st, err, cudaStreamCreateWithFlags(&s[0], cudaStreamNonBlocking), out_free);
-	ZB_CUDA_GOTO(st, err, cudaStreamCreateWithFlags(&s[1], cudaStreamNonBlocking), out_free);
+	zb_copy_bench *b;
+	zb_status st = zb_copy_bench_open(top, 1, &b, err);
+	if (st)
+		return st;
 	fprintf(out, "%-12s %12s %10s %10s %10s %10s\n", "pcie", "bytes", "h2d", "d2h", "both:h2d", "both:d2h");
 	fprintf(out, "%-12s %12s %10s %10s %10s %10s\n", "", "", "GB/s", "GB/s", "GB/s", "GB/s");
 	json_t *rows = json_array();
 	for (size_t sz = 4096; sz <= top && !st; sz *= 4) { /* 4 KB, 16 KB, ... 1 GB */
 		int reps = a->repeats > 0 ? a->repeats : sz <= (1u << 20) ? 200 : sz <= (64u << 20) ? 20 : 5;
 		double h[2], d[2], both[2];
-		if ((st = copy_time(&b, sz, 0, 1, reps, h, s, err)) || (st = copy_time(&b, sz, 0, 0, reps, d, s, err)) ||
-		    (st = copy_time(&b, sz, 1, 0, reps, both, s, err)) || (st = verify(&b, sz, err)))
+		if ((st = zb_copy_bench_time(b, sz, ZB_COPY_H2D, reps, h, err)) ||
+		    (st = zb_copy_bench_time(b, sz, ZB_COPY_D2H, reps, d, err)) ||
+		    (st = zb_copy_bench_time(b, sz, ZB_COPY_BOTH, reps, both, err)) ||
+		    (st = zb_copy_bench_verify(b, sz, ZB_COPY_BOTH, err)))
 			break;
 		double g[4] = { sz / h[0] / 1e9, sz / d[1] / 1e9, sz / both[0] / 1e9, sz / both[1] / 1e9 };
 		fprintf(out, "%-12s %12zu %10.2f %10.2f %10.2f %10.2f\n", "", sz, g[0], g[1], g[2], g[3]);
@@ -167,34 +95,20 @@ static zb_status run_pcie(const zb_bench_args *a, FILE *out, json_t *res, zb_err
 						      g[0], "d2h_GBps", g[1], "both_h2d_GBps", g[2], "both_d2h_GBps", g[3]));
 	}
 	json_object_set_new(res, "pinned", rows);
-	/* pageable: the driver stages through its own pinned buffers */
-	if (!st) {
-		void *pg = malloc(top);
-		if (!pg) {
-			st = zb_fail(err, ZB_E_NOMEM, "cannot allocate %zu pageable bytes", top);
-		} else {
-			memset(pg, 1, top);
-			double t0 = zb_wall_s();
-			ZB_CUDA_GOTO(st, err, cudaMemcpy(b.dev_a, pg, top, cudaMemcpyHostToDevice), pg_free);
-			double t1 = zb_wall_s();
-			ZB_CUDA_GOTO(st, err, cudaMemcpy(pg, b.dev_b, top, cudaMemcpyDeviceToHost), pg_free);
-			double t2 = zb_wall_s();
-			fprintf(out, "%-12s %12zu %10.2f %10.2f   (pageable, cudaMemcpy, one trial)\n", "", top,
-				top / (t1 - t0) / 1e9, top / (t2 - t1) / 1e9);
-			json_object_set_new(res, "pageable_h2d_GBps", json_real(top / (t1 - t0) / 1e9));
-			json_object_set_new(res, "pageable_d2h_GBps", json_real(top / (t2 - t1) / 1e9));
-		pg_free:
-			free(pg);
+	zb_copy_bench_close(b);
+	/* pageable: the driver stages through its own pinned buffers (one trial) */
+	if (!st && !(st = zb_copy_bench_open(top, 0, &b, err))) {
+		double h[2], d[2];
+		if (!(st = zb_copy_bench_time(b, top, ZB_COPY_H2D, 1, h, err)) &&
+		    !(st = zb_copy_bench_time(b, top, ZB_COPY_D2H, 1, d, err)) &&
+		    !(st = zb_copy_bench_verify(b, top, ZB_COPY_BOTH, err))) {
+			fprintf(out, "%-12s %12zu %10.2f %10.2f   (pageable, host clock, one trial)\n", "", top,
+				top / h[0] / 1e9, top / d[1] / 1e9);
+			json_object_set_new(res, "pageable_h2d_GBps", json_real(top / h[0] / 1e9));
+			json_object_set_new(res, "pageable_d2h_GBps", json_real(top / d[1] / 1e9));
 		}
+		zb_copy_bench_close(b);
 	}
-out_free:
-	for (int i = 0; i < 2; i++)
-		if (s[i])
-			cudaStreamDestroy(s[i]);
-	cudaFreeHost(b.host_a);
-	cudaFreeHost(b.host_b);
-	cudaFree(b.dev_a);
-	cudaFree(b.dev_b);
 	return st;
 }
 
