@@ -1861,6 +1861,8 @@ static int memory_terms(const row *r, zb_memory *m, double *gpu_cap, double *hos
 	return 0;
 }
 
+#define MAX_MEMORY_BARS 24
+
 static int row_has_memory(const row *r)
 {
 	return r->has_pred && r->gpu_bytes > 0;
@@ -1934,7 +1936,8 @@ static zb_status plot_memory(plot_ctx *c)
 		return zb_fail(c->err, ZB_E_INPUT, "run %lld has no prediction with a memory estimate", (long long)run);
 	}
 
-	int nb = keys.n, fallback = 0;
+	/* past about 24 bars the labels no longer fit: draw the first ones and say so */
+	int nb = keys.n < MAX_MEMORY_BARS ? keys.n : MAX_MEMORY_BARS, fallback = 0;
 	double gcap = NAN, hcap = NAN, gmax = 0, hmax = 0;
 	int cap_same = 1;
 	char path[PATH_MAX + 32];
@@ -1993,6 +1996,9 @@ static zb_status plot_memory(plot_ctx *c)
 	else
 		snprintf(sub, sizeof sub, "%s · run %lld: %d memory setting%s", consts, (long long)run, nb,
 			 nb == 1 ? "" : "s");
+	if (keys.n > nb)
+		snprintf(sub + strlen(sub), sizeof sub - strlen(sub), " (the first %d of %d; --config for one)", nb,
+			 keys.n);
 	if (fallback)
 		snprintf(sub + strlen(sub), sizeof sub - strlen(sub), " · %d without a term breakdown (stored totals)",
 			 fallback);
@@ -2025,7 +2031,7 @@ static zb_status plot_memory(plot_ctx *c)
 	static const char *const hcol[] = { "#e15759", "#f28e2b", "#4e79a7", "#b07aa1" };
 
 	/* GPU panel */
-	double gtop = gmax * 1.25;
+	double gtop = gmax * 1.4; /* room for the key above the bars */
 	int gcap_show = cap_same && gcap > 0 && 0.95 * gcap / GIB < 3 * gmax;
 	if (gcap_show)
 		gtop = fmax(gtop, 0.95 * gcap / GIB * 1.12);
@@ -2051,7 +2057,7 @@ static zb_status plot_memory(plot_ctx *c)
 	gp(c, "unset arrow 1\nunset label 2\nunset label 101\nunset label 102\n");
 
 	/* host panel */
-	double htop = hmax * 1.25;
+	double htop = hmax * 1.4;
 	if (htop <= 0)
 		htop = 1;
 	int hcap_show = cap_same && hcap > 0 && 0.9 * hcap / GIB < 3 * hmax;
