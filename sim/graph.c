@@ -100,7 +100,8 @@ static uint32_t emit(builder *b, zb_task t)
 	t.id = (uint32_t)g->ntasks;
 	t.dep_begin = (uint32_t)g->ndeps;
 	t.dep_count = (uint32_t)b->ndeps;
-	memcpy(g->deps + g->ndeps, b->deps, (size_t)b->ndeps * sizeof *b->deps);
+	if (b->ndeps) /* g->deps is still NULL before the first dependency */
+		memcpy(g->deps + g->ndeps, b->deps, (size_t)b->ndeps * sizeof *b->deps);
 	g->ndeps += (size_t)b->ndeps;
 	b->ndeps = 0;
 	g->tasks[g->ntasks++] = t;
