@@ -1,0 +1,204 @@
+/*
+ * test_validate.c (GPU) - calibrate, validate, compare and regress end to end on a
+ * real GPU, small: the shared copy timing moves the right bytes at a plausible
+ * rate; `calibrate --quick` writes a profile that loads, with every fitted figure
+ * in a physical range, and its database row; `validate --suite quick --limit 2`
+ * with that profile executes both configurations and stores timelines that
+ * `compare` reads; a measured baseline passes regress and a planted slowdown
+ * fails it. About a minute on the H200 machine.
+ * Without a GPU it prints "skipped: no GPU" and skips (ZB_REQUIRE_GPU=1 fails).
+ */
+#include "tests/harness.h"
+
+#include <jansson.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "exec/copy_bench.h"
+#include "exec/executor.h"
+#include "sim/hwfile.h"
+
+static int g_have_gpu, g_require;
+static char g_why[512];
+static char dir[64], db[128], prof[128];
+static const char *zbench;
+
+#define NEED_GPU()                                                                   \
+	do {                                                                         \
+		if (!g_have_gpu) {                                                   \
+			if (g_require)                                               \
+				fail_msg("no GPU and ZB_REQUIRE_GPU=1: %s", g_why);  \
+			skip();                                                      \
+		}                                                                    \
+	} while (0)
+
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return strdup("");
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *s = malloc((size_t)n + 1);
+	size_t got = fread(s, 1, (size_t)n, f);
+	s[got] = 0;
+	fclose(f);
+	return s;
+}
+
+/* Run zbench; stdout in *out (caller frees), stderr shown on failure. */
+static int run(char **out, const char *fmt, ...)
+{
+	char args[1024], cmd[2048];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof args, fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof cmd, "%s %s >%s/out 2>%s/err </dev/null", zbench, args, dir, dir);
+	int st = system(cmd);
+	int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	char path[128];
+	snprintf(path, sizeof path, "%s/out", dir);
+	if (out)
+		*out = slurp(path);
+	if (rc > 1) {
+		snprintf(path, sizeof path, "%s/err", dir);
+		char *e = slurp(path);
+		print_message("`zbench %s` exited %d: %s\n", args, rc, e);
+		free(e);
+	}
+	return rc;
+}
+
+static long long count(const char *sql)
+{
+	sqlite3 *h;
+	long long n = -1;
+	if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK) {
+		sqlite3_stmt *q;
+		if (sqlite3_prepare_v2(h, sql, -1, &q, NULL) == SQLITE_OK) {
+			if (sqlite3_step(q) == SQLITE_ROW)
+				n = sqlite3_column_int64(q, 0);
+			sqlite3_finalize(q);
+		}
+	}
+	sqlite3_close(h);
+	return n;
+}
+
+static void test_copy_bench(void **state)
+{
+	NEED_GPU();
+	for (int pinned = 1; pinned >= 0; pinned--) {
+		zb_copy_bench *b;
+		zb_error err = { 0 };
+		assert_int_equal(zb_copy_bench_open(16u << 20, pinned, &b, &err), ZB_OK);
+		double t[2];
+		assert_int_equal(zb_copy_bench_time(b, 8u << 20, ZB_COPY_BOTH, 3, t, &err), ZB_OK);
+		assert_int_equal(zb_copy_bench_verify(b, 8u << 20, ZB_COPY_BOTH, &err), ZB_OK);
+		/* more than 1 GB/s each way on any PCIe x16 link, pinned or not */
+		assert_true(t[0] > 0 && (8u << 20) / t[0] > 1e9);
+		assert_true(t[1] > 0 && (8u << 20) / t[1] > 1e9);
+		assert_int_equal(zb_copy_bench_time(b, 4096, ZB_COPY_H2D, 5, t, &err), ZB_OK);
+		assert_true(t[0] > 0 && t[1] == 0);
+		assert_int_equal(zb_copy_bench_load(b, 1u << 20, ZB_COPY_BOTH, &err), ZB_OK);
+		assert_int_equal(zb_copy_bench_time(b, 32u << 20, ZB_COPY_H2D, 1, t, &err), ZB_E_INPUT);
+		zb_copy_bench_close(b);
+	}
+}
+
+static void test_calibrate(void **state)
+{
+	NEED_GPU();
+	char *out;
+	assert_int_equal(run(&out, "calibrate --quick --out %s --db %s", prof, db), 0);
+	print_message("%s", out);
+	free(out);
+	zb_hw hw;
+	zb_error err = { 0 };
+	assert_int_equal(zb_hw_load(prof, &hw, &err), ZB_OK);
+	assert_true(hw.link.h2d_Bps > 1e9 && hw.link.h2d_Bps < 1e12);
+	assert_true(hw.link.d2h_Bps > 1e9 && hw.link.d2h_Bps < 1e12);
+	assert_true(hw.link.copy_latency_s >= 0 && hw.link.copy_latency_s < 1e-3);
+	assert_true(hw.link.duplex_h2d > 0.2 && hw.link.duplex_h2d <= 1);
+	assert_true(hw.link.pageable_h2d_Bps > 1e8);
+	assert_true(hw.gpu.bf16_flops > 1e13 && hw.gpu.bf16_flops < 1e16);
+	assert_true(hw.gpu.hbm_Bps > 1e11 && hw.gpu.hbm_Bps < 1e14);
+	assert_true(hw.gpu.kernel_latency_s < 1e-3);
+	assert_true(hw.cpu.adam_params_per_core > 1e7);
+	assert_true(hw.cpu.dram_Bps > 1e9);
+	assert_int_equal(count("SELECT count(*) FROM hw_profiles"), 1);
+}
+
+static void test_validate_and_compare(void **state)
+{
+	NEED_GPU();
+	char *out;
+	int rc = run(&out, "validate --suite quick --limit 2 --json --hw %s --db %s", access(prof, R_OK) ? "h200-machine" : prof,
+		     db);
+	assert_int_equal(rc, 0);
+	json_t *j = json_loads(out, 0, NULL);
+	if (!j)
+		print_error("not JSON: %s\n", out);
+	free(out);
+	assert_non_null(j);
+	json_t *sum = json_object_get(j, "summary");
+	assert_int_equal(json_integer_value(json_object_get(sum, "executed")), 2);
+	for (size_t i = 0; i < 2; i++) {
+		json_t *c = json_array_get(json_object_get(j, "configs"), i);
+		assert_true(json_is_true(json_object_get(c, "executed")));
+		assert_true(json_number_value(json_object_get(c, "measured_step_s")) > 0);
+		print_message("%s: predicted %.2f ms, measured %.2f ms\n", json_string_value(json_object_get(c, "key")),
+			      1e3 * json_number_value(json_object_get(c, "predicted_step_s")),
+			      1e3 * json_number_value(json_object_get(c, "measured_step_s")));
+	}
+	long long run_id = json_integer_value(json_object_get(j, "run_id"));
+	json_decref(j);
+	assert_true(run_id > 0);
+	assert_int_equal(run(&out, "compare %lld --json --db %s", run_id, db), 0);
+	j = json_loads(out, 0, NULL);
+	free(out);
+	assert_non_null(j);
+	assert_int_equal(json_array_size(json_object_get(j, "configs")), 2);
+	json_decref(j);
+}
+
+static void test_regress_measured(void **state)
+{
+	NEED_GPU();
+	assert_int_equal(run(NULL, "baseline save gpu --limit 1 --repeats 2 --db %s", db), 0);
+	/* a loose tolerance: two repeats of a short run are noisy, the test is the exit code */
+	assert_int_equal(run(NULL, "regress --baseline gpu --repeats 2 --tolerance 0.25 --db %s", db), 0);
+	assert_int_equal(run(NULL, "regress --baseline gpu --repeats 2 --tolerance 0.25 --plant-slowdown 0.6 --db %s", db),
+			 1);
+}
+
+int main(void)
+{
+	zb_error err = { 0 };
+	g_require = getenv("ZB_REQUIRE_GPU") && !strcmp(getenv("ZB_REQUIRE_GPU"), "1");
+	g_have_gpu = zb_exec_available(&err);
+	snprintf(g_why, sizeof g_why, "%s", err.msg);
+	if (!g_have_gpu)
+		printf("skipped: no GPU (%s)\n", g_why);
+	zbench = getenv("ZBENCH");
+	if (!zbench || !*zbench)
+		zbench = "build/zbench";
+	zb_test_tmpdir(dir, sizeof dir);
+	snprintf(db, sizeof db, "%s/zb.db", dir);
+	snprintf(prof, sizeof prof, "%s/hw.json", dir);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_copy_bench),
+		cmocka_unit_test(test_calibrate),
+		cmocka_unit_test(test_validate_and_compare),
+		cmocka_unit_test(test_regress_measured),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		rc = rc ? rc : 1;
+	return rc;
+}
