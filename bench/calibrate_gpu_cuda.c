@@ -232,7 +232,9 @@ static zb_status together(zb_calib_plan *plan, zb_calib_gpu *out, FILE *log, zb_
 	if ((st = zb_pool_create(plan->threads, &pool, err)))
 		goto out;
 	zb_pool_run(pool, adam_fill, &x, n, 0); /* first touch by the workers that will run Adam */
-	c.bytes = plan->quick ? (16u << 20) : (64u << 20);
+	/* 512 MB each way: well beyond the last-level cache (300 MiB on the H200 host),
+	 * so the DMA really reads and writes DRAM */
+	c.bytes = plan->quick ? (32u << 20) : (512u << 20);
 	c.t0 = zb_xmalloc(MAX_ITERS * sizeof *c.t0);
 	c.t1 = zb_xmalloc(MAX_ITERS * sizeof *c.t1);
 	if ((st = zb_copy_bench_open(c.bytes, 1, &b, err)))
