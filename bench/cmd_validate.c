@@ -204,7 +204,7 @@ int cmd_validate(int argc, char **argv)
 	}
 	double t0 = zb_wall_s();
 	zb_status st = ZB_OK;
-	int device_set = 0;
+	int device_set = 0, failed = 0;
 	for (int i = 0; i < n && !st; i++) {
 		item *x = &it[i];
 		double elapsed = zb_wall_s() - t0;
@@ -242,6 +242,16 @@ int cmd_validate(int argc, char **argv)
 				else
 					st = zb_store_commit(store, &err);
 			}
+			if (st && st != ZB_E_STORE) {
+				/* one configuration failed on the GPU: say so, go on with the others (a
+				 * broken CUDA context makes the rest fail fast too); exit 1 at the end */
+				x->skipped = 1;
+				snprintf(x->skip_why, sizeof x->skip_why, "FAILED: %.55s", err.msg);
+				fprintf(stderr, "zbench: %s failed: %s\n", x->key, err.msg);
+				failed++;
+				st = ZB_OK;
+				goto row;
+			}
 			if (st)
 				break;
 			x->ran = x->out.executed;
@@ -254,6 +264,7 @@ int cmd_validate(int argc, char **argv)
 				snprintf(x->skip_why, sizeof x->skip_why, "interrupted");
 			}
 		}
+	row:
 		if (!json) {
 			if (x->ran)
 				printf("%3d  %-44s %10.2f %10.2f %+8.1f %8.1f %8.1f\n", i + 1, x->key, x->out.pred_step_s * 1e3,
@@ -392,7 +403,7 @@ int cmd_validate(int argc, char **argv)
 	}
 	if (store) {
 		zb_error e2 = { 0 };
-		const char *status = st ? "failed" : stop_requested ? "interrupted" : "ok";
+		const char *status = st || failed ? "failed" : stop_requested ? "interrupted" : "ok";
 		if (!zb_store_begin(store, &e2) && !zb_store_finish_run(store, run_id, status, &e2))
 			zb_store_commit(store, &e2);
 		else
@@ -404,6 +415,10 @@ int cmd_validate(int argc, char **argv)
 	free(it);
 	if (st)
 		return zb_report_error(&err);
+	if (failed) {
+		fprintf(stderr, "zbench: %d configuration%s failed on the GPU\n", failed, failed == 1 ? "" : "s");
+		return 1;
+	}
 	if (strict && !(met_mape && met_worst && (met_speed || nspeed == 0)))
 		return 1;
 	return 0;
