@@ -1,28 +1,61 @@
 #!/usr/bin/env bash
-# One visit to the GPU machine: build check, GPU tests, a traced-free smoke run of
-# every policy with the precision check, then benchmarks; logs and the database go
-# to $OUT. Binaries are built on the development machine and carried in build/
-# (the GPU machine has no sqlite3.h or jansson headers). Usage:
-#   scripts/gpu-visit.sh tests     GPU tests + smoke runs
-#   scripts/gpu-visit.sh bench     benchmarks (cpu, gpu, e2e)
+# One visit to the GPU machine, everything that needs the GPU in one call (device
+# time is short). Binaries are built on the development machine and carried in
+# build/ (the GPU machine has no sqlite3.h or jansson headers, so nothing is
+# compiled there). Everything lands in $OUT: visit.log (all output), zbench.db,
+# hw-h200.json (the calibrated profile), and the JSON of each benchmark.
+#   scripts/gpu-visit.sh [tests] [bench] [calibrate] [validate] [regress] [trace]
 set -u
 OUT=${OUT:-/tmp/zbench-out}
 mkdir -p "$OUT"
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:$PWD/build/lib
-what=${1:-tests}
-nvidia-smi --query-gpu=name,memory.total,memory.free,driver_version --format=csv | tee "$OUT/gpu.txt"
-nproc; lscpu | grep -E "Model name|Flags" | cut -c1-200
-if [ "$what" = tests ]; then
-	ZBENCH=build/zbench ZB_REQUIRE_GPU=1 tests/run.sh build/tests/gpu/test_* 2>&1 | tee "$OUT/test-gpu.log" | grep -vE "^\[test_kernels\] (ok|# )"
-	for p in none offload overlap dpu; do
-		build/zbench run --model gpt2 --policy $p --ratio 0.5 --micro-batch 4 --seq 512 --check --quiet \
-			--db "$OUT/zbench.db" 2>&1 | tail -12 | tee -a "$OUT/run.log"
-	done
-fi
-if [ "$what" = bench ]; then
-	build/zbench bench --filter cpu --json >"$OUT/bench-cpu.json" 2>"$OUT/bench-cpu.txt"; cat "$OUT/bench-cpu.txt"
-	build/zbench bench --filter gpu-adam 2>&1 | tee "$OUT/bench-gpu.txt"
-	build/zbench bench --filter gemm 2>&1 | tee -a "$OUT/bench-gpu.txt"
-	build/zbench bench --filter pcie 2>&1 | tee -a "$OUT/bench-gpu.txt"
-	build/zbench bench --filter e2e --json >"$OUT/bench-e2e.json" 2>"$OUT/bench-e2e.txt"; cat "$OUT/bench-e2e.txt"
-fi
+Z=build/zbench
+DB=$OUT/zbench.db
+LOG=$OUT/visit.log
+step() { echo "=== $* ($(date +%T))" | tee -a "$LOG"; }
+{
+nvidia-smi --query-gpu=name,memory.total,memory.free,driver_version --format=csv,noheader
+echo "cores: $(nproc); $(lscpu | grep 'Model name')"
+} | tee -a "$LOG"
+for what in "$@"; do
+	case $what in
+	tests)
+		step "GPU tests"
+		ZBENCH=$Z ZB_REQUIRE_GPU=1 timeout 240 tests/run.sh build/tests/gpu/test_* >"$OUT/test-gpu.log" 2>&1
+		grep -E "not ok|ERROR|error|master vs|overhead|dropped|^tests:" "$OUT/test-gpu.log" | grep -v "# SKIP" | tee -a "$LOG"
+		;;
+	bench)
+		for c in gpu-adam gemm pcie cpu-adam e2e; do
+			step "bench $c"
+			timeout 300 $Z bench --filter $c --json >"$OUT/bench-$c.json" 2>>"$LOG"
+		done
+		;;
+	calibrate)
+		step "calibrate"
+		timeout 150 $Z calibrate --out "$OUT/hw-h200.json" --db "$DB" >>"$LOG" 2>&1
+		echo "rc=$?" | tee -a "$LOG"
+		;;
+	validate)
+		step "validate"
+		hw=$OUT/hw-h200.json
+		[ -f "$hw" ] || hw=h200-machine
+		timeout 300 $Z validate --hw "$hw" --budget 260 --db "$DB" >>"$LOG" 2>&1
+		echo "rc=$?" | tee -a "$LOG"
+		;;
+	regress)
+		step "regress"
+		timeout 60 $Z baseline save h200 --suite quick --repeats 3 --db "$DB" >>"$LOG" 2>&1
+		timeout 60 $Z regress --baseline h200 --repeats 3 --db "$DB" >>"$LOG" 2>&1
+		echo "regress equal rc=$? (expect 0)" | tee -a "$LOG"
+		ZB_ADAM_ISA=scalar timeout 90 $Z regress --baseline h200 --repeats 3 --db "$DB" >>"$LOG" 2>&1
+		echo "regress planted (scalar Adam) rc=$? (expect 1)" | tee -a "$LOG"
+		;;
+	trace)
+		step "trace"
+		timeout 120 $Z run --model gpt-2.5b --micro-batch 4 --seq 2048 --policy dpu --ratio 0.25 --trace \
+			--quiet --db "$DB" >>"$LOG" 2>&1
+		echo "rc=$?" | tee -a "$LOG"
+		timeout 200 $Z bench --filter trace --json >"$OUT/bench-trace.json" 2>>"$LOG"
+		;;
+	esac
+done
+step "done"
