@@ -523,7 +523,6 @@ int cmd_export(int argc, char **argv)
 	free(tmp);
 	if (st)
 		return zb_report_error(&err);
-	fprintf(stderr, "zbench: wrote %lld intervals of configuration %lld to %s\n", (long long)o.rows,
-		(long long)r.cid, path);
+	printf("wrote %lld intervals of configuration %lld to %s\n", (long long)o.rows, (long long)r.cid, path);
 	return 0;
 }
