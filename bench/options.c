@@ -490,10 +490,11 @@ zb_status zb_options_config_src(const char *const v[ZB_AX_COUNT], const zb_optio
 	mark(s, ZB_SET_THREADS, ZB_SRC_DEFAULT, "all cores");
 	if (have_ds) {
 		/* "auto" batch values are the Trainer's arguments: here the flags or defaults */
-		int micro_auto = c->policy.micro_batch, gas_auto = c->policy.gas;
-		INT_AXIS(ZB_AX_MICRO_BATCH, micro_auto);
-		INT_AXIS(ZB_AX_GAS, gas_auto);
-		if ((st = zb_ds_plan_make(&o->ds, &c->model, micro_auto, gas_auto, &s->plan, err)))
+		zb_ds_batch b = { c->policy.micro_batch, c->policy.gas, v[ZB_AX_MICRO_BATCH] != NULL,
+				  v[ZB_AX_GAS] != NULL };
+		INT_AXIS(ZB_AX_MICRO_BATCH, b.micro);
+		INT_AXIS(ZB_AX_GAS, b.gas);
+		if ((st = zb_ds_plan_make(&o->ds, &c->model, &b, &s->plan, err)))
 			return st;
 		s->ds = 1;
 		s->ds_ignored = o->ds.nignored;

@@ -87,9 +87,8 @@ void zb_sources_print(FILE *f, const zb_config *c, const zb_sources *s, int file
 		const zb_ds_plan *p = &s->plan;
 		fprintf(f, "# deepspeed %s: ZeRO stage %d, optimizer %s", s->ds_path, p->stage,
 			p->offload_optimizer ? "offloaded to the CPU" : "on the GPU");
-		if (p->train_batch > 0)
-			fprintf(f, ", train_batch_size %lld in the file (= %d x %d x 1 GPU)", (long long)p->train_batch,
-				p->policy.micro_batch, p->policy.gas);
+		if (p->batch[0])
+			fprintf(f, ", %s", p->batch);
 		if (p->precision[0])
 			fprintf(f, ", %s", p->precision);
 		if (s->twinflow && s->ratio_asked > 0 && s->ratio_asked < 1)

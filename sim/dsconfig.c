@@ -411,7 +411,7 @@ static const char *dflt(const zb_ds_config *ds, zb_ds_key k)
 	return IS_AUTO(k) ? "\"auto\" (left to DeepSpeed)" : "absent";
 }
 
-zb_status zb_ds_plan_make(const zb_ds_config *ds, const zb_model *m, int micro_auto, int gas_auto,
+zb_status zb_ds_plan_make(const zb_ds_config *ds, const zb_model *m, const zb_ds_batch *b,
 			  zb_ds_plan *out, zb_error *err)
 {
 	zb_ds_plan p;
@@ -614,56 +614,63 @@ zb_status zb_ds_plan_make(const zb_ds_config *ds, const zb_model *m, int micro_a
 		snprintf(p.precision, sizeof p.precision, "bf16, no loss scaling");
 	}
 
-	/* batch: runtime/config.py _set_batch_related_parameters, world size 1.
-	 * -1: not given. "auto" micro/gas: the Trainer's (zbench's) value. */
+	/* batch: runtime/config.py _set_batch_related_parameters, world size 1. -1: not
+	 * given. "auto" micro/gas are the Trainer's arguments, here zbench's (flag or
+	 * default); a flag given explicitly replaces the file's value before deriving. */
 	const zb_ds_val *tv = V(ZB_DSK_TRAIN_BATCH), *mv = V(ZB_DSK_MICRO_BATCH), *gv = V(ZB_DSK_GAS);
 	static const zb_ds_key bkeys[3] = { ZB_DSK_TRAIN_BATCH, ZB_DSK_MICRO_BATCH, ZB_DSK_GAS };
 	for (int i = 0; i < 3; i++)
 		if (IS_SET(bkeys[i]) && V(bkeys[i])->num < 1)
 			return zb_fail(err, ZB_E_INPUT, "%s: key '%s' %g must be positive", path,
 				       zb_ds_key_path(bkeys[i]), V(bkeys[i])->num);
+	if (tv->state == ZB_DS_ABSENT && mv->state == ZB_DS_ABSENT && gv->state == ZB_DS_ABSENT) {
+		*out = p; /* no batch keys: zbench's batch */
+		return ZB_OK;
+	}
+	long long fm = mv->state == ZB_DS_SET ? (long long)mv->num : -1;
+	long long fg = gv->state == ZB_DS_SET ? (long long)gv->num : -1;
 	long long tb = tv->state == ZB_DS_SET ? (long long)tv->num : -1;
-	long long mb = mv->state == ZB_DS_SET ? (long long)mv->num : mv->state == ZB_DS_AUTO ? micro_auto : -1;
-	long long ga = gv->state == ZB_DS_SET ? (long long)gv->num : gv->state == ZB_DS_AUTO ? gas_auto : -1;
+	long long mb = b->micro_given ? b->micro : fm >= 0 ? fm : mv->state == ZB_DS_AUTO ? b->micro : -1;
+	long long ga = b->gas_given ? b->gas : fg >= 0 ? fg : gv->state == ZB_DS_AUTO ? b->gas : -1;
+	const char *mname = b->micro_given ? "--micro-batch" : "train_micro_batch_size_per_gpu";
+	const char *gname = b->gas_given ? "--gas" : "gradient_accumulation_steps";
 	if (tv->state == ZB_DS_AUTO) { /* the Trainer computes it: world x micro x gas */
 		if (mb < 0)
-			mb = micro_auto;
+			mb = b->micro;
 		if (ga < 0)
-			ga = gas_auto;
+			ga = b->gas;
 		tb = mb * ga;
 	}
-	const char *mhow = "", *ghow = "";
+	int mderived = 0, gderived = 0;
+	char note[160] = "";
 	if (tb >= 0 && mb >= 0 && ga >= 0) {
-		if (tb != mb * ga)
-			return zb_fail(err, ZB_E_INPUT,
-				       "%s: key 'train_batch_size' %lld is not train_micro_batch_size_per_gpu %lld x "
-				       "gradient_accumulation_steps %lld x 1 GPU",
-				       path, tb, mb, ga);
+		if (tb != mb * ga) {
+			if (!b->micro_given && !b->gas_given)
+				return zb_fail(err, ZB_E_INPUT,
+					       "%s: key 'train_batch_size' %lld is not train_micro_batch_size_per_gpu "
+					       "%lld x gradient_accumulation_steps %lld x 1 GPU",
+					       path, tb, mb, ga);
+			snprintf(note, sizeof note, " (the file's train_batch_size %lld gives way to the flags)", tb);
+			tb = mb * ga;
+		}
 	} else if (tb >= 0 && mb >= 0) {
-		ga = tb / mb;
-		ghow = " derived: train_batch_size / train_micro_batch_size_per_gpu";
+		ga = tb / mb, gderived = 1;
 		if (ga < 1 || tb != mb * ga)
 			return zb_fail(err, ZB_E_INPUT,
-				       "%s: key 'train_batch_size' %lld is not a multiple of "
-				       "train_micro_batch_size_per_gpu %lld (x 1 GPU)",
-				       path, tb, mb);
+				       "%s: key 'train_batch_size' %lld is not a multiple of %s %lld (x 1 GPU)", path,
+				       tb, mname, mb);
 	} else if (tb >= 0 && ga >= 0) {
-		mb = tb / ga;
-		mhow = " derived: train_batch_size / gradient_accumulation_steps";
+		mb = tb / ga, mderived = 1;
 		if (mb < 1 || tb != mb * ga)
 			return zb_fail(err, ZB_E_INPUT,
-				       "%s: key 'train_batch_size' %lld is not a multiple of "
-				       "gradient_accumulation_steps %lld (x 1 GPU)",
-				       path, tb, ga);
+				       "%s: key 'train_batch_size' %lld is not a multiple of %s %lld (x 1 GPU)", path,
+				       tb, gname, ga);
 	} else if (mb >= 0 && ga >= 0) {
 		tb = mb * ga;
 	} else if (tb >= 0) {
-		mb = tb, ga = 1;
-		mhow = " derived: train_batch_size (gas 1)";
-		ghow = " absent: 1 (DeepSpeed, with train_batch_size alone)";
+		mb = tb, ga = 1, mderived = 1;
 	} else if (mb >= 0) {
 		ga = 1, tb = mb;
-		ghow = " absent: 1";
 	} else if (ga >= 0) {
 		return zb_fail(err, ZB_E_INPUT,
 			       "%s: key 'gradient_accumulation_steps' given without train_batch_size or "
@@ -673,21 +680,31 @@ zb_status zb_ds_plan_make(const zb_ds_config *ds, const zb_model *m, int micro_a
 	if (mb > 2147483647LL || ga > 2147483647LL)
 		return zb_fail(err, ZB_E_INPUT, "%s: batch sizes too large (micro %lld, gas %lld)", path, mb, ga);
 	p.train_batch = tb;
+	if (tb >= 0)
+		snprintf(p.batch, sizeof p.batch, "train_batch_size %lld = %lld x %lld x 1 GPU%s", tb, mb, ga, note);
 	if (mb >= 0) {
 		p.policy.micro_batch = (int)mb;
-		p.set[ZB_DSF_MICRO_BATCH] = mv->state != ZB_DS_AUTO;
-		if (mv->state == ZB_DS_AUTO)
+		/* decided by the file: its own value (a flag may still override it), or
+		 * derived from its train_batch_size */
+		p.set[ZB_DSF_MICRO_BATCH] = fm >= 0 || mderived;
+		if (mderived)
+			why(&p, ZB_DSF_MICRO_BATCH, "derived: train_batch_size %lld / %s %lld", tb, gname, ga);
+		else if (fm >= 0)
+			why(&p, ZB_DSF_MICRO_BATCH, "train_micro_batch_size_per_gpu %lld", fm);
+		else if (mv->state == ZB_DS_AUTO)
 			why(&p, ZB_DSF_MICRO_BATCH, "train_micro_batch_size_per_gpu \"auto\"");
-		else
-			why(&p, ZB_DSF_MICRO_BATCH, "train_micro_batch_size_per_gpu %lld%s", mb, mhow);
 	}
 	if (ga >= 0) {
 		p.policy.gas = (int)ga;
-		p.set[ZB_DSF_GAS] = gv->state != ZB_DS_AUTO;
-		if (gv->state == ZB_DS_AUTO)
+		p.set[ZB_DSF_GAS] = fg >= 0 || gderived || (gv->state == ZB_DS_ABSENT && !b->gas_given);
+		if (gderived)
+			why(&p, ZB_DSF_GAS, "derived: train_batch_size %lld / %s %lld", tb, mname, mb);
+		else if (fg >= 0)
+			why(&p, ZB_DSF_GAS, "gradient_accumulation_steps %lld", fg);
+		else if (gv->state == ZB_DS_AUTO)
 			why(&p, ZB_DSF_GAS, "gradient_accumulation_steps \"auto\"");
-		else
-			why(&p, ZB_DSF_GAS, "gradient_accumulation_steps %lld%s", ga, ghow);
+		else if (!b->gas_given)
+			why(&p, ZB_DSF_GAS, "gradient_accumulation_steps absent: 1 (DeepSpeed's rule)");
 	}
 	*out = p;
 	return ZB_OK;

@@ -96,15 +96,25 @@ typedef struct zb_ds_plan {
 	int64_t persistence_threshold;
 	int64_t persistent_params;   /* parameters in tensors below the threshold */
 	char precision[128];         /* "fp16, dynamic loss scaling (initial 2^16, window 1000)" */
+	char batch[224];             /* "train_batch_size 32 = 4 x 8 x 1 GPU", "" without batch keys */
 } zb_ds_plan;
 
-/* Resolve ds for model m. micro_auto and gas_auto are what "auto" (and an absent
- * batch) means: zbench's flag values or defaults, as the HF Trainer passes its own
- * arguments. Errors name the key: values DeepSpeed would reject (offload with stage
- * 0, parameter offload below stage 3, a ratio < 1 below stage 3, a batch that does
- * not divide, fp16 and bf16 both on) and ones zbench cannot model (nvme, fp32,
- * non-Adam optimizers, parameter offload without optimizer offload). */
-zb_status zb_ds_plan_make(const zb_ds_config *ds, const zb_model *m, int micro_auto, int gas_auto,
+/* The batch zbench has without the file: --micro-batch / --gas or their defaults.
+ * It is what "auto" means (as the HF Trainer fills "auto" from its arguments); a
+ * value given explicitly (*_given) also replaces the file's key before the missing
+ * one is derived, and when the file gives all three, its train_batch_size gives
+ * way to the flags. */
+typedef struct zb_ds_batch {
+	int micro, gas;
+	int micro_given, gas_given;
+} zb_ds_batch;
+
+/* Resolve ds for model m and batch b. Errors name the key: values DeepSpeed would
+ * reject (offload with stage 0, parameter offload below stage 3, a ratio < 1 below
+ * stage 3, a batch that does not divide, fp16 and bf16 both on) and ones zbench
+ * cannot model (nvme, fp32, non-Adam optimizers, parameter offload without
+ * optimizer offload). */
+zb_status zb_ds_plan_make(const zb_ds_config *ds, const zb_model *m, const zb_ds_batch *b,
 			  zb_ds_plan *out, zb_error *err);
 
 /* Twin-Flow in ZeRO-3: parameters are grouped, in model order, into sub-groups that

@@ -85,7 +85,8 @@ static zb_ds_plan plan_ok(const zb_ds_config *ds, const zb_model *m, int micro, 
 {
 	zb_ds_plan p;
 	zb_error e = { 0 };
-	zb_status st = zb_ds_plan_make(ds, m, micro, gas, &p, &e);
+	zb_ds_batch b = { micro, gas, 0, 0 };
+	zb_status st = zb_ds_plan_make(ds, m, &b, &p, &e);
 	if (st != ZB_OK)
 		print_error("plan of %s: %s\n", ds->path, e.msg);
 	assert_int_equal(st, ZB_OK);
@@ -334,10 +335,36 @@ static void test_batch_rules(void **state)
 		assert_int_equal(p.train_batch, cases[i].train);
 		assert_int_equal(p.set[ZB_DSF_MICRO_BATCH], cases[i].set);
 	}
+	/* flags given explicitly replace the file's key before the missing one is derived */
+	zb_ds_config z2 = load_ok(data("ds-zero2-offload.json")); /* train 16, micro 4 */
+	zb_ds_batch fb = { 2, 1, 1, 0 };
+	zb_ds_plan q;
+	zb_error e = { 0 };
+	assert_int_equal(zb_ds_plan_make(&z2, &m, &fb, &q, &e), ZB_OK);
+	assert_int_equal(q.policy.gas, 8); /* 16 / --micro-batch 2 */
+	assert_true(q.set[ZB_DSF_GAS]);
+	assert_contains(q.why[ZB_DSF_GAS], "--micro-batch 2");
+	assert_true(q.set[ZB_DSF_MICRO_BATCH]); /* the file had one, the flag overrides it */
+	assert_int_equal(q.train_batch, 16);
+	fb.micro = 3; /* 16 is no multiple of 3: DeepSpeed would stop */
+	assert_int_equal(zb_ds_plan_make(&z2, &m, &fb, &q, &e), ZB_E_INPUT);
+	assert_contains(e.msg, "not a multiple of --micro-batch 3");
+	/* all three in the file: its train_batch_size gives way to the flag */
+	zb_ds_config z3 = load_ok(data("ds-zero3-offload-ckpt.json")); /* 32 = 4 x 8 */
+	fb.micro = 2;
+	assert_int_equal(zb_ds_plan_make(&z3, &m, &fb, &q, &e), ZB_OK);
+	assert_int_equal(q.policy.gas, 8);
+	assert_int_equal(q.train_batch, 16);
+	assert_contains(q.batch, "gives way");
+
 	/* no batch key at all: zbench's values, nothing decided */
 	zb_ds_config ds = load_text("{\"zero_optimization\": {\"stage\": 1}}");
 	zb_ds_plan p = plan_ok(&ds, &m, 8, 1);
 	assert_false(p.set[ZB_DSF_MICRO_BATCH] || p.set[ZB_DSF_GAS]);
+	assert_string_equal(p.batch, "");
+	fb.micro = 4;
+	assert_int_equal(zb_ds_plan_make(&ds, &m, &fb, &q, &e), ZB_OK);
+	assert_false(q.set[ZB_DSF_MICRO_BATCH] || q.set[ZB_DSF_GAS]);
 	assert_int_equal(p.policy.kind, ZB_POLICY_NONE);
 	assert_false(p.set[ZB_DSF_RATIO]);
 }
@@ -436,7 +463,8 @@ static void expect_error(const char *text, const char *path, const char *n1, con
 	if (st == ZB_OK) {
 		zb_model m = preset("gpt2-large");
 		zb_ds_plan p;
-		st = zb_ds_plan_make(&ds, &m, 8, 1, &p, &e);
+		zb_ds_batch b = { 8, 1, 0, 0 };
+		st = zb_ds_plan_make(&ds, &m, &b, &p, &e);
 	}
 	if (st != ZB_E_INPUT)
 		print_error("%s: status %d, message '%s'\n", text ? text : path, st, e.msg);
