@@ -36,9 +36,6 @@ char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 #define BUF_SIZE ((size_t)8 << 20)
 #define BUF_ALIGN 8
-/* device-side buffer CUPTI keeps kernel timestamps in before they reach a host
- * buffer: the default (a few MiB) can fill during a long burst of short kernels */
-#define DEVICE_BUF_SIZE ((size_t)32 << 20)
 
 static const CUpti_ActivityKind kinds[] = {
 	CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, /* first: tags must precede the API records */
@@ -47,10 +44,11 @@ static const CUpti_ActivityKind kinds[] = {
 	CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
 	CUPTI_ACTIVITY_KIND_MEMCPY,
 	CUPTI_ACTIVITY_KIND_MEMSET,
-	CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
-	CUPTI_ACTIVITY_KIND_OVERHEAD,
+	CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   /* from here on optional: a CUPTI that */
+	CUPTI_ACTIVITY_KIND_OVERHEAD,          /* refuses them traces without them */
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
+#define NREQUIRED 6
 
 static const CUpti_CallbackId runtime_launches[] = {
 	CUPTI_RUNTIME_TRACE_CBID_cudaLaunch_v3020,
@@ -384,12 +382,16 @@ zb_status zb_trace_start(zb_trace *t, zb_error *err)
 		goto fail;
 	}
 	G.subscribed = 1;
+	/* the two launch functions everything uses must be counted; an old or exotic
+	 * one this CUPTI does not know is only skipped */
 	for (size_t i = 0; i < sizeof runtime_launches / sizeof runtime_launches[0] && !st; i++)
-		if ((r = cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_launches[i])) != CUPTI_SUCCESS)
-			st = cupti_fail(err, r, "cuptiEnableCallback (runtime launches)");
+		if ((r = cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_launches[i])) != CUPTI_SUCCESS &&
+		    runtime_launches[i] == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000)
+			st = cupti_fail(err, r, "cuptiEnableCallback (cudaLaunchKernel)");
 	for (size_t i = 0; i < sizeof driver_launches / sizeof driver_launches[0] && !st; i++)
-		if ((r = cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_DRIVER_API, driver_launches[i])) != CUPTI_SUCCESS)
-			st = cupti_fail(err, r, "cuptiEnableCallback (driver launches)");
+		if ((r = cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_DRIVER_API, driver_launches[i])) != CUPTI_SUCCESS &&
+		    driver_launches[i] == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel)
+			st = cupti_fail(err, r, "cuptiEnableCallback (cuLaunchKernel)");
 	if (st)
 		goto fail;
 
@@ -411,13 +413,14 @@ zb_status zb_trace_start(zb_trace *t, zb_error *err)
 		}
 		G.callbacks_registered = 1;
 	}
-	size_t dev_buf = DEVICE_BUF_SIZE, vsize = sizeof dev_buf;
-	(void)cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &vsize, &dev_buf); /* a hint only */
-
 	atomic_store(&G.sink, t);
 	G.owner = t;
 	for (; nenabled < NKINDS; nenabled++) {
 		r = cuptiActivityEnable(kinds[nenabled]);
+		if (r != CUPTI_SUCCESS && nenabled >= NREQUIRED) {
+			t->kinds_refused++; /* noted; the session goes on */
+			continue;
+		}
 		if (r != CUPTI_SUCCESS) {
 			char call[64];
 			snprintf(call, sizeof call, "cuptiActivityEnable(kind %d)", (int)kinds[nenabled]);
@@ -497,7 +500,7 @@ zb_status zb_trace_stop(zb_trace *t, zb_error *err)
 	t->dropped += dropped;
 	for (size_t i = 0; i < NKINDS; i++) {
 		r = cuptiActivityDisable(kinds[i]);
-		if (r != CUPTI_SUCCESS && !st)
+		if (r != CUPTI_SUCCESS && !st && i < NREQUIRED) /* an optional kind may never have been on */
 			st = cupti_fail(err, r, "cuptiActivityDisable");
 	}
 	/* whatever was produced until the kinds went off */

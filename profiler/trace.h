@@ -173,6 +173,7 @@ typedef struct zb_trace {
 	uint64_t dropped;                /* records CUPTI dropped (cuptiActivityGetNumDroppedRecords) */
 	uint64_t launches;               /* kernel launch calls counted by the callback */
 	uint64_t buffers, buffer_failures, parse_errors, unknown_records, untimed_records;
+	uint32_t kinds_refused;          /* optional activity kinds (sync, overhead) CUPTI refused */
 	uint64_t mapped_tag, mapped_time, unmapped; /* GPU records by how they found their task */
 	int64_t started_ns, stopped_ns;
 

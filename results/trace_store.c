@@ -442,6 +442,7 @@ static zb_status write_small(writer *w, const zb_spans *spans, string_stmts *ss)
 	META_I("ZB_PARSE_ERRORS", t->parse_errors);
 	META_I("ZB_UNKNOWN_RECORDS", t->unknown_records);
 	META_I("ZB_UNTIMED_RECORDS", t->untimed_records);
+	META_I("ZB_KINDS_REFUSED", t->kinds_refused);
 	META_I("ZB_SESSION_START_NS", t->started_ns ? t->started_ns - w->origin : 0);
 	META_I("ZB_SESSION_STOP_NS", t->stopped_ns ? t->stopped_ns - w->origin : 0);
 #undef META_I
