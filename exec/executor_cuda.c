@@ -419,8 +419,8 @@ static void note_cpu_task(exec *x, zb_span_buf *sb, zb_span_buf **wk, const zb_t
 	zb_span_add(sb, ZB_SPAN_TASK, (int32_t)t->id, -1, x->host_start[t->id], x->host_end[t->id]);
 	const zb_pool_span *ps = zb_pool_spans(x->pool);
 	for (int i = 0; i < zb_pool_threads(x->pool); i++) {
-		if (ps[i].items == 0)
-			continue;
+		if (ps[i].items == 0 || ps[i].start_ns < x->host_start[t->id])
+			continue; /* idle in this run, or the spans of an earlier run (an empty task) */
 		if (!wk[i]) {
 			char name[48];
 			snprintf(name, sizeof name, "zb-pool-%d (cpu %d)", i, zb_pool_cpu(x->pool, i));
