@@ -45,12 +45,37 @@ static void usage(FILE *f)
 		   "newest configuration with measured events).\n");
 }
 
+/* A track of the Perfetto output and its lanes: the trace event format wants the
+ * complete events of one thread nested (a slice that starts inside another and
+ * ends after it is dropped by the viewer), so an interval that overlaps the open
+ * one only partly goes to the next lane, a track of its own named "... (overlap
+ * N)" (two kernels of one stream can overlap a little under programmatic dependent
+ * launch, for one). Each lane keeps the ends of its open intervals as a stack. */
+#define MAX_LANES 16
+#define LANE_TID 100000000LL /* tid of lane l: tid + l * LANE_TID */
+
+typedef struct lane {
+	int64_t *end;
+	size_t n, cap;
+} lane;
+
+typedef struct track {
+	int pid;
+	int64_t tid;
+	char name[96];
+	lane lanes[MAX_LANES];
+	int nlanes;
+} track;
+
 typedef struct out {
 	FILE *f;
 	int fmt;
 	int first;         /* JSON: no comma before the next event */
 	double zero_us;    /* added to every time (perfetto) */
 	int64_t rows;
+	int64_t overlaps;  /* intervals moved to an overlap lane */
+	track *tracks;
+	size_t ntracks, cap_tracks;
 } out;
 
 /* ---- writing ---------------------------------------------------------------------- */
@@ -85,6 +110,68 @@ static void csv_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+static void meta(out *o, const char *what, int pid, int64_t tid, const char *key, const char *sval, int64_t ival);
+
+static track *track_of(out *o, int pid, int64_t tid)
+{
+	for (size_t i = 0; i < o->ntracks; i++)
+		if (o->tracks[i].pid == pid && o->tracks[i].tid == tid)
+			return &o->tracks[i];
+	if (o->ntracks == o->cap_tracks) {
+		o->cap_tracks = o->cap_tracks ? 2 * o->cap_tracks : 32;
+		o->tracks = zb_xrealloc(o->tracks, o->cap_tracks * sizeof *o->tracks);
+	}
+	track *t = &o->tracks[o->ntracks++];
+	memset(t, 0, sizeof *t);
+	t->pid = pid;
+	t->tid = tid;
+	snprintf(t->name, sizeof t->name, "thread %lld", (long long)tid);
+	return t;
+}
+
+static void free_tracks(out *o)
+{
+	for (size_t i = 0; i < o->ntracks; i++)
+		for (int l = 0; l < o->tracks[i].nlanes; l++)
+			free(o->tracks[i].lanes[l].end);
+	free(o->tracks);
+}
+
+/* The lane of [start, end) on its track (intervals arrive by start); opens and
+ * names a lane when needed. Returns the tid to write. */
+static int64_t place(out *o, int pid, int64_t tid, int64_t start, int64_t end)
+{
+	track *t = track_of(o, pid, tid);
+	int l = 0;
+	for (;; l++) {
+		if (l == t->nlanes) {
+			if (t->nlanes == MAX_LANES) { /* pathological: keep the last lane */
+				l = MAX_LANES - 1;
+				break;
+			}
+			t->nlanes++;
+			if (l > 0) {
+				char name[128];
+				snprintf(name, sizeof name, "%s (overlap %d)", t->name, l);
+				meta(o, "thread_name", pid, tid + l * LANE_TID, "name", name, 0);
+			}
+		}
+		lane *ln = &t->lanes[l];
+		while (ln->n > 0 && ln->end[ln->n - 1] <= start)
+			ln->n--;
+		if (ln->n == 0 || end <= ln->end[ln->n - 1])
+			break;
+	}
+	lane *ln = &t->lanes[l];
+	if (ln->n == ln->cap) {
+		ln->cap = ln->cap ? 2 * ln->cap : 16;
+		ln->end = zb_xrealloc(ln->end, ln->cap * sizeof *ln->end);
+	}
+	ln->end[ln->n++] = end;
+	o->overlaps += l > 0;
+	return tid + l * LANE_TID;
+}
+
 /* One interval. args_json: extra "key":value pairs (JSON only) or NULL. */
 static void emit(out *o, int pid, int64_t tid, const char *source, const char *track, const char *cat,
 		 const char *name, int64_t task, int64_t start, int64_t end, int64_t bytes, const char *args_json)
@@ -107,6 +194,7 @@ static void emit(out *o, int pid, int64_t tid, const char *source, const char *t
 		fputc('\n', o->f);
 		return;
 	}
+	tid = place(o, pid, tid, start, end);
 	fprintf(o->f, "%s\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%" PRId64 ",\"ts\":%.3f,\"dur\":%.3f,\"cat\":", o->first ? "" : ",",
 		pid, tid, start / 1e3 + o->zero_us, (end - start) / 1e3);
 	o->first = 0;
@@ -132,6 +220,10 @@ static void meta(out *o, const char *what, int pid, int64_t tid, const char *key
 {
 	if (o->fmt != FMT_PERFETTO)
 		return;
+	if (!strcmp(what, "thread_name") && tid >= 0 && tid < LANE_TID) {
+		track *t = track_of(o, pid, tid);
+		snprintf(t->name, sizeof t->name, "%s", sval);
+	}
 	fprintf(o->f, "%s\n{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%d", o->first ? "" : ",", what, pid);
 	o->first = 0;
 	if (tid >= 0)
@@ -284,92 +376,65 @@ static zb_status write_trace(reader *r, out *o, int pid)
 {
 	sqlite3_stmt *q = NULL;
 	int rc;
-	char track[64], args[160];
-	/* kernels */
+	char track[64], args[200];
+	/* GPU records of all kinds in one pass, by start, so each stream's lanes see
+	 * them in order (an enclosing interval before what it encloses) */
 	zb_status st = prep(r,
-			    "SELECT k.start, k.end, k.streamId, k.zbTaskId, s.value, d.value, k.gridX, k.gridY,"
-			    " k.gridZ, k.blockX, k.blockY, k.blockZ, k.registersPerThread, k.correlationId"
+			    "SELECT * FROM ("
+			    " SELECT k.start, k.end, k.streamId, k.zbTaskId, 'kernel' AS cat, s.value AS name,"
+			    "  NULL AS bytes, d.value AS full, k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, k.blockZ,"
+			    "  k.registersPerThread, k.correlationId"
 			    " FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds s ON s.id = k.shortName"
-			    " LEFT JOIN StringIds d ON d.id = k.demangledName WHERE k.zbConfigId = ?1 ORDER BY k.start",
+			    " LEFT JOIN StringIds d ON d.id = k.demangledName WHERE k.zbConfigId = ?1"
+			    " UNION ALL SELECT c.start, c.end, c.streamId, c.zbTaskId, 'memcpy', 'memcpy ' || e.label, c.bytes,"
+			    "  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, c.correlationId"
+			    " FROM CUPTI_ACTIVITY_KIND_MEMCPY c LEFT JOIN ENUM_CUDA_MEMCPY_OPER e ON e.id = c.copyKind"
+			    " WHERE c.zbConfigId = ?1"
+			    " UNION ALL SELECT start, end, streamId, zbTaskId, 'memset', 'memset', bytes,"
+			    "  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, correlationId"
+			    " FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE zbConfigId = ?1)"
+			    " ORDER BY 1, 2 DESC",
 			    &q);
 	if (st)
 		return st;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
 		int64_t stream = col_i(q, 2, 0);
 		snprintf(track, sizeof track, "stream %" PRId64, stream);
-		snprintf(args, sizeof args,
-			 "\"grid\":[%" PRId64 ",%" PRId64 ",%" PRId64 "],\"block\":[%" PRId64 ",%" PRId64 ",%" PRId64
-			 "],\"registers\":%" PRId64 ",\"correlation\":%" PRId64,
-			 col_i(q, 6, 0), col_i(q, 7, 0), col_i(q, 8, 0), col_i(q, 9, 0), col_i(q, 10, 0), col_i(q, 11, 0),
-			 col_i(q, 12, 0), col_i(q, 13, 0));
-		emit(o, pid, 1000000 + stream, "kernel", track, "kernel", col_s(q, 4), col_i(q, 3, -1), col_i(q, 0, 0),
-		     col_i(q, 1, 0), -1, o->fmt == FMT_PERFETTO ? args : NULL);
+		const char *cat = col_s(q, 4);
+		if (!strcmp(cat, "kernel"))
+			snprintf(args, sizeof args,
+				 "\"grid\":[%" PRId64 ",%" PRId64 ",%" PRId64 "],\"block\":[%" PRId64 ",%" PRId64 ",%" PRId64
+				 "],\"registers\":%" PRId64 ",\"correlation\":%" PRId64,
+				 col_i(q, 8, 0), col_i(q, 9, 0), col_i(q, 10, 0), col_i(q, 11, 0), col_i(q, 12, 0),
+				 col_i(q, 13, 0), col_i(q, 14, 0), col_i(q, 15, 0));
+		else
+			snprintf(args, sizeof args, "\"correlation\":%" PRId64, col_i(q, 15, 0));
+		emit(o, pid, 1000000 + stream, cat, track, cat, col_s(q, 5), col_i(q, 3, -1), col_i(q, 0, 0), col_i(q, 1, 0),
+		     col_i(q, 6, -1), o->fmt == FMT_PERFETTO ? args : NULL);
 	}
-	if ((st = finish(r, q, rc, "read the kernels")))
+	if ((st = finish(r, q, rc, "read the GPU records")))
 		return st;
-	/* copies */
+	/* CPU spans and CUDA API calls, one pass by start: a thread's calls nest in its spans */
 	st = prep(r,
-		  "SELECT c.start, c.end, c.streamId, c.zbTaskId, c.bytes, e.label FROM CUPTI_ACTIVITY_KIND_MEMCPY c"
-		  " LEFT JOIN ENUM_CUDA_MEMCPY_OPER e ON e.id = c.copyKind WHERE c.zbConfigId = ?1 ORDER BY c.start",
+		  "SELECT * FROM ("
+		  " SELECT n.start, n.end, n.globalTid & 16777215 AS tid, n.zbTaskId, n.zbKind AS cat, n.text AS name,"
+		  "  'cpu_span' AS source, n.globalTid AS gtid FROM NVTX_EVENTS n WHERE n.zbConfigId = ?1"
+		  " UNION ALL SELECT a.start, a.end, a.globalTid & 16777215, a.zbTaskId,"
+		  "  CASE a.eventClass WHEN 1 THEN 'cuda_driver' ELSE 'cuda_runtime' END, s.value, 'cuda_api', a.globalTid"
+		  " FROM CUPTI_ACTIVITY_KIND_RUNTIME a LEFT JOIN StringIds s ON s.id = a.nameId WHERE a.zbConfigId = ?1)"
+		  " x LEFT JOIN (SELECT tn.globalTid AS g, st.value AS tname FROM ThreadNames tn"
+		  "  JOIN StringIds st ON st.id = tn.nameId WHERE tn.zbConfigId = ?1) t ON t.g = x.gtid"
+		  " ORDER BY 1, 2 DESC",
 		  &q);
 	if (st)
 		return st;
 	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		int64_t stream = col_i(q, 2, 0);
-		snprintf(track, sizeof track, "stream %" PRId64, stream);
-		char name[64];
-		snprintf(name, sizeof name, "memcpy %s", col_s(q, 5));
-		emit(o, pid, 1000000 + stream, "memcpy", track, "memcpy", name, col_i(q, 3, -1), col_i(q, 0, 0),
-		     col_i(q, 1, 0), col_i(q, 4, 0), NULL);
+		int64_t tid = col_i(q, 2, 0);
+		snprintf(track, sizeof track, "thread %" PRId64, tid);
+		emit(o, pid, tid, col_s(q, 6), sqlite3_column_type(q, 9) != SQLITE_NULL ? col_s(q, 9) : track, col_s(q, 4),
+		     col_s(q, 5), col_i(q, 3, -1), col_i(q, 0, 0), col_i(q, 1, 0), -1, NULL);
 	}
-	if ((st = finish(r, q, rc, "read the copies")))
-		return st;
-	/* memsets */
-	st = prep(r,
-		  "SELECT start, end, streamId, zbTaskId, bytes FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE zbConfigId = ?1"
-		  " ORDER BY start",
-		  &q);
-	if (st)
-		return st;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		int64_t stream = col_i(q, 2, 0);
-		snprintf(track, sizeof track, "stream %" PRId64, stream);
-		emit(o, pid, 1000000 + stream, "memset", track, "memset", "memset", col_i(q, 3, -1), col_i(q, 0, 0),
-		     col_i(q, 1, 0), col_i(q, 4, 0), NULL);
-	}
-	if ((st = finish(r, q, rc, "read the memsets")))
-		return st;
-	/* CPU spans */
-	st = prep(r,
-		  "SELECT n.start, n.end, n.globalTid & 16777215, n.zbTaskId, n.text, n.zbKind,"
-		  " (SELECT s.value FROM ThreadNames tn JOIN StringIds s ON s.id = tn.nameId"
-		  "  WHERE tn.zbConfigId = ?1 AND tn.globalTid = n.globalTid)"
-		  " FROM NVTX_EVENTS n WHERE n.zbConfigId = ?1 ORDER BY n.start",
-		  &q);
-	if (st)
-		return st;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW)
-		emit(o, pid, col_i(q, 2, 0), "cpu_span", col_s(q, 6), col_s(q, 5), col_s(q, 4), col_i(q, 3, -1),
-		     col_i(q, 0, 0), col_i(q, 1, 0), -1, NULL);
-	if ((st = finish(r, q, rc, "read the CPU spans")))
-		return st;
-	/* CUDA API calls */
-	st = prep(r,
-		  "SELECT a.start, a.end, a.globalTid & 16777215, a.zbTaskId, s.value, a.eventClass,"
-		  " (SELECT s2.value FROM ThreadNames tn JOIN StringIds s2 ON s2.id = tn.nameId"
-		  "  WHERE tn.zbConfigId = ?1 AND tn.globalTid = a.globalTid)"
-		  " FROM CUPTI_ACTIVITY_KIND_RUNTIME a LEFT JOIN StringIds s ON s.id = a.nameId"
-		  " WHERE a.zbConfigId = ?1 ORDER BY a.start",
-		  &q);
-	if (st)
-		return st;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		snprintf(track, sizeof track, "thread %" PRId64, col_i(q, 2, 0));
-		emit(o, pid, col_i(q, 2, 0), "cuda_api", sqlite3_column_type(q, 6) != SQLITE_NULL ? col_s(q, 6) : track,
-		     col_i(q, 5, 0) == 1 ? "cuda_driver" : "cuda_runtime", col_s(q, 4), col_i(q, 3, -1), col_i(q, 0, 0),
-		     col_i(q, 1, 0), -1, NULL);
-	}
-	return finish(r, q, rc, "read the API calls");
+	return finish(r, q, rc, "read the CPU spans and API calls");
 }
 
 /* ---- command ---------------------------------------------------------------------- */
@@ -521,8 +586,12 @@ int cmd_export(int argc, char **argv)
 	}
 	zb_store_close(r.s);
 	free(tmp);
+	free_tracks(&o);
 	if (st)
 		return zb_report_error(&err);
-	printf("wrote %lld intervals of configuration %lld to %s\n", (long long)o.rows, (long long)r.cid, path);
+	printf("wrote %lld intervals of configuration %lld to %s", (long long)o.rows, (long long)r.cid, path);
+	if (o.overlaps)
+		printf(" (%lld partly overlapping others of their track, on overlap tracks)", (long long)o.overlaps);
+	printf("\n");
 	return 0;
 }
