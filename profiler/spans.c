@@ -14,6 +14,7 @@ struct zb_span_buf {
 	zb_span *v;
 	size_t n, cap;
 	int64_t tid;
+	uint64_t pthread;
 	int virtual_index; /* -1 for a real thread */
 	char name[64];
 };
@@ -70,6 +71,7 @@ zb_span_buf *zb_spans_thread(zb_spans *s, const char *name)
 		return NULL;
 	pthread_mutex_lock(&s->mu);
 	zb_span_buf *b = add_buf(s, name, zb_gettid(), -1);
+	b->pthread = (uint64_t)pthread_self();
 	pthread_mutex_unlock(&s->mu);
 	return b;
 }
@@ -110,6 +112,8 @@ int zb_spans_nthreads(const zb_spans *s) { return s ? s->nbufs : 0; }
 const char *zb_spans_thread_name(const zb_spans *s, int i) { return s->bufs[i]->name; }
 
 int64_t zb_spans_thread_tid(const zb_spans *s, int i) { return s->bufs[i]->tid; }
+
+uint64_t zb_spans_thread_pthread(const zb_spans *s, int i) { return s->bufs[i]->pthread; }
 
 const zb_span *zb_spans_data(const zb_spans *s, int i, size_t *n)
 {

@@ -64,6 +64,9 @@ void zb_span_add(zb_span_buf *buf, zb_span_kind kind, int32_t task, int32_t othe
 int zb_spans_nthreads(const zb_spans *s);
 const char *zb_spans_thread_name(const zb_spans *s, int i);
 int64_t zb_spans_thread_tid(const zb_spans *s, int i); /* Linux tid, or ZB_SPANS_VIRTUAL_TID + index */
+/* The thread's pthread_self() (0 for a virtual buffer): CUPTI may name API threads
+ * by it rather than by tid, so the writer can put their calls on the same track. */
+uint64_t zb_spans_thread_pthread(const zb_spans *s, int i);
 const zb_span *zb_spans_data(const zb_spans *s, int i, size_t *n);
 size_t zb_spans_total(const zb_spans *s); /* spans of all threads */
 

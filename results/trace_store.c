@@ -43,6 +43,10 @@ typedef struct writer {
 	zb_error *err;
 	uint32_t ctx_dev[16][2]; /* context -> device, from the kernel and copy records */
 	int nctx;
+	const zb_spans *spans;   /* to put API calls on their span thread's track */
+	uint32_t last_thread;    /* api_tid's cache of its last answer */
+	int64_t last_tid;
+	int have_last;
 } writer;
 
 static zb_status fail_sql(writer *w, const char *doing)
@@ -278,13 +282,35 @@ static int memset_row(writer *w, sqlite3_stmt *q, int p, size_t i, const void *c
 
 #define API_COLS "start, end, eventClass, globalTid, correlationId, nameId, returnValue, zbConfigId, zbTaskId"
 
+/* The tid of a CUPTI API record's thread id: itself when it is the tid of a span
+ * thread, that thread's tid when it is the low 32 bits of its pthread_self(), else
+ * as CUPTI gave it. */
+static int64_t api_tid(writer *w, uint32_t thread)
+{
+	if (w->have_last && w->last_thread == thread)
+		return w->last_tid;
+	w->have_last = 1;
+	w->last_thread = thread;
+	w->last_tid = thread;
+	int n = zb_spans_nthreads(w->spans);
+	for (int i = 0; i < n; i++)
+		if (zb_spans_thread_tid(w->spans, i) == (int64_t)thread)
+			return thread;
+	for (int i = 0; i < n; i++) {
+		uint64_t p = zb_spans_thread_pthread(w->spans, i);
+		if (p && (uint32_t)p == thread)
+			return w->last_tid = zb_spans_thread_tid(w->spans, i);
+	}
+	return thread;
+}
+
 static int api_row(writer *w, sqlite3_stmt *q, int p, size_t i, const void *ctx)
 {
 	const zb_tr_api *a = &w->t->apis[i];
 	int rc = sqlite3_bind_int64(q, p, a->start - w->origin);
 	rc |= sqlite3_bind_int64(q, p + 1, a->end - w->origin);
 	rc |= sqlite3_bind_int(q, p + 2, a->cls);
-	rc |= sqlite3_bind_int64(q, p + 3, ((int64_t)a->process << 24) | (a->thread & 0xFFFFFF));
+	rc |= sqlite3_bind_int64(q, p + 3, ((int64_t)a->process << 24) | (api_tid(w, a->thread) & 0xFFFFFF));
 	rc |= sqlite3_bind_int64(q, p + 4, a->correlation);
 	rc |= sqlite3_bind_int64(q, p + 5, sid(w, a->name));
 	rc |= sqlite3_bind_int64(q, p + 6, a->ret);
@@ -523,7 +549,7 @@ zb_status zb_store_add_trace(zb_store *s, int64_t config_id, const zb_graph *g, 
 			     const zb_spans *spans, int64_t origin_ns, zb_error *err)
 {
 	writer w = { .s = s, .db = zb_store_db(s), .config_id = config_id, .origin = origin_ns,
-		     .gpid = (int64_t)t->pid << 24, .t = t, .g = g, .err = err };
+		     .gpid = (int64_t)t->pid << 24, .t = t, .g = g, .err = err, .spans = spans };
 	if (zb_store_schema_version(s) < 3)
 		return zb_fail(err, ZB_E_STORE, "database '%s' has schema version %d; a trace needs version 3",
 			       zb_store_path(s), zb_store_schema_version(s));
