@@ -20,7 +20,7 @@ for what in "$@"; do
 	case $what in
 	tests)
 		step "GPU tests"
-		ZBENCH=$Z ZB_REQUIRE_GPU=1 timeout 240 tests/run.sh build/tests/gpu/test_* >"$OUT/test-gpu.log" 2>&1
+		ZBENCH=$Z ZB_REQUIRE_GPU=1 timeout ${ZB_TESTS_TIMEOUT:-240} tests/run.sh build/tests/gpu/test_* >"$OUT/test-gpu.log" 2>&1
 		grep -E "not ok|ERROR|error|master vs|overhead|dropped|^tests:" "$OUT/test-gpu.log" | grep -v "# SKIP" | tee -a "$LOG"
 		;;
 	bench)
@@ -31,14 +31,15 @@ for what in "$@"; do
 		;;
 	calibrate)
 		step "calibrate"
-		timeout 150 $Z calibrate --out "$OUT/hw-h200.json" --db "$DB" >>"$LOG" 2>&1
+		timeout ${ZB_CALIBRATE_TIMEOUT:-150} $Z calibrate --out "$OUT/hw-h200.json" --db "$DB" >>"$LOG" 2>&1
 		echo "rc=$?" | tee -a "$LOG"
 		;;
 	validate)
 		step "validate"
 		hw=$OUT/hw-h200.json
 		[ -f "$hw" ] || hw=h200-machine
-		timeout 300 $Z validate --hw "$hw" --budget 260 --db "$DB" >>"$LOG" 2>&1
+		timeout $((${ZB_VALIDATE_BUDGET:-260} + 40)) $Z validate --hw "$hw" --budget ${ZB_VALIDATE_BUDGET:-260} \
+			--db "$DB" >>"$LOG" 2>&1
 		echo "rc=$?" | tee -a "$LOG"
 		;;
 	regress)
@@ -54,7 +55,9 @@ for what in "$@"; do
 		timeout 120 $Z run --model gpt-2.5b --micro-batch 4 --seq 2048 --policy dpu --ratio 0.25 --trace \
 			--quiet --db "$DB" >>"$LOG" 2>&1
 		echo "rc=$?" | tee -a "$LOG"
-		timeout 200 $Z bench --filter trace --json >"$OUT/bench-trace.json" 2>>"$LOG"
+		timeout 30 $Z export latest --format perfetto --db "$DB" -o /tmp/trace-2.5b.json >>"$LOG" 2>&1 &&
+			gzip -c /tmp/trace-2.5b.json >"$OUT/trace-2.5b.json.gz"
+		timeout 200 $Z bench --filter trace --repeats ${ZB_TRACE_PAIRS:-3} --json >"$OUT/bench-trace.json" 2>>"$LOG"
 		;;
 	esac
 done
