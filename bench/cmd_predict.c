@@ -22,27 +22,9 @@ int cmd_predict(int argc, char **argv)
 {
 	zb_options o = { 0 };
 	zb_error err = { 0 };
-	struct option table[64];
-	zb_options_table(table, 64, NULL);
-	int opt;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", table, NULL)) != -1) {
-		if (opt == 'h') {
-			usage(stdout);
-			return 0;
-		}
-		int took = zb_options_take(&o, opt, optarg, &err);
-		if (took < 0)
-			return zb_report_error(&err);
-		if (!took) {
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "zbench: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
+	int rc;
+	if (!zb_options_parse(argc, argv, NULL, NULL, NULL, usage, &o, &rc))
+		return rc;
 	zb_config c;
 	zb_sources src;
 	if (zb_options_single_src(&o, &c, &src, &err))
@@ -90,7 +72,7 @@ int cmd_predict(int argc, char **argv)
 			zb_timeline_print(stdout, &p.graph, p.res.start, p.res.end);
 		}
 	}
-	int rc = 0;
+	rc = 0;
 	if (!p.mem.fits) {
 		fprintf(stderr, "zbench: configuration does not fit: %s\n", p.mem.reason);
 		rc = 2;

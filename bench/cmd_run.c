@@ -101,6 +101,31 @@ static void print_trace(const zb_trace *t, const zb_spans *spans, const zb_graph
 		       (long long)config_id, (long long)config_id);
 }
 
+/* run's own flags */
+typedef struct run_flags {
+	int warmup, check, trace;
+} run_flags;
+
+static int take_run_flag(void *ctx, int opt, const char *arg, zb_error *err)
+{
+	run_flags *f = ctx;
+	char *end;
+	long v;
+	switch (opt) {
+	case 'w':
+		v = strtol(arg, &end, 10);
+		if (*end || end == arg || v < 0 || v > 1000) {
+			zb_fail(err, ZB_E_INPUT, "invalid value '%s' for --warmup (expected 0..1000)", arg);
+			return -1;
+		}
+		f->warmup = (int)v;
+		return 1;
+	case 'c': f->check = 1; return 1;
+	case 'T': f->trace = 1; return 1;
+	}
+	return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	static const struct option extra[] = {
@@ -111,45 +136,11 @@ int cmd_run(int argc, char **argv)
 	};
 	zb_options o = { 0 };
 	zb_error err = { 0 };
-	struct option table[72];
-	zb_options_table(table, 72, extra);
-	int opt, warmup = 2, check = 0, trace = 0;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", table, NULL)) != -1) {
-		if (opt == 'h') {
-			usage(stdout);
-			return 0;
-		}
-		if (opt == 'w') {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (*end || end == optarg || v < 0 || v > 1000) {
-				fprintf(stderr, "zbench: invalid value '%s' for --warmup (expected 0..1000)\n", optarg);
-				return 2;
-			}
-			warmup = (int)v;
-			continue;
-		}
-		if (opt == 'c') {
-			check = 1;
-			continue;
-		}
-		if (opt == 'T') {
-			trace = 1;
-			continue;
-		}
-		int took = zb_options_take(&o, opt, optarg, &err);
-		if (took < 0)
-			return zb_report_error(&err);
-		if (!took) {
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "zbench: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
+	run_flags fl = { .warmup = 2 };
+	int rc;
+	if (!zb_options_parse(argc, argv, extra, take_run_flag, &fl, usage, &o, &rc))
+		return rc;
+	int warmup = fl.warmup, check = fl.check, trace = fl.trace;
 	zb_config c;
 	zb_sources src;
 	if (zb_options_single_src(&o, &c, &src, &err))
@@ -230,7 +221,7 @@ int cmd_run(int argc, char **argv)
 		return zb_report_error(&err);
 	}
 
-	int rc = 0;
+	rc = 0;
 	if (check && (r.master_rel_err > 1e-6 || r.param16_mismatches || r.nan_found)) {
 		fprintf(stderr, "zbench: precision check failed: master weights differ from the double reference by "
 				"%.3g (relative, limit 1e-6), %lld 16-bit parameters not the rounded master, nan %s\n",

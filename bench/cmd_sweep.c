@@ -74,27 +74,9 @@ int cmd_sweep(int argc, char **argv)
 {
 	zb_options o = { 0 };
 	zb_error err = { 0 };
-	struct option table[64];
-	zb_options_table(table, 64, NULL);
-	int opt;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", table, NULL)) != -1) {
-		if (opt == 'h') {
-			usage(stdout);
-			return 0;
-		}
-		int took = zb_options_take(&o, opt, optarg, &err);
-		if (took < 0)
-			return zb_report_error(&err);
-		if (!took) {
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "zbench: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
+	int rc;
+	if (!zb_options_parse(argc, argv, NULL, NULL, NULL, usage, &o, &rc))
+		return rc;
 	if (o.plot) { /* fail before the sweep runs, not after */
 		if (o.no_db) {
 			fprintf(stderr, "zbench: --plot draws from the database: drop --no-db (got --plot '%s')\n", o.plot);
@@ -113,7 +95,7 @@ int cmd_sweep(int argc, char **argv)
 	axis_values ax[ZB_AX_COUNT];
 	memset(ax, 0, sizeof ax);
 	long long total = 1;
-	int rc = 0;
+	rc = 0;
 	zb_sources src0; /* where the first row's settings came from */
 	for (int a = 0; a < ZB_AX_COUNT; a++) {
 		ax[a].n = 1;

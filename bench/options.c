@@ -121,6 +121,42 @@ int zb_options_take(zb_options *o, int opt, const char *arg, zb_error *err)
 	return 0;
 }
 
+int zb_options_parse(int argc, char **argv, const struct option *extra, zb_option_fn fn, void *ctx,
+		     void (*usage)(FILE *), zb_options *o, int *exit_code)
+{
+	struct option table[96];
+	zb_error err = { 0 };
+	int opt;
+	zb_options_table(table, 96, extra);
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "h", table, NULL)) != -1) {
+		if (opt == 'h') {
+			usage(stdout);
+			*exit_code = 0;
+			return 0;
+		}
+		int took = zb_options_take(o, opt, optarg, &err);
+		if (!took && fn)
+			took = fn(ctx, opt, optarg, &err);
+		if (took < 0) {
+			fprintf(stderr, "zbench: %s\n", err.msg);
+			*exit_code = zb_exit_code(err.status);
+			return 0;
+		}
+		if (!took) {
+			usage(stderr);
+			*exit_code = 2;
+			return 0;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "zbench: unexpected argument '%s'\n", argv[optind]);
+		*exit_code = 2;
+		return 0;
+	}
+	return 1;
+}
+
 void zb_options_usage(FILE *f)
 {
 	fprintf(f, "configuration:\n");

@@ -70,6 +70,18 @@ int zb_options_table(struct option *out, int cap, const struct option *extra);
  * does not model are listed in one "zbench: warning:" line on stderr. */
 int zb_options_take(zb_options *o, int opt, const char *arg, zb_error *err);
 
+/* A command's own options: called for each getopt_long result that is not a
+ * common option. Returns 1 when it took the option, 0 when it does not know it,
+ * -1 with err filled for a bad value. */
+typedef int (*zb_option_fn)(void *ctx, int opt, const char *arg, zb_error *err);
+
+/* Parse a command's argv: the common options, `extra` (may be NULL) handled by fn,
+ * no positional arguments. Returns 1 to go on; 0 when the command must exit now
+ * with *exit_code: 0 after --help printed usage to stdout, 2 after a one-line
+ * error (or the usage on stderr for an unknown option). */
+int zb_options_parse(int argc, char **argv, const struct option *extra, zb_option_fn fn, void *ctx,
+		     void (*usage)(FILE *), zb_options *o, int *exit_code);
+
 /* The usage lines of the common options. */
 void zb_options_usage(FILE *f);
 
