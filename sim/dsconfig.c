@@ -24,6 +24,7 @@
  *   - batch sizes are derived like runtime/config.py _set_batch_related_parameters
  *     and checked like _batch_assertion, with one GPU.
  */
+#include "sim/jsonfile.h"
 #include "sim/dsconfig.h"
 
 #include <errno.h>
@@ -103,24 +104,11 @@ typedef struct rd {
 	zb_error *err;
 } rd;
 
-static void show_value(const json_t *v, char *buf, size_t n)
-{
-	char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-	if (!s) {
-		snprintf(buf, n, "?");
-		return;
-	}
-	if (strlen(s) >= n && n > 4)
-		snprintf(buf, n, "%.*s...", (int)(n - 4), s);
-	else
-		snprintf(buf, n, "%s", s);
-	free(s);
-}
 
 static zb_status bad(rd *r, const char *key, const char *want, const json_t *v)
 {
 	char got[96];
-	show_value(v, got, sizeof got);
+	zb_json_show(v, got, sizeof got);
 	return zb_fail(r->err, ZB_E_INPUT, "%s: key '%s' must be %s (got %s)", r->path, key, want, got);
 }
 
@@ -247,20 +235,11 @@ zb_status zb_ds_load(const char *path, zb_ds_config *out, zb_error *err)
 	snprintf(ds.path, sizeof ds.path, "%s", path);
 	rd r = { path, &ds, err };
 
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return zb_fail(err, ZB_E_INPUT, "cannot open %s: %s", path, strerror(errno));
-	json_error_t je;
-	json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
-	fclose(f);
-	if (!root)
-		return zb_fail(err, ZB_E_INPUT, "%s: malformed JSON at line %d column %d: %s", path, je.line,
-			       je.column, je.text);
-	zb_status st;
-	if (!json_is_object(root))
-		st = zb_fail(err, ZB_E_INPUT, "%s: top level must be an object", path);
-	else
-		st = walk(&r, root, "");
+	json_t *root;
+	zb_status st = zb_json_load_object(path, &root, err);
+	if (st)
+		return st;
+	st = walk(&r, root, "");
 	json_decref(root);
 	if (st == ZB_OK)
 		*out = ds;

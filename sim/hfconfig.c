@@ -7,6 +7,7 @@
  * of hwfile.c. Parameter counts then come from model.c like any other model, so a
  * config.json and the matching preset give the same numbers.
  */
+#include "sim/jsonfile.h"
 #include "sim/hfconfig.h"
 
 #include <errno.h>
@@ -23,24 +24,11 @@ typedef struct rd {
 	zb_error *err;
 } rd;
 
-static void show_value(const json_t *v, char *buf, size_t n)
-{
-	char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-	if (!s) {
-		snprintf(buf, n, "?");
-		return;
-	}
-	if (strlen(s) >= n && n > 4)
-		snprintf(buf, n, "%.*s...", (int)(n - 4), s);
-	else
-		snprintf(buf, n, "%s", s);
-	free(s);
-}
 
 static zb_status bad(rd *r, const char *key, const char *want, const json_t *v)
 {
 	char got[96];
-	show_value(v, got, sizeof got);
+	zb_json_show(v, got, sizeof got);
 	return zb_fail(r->err, ZB_E_INPUT, "%s: key '%s' must be %s (got %s)", r->path, key, want, got);
 }
 
@@ -112,7 +100,7 @@ static zb_status reject_moe(rd *r)
 		json_t *v = get(r, keys[i]);
 		if (v && !(json_is_integer(v) && json_integer_value(v) <= 1)) {
 			char got[64];
-			show_value(v, got, sizeof got);
+			zb_json_show(v, got, sizeof got);
 			return zb_fail(r->err, ZB_E_INPUT,
 				       "%s: key '%s' %s: mixture-of-experts models are not modelled (dense "
 				       "blocks only)",
@@ -308,20 +296,9 @@ zb_status zb_hf_load(const char *path, zb_hf_config *out, zb_error *err)
 	snprintf(hf.path, sizeof hf.path, "%s", path);
 	rd r = { path, NULL, err };
 
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return zb_fail(err, ZB_E_INPUT, "cannot open %s: %s", path, strerror(errno));
-	json_error_t je;
-	r.root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
-	fclose(f);
-	if (!r.root)
-		return zb_fail(err, ZB_E_INPUT, "%s: malformed JSON at line %d column %d: %s", path, je.line,
-			       je.column, je.text);
-	zb_status st = ZB_OK;
-	if (!json_is_object(r.root)) {
-		st = zb_fail(err, ZB_E_INPUT, "%s: top level must be an object", path);
-		goto out;
-	}
+	zb_status st = zb_json_load_object(path, &r.root, err);
+	if (st)
+		return st;
 
 	family_fn fn = NULL;
 	json_t *mt = get(&r, "model_type");

@@ -15,6 +15,7 @@
  * (up to 17 when a calibrated value needs them), so saved files stay readable and a
  * save/load round trip is exact.
  */
+#include "sim/jsonfile.h"
 #include "sim/hwfile.h"
 
 #include <errno.h>
@@ -107,39 +108,10 @@ typedef struct rd {
 	zb_error *err;
 } rd;
 
-/* A JSON value as it appeared, for "(got ...)", cut short if long. */
-static void show_value(const json_t *v, char *buf, size_t n)
-{
-	char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-	if (!s) {
-		snprintf(buf, n, "?");
-		return;
-	}
-	if (strlen(s) >= n && n > 4)
-		snprintf(buf, n, "%.*s...", (int)(n - 4), s);
-	else
-		snprintf(buf, n, "%s", s);
-	free(s);
-}
-
-static const char *type_name(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "an object";
-	case JSON_ARRAY: return "an array";
-	case JSON_STRING: return "a string";
-	case JSON_INTEGER: return "an integer";
-	case JSON_REAL: return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE: return "a boolean";
-	default: return "null";
-	}
-}
-
 static zb_status bad_value(rd *r, const char *key, const char *want, const json_t *v)
 {
 	char got[96];
-	show_value(v, got, sizeof got);
+	zb_json_show(v, got, sizeof got);
 	return zb_fail(r->err, ZB_E_INPUT, "%s: key '%s' must be %s (got %s)", r->path, key, want,
 		       got);
 }
@@ -312,23 +284,7 @@ static zb_status read_part(rd *r, const char *key, const json_t *v, const field 
 /* Open and parse; the top level must be an object. Caller json_decref()s. */
 static zb_status load_json(rd *r, json_t **out)
 {
-	FILE *f = fopen(r->path, "r");
-	if (!f)
-		return zb_fail(r->err, ZB_E_INPUT, "cannot open %s: %s", r->path, strerror(errno));
-	json_error_t je;
-	json_t *root = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
-	fclose(f);
-	if (!root)
-		return zb_fail(r->err, ZB_E_INPUT, "%s: malformed JSON at line %d column %d: %s",
-			       r->path, je.line, je.column, je.text);
-	if (!json_is_object(root)) {
-		zb_status st = zb_fail(r->err, ZB_E_INPUT, "%s: top level must be an object (got %s)",
-				       r->path, type_name(root));
-		json_decref(root);
-		return st;
-	}
-	*out = root;
-	return ZB_OK;
+	return zb_json_load_object(r->path, out, r->err);
 }
 
 /* The file's name without directories and ".json", for a default name. */
