@@ -491,6 +491,7 @@ int cmd_calibrate(int argc, char **argv)
 		return zb_report_error(&err);
 	hw.cpu.cores = cf.cores;
 	hw.cpu.adam_params_per_core = cf.adam_params_per_core;
+	hw.cpu.adam_Bps = cf.adam_Bps;
 	hw.cpu.dram_Bps = cf.dram_Bps;
 	hw.cpu.task_latency_s = task_lat;
 	double mt = mem_total();
@@ -499,13 +500,16 @@ int cmd_calibrate(int argc, char **argv)
 	snprintf(hw.cpu.name, sizeof hw.cpu.name, "%.50s-cal", base.cpu.name);
 	add_row(rows, &nrows, "cpu.cores", "", 1, base.cpu.cores, cf.cores, NAN, "threads measured (top)");
 	add_row(rows, &nrows, "cpu.adam_params_per_core", "Gparam/s", 1e-9, base.cpu.adam_params_per_core,
-		cf.adam_params_per_core, cf.rms_rel_err, "Adam at all threads / threads (rms over thread counts)");
+		cf.adam_params_per_core, cf.rms_rel_err, "best Adam rate per thread (rms over thread counts)");
+	add_row(rows, &nrows, "cpu.adam_Bps", "GB/s", 1e-9, base.cpu.adam_Bps, cf.adam_Bps, NAN,
+		"fastest Adam rate x 28 B");
 	add_row(rows, &nrows, "cpu.dram_Bps", "GB/s", 1e-9, base.cpu.dram_Bps, cf.dram_Bps, NAN, cf.dram_source);
 	add_row(rows, &nrows, "cpu.task_latency_s", "us", 1e6, base.cpu.task_latency_s, task_lat, NAN, "pool dispatch median");
 	add_row(rows, &nrows, "cpu.mem_bytes", "GiB", 1.0 / (1 << 30), base.cpu.mem_bytes, hw.cpu.mem_bytes, NAN,
 		"MemTotal");
 	json_object_set_new(fits, "cpu", json_pack("{s:i, s:f, s:f, s:s, s:f, s:f}", "cores", cf.cores,
-						   "adam_params_per_core", cf.adam_params_per_core, "dram_Bps", cf.dram_Bps,
+						   "adam_params_per_core", cf.adam_params_per_core, "adam_Bps", cf.adam_Bps,
+						   "dram_Bps", cf.dram_Bps,
 						   "dram_source", cf.dram_source, "rms_rel_err", cf.rms_rel_err,
 						   "max_rel_err", cf.max_rel_err));
 	if (cf.max_rel_err > 0.1) {

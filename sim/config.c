@@ -95,6 +95,7 @@ static zb_status cpu_validate(const zb_cpu *c, zb_error *err)
 	CHECK_POS(positive(c->adam_params_per_core), "cpu.adam_params_per_core", "%g",
 		  c->adam_params_per_core);
 	CHECK_POS(positive(c->dram_Bps), "cpu.dram_Bps", "%g", c->dram_Bps);
+	CHECK_POS(c->adam_Bps >= 0 && !isnan(c->adam_Bps), "cpu.adam_Bps", "%g", c->adam_Bps);
 	CHECK_POS(positive(c->mem_bytes), "cpu.mem_bytes", "%g", c->mem_bytes);
 	CHECK_NONNEG(nonnegative(c->task_latency_s), "cpu.task_latency_s", "%g", c->task_latency_s);
 	return ZB_OK;

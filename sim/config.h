@@ -48,6 +48,9 @@ typedef struct zb_cpu {
 	char name[ZB_NAME_MAX];
 	int cores;                   /* physical cores available to the optimizer */
 	double adam_params_per_core; /* fused SIMD Adam rate of one core, params/s, DRAM not limiting */
+	double adam_Bps;             /* Adam's own memory ceiling when it runs alone, B/s at 28 B/param
+	                                (its cores saturate the memory controller before the
+	                                DRAM budget shared with DMA is reached); <= 0: dram_Bps */
 	double dram_Bps;             /* host memory bandwidth shared by Adam and PCIe DMA */
 	double mem_bytes;            /* host memory (pinned allocations must fit) */
 	double task_latency_s;       /* cost of dispatching one task to the thread pool */

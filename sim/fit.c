@@ -235,8 +235,15 @@ zb_status zb_fit_cpu(const zb_cpu_samples *s, zb_cpu_fit *out, zb_error *err)
 	}
 	const double B = ZB_ADAM_BYTES_PER_PARAM;
 	out->cores = s->threads[top];
-	out->adam_params_per_core = s->adam_params_per_s[top] / s->threads[top];
-	double alone = s->adam_params_per_s[top] * B;
+	double best = 0, fastest = 0;
+	for (int i = 0; i < s->n; i++) {
+		double per = s->adam_params_per_s[i] / s->threads[i];
+		best = per > best ? per : best;
+		fastest = s->adam_params_per_s[i] > fastest ? s->adam_params_per_s[i] : fastest;
+	}
+	out->adam_params_per_core = best;
+	out->adam_Bps = fastest * B;
+	double alone = out->adam_Bps;
 	if (s->together_adam_params_per_s > 0 && s->together_copy_Bps > 0) {
 		out->dram_Bps = s->together_adam_params_per_s * B + s->together_copy_Bps;
 		out->dram_source = "adam+copies";
@@ -252,6 +259,7 @@ zb_status zb_fit_cpu(const zb_cpu_samples *s, zb_cpu_fit *out, zb_error *err)
 	double ss = 0, mx = 0;
 	for (int i = 0; i < s->n; i++) {
 		double model = s->threads[i] * out->adam_params_per_core * B;
+		model = model < out->adam_Bps ? model : out->adam_Bps;
 		model = (model < out->dram_Bps ? model : out->dram_Bps) / B;
 		double e = fabs(model - s->adam_params_per_s[i]) / s->adam_params_per_s[i];
 		ss += e * e;

@@ -93,15 +93,17 @@ typedef struct zb_cpu_samples {
 typedef struct zb_cpu_fit {
 	int cores;                  /* the top thread count measured */
 	double adam_params_per_core;
+	double adam_Bps;            /* Adam's own ceiling: the fastest rate measured x 28 B */
 	double dram_Bps;
 	const char *dram_source;    /* "adam+copies", "triad (16 B/element)", "adam alone" */
-	double rms_rel_err;         /* of min(t * per_core * 28, dram) / 28 over the thread counts */
+	double rms_rel_err;         /* of min(t * per_core * 28, adam_Bps, dram) / 28 over the thread counts */
 	double max_rel_err;
 } zb_cpu_fit;
 
-/* adam_params_per_core = rate at the top thread count / that count (what an offload
- * run with every core gets; the model is linear in cores under the DRAM cap, so it
- * underestimates runs with few threads: max_rel_err says by how much).
+/* adam_params_per_core = the best rate per thread measured (in practice one
+ * thread's); adam_Bps = the fastest rate measured x 28 B, where Adam's cores
+ * saturate the memory controller. The model, min(t x per_core, adam_Bps / 28), is
+ * exact at both ends; max_rel_err says how far it is in between.
  * dram_Bps, first that applies:
  *   - Adam and copies together: 28 B x their Adam rate + their copy bytes/s, the
  *     bandwidth both flows draw when they fight (the model divides dram_Bps between

@@ -77,6 +77,7 @@ static const field cpu_fields[] = {
 	FLD(zb_cpu, name, F_STR, 0),
 	FLD(zb_cpu, cores, F_INT_POS, 1),
 	FLD(zb_cpu, adam_params_per_core, F_POS, 1),
+	FLD(zb_cpu, adam_Bps, F_NONNEG, 0),
 	FLD(zb_cpu, dram_Bps, F_POS, 1),
 	FLD(zb_cpu, mem_bytes, F_POS, 1),
 	FLD(zb_cpu, task_latency_s, F_NONNEG, 1),

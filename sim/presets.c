@@ -242,13 +242,14 @@ static const zb_cpu cpus[] = {
 		.name = "h200-machine",
 		/* Measured: 16-core Xeon (AVX-512, AMX), one socket, one NUMA node. */
 		.cores = 16,
-		/* Measured (data file): the fused AVX-512 Adam alone on 16 threads runs
-		 * 4.35-4.47 Gparam/s, so 4.4e9 / 16 = 0.275e9 per core. Context: PyTorch's fused
-		 * CPU AdamW reaches 3.8-3.9 Gparam/s, a triad 82 GB/s on 16 threads. Scaling is
-		 * sub-linear (4 threads already give 2.2 Gparam/s, 0.55e9 per core) because DRAM
-		 * saturates; this per-core figure fits the full-machine point, which is what
-		 * offload runs use, and underestimates runs with few threads. */
-		.adam_params_per_core = 0.275e9,
+		/* Measured (BENCHMARKS.md, zbench bench --filter cpu-adam, 268M params): the
+		 * fused AVX-512 Adam on one thread runs 0.712 Gparam/s (2 threads 1.47, 4: 2.55,
+		 * 8: 3.73). Context: PyTorch's fused CPU AdamW reaches 3.8-3.9 Gparam/s on 16. */
+		.adam_params_per_core = 0.71e9,
+		/* Measured (data file): Adam alone on 16 threads runs 4.35-4.47 Gparam/s and no
+		 * faster: its cores saturate the memory controller at 4.4e9 x 28 B = 123 GB/s,
+		 * below the 150 GB/s Adam and DMA move together. */
+		.adam_Bps = 4.4e9 * 28,
 		/* Measured (data file): what Adam and PCIe DMA move together when both run:
 		 * 15 threads, Adam 2.72-2.79 Gparam/s x 28 B = ~77 GB/s plus 65.3 GB/s of copies
 		 * both ways = ~143 GB/s; 12 threads ~80 + 64 = ~144 GB/s; the data file's reading

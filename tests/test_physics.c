@@ -73,6 +73,7 @@ static void test_unlimited_host_approaches_none(void **state)
 		zb_link *l = &c.hw.link;
 		l->h2d_Bps = l->d2h_Bps = l->pageable_h2d_Bps = l->pageable_d2h_Bps = 1e15;
 		c.hw.cpu.adam_params_per_core = 1e15;
+		c.hw.cpu.adam_Bps = 1e15;
 		c.hw.cpu.dram_Bps = 1e15;
 		c.policy.kind = ZB_POLICY_NONE;
 		zb_prediction p;

@@ -193,7 +193,11 @@ static void test_defaults_and_measured_figures(void **state)
 	double t16m = hw.link.copy_latency_s + 16777216 / hw.link.h2d_Bps;
 	assert_close(16777216 / t16m, 54.55e9, 0.02);
 	/* CPU Adam alone on 16 cores: 4.35-4.47 Gparam/s measured. */
-	assert_close(hw.cpu.cores * hw.cpu.adam_params_per_core, 4.4e9, 0.02);
+	/* 16 cores of Adam alone: capped by its own memory ceiling at 4.4 Gparam/s */
+	double alone = hw.cpu.cores * hw.cpu.adam_params_per_core;
+	if (alone * 28 > hw.cpu.adam_Bps)
+		alone = hw.cpu.adam_Bps / 28;
+	assert_close(alone, 4.4e9, 0.02);
 	assert_close(hw.gpu.hbm_Bps, 4.3e12, 0.01);
 	/* bf16 GEMM: the gpt2-large MLP shape 8192x1280x5120 measured 777-789 TFLOP/s. */
 	double eff = 1;
