@@ -45,6 +45,29 @@ static inline const char *zb_test_tmpdir(char *buf, size_t n)
 	return buf;
 }
 
+/* A whole file as a NUL-terminated string (malloc'd; "" when it cannot be read);
+ * *len (may be NULL) gets its length. For the output of a command a test ran. */
+static inline char *zb_test_slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		if (len)
+			*len = 0;
+		return strdup("");
+	}
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *s = malloc((size_t)(n > 0 ? n : 0) + 1);
+	assert_non_null(s);
+	size_t got = fread(s, 1, (size_t)(n > 0 ? n : 0), f);
+	s[got] = 0;
+	fclose(f);
+	if (len)
+		*len = got;
+	return s;
+}
+
 /* Write a whole file (for JSON fixtures). */
 static inline void zb_test_write_file(const char *path, const char *text)
 {

@@ -25,22 +25,6 @@ typedef struct result {
 	char *out, *err;
 } result;
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return strdup("");
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *s = malloc((size_t)n + 1);
-	assert_non_null(s);
-	size_t got = fread(s, 1, (size_t)n, f);
-	s[got] = 0;
-	fclose(f);
-	return s;
-}
-
 /* Run zbench with args (shell syntax), capturing stdout, stderr and the exit code. */
 static result run(const char *args)
 {
@@ -51,8 +35,8 @@ static result run(const char *args)
 	int st = system(cmd);
 	result r;
 	r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-	r.out = slurp(out);
-	r.err = slurp(err);
+	r.out = zb_test_slurp(out, NULL);
+	r.err = zb_test_slurp(err, NULL);
 	return r;
 }
 
@@ -364,7 +348,7 @@ static void test_newer_schema_untouched(void **state)
 				      NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(h);
-	char *before = slurp(path);
+	char *before = zb_test_slurp(path, NULL);
 	struct stat st0, st1;
 	assert_int_equal(stat(path, &st0), 0);
 
@@ -380,7 +364,7 @@ static void test_newer_schema_untouched(void **state)
 
 	assert_int_equal(stat(path, &st1), 0);
 	assert_int_equal(st0.st_size, st1.st_size);
-	char *after = slurp(path);
+	char *after = zb_test_slurp(path, NULL);
 	assert_memory_equal(before, after, (size_t)st0.st_size);
 	/* and still at version 99 with its data */
 	assert_int_equal(sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);

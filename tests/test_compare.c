@@ -343,21 +343,6 @@ static int sh(const char *cmd)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128;
 }
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return strdup("");
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *s = malloc((size_t)n + 1);
-	size_t got = fread(s, 1, (size_t)n, f);
-	s[got] = 0;
-	fclose(f);
-	return s;
-}
-
 static void test_cli(void **state)
 {
 	const char *zbench = getenv("ZBENCH");
@@ -375,7 +360,7 @@ static void test_cli(void **state)
 	/* no measured events yet: compare says so (exit 2, one line) */
 	snprintf(cmd, sizeof cmd, "%s compare 1 --db %s >%s 2>%s", zbench, db, out, errf);
 	assert_int_equal(sh(cmd), 2);
-	char *e = slurp(errf);
+	char *e = zb_test_slurp(errf, NULL);
 	assert_non_null(strstr(e, "measured"));
 	free(e);
 	/* "measured": the prediction 10% slower */
@@ -391,9 +376,9 @@ static void test_cli(void **state)
 
 	snprintf(cmd, sizeof cmd, "%s compare 1 --warmup 2 --json --db %s >%s 2>%s", zbench, db, out, errf);
 	int rc = sh(cmd);
-	char *o = slurp(out);
+	char *o = zb_test_slurp(out, NULL);
 	if (rc) {
-		e = slurp(errf);
+		e = zb_test_slurp(errf, NULL);
 		print_error("compare failed (%d): %s\n", rc, e);
 		free(e);
 	}
@@ -419,7 +404,7 @@ static void test_cli(void **state)
 	/* the table for people: the default is the newest config with measured events */
 	snprintf(cmd, sizeof cmd, "%s compare --db %s >%s 2>%s", zbench, db, out, errf);
 	assert_int_equal(sh(cmd), 0);
-	o = slurp(out);
+	o = zb_test_slurp(out, NULL);
 	assert_non_null(strstr(o, "step"));
 	assert_non_null(strstr(o, "cpu_adam"));
 	assert_non_null(strstr(o, "critical path"));
@@ -431,7 +416,7 @@ static void test_cli(void **state)
 	assert_int_equal(sh(cmd), 2);
 	snprintf(cmd, sizeof cmd, "%s compare x1 --db %s >%s 2>%s", zbench, db, out, errf);
 	assert_int_equal(sh(cmd), 2);
-	e = slurp(errf);
+	e = zb_test_slurp(errf, NULL);
 	assert_non_null(strstr(e, "x1"));
 	free(e);
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

@@ -534,22 +534,6 @@ typedef struct result {
 	char *out, *err;
 } result;
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return strdup("");
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *s = malloc((size_t)n + 1);
-	assert_non_null(s);
-	size_t got = fread(s, 1, (size_t)n, f);
-	s[got] = 0;
-	fclose(f);
-	return s;
-}
-
 static result zbench(const char *args)
 {
 	const char *bin = getenv("ZBENCH");
@@ -558,8 +542,8 @@ static result zbench(const char *args)
 		 dir, dir);
 	int st = system(cmd);
 	result r = { WIFEXITED(st) ? WEXITSTATUS(st) : 128, NULL, NULL };
-	r.out = slurp(tmp("out"));
-	r.err = slurp(tmp("err"));
+	r.out = zb_test_slurp(tmp("out"), NULL);
+	r.err = zb_test_slurp(tmp("err"), NULL);
 	return r;
 }
 

@@ -33,27 +33,6 @@ typedef struct result {
 	char *out, *err;
 } result;
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f) {
-		if (len)
-			*len = 0;
-		return strdup("");
-	}
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *s = malloc((size_t)n + 1);
-	assert_non_null(s);
-	size_t got = fread(s, 1, (size_t)n, f);
-	s[got] = 0;
-	fclose(f);
-	if (len)
-		*len = got;
-	return s;
-}
-
 /* Run zbench with args (shell syntax) and an optional environment prefix. */
 static result run_env(const char *env, const char *args)
 {
@@ -64,8 +43,8 @@ static result run_env(const char *env, const char *args)
 	int st = system(cmd);
 	result r;
 	r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-	r.out = slurp(out, NULL);
-	r.err = slurp(err, NULL);
+	r.out = zb_test_slurp(out, NULL);
+	r.err = zb_test_slurp(err, NULL);
 	return r;
 }
 
@@ -199,7 +178,7 @@ static int teardown(void **state)
 static void assert_image(const char *path)
 {
 	size_t n;
-	char *s = slurp(path, &n);
+	char *s = zb_test_slurp(path, &n);
 	const char *dot = strrchr(path, '.');
 	if (n < 200) {
 		print_error("%s: %zu bytes, want a non-empty image\n", path, n);

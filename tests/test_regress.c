@@ -25,21 +25,6 @@ typedef struct result {
 	char *out, *err;
 } result;
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return strdup("");
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *s = malloc((size_t)n + 1);
-	size_t got = fread(s, 1, (size_t)n, f);
-	s[got] = 0;
-	fclose(f);
-	return s;
-}
-
 static result run(const char *fmt, ...)
 {
 	char args[1024], cmd[2048], out[160], err[160];
@@ -51,7 +36,7 @@ static result run(const char *fmt, ...)
 	snprintf(err, sizeof err, "%s/stderr", dir);
 	snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s </dev/null", zbench, args, out, err);
 	int st = system(cmd);
-	result r = { WIFEXITED(st) ? WEXITSTATUS(st) : 128, slurp(out), slurp(err) };
+	result r = { WIFEXITED(st) ? WEXITSTATUS(st) : 128, zb_test_slurp(out, NULL), zb_test_slurp(err, NULL) };
 	return r;
 }
 

@@ -687,22 +687,6 @@ typedef struct result {
 	char *out, *err;
 } result;
 
-static char *slurp(const char *path)
-{
-	FILE *fp = fopen(path, "rb");
-	if (!fp)
-		return strdup("");
-	fseek(fp, 0, SEEK_END);
-	long n = ftell(fp);
-	fseek(fp, 0, SEEK_SET);
-	char *s = malloc((size_t)n + 1);
-	assert_non_null(s);
-	size_t got = fread(s, 1, (size_t)n, fp);
-	s[got] = 0;
-	fclose(fp);
-	return s;
-}
-
 static result run(const char *args)
 {
 	char out[300], err[300], cmd[4096];
@@ -712,8 +696,8 @@ static result run(const char *args)
 	int st = system(cmd);
 	result r;
 	r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-	r.out = slurp(out);
-	r.err = slurp(err);
+	r.out = zb_test_slurp(out, NULL);
+	r.err = zb_test_slurp(err, NULL);
 	return r;
 }
 
@@ -861,7 +845,7 @@ static void test_export_perfetto(void **state)
 	r = run(args);
 	assert_int_equal(r.rc, 0);
 	result_free(&r);
-	char *text = slurp(csv);
+	char *text = zb_test_slurp(csv, NULL);
 	const char *header = "source,track,task_id,kind,name,start_ns,end_ns,duration_ns,bytes\n";
 	assert_true(!strncmp(text, header, strlen(header)));
 	size_t rows = 2 * f.p.graph.ntasks + f.t->nkernels + f.t->nmemcpys + f.t->napis + zb_spans_total(f.sp);

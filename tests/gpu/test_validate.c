@@ -33,21 +33,6 @@ static const char *zbench;
 		}                                                                    \
 	} while (0)
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return strdup("");
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *s = malloc((size_t)n + 1);
-	size_t got = fread(s, 1, (size_t)n, f);
-	s[got] = 0;
-	fclose(f);
-	return s;
-}
-
 /* Run zbench; stdout in *out (caller frees), stderr shown on failure. */
 static int run(char **out, const char *fmt, ...)
 {
@@ -62,10 +47,10 @@ static int run(char **out, const char *fmt, ...)
 	char path[128];
 	snprintf(path, sizeof path, "%s/out", dir);
 	if (out)
-		*out = slurp(path);
+		*out = zb_test_slurp(path, NULL);
 	if (rc > 1) {
 		snprintf(path, sizeof path, "%s/err", dir);
-		char *e = slurp(path);
+		char *e = zb_test_slurp(path, NULL);
 		print_message("`zbench %s` exited %d: %s\n", args, rc, e);
 		free(e);
 	}
