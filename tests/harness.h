@@ -33,6 +33,17 @@ static inline void zb_assert_close_at(double got, double want, double rel, const
 	}
 }
 
+/* Fail, showing both, unless needle occurs in msg (error messages name values). */
+#define assert_contains(msg, needle) zb_assert_contains_at((msg), (needle), __FILE__, __LINE__)
+
+static inline void zb_assert_contains_at(const char *msg, const char *needle, const char *file, int line)
+{
+	if (!msg || !strstr(msg, needle)) {
+		print_error("'%s' does not contain '%s'\n", msg ? msg : "(null)", needle);
+		_fail(file, line);
+	}
+}
+
 /* A temporary directory for a test's files, removed by the OS eventually; the path
  * is written into buf. */
 static inline const char *zb_test_tmpdir(char *buf, size_t n)

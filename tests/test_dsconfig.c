@@ -49,14 +49,6 @@ static const char *tmp(const char *name)
 	return buf;
 }
 
-static void assert_contains(const char *msg, const char *needle)
-{
-	if (!strstr(msg, needle)) {
-		print_error("'%s' does not contain '%s'\n", msg, needle);
-		fail();
-	}
-}
-
 static zb_ds_config load_ok(const char *path)
 {
 	zb_ds_config ds;

@@ -38,14 +38,6 @@ static const char *tmp(const char *name)
 	return buf;
 }
 
-static void assert_contains(const char *msg, const char *needle)
-{
-	if (!strstr(msg, needle)) {
-		print_error("message '%s' does not contain '%s'\n", msg, needle);
-		fail();
-	}
-}
-
 static zb_hf_config load_ok(const char *path)
 {
 	zb_hf_config hf;

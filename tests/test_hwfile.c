@@ -43,14 +43,6 @@ static char *read_all(const char *path)
 	return s;
 }
 
-static void assert_contains(const char *msg, const char *needle)
-{
-	if (!strstr(msg, needle)) {
-		print_error("message '%s' does not contain '%s'\n", msg, needle);
-		fail();
-	}
-}
-
 /* Load text as hw.json and expect ZB_E_INPUT whose message contains each needle. */
 static void expect_hw_error(const char *text, const char *n1, const char *n2)
 {
