@@ -1,0 +1,415 @@
+#!/usr/bin/env python3
+"""Measure training steps of real DeepSpeed (or plain PyTorch) on a zbench model shape.
+
+One process measures one configuration: it builds a decoder-only transformer of the
+given shape (GPT-2 family or Llama family), runs deepspeed.initialize with the given
+DeepSpeed JSON config and times N training steps on random tokens. The result is ONE
+JSON line on stdout, last line of the output (everything else goes to stderr or
+precedes it), so `zbench validate --deepspeed` can run this script and read it.
+
+    python3 peers/ds_step.py --family gpt --layers 32 --hidden 2560 --heads 32 \
+        --vocab 50257 --seq 2048 --micro-batch 4 --steps 8 \
+        --ds-config peers/configs/s2-off.json
+
+Timing: torch.cuda.synchronize() before and after each step (a step is `gas` micro
+steps of engine(batch) + engine.backward(loss), then engine.step()); step_ms is the
+median of the steps after the first three (warm-up: allocator growth, CPU Adam JIT,
+pinned-buffer creation). Per-phase times are host wall times of the engine calls
+(DeepSpeed synchronizes inside some of them; --phase-sync adds a synchronize after
+each phase so the split is the device's, at the price of a little lost overlap).
+"""
+import argparse
+import json
+import os
+import platform
+import resource
+import socket
+import statistics
+import sys
+import time
+
+WARMUP_STEPS = 3
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--family", choices=["gpt", "llama"], required=True)
+    p.add_argument("--layers", type=int, required=True)
+    p.add_argument("--hidden", type=int, required=True)
+    p.add_argument("--heads", type=int, required=True)
+    p.add_argument("--kv-heads", type=int, default=0, help="llama: key/value heads (GQA); default = heads")
+    p.add_argument("--ffn", type=int, default=0, help="MLP width; default 4*hidden (gpt), required for llama")
+    p.add_argument("--vocab", type=int, required=True)
+    p.add_argument("--seq", type=int, required=True)
+    p.add_argument("--max-positions", type=int, default=0, help="gpt: learned positions; default = seq")
+    p.add_argument("--rope-theta", type=float, default=10000.0)
+    p.add_argument("--micro-batch", type=int, required=True)
+    p.add_argument("--gas", type=int, default=1, help="gradient accumulation steps per step")
+    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--ds-config", help="DeepSpeed JSON config (bf16); micro-batch and gas are set from the flags")
+    p.add_argument("--no-deepspeed", action="store_true",
+                   help="plain PyTorch: fp32 weights, bf16 autocast, fused AdamW on the GPU")
+    p.add_argument("--no-zero-init", action="store_true",
+                   help="stage 3: build the model on the host instead of under deepspeed.zero.Init")
+    p.add_argument("--loss-dtype", choices=["fp32", "bf16"], default="fp32",
+                   help="dtype of the logits fed to cross-entropy (fp32 upcast as Hugging Face models do)")
+    p.add_argument("--phase-sync", action="store_true", help="synchronize after each phase too")
+    p.add_argument("--nvtx", action="store_true", help="NVTX ranges: 'step N', 'forward', 'backward', 'optimizer'")
+    p.add_argument("--seed", type=int, default=1234)
+    a = p.parse_args(argv)
+    problems = []
+    for name in ("layers", "hidden", "heads", "vocab", "seq", "micro_batch", "gas", "steps"):
+        if getattr(a, name) <= 0:
+            problems.append(f"--{name.replace('_', '-')} must be positive, got {getattr(a, name)}")
+    if a.kv_heads == 0:
+        a.kv_heads = a.heads
+    if a.ffn == 0:
+        if a.family == "llama":
+            problems.append("--ffn is required for --family llama")
+        a.ffn = 4 * a.hidden
+    if a.max_positions == 0:
+        a.max_positions = a.seq
+    if a.hidden % a.heads:
+        problems.append(f"--hidden {a.hidden} is not a multiple of --heads {a.heads}")
+    if a.kv_heads <= 0 or a.heads % a.kv_heads:
+        problems.append(f"--heads {a.heads} is not a multiple of --kv-heads {a.kv_heads}")
+    if a.family == "gpt" and a.kv_heads != a.heads:
+        problems.append(f"--family gpt has no GQA: --kv-heads {a.kv_heads} != --heads {a.heads}")
+    if a.seq > a.max_positions:
+        problems.append(f"--seq {a.seq} exceeds --max-positions {a.max_positions}")
+    if a.steps <= WARMUP_STEPS:
+        problems.append(f"--steps {a.steps} leaves no step after the {WARMUP_STEPS} warm-up steps")
+    if a.no_deepspeed == bool(a.ds_config):
+        problems.append("give exactly one of --ds-config FILE and --no-deepspeed")
+    if problems:
+        p.error("; ".join(problems))
+    return a
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def single_process_env():
+    """A one-GPU DeepSpeed run still initializes torch.distributed from these."""
+    for key, value in (("RANK", "0"), ("LOCAL_RANK", "0"), ("WORLD_SIZE", "1"), ("MASTER_ADDR", "127.0.0.1")):
+        os.environ.setdefault(key, value)
+    if "MASTER_PORT" not in os.environ:
+        os.environ["MASTER_PORT"] = str(free_port())
+
+
+def load_ds_config(path, a):
+    try:
+        with open(path) as f:
+            cfg = json.load(f)
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"ds_step: cannot read DeepSpeed config {path}: {e}")
+    if not isinstance(cfg, dict):
+        raise SystemExit(f"ds_step: DeepSpeed config {path} is not a JSON object")
+    # The shape flags own the batch: one source of truth for the harness and zbench.
+    cfg["train_micro_batch_size_per_gpu"] = a.micro_batch
+    cfg["gradient_accumulation_steps"] = a.gas
+    cfg.pop("train_batch_size", None)
+    cfg.setdefault("steps_per_print", 1 << 30)
+    return cfg
+
+
+# ---------------------------------------------------------------- model
+
+def build_model_classes(torch):
+    nn = torch.nn
+    F = torch.nn.functional
+
+    def sdpa(q, k, v, gqa):
+        # q: (b, heads, s, d); k, v: (b, kv_heads, s, d). Flash kernel in bf16.
+        if gqa:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    class GptBlock(nn.Module):
+        def __init__(self, a):
+            super().__init__()
+            self.heads = a.heads
+            self.ln1 = nn.LayerNorm(a.hidden)
+            self.qkv = nn.Linear(a.hidden, 3 * a.hidden)
+            self.proj = nn.Linear(a.hidden, a.hidden)
+            self.ln2 = nn.LayerNorm(a.hidden)
+            self.fc = nn.Linear(a.hidden, a.ffn)
+            self.out = nn.Linear(a.ffn, a.hidden)
+
+        def forward(self, x):
+            b, s, h = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(h, dim=-1)
+            q, k, v = (t.view(b, s, self.heads, h // self.heads).transpose(1, 2) for t in (q, k, v))
+            y = sdpa(q, k, v, False).transpose(1, 2).reshape(b, s, h)
+            x = x + self.proj(y)
+            return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+    class Gpt(nn.Module):
+        """GPT-2: learned positions, LayerNorm, GeLU MLP, biases, head tied to the embedding."""
+
+        def __init__(self, a):
+            super().__init__()
+            self.wte = nn.Embedding(a.vocab, a.hidden)
+            self.wpe = nn.Embedding(a.max_positions, a.hidden)
+            self.blocks = nn.ModuleList(GptBlock(a) for _ in range(a.layers))
+            self.ln_f = nn.LayerNorm(a.hidden)
+
+        def forward(self, tokens):
+            pos = torch.arange(tokens.shape[1], device=tokens.device)
+            x = self.wte(tokens) + self.wpe(pos)
+            for blk in self.blocks:
+                x = blk(x)
+            return F.linear(self.ln_f(x), self.wte.weight)  # tied head
+
+    class RMSNorm(nn.Module):
+        def __init__(self, n, eps=1e-5):
+            super().__init__()
+            self.eps = eps
+            self.weight = nn.Parameter(torch.ones(n))
+
+        def forward(self, x):
+            xf = x.float()
+            xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)
+            return xf.to(x.dtype) * self.weight
+
+    def rotate(x, cos, sin):
+        x1, x2 = x.chunk(2, dim=-1)
+        return x * cos + torch.cat((-x2, x1), dim=-1) * sin
+
+    class LlamaBlock(nn.Module):
+        def __init__(self, a):
+            super().__init__()
+            self.heads, self.kv_heads, self.hd = a.heads, a.kv_heads, a.hidden // a.heads
+            self.norm1 = RMSNorm(a.hidden)
+            self.q = nn.Linear(a.hidden, a.heads * self.hd, bias=False)
+            self.k = nn.Linear(a.hidden, a.kv_heads * self.hd, bias=False)
+            self.v = nn.Linear(a.hidden, a.kv_heads * self.hd, bias=False)
+            self.o = nn.Linear(a.heads * self.hd, a.hidden, bias=False)
+            self.norm2 = RMSNorm(a.hidden)
+            self.gate = nn.Linear(a.hidden, a.ffn, bias=False)
+            self.up = nn.Linear(a.hidden, a.ffn, bias=False)
+            self.down = nn.Linear(a.ffn, a.hidden, bias=False)
+
+        def forward(self, x, cos, sin):
+            b, s, h = x.shape
+            y = self.norm1(x)
+            q = self.q(y).view(b, s, self.heads, self.hd).transpose(1, 2)
+            k = self.k(y).view(b, s, self.kv_heads, self.hd).transpose(1, 2)
+            v = self.v(y).view(b, s, self.kv_heads, self.hd).transpose(1, 2)
+            q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+            y = sdpa(q, k, v, self.kv_heads != self.heads).transpose(1, 2).reshape(b, s, h)
+            x = x + self.o(y)
+            y = self.norm2(x)
+            return x + self.down(F.silu(self.gate(y)) * self.up(y))
+
+    class Llama(nn.Module):
+        """Llama: RMSNorm, SwiGLU, GQA, rotary positions, untied head, no biases."""
+
+        def __init__(self, a):
+            super().__init__()
+            self.hd, self.theta = a.hidden // a.heads, a.rope_theta
+            self.embed = nn.Embedding(a.vocab, a.hidden)
+            self.blocks = nn.ModuleList(LlamaBlock(a) for _ in range(a.layers))
+            self.norm = RMSNorm(a.hidden)
+            self.head = nn.Linear(a.hidden, a.vocab, bias=False)
+            self._rope = {}  # (device, seq, dtype) -> (cos, sin); not a buffer, so ZeRO leaves it alone
+
+        def rope(self, s, device, dtype):
+            key = (device, s, dtype)
+            if key not in self._rope:
+                inv = 1.0 / (self.theta ** (torch.arange(0, self.hd, 2, device=device).float() / self.hd))
+                f = torch.outer(torch.arange(s, device=device).float(), inv)
+                f = torch.cat((f, f), dim=-1)
+                self._rope[key] = (f.cos().to(dtype), f.sin().to(dtype))
+            return self._rope[key]
+
+        def forward(self, tokens):
+            x = self.embed(tokens)
+            cos, sin = self.rope(tokens.shape[1], tokens.device, x.dtype)
+            for blk in self.blocks:
+                x = blk(x, cos, sin)
+            return self.head(self.norm(x))
+
+    return Gpt, Llama
+
+
+def make_loss_module(torch, net, loss_fp32):
+    F = torch.nn.functional
+
+    class WithLoss(torch.nn.Module):
+        """The module DeepSpeed drives returns the loss (cross-entropy on next tokens)."""
+
+        def __init__(self):
+            super().__init__()
+            self.net = net
+
+        def forward(self, batch):
+            logits = self.net(batch[:, :-1])
+            if loss_fp32:
+                logits = logits.float()
+            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
+
+    return WithLoss()
+
+
+def count_params(model):
+    seen, n = set(), 0
+    for p in model.parameters():
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        n += getattr(p, "ds_numel", p.numel())  # stage 3 partitions: numel() is the local shard
+    return n
+
+
+# ---------------------------------------------------------------- measurement
+
+def host_peak_rss_gib():
+    """Peak resident set of this process: VmHWM, else ru_maxrss (KiB on Linux)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 2**20
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+class Phases:
+    """Host wall time per phase, optional NVTX range and synchronize."""
+
+    def __init__(self, torch, nvtx, sync):
+        self.torch, self.nvtx, self.sync = torch, nvtx, sync
+        self.ms = {}
+
+    def run(self, name, label, fn):
+        if self.nvtx:
+            self.torch.cuda.nvtx.range_push(label)
+        t0 = time.perf_counter()
+        out = fn()
+        if self.sync:
+            self.torch.cuda.synchronize()
+        self.ms[name] = self.ms.get(name, 0.0) + (time.perf_counter() - t0) * 1e3
+        if self.nvtx:
+            self.torch.cuda.nvtx.range_pop()
+        return out
+
+
+def run_steps(torch, a, micro_fwd, micro_bwd, opt_step, step_every_micro):
+    """Time a.steps steps; returns (per-step ms, per-step phase dicts).
+
+    DeepSpeed wants engine.step() after every micro batch (it counts micro steps to find the
+    accumulation boundary and only updates there); plain PyTorch steps once per step."""
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(a.seed)
+    steps_ms, phases = [], []
+    for i in range(a.steps):
+        ph = Phases(torch, a.nvtx, a.phase_sync)
+        batches = [torch.randint(a.vocab, (a.micro_batch, a.seq + 1), device="cuda", generator=gen)
+                   for _ in range(a.gas)]
+        torch.cuda.synchronize()
+        if a.nvtx:
+            torch.cuda.nvtx.range_push(f"step {i}")
+        t0 = time.perf_counter()
+        for j, b in enumerate(batches):
+            loss = ph.run("fwd", "forward", lambda: micro_fwd(b))
+            ph.run("bwd", "backward", lambda: micro_bwd(loss))
+            if step_every_micro or j == a.gas - 1:
+                ph.run("step", "optimizer", opt_step)
+        torch.cuda.synchronize()
+        steps_ms.append((time.perf_counter() - t0) * 1e3)
+        if a.nvtx:
+            torch.cuda.nvtx.range_pop()
+        phases.append(ph.ms)
+        if not torch.isfinite(loss.detach().float()):
+            raise SystemExit(f"ds_step: loss is {loss.item()} at step {i}")
+        print(f"ds_step: step {i} {steps_ms[-1]:.1f} ms loss {loss.item():.3f}", file=sys.stderr)
+    return steps_ms, phases
+
+
+def setup_deepspeed(torch, a, build_net):
+    import deepspeed
+    cfg = load_ds_config(a.ds_config, a)
+    zero = cfg.get("zero_optimization", {}) or {}
+    stage = int(zero.get("stage", 0))
+    zero_init = stage == 3 and not a.no_zero_init
+    if zero_init:
+        # Stage 3's own way to build a model: parameters are partitioned as they are created.
+        with deepspeed.zero.Init(config_dict_or_path=cfg):
+            net = build_net()
+    else:
+        net = build_net()
+    model = make_loss_module(torch, net, a.loss_dtype == "fp32")
+    if stage == 3 and a.family == "gpt":
+        # The tied head reads wte.weight outside the wte module: tell stage 3 to gather it there.
+        deepspeed.zero.register_external_parameter(net, net.wte.weight)
+    engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=cfg)
+    info = {"deepspeed": deepspeed.__version__, "zero_stage": stage, "zero_init": zero_init}
+    return engine, model, info, (engine, engine.backward, engine.step, True)
+
+
+def setup_torch(torch, a, build_net):
+    model = make_loss_module(torch, build_net(), a.loss_dtype == "fp32").cuda()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, betas=(0.9, 0.95), weight_decay=0.1, fused=True)
+
+    def fwd(b):
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            return model(b) / a.gas
+
+    def step():
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    return model, model, {"deepspeed": None, "zero_stage": None, "zero_init": False}, (fwd, lambda l: l.backward(), step, False)
+
+
+def median_phase(phases, name):
+    return statistics.median(p.get(name, 0.0) for p in phases)
+
+
+def main(argv):
+    a = parse_args(argv)
+    single_process_env()
+    import torch
+    if not torch.cuda.is_available():
+        raise SystemExit("ds_step: no CUDA device visible to PyTorch")
+    torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+    torch.manual_seed(a.seed)
+    Gpt, Llama = build_model_classes(torch)
+    build_net = (lambda: Gpt(a)) if a.family == "gpt" else (lambda: Llama(a))
+    setup = setup_torch if a.no_deepspeed else setup_deepspeed
+    _, model, info, (fwd, bwd, step, every_micro) = setup(torch, a, build_net)
+    steps_ms, phases = run_steps(torch, a, fwd, bwd, step, every_micro)
+    timed, timed_ph = steps_ms[WARMUP_STEPS:], phases[WARMUP_STEPS:]
+    result = {
+        "harness": "ds_step", "format": 1,
+        "config": os.path.splitext(os.path.basename(a.ds_config))[0] if a.ds_config else "torch",
+        "ds_config": a.ds_config, "family": a.family, "layers": a.layers, "hidden": a.hidden,
+        "heads": a.heads, "kv_heads": a.kv_heads, "ffn": a.ffn, "vocab": a.vocab, "seq": a.seq,
+        "micro_batch": a.micro_batch, "gas": a.gas, "steps": a.steps, "warmup_steps": WARMUP_STEPS,
+        "loss_dtype": a.loss_dtype, "phase_sync": a.phase_sync,
+        "params": count_params(model),
+        "step_ms": statistics.median(timed),
+        "steps_ms": [round(t, 3) for t in steps_ms],
+        "fwd_ms": median_phase(timed_ph, "fwd"), "bwd_ms": median_phase(timed_ph, "bwd"),
+        "opt_ms": median_phase(timed_ph, "step"),
+        "gpu_peak_GiB": torch.cuda.max_memory_allocated() / 2**30,
+        "gpu_reserved_GiB": torch.cuda.max_memory_reserved() / 2**30,
+        "host_rss_GiB": host_peak_rss_gib(),
+        "versions": {"python": platform.python_version(), "torch": torch.__version__,
+                     "cuda": torch.version.cuda, "deepspeed": info["deepspeed"],
+                     "gpu": torch.cuda.get_device_name()},
+        "zero_stage": info["zero_stage"], "zero_init": info["zero_init"],
+        "host": socket.gethostname(), "cpus": os.cpu_count(),
+        "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    sys.stdout.flush()
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
