@@ -19,6 +19,7 @@ pinned-buffer creation). Per-phase times are host wall times of the engine calls
 each phase so the split is the device's, at the price of a little lost overlap).
 """
 import argparse
+import copy
 import json
 import os
 import platform
@@ -43,6 +44,7 @@ def parse_args(argv):
     p.add_argument("--seq", type=int, required=True)
     p.add_argument("--max-positions", type=int, default=0, help="gpt: learned positions; default = seq")
     p.add_argument("--rope-theta", type=float, default=10000.0)
+    p.add_argument("--tied-head", action="store_true", help="llama: the LM head shares the token embedding")
     p.add_argument("--micro-batch", type=int, required=True)
     p.add_argument("--gas", type=int, default=1, help="gradient accumulation steps per step")
     p.add_argument("--steps", type=int, default=8)
@@ -73,6 +75,8 @@ def parse_args(argv):
         problems.append(f"--hidden {a.hidden} is not a multiple of --heads {a.heads}")
     if a.kv_heads <= 0 or a.heads % a.kv_heads:
         problems.append(f"--heads {a.heads} is not a multiple of --kv-heads {a.kv_heads}")
+    if a.family == "gpt" and a.tied_head:
+        problems.append("--tied-head is for --family llama (gpt's head is always tied)")
     if a.family == "gpt" and a.kv_heads != a.heads:
         problems.append(f"--family gpt has no GQA: --kv-heads {a.kv_heads} != --heads {a.heads}")
     if a.seq > a.max_positions:
@@ -206,7 +210,7 @@ def build_model_classes(torch):
             return x + self.down(F.silu(self.gate(y)) * self.up(y))
 
     class Llama(nn.Module):
-        """Llama: RMSNorm, SwiGLU, GQA, rotary positions, untied head, no biases."""
+        """Llama: RMSNorm, SwiGLU, GQA, rotary positions, no biases, untied head unless --tied-head."""
 
         def __init__(self, a):
             super().__init__()
@@ -214,7 +218,7 @@ def build_model_classes(torch):
             self.embed = nn.Embedding(a.vocab, a.hidden)
             self.blocks = nn.ModuleList(LlamaBlock(a) for _ in range(a.layers))
             self.norm = RMSNorm(a.hidden)
-            self.head = nn.Linear(a.hidden, a.vocab, bias=False)
+            self.head = None if a.tied_head else nn.Linear(a.hidden, a.vocab, bias=False)
             self._rope = {}  # (device, seq, dtype) -> (cos, sin); not a buffer, so ZeRO leaves it alone
 
         def rope(self, s, device, dtype):
@@ -231,7 +235,8 @@ def build_model_classes(torch):
             cos, sin = self.rope(tokens.shape[1], tokens.device, x.dtype)
             for blk in self.blocks:
                 x = blk(x, cos, sin)
-            return self.head(self.norm(x))
+            x = self.norm(x)
+            return F.linear(x, self.embed.weight) if self.head is None else self.head(x)
 
     return Gpt, Llama
 
@@ -339,15 +344,17 @@ def setup_deepspeed(torch, a, build_net):
     zero_init = stage == 3 and not a.no_zero_init
     if zero_init:
         # Stage 3's own way to build a model: parameters are partitioned as they are created.
-        with deepspeed.zero.Init(config_dict_or_path=cfg):
+        with deepspeed.zero.Init(config_dict_or_path=copy.deepcopy(cfg)):
             net = build_net()
     else:
         net = build_net()
     model = make_loss_module(torch, net, a.loss_dtype == "fp32")
-    if stage == 3 and a.family == "gpt":
-        # The tied head reads wte.weight outside the wte module: tell stage 3 to gather it there.
-        deepspeed.zero.register_external_parameter(net, net.wte.weight)
-    engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=cfg)
+    tied = net.wte.weight if a.family == "gpt" else net.embed.weight if a.tied_head else None
+    if stage == 3 and tied is not None:
+        # The tied head reads the embedding weight outside its module: tell stage 3 to gather it there.
+        deepspeed.zero.register_external_parameter(net, tied)
+    engine, _, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(),
+                                               config=copy.deepcopy(cfg))
     info = {"deepspeed": deepspeed.__version__, "zero_stage": stage, "zero_init": zero_init}
     return engine, model, info, (engine, engine.backward, engine.step, True)
 
@@ -389,7 +396,7 @@ def main(argv):
         "harness": "ds_step", "format": 1,
         "config": os.path.splitext(os.path.basename(a.ds_config))[0] if a.ds_config else "torch",
         "ds_config": a.ds_config, "family": a.family, "layers": a.layers, "hidden": a.hidden,
-        "heads": a.heads, "kv_heads": a.kv_heads, "ffn": a.ffn, "vocab": a.vocab, "seq": a.seq,
+        "heads": a.heads, "kv_heads": a.kv_heads, "tied_head": a.family == "gpt" or a.tied_head, "ffn": a.ffn, "vocab": a.vocab, "seq": a.seq,
         "micro_batch": a.micro_batch, "gas": a.gas, "steps": a.steps, "warmup_steps": WARMUP_STEPS,
         "loss_dtype": a.loss_dtype, "phase_sync": a.phase_sync,
         "params": count_params(model),
@@ -407,8 +414,10 @@ def main(argv):
         "host": socket.gethostname(), "cpus": os.cpu_count(),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
     sys.stdout.flush()
-    print(json.dumps(result), flush=True)
+    print(json.dumps(result), flush=True)  # last line of stdout: what zbench validate reads
 
 
 if __name__ == "__main__":
