@@ -53,7 +53,8 @@ static void usage(FILE *f)
 		   "the predicted against measured speedup of each Twin-Flow ratio over plain offload\n"
 		   "(target within 5%%). --list prints the suite with estimated times and runs nothing.\n"
 		   "Defaults: suite full, 2 warm-up + 3 measured steps, budget 480 s (configurations\n"
-		   "whose estimate would exceed it are skipped). --strict: exit 1 when a target is missed.\n");
+		   "whose estimate would exceed it are skipped). --strict: exit 1 when a target is missed.\n"
+		   "zbench validate --deepspeed [...] measures real DeepSpeed instead (--deepspeed --help).\n");
 }
 
 typedef struct item {
@@ -94,6 +95,9 @@ int cmd_validate(int argc, char **argv)
 		{ "no-db", no_argument, NULL, 'N' },        { "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--deepspeed"))
+			return cmd_validate_deepspeed(argc, argv); /* real DeepSpeed instead of the executor */
 	const char *hw = NULL, *suite_name = "full", *db = ZB_STORE_DEFAULT_PATH;
 	int limit = 0, warmup = 2, steps = 3, budget = 480, list = 0, strict = 0, json = 0, no_db = 0, opt;
 	optind = 1;

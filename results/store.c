@@ -283,6 +283,30 @@ static const char SCHEMA_V3[] =
 	"  AND p.task_id = g.task_id"
 	" GROUP BY g.config_id, g.task_id;";
 
+/* Version 4: runs of another framework (DeepSpeed, plain PyTorch) measured by
+ * peers/ds_step.py or imported from a TSV of such runs, one row per configuration
+ * beside zbench's prediction of it (configs, predictions); written and read by
+ * results/peers.c (peers.h), which documents the columns. The peer_vs_predicted
+ * view puts measured and predicted side by side. */
+static const char SCHEMA_V4[] =
+	"CREATE TABLE peer_runs("
+	" config_id INTEGER PRIMARY KEY REFERENCES configs(id) ON DELETE CASCADE,"
+	" framework TEXT NOT NULL, name TEXT NOT NULL,"
+	" source TEXT NOT NULL CHECK(source IN ('harness', 'import')), origin TEXT, note TEXT,"
+	" step_ms REAL NOT NULL CHECK(step_ms > 0), steps_ms TEXT, warmup_steps INTEGER,"
+	" fwd_ms REAL, bwd_ms REAL, opt_ms REAL,"
+	" gpu_peak_gib REAL, gpu_reserved_gib REAL, host_rss_gib REAL, params INTEGER,"
+	" device TEXT, versions TEXT, measured_at TEXT, result_json TEXT);"
+	"CREATE VIEW peer_vs_predicted AS SELECT"
+	" c.run_id AS run_id, m.config_id AS config_id, m.framework AS framework, m.name AS name,"
+	" c.model AS model, c.micro_batch AS micro_batch, c.seq AS seq, c.gas AS gas,"
+	" m.step_ms AS measured_ms, p.step_time_s * 1e3 AS predicted_ms,"
+	" (p.step_time_s * 1e3 - m.step_ms) / m.step_ms AS error,"
+	" m.gpu_peak_gib AS gpu_measured_gib, p.gpu_bytes / 1073741824.0 AS gpu_predicted_gib,"
+	" m.host_rss_gib AS host_measured_gib, p.host_bytes / 1073741824.0 AS host_predicted_gib"
+	" FROM peer_runs m JOIN configs c ON c.id = m.config_id"
+	" LEFT JOIN predictions p ON p.config_id = m.config_id;";
+
 /* migrations[i]: version i -> i + 1. Append, never edit a shipped entry. */
 static const struct migration {
 	const char *what;
@@ -291,6 +315,7 @@ static const struct migration {
 	{ "create runs, configs, predictions, tasks, task_deps and events", SCHEMA_V1 },
 	{ "add steps, the event_pairs view and indexes", SCHEMA_V2 },
 	{ "add the Nsight-Systems-export trace tables and the trace_tasks view", SCHEMA_V3 },
+	{ "add peer_runs (measured runs of other frameworks) and the peer_vs_predicted view", SCHEMA_V4 },
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == ZB_SCHEMA_VERSION,
