@@ -347,10 +347,22 @@ static void print_json(const item *it, int n, const summary *s, int64_t run_id)
 	json_decref(root);
 }
 
+/* "12.3%", or "-" when there was nothing to average */
+static const char *pct(double x, char *buf, size_t n)
+{
+	if (isfinite(x))
+		snprintf(buf, n, "%.1f%%", 100 * x);
+	else
+		snprintf(buf, n, "-");
+	return buf;
+}
+
 static void print_summary(const summary *s, int n, int64_t run_id, const char *db)
 {
-	printf("\nstep time MAPE %.1f%% over %d configuration%s; GPU peak MAPE %.1f%%, host memory MAPE %.1f%%",
-	       100 * s->step, s->nstep, s->nstep == 1 ? "" : "s", 100 * s->gpu, 100 * s->host);
+	char a[16], b[16], c[16];
+	printf("\nstep time MAPE %s over %d configuration%s; GPU peak MAPE %s, host memory MAPE %s",
+	       pct(s->step, a, sizeof a), s->nstep, s->nstep == 1 ? "" : "s", pct(s->gpu, b, sizeof b),
+	       pct(s->host, c, sizeof c));
 	if (s->failed)
 		printf("; %d of %d FAILED", s->failed, n);
 	printf("\n");
