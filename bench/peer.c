@@ -267,6 +267,30 @@ static zb_status check_exit(const zb_peer_cmd *cmd, int status, int why, const c
 	return ZB_OK;
 }
 
+/* What the harness says it ran against what zbench predicted: a measurement of
+ * another shape or batch must not be stored as this configuration's. */
+static zb_status check_shape(zb_peer_run *r, const zb_config *c, zb_error *err)
+{
+	json_t *o = json_loads(r->result_json, 0, NULL);
+	const struct {
+		const char *key;
+		long long want;
+	} f[] = { { "layers", c->model.layers }, { "hidden", c->model.hidden }, { "heads", c->model.heads },
+		  { "kv_heads", c->model.kv_heads }, { "ffn", c->model.ffn }, { "vocab", c->model.vocab },
+		  { "seq", c->policy.seq }, { "micro_batch", c->policy.micro_batch }, { "gas", c->policy.gas } };
+	zb_status st = ZB_OK;
+	for (size_t i = 0; i < sizeof f / sizeof *f && !st; i++) {
+		json_t *v = json_object_get(o, f[i].key);
+		if (json_is_integer(v) && json_integer_value(v) != f[i].want)
+			st = zb_fail(err, ZB_E_INPUT, "the harness ran %s %lld, the configuration has %lld", f[i].key,
+				     (long long)json_integer_value(v), f[i].want);
+	}
+	json_decref(o);
+	if (st)
+		zb_peer_run_clear(r);
+	return st;
+}
+
 zb_status zb_peer_run_harness(const zb_peer_cmd *cmd, const zb_config *c, volatile const int *stop,
 			      zb_peer_run *r, zb_error *err)
 {
@@ -294,6 +318,8 @@ zb_status zb_peer_run_harness(const zb_peer_cmd *cmd, const zb_config *c, volati
 			st = zb_fail(err, ZB_E_INPUT, "cannot read the harness's output '%s': %s", log, strerror(errno));
 		if (!st)
 			st = zb_peer_parse_output(out, r, err);
+		if (!st)
+			st = check_shape(r, c, err);
 		free(out);
 	}
 	if (!cmd->log_path)

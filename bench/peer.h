@@ -40,8 +40,8 @@ void zb_peer_argv_free(char **argv);
 
 /* Run the harness and read its result into r (zb_peer_run_init'ed here). Errors
  * (ZB_E_INPUT, one line): the interpreter cannot be run, the process exits non-zero
- * (with its last line of output), is killed by a signal or the timeout, or prints
- * no result line or a malformed one. stop (may be NULL): polled; when it becomes
+ * (with its last line of output), is killed by a signal or the timeout, prints
+ * no result line or a malformed one, or one of another shape or batch than c. stop (may be NULL): polled; when it becomes
  * non-zero the process is terminated and ZB_E_INTERRUPTED returned. */
 zb_status zb_peer_run_harness(const zb_peer_cmd *cmd, const zb_config *c, volatile const int *stop,
 			      zb_peer_run *r, zb_error *err);

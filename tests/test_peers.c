@@ -404,6 +404,16 @@ static void test_cli_failures_go_on(void **state)
 	free(r.err);
 }
 
+static void test_cli_other_shape(void **state)
+{
+	/* the stand-in always reports the gpt-2.5b shape at seq 2048, micro-batch 4 */
+	result r = run("", "--python " FAKE " --configs s2-off --model gpt-2.5b --seq 1024 --micro-batch 4 --no-db");
+	assert_int_equal(r.rc, 1);
+	assert_contains(r.err, "zbench: s2-off: the harness ran seq 2048, the configuration has 1024\n");
+	free(r.out);
+	free(r.err);
+}
+
 static void test_cli_python_missing(void **state)
 {
 	result r = run("", "--python /nonexistent/python3 --configs s2-off,s3-off " SHAPE " --no-db");
@@ -487,7 +497,8 @@ int main(void)
 		cmocka_unit_test(test_parse_fixture),    cmocka_unit_test(test_parse_errors),
 		cmocka_unit_test(test_tsv_import),       cmocka_unit_test(test_tsv_errors),
 		cmocka_unit_test(test_store_round_trip), cmocka_unit_test(test_argv),
-		cmocka_unit_test(test_cli_failures_go_on), cmocka_unit_test(test_cli_python_missing),
+		cmocka_unit_test(test_cli_failures_go_on), cmocka_unit_test(test_cli_other_shape),
+		cmocka_unit_test(test_cli_python_missing),
 		cmocka_unit_test(test_cli_timeout),      cmocka_unit_test(test_cli_import),
 		cmocka_unit_test(test_cli_bad_input),
 	};
