@@ -180,6 +180,8 @@ def build_model_classes(torch):
             return xf.to(x.dtype) * self.weight
 
     def rotate(x, cos, sin):
+        # in x's dtype: under autocast (--no-deepspeed) q and k are bf16 while the tables are fp32
+        cos, sin = cos.to(x.dtype), sin.to(x.dtype)
         x1, x2 = x.chunk(2, dim=-1)
         return x * cos + torch.cat((-x2, x1), dim=-1) * sin
 
