@@ -10,8 +10,8 @@
  * environment.
  *
  * NVTX: the program's NVTX calls reach CUPTI only when NVTX_INJECTION64_PATH names
- * libcupti; zbench trace sets it, and this library sets it too (when unset) for a
- * program that makes its first NVTX call after cuInit.
+ * libcupti (NVTX reads it at its first call); zbench trace sets it, and this
+ * library sets it again to the libcupti the process actually loaded (route_nvtx).
  *
  * A failure to start is written to <pid>.err in the spool directory (one line) and
  * the program runs on untraced. A fork()ed child does not write its parent's
@@ -77,14 +77,15 @@ static void at_exit(void)
 	/* T stays allocated: CUPTI threads may still hold the sink until the process ends */
 }
 
-/* NVTX_INJECTION64_PATH = the libcupti this library uses, unless already set. */
+/* NVTX_INJECTION64_PATH = the libcupti this process really uses. zbench trace sets
+ * it to the one zbench loaded; a program that loaded another copy first (PyTorch
+ * from its pip package, same soname) hands our DT_NEEDED that copy, and NVTX must
+ * load the same one, or its ranges go to a second, unsubscribed CUPTI. */
 static void route_nvtx(void)
 {
-	if (getenv("NVTX_INJECTION64_PATH"))
-		return;
 	Dl_info info;
 	if (dladdr((void *)cuptiSubscribe, &info) && info.dli_fname && info.dli_fname[0] == '/')
-		setenv("NVTX_INJECTION64_PATH", info.dli_fname, 0);
+		setenv("NVTX_INJECTION64_PATH", info.dli_fname, 1);
 }
 
 __attribute__((visibility("default"))) int InitializeInjection(void)
