@@ -71,6 +71,27 @@ CMOCKA_SO := $(shell ls /usr/lib/*/libcmocka.so.0 2>/dev/null | head -n 1)
 .PHONY: all test test-gpu bench clean cuda-note
 all: cuda-note $(ZBENCH)
 
+# The injection library of `zbench trace` (inject/inject.c): the CUPTI collector
+# built position-independent, only InitializeInjection exported.
+ifneq ($(NVCC),)
+INJECT     := $(BUILD)/libzbench_inject.so
+INJECT_SRC := inject/inject.c profiler/trace.c profiler/cupti_cuda.c profiler/spool.c common/error.c
+INJECT_OBJ := $(patsubst %.c,$(BUILD)/pic/%.o,$(INJECT_SRC))
+
+$(BUILD)/pic/%.o: %.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC-PIC  $<")
+	$(Q)$(CC) $(CFLAGS) -fPIC -fvisibility=hidden -c $< -o $@
+
+$(INJECT): $(INJECT_OBJ)
+	@$(if $(Q),echo "  LD-SO   $@")
+	$(Q)$(CC) -shared -o $@ $^ $(foreach d,$(CUDA_LIBDIRS),-L$(d) -Wl,-rpath,$(d)) \
+		-lcupti -lcudart -lstdc++ -ldl -pthread -Wl,--no-undefined
+else
+INJECT :=
+endif
+all: $(INJECT)
+
 cuda-note:
 ifeq ($(NVCC),)
 	@echo "note: nvcc not found: building the simulator-only zbench (GPU commands say 'built without CUDA')"
@@ -106,10 +127,10 @@ $(BUILD)/tests/%: tests/%.c tests/harness.h $(LIB) $(BUILD)/lib/libcmocka.so.0
 	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LIB) -L$(BUILD)/lib -l:libcmocka.so.0 \
 		-Wl,-rpath,'$$ORIGIN/../lib' -Wl,-rpath,'$$ORIGIN/../../lib' $(LDLIBS)
 
-test: $(ZBENCH) $(TEST_BIN) $(GPU_TEST_BIN)
+test: $(ZBENCH) $(INJECT) $(TEST_BIN) $(GPU_TEST_BIN)
 	$(Q)ZBENCH=$(ZBENCH) tests/run.sh $(TEST_BIN) $(GPU_TEST_BIN) $(if $(NVCC),,tests/gpu)
 
-test-gpu: $(ZBENCH) $(GPU_TEST_BIN)
+test-gpu: $(ZBENCH) $(INJECT) $(GPU_TEST_BIN)
 ifeq ($(NVCC),)
 	@echo "test-gpu: built without CUDA (nvcc not found)"; exit 2
 else

@@ -20,6 +20,9 @@ int cmd_validate_deepspeed(int argc, char **argv); /* validate --deepspeed (cmd_
 int cmd_baseline(int argc, char **argv);
 int cmd_regress(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_trace(int argc, char **argv);
+int cmd_analyze(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 
 /* Print "zbench: <msg>" for a failed status and return its exit code. */
 struct zb_error;

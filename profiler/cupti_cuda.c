@@ -46,6 +46,7 @@ static const CUpti_ActivityKind kinds[] = {
 	CUPTI_ACTIVITY_KIND_MEMSET,
 	CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   /* from here on optional: a CUPTI that */
 	CUPTI_ACTIVITY_KIND_OVERHEAD,          /* refuses them traces without them */
+	CUPTI_ACTIVITY_KIND_MARKER,            /* NVTX (only with NVTX_INJECTION64_PATH) */
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 #define NREQUIRED 6
@@ -243,6 +244,28 @@ void zb_trace_add_cupti_record(zb_trace *t, const void *record)
 			r.thread = o->objectId.pt.threadId;
 		}
 		zb_trace_add_overhead(t, &r);
+		return;
+	}
+	case CUPTI_ACTIVITY_KIND_MARKER: {
+		const CUpti_ActivityMarker2 *m = record;
+		uint32_t pid = 0, tid = 0;
+		if (m->objectKind == CUPTI_ACTIVITY_OBJECT_THREAD || m->objectKind == CUPTI_ACTIVITY_OBJECT_PROCESS) {
+			pid = m->objectId.pt.processId;
+			tid = m->objectId.pt.threadId;
+		}
+		if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_END) {
+			(void)zb_trace_nvtx_end(t, m->id, ts(t, m->timestamp), tid);
+			return;
+		}
+		zb_tr_nvtx r = { .start = ts(t, m->timestamp), .end = ts(t, m->timestamp), .process = pid, .thread = tid,
+				 .text = zb_trace_intern(t, m->name), .domain = zb_trace_intern(t, m->domain), .id = m->id,
+				 .event_type = ZB_NVTX_PUSHPOP };
+		if (m->flags & CUPTI_ACTIVITY_FLAG_MARKER_START) {
+			zb_trace_nvtx_begin(t, &r);
+		} else {
+			r.event_type = ZB_NVTX_MARK;
+			zb_trace_add_nvtx(t, &r);
+		}
 		return;
 	}
 	case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
@@ -475,7 +498,9 @@ static void gpu_info(zb_tr_gpu *g)
 	(void)cudaGetLastError();
 }
 
-zb_status zb_trace_stop(zb_trace *t, zb_error *err)
+/* use_runtime: the session is zbench's own (a device synchronize first, GPU info
+ * after); 0 in a foreign process (zb_trace_stop_foreign). */
+static zb_status stop_session(zb_trace *t, zb_error *err, int use_runtime)
 {
 	if (!t)
 		return ZB_OK;
@@ -487,7 +512,7 @@ zb_status zb_trace_stop(zb_trace *t, zb_error *err)
 	zb_status st = ZB_OK;
 	atomic_store(&G.active, 0);
 	/* records of work still running would arrive without an end */
-	if (cudaDeviceSynchronize() != cudaSuccess)
+	if (use_runtime && cudaDeviceSynchronize() != cudaSuccess)
 		(void)cudaGetLastError();
 	t->stopped_ns = zb_now_ns();
 	CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
@@ -522,11 +547,15 @@ zb_status zb_trace_stop(zb_trace *t, zb_error *err)
 	t->buffer_failures = atomic_load(&G.buffer_failures);
 	/* a full buffer that arrived after the sink was cleared is records lost */
 	t->parse_errors += atomic_load(&G.lost_buffers);
-	gpu_info(&t->gpu);
+	if (use_runtime)
+		gpu_info(&t->gpu);
 	G.owner = NULL;
 	pthread_mutex_unlock(&G.mu);
 	return st;
 }
+
+zb_status zb_trace_stop(zb_trace *t, zb_error *err) { return stop_session(t, err, 1); }
+zb_status zb_trace_stop_foreign(zb_trace *t, zb_error *err) { return stop_session(t, err, 0); }
 
 int zb_trace_active(void) { return atomic_load_explicit(&G.active, memory_order_relaxed); }
 

@@ -31,6 +31,8 @@ void zb_trace_free(zb_trace *t)
 	free(t->syncs);
 	free(t->overheads);
 	free(t->extcorrs);
+	free(t->nvtxs);
+	free(t->nvtx_open);
 	for (size_t i = 0; i < t->nstrings; i++)
 		free(t->strings[i]);
 	free(t->strings);
@@ -63,6 +65,32 @@ void zb_trace_add_overhead(zb_trace *t, const zb_tr_overhead *r)
 void zb_trace_add_extcorr(zb_trace *t, const zb_tr_extcorr *r)
 {
 	VEC_PUSH(t->extcorrs, t->nextcorrs, t->cap_extcorrs, r);
+}
+
+void zb_trace_add_nvtx(zb_trace *t, const zb_tr_nvtx *r) { VEC_PUSH(t->nvtxs, t->nnvtxs, t->cap_nvtxs, r); }
+
+void zb_trace_nvtx_begin(zb_trace *t, const zb_tr_nvtx *r)
+{
+	VEC_PUSH(t->nvtx_open, t->nnvtx_open, t->cap_nvtx_open, r);
+}
+
+int zb_trace_nvtx_end(zb_trace *t, uint32_t id, int64_t end, uint32_t thread)
+{
+	/* from the back: push/pop ranges close in LIFO order, so the match is near it */
+	for (size_t i = t->nnvtx_open; i-- > 0;) {
+		if (t->nvtx_open[i].id != id)
+			continue;
+		zb_tr_nvtx r = t->nvtx_open[i];
+		r.end = end < r.start ? r.start : end;
+		if (r.event_type != ZB_NVTX_MARK)
+			r.event_type = thread == r.thread ? ZB_NVTX_PUSHPOP : ZB_NVTX_STARTEND;
+		memmove(&t->nvtx_open[i], &t->nvtx_open[i + 1], (t->nnvtx_open - i - 1) * sizeof r);
+		t->nnvtx_open--;
+		zb_trace_add_nvtx(t, &r);
+		return 1;
+	}
+	t->nvtx_unmatched++;
+	return 0;
 }
 
 void zb_trace_add_stream(zb_trace *t, const zb_tr_stream *s)

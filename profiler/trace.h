@@ -122,6 +122,23 @@ typedef struct zb_tr_overhead {
 	uint32_t correlation;
 } zb_tr_overhead;
 
+/* An NVTX range or mark of the traced program (CUPTI_ACTIVITY_KIND_MARKER: the
+ * program's NVTX calls reach CUPTI when NVTX_INJECTION64_PATH names libcupti). A
+ * range's start and end records are paired by their marker id; a mark has
+ * end == start. */
+typedef struct zb_tr_nvtx {
+	int64_t start, end;
+	uint32_t process, thread;        /* of the start (push) record */
+	uint32_t text, domain;           /* string ids ("" for the default domain) */
+	uint32_t id;                     /* CUPTI's marker id */
+	uint8_t event_type;              /* nsys ENUM_NSYS_EVENT_TYPE: 34 mark, 59 push/pop, 60 start/end */
+} zb_tr_nvtx;
+
+/* nsys NVTX event types */
+#define ZB_NVTX_MARK 34
+#define ZB_NVTX_PUSHPOP 59
+#define ZB_NVTX_STARTEND 60
+
 typedef struct zb_tr_extcorr {
 	uint32_t correlation;
 	uint32_t kind;
@@ -154,6 +171,8 @@ typedef struct zb_trace {
 	ZB_TRACE_VEC(zb_tr_sync, syncs);
 	ZB_TRACE_VEC(zb_tr_overhead, overheads);
 	ZB_TRACE_VEC(zb_tr_extcorr, extcorrs);
+	ZB_TRACE_VEC(zb_tr_nvtx, nvtxs);     /* closed ranges and marks */
+	ZB_TRACE_VEC(zb_tr_nvtx, nvtx_open); /* ranges whose end has not arrived yet */
 	zb_tr_stream streams[16];
 	int nstreams;
 	zb_tr_gpu gpu;
@@ -173,7 +192,8 @@ typedef struct zb_trace {
 	uint64_t dropped;                /* records CUPTI dropped (cuptiActivityGetNumDroppedRecords) */
 	uint64_t launches;               /* kernel launch calls counted by the callback */
 	uint64_t buffers, buffer_failures, parse_errors, unknown_records, untimed_records;
-	uint32_t kinds_refused;          /* optional activity kinds (sync, overhead) CUPTI refused */
+	uint32_t kinds_refused;          /* optional activity kinds (sync, overhead, marker) CUPTI refused */
+	uint64_t nvtx_unmatched;         /* NVTX range ends without a start */
 	uint64_t mapped_tag, mapped_time, unmapped; /* GPU records by how they found their task */
 	int64_t started_ns, stopped_ns;
 
@@ -198,6 +218,12 @@ void zb_trace_add_sync(zb_trace *t, const zb_tr_sync *r);
 void zb_trace_add_overhead(zb_trace *t, const zb_tr_overhead *r);
 void zb_trace_add_extcorr(zb_trace *t, const zb_tr_extcorr *r);
 void zb_trace_add_stream(zb_trace *t, const zb_tr_stream *s);
+void zb_trace_add_nvtx(zb_trace *t, const zb_tr_nvtx *r);
+/* The two halves of an NVTX range: begin keeps r open (r->end ignored); end closes
+ * the open range with that id (returns 0 when none is open: counted in
+ * nvtx_unmatched). A range still open at stop stays out of nvtxs. */
+void zb_trace_nvtx_begin(zb_trace *t, const zb_tr_nvtx *r);
+int zb_trace_nvtx_end(zb_trace *t, uint32_t id, int64_t end, uint32_t thread);
 
 /* Intern a string (NULL -> ""), returning its id; zb_trace_string reverses it. */
 uint32_t zb_trace_intern(zb_trace *t, const char *s);
@@ -238,6 +264,10 @@ zb_status zb_trace_start(zb_trace *t, zb_error *err);
  * inactive trace is fine. */
 zb_status zb_trace_stop(zb_trace *t, zb_error *err);
 int zb_trace_active(void);
+/* zb_trace_stop for a process zbench did not write (the injection library,
+ * inject/inject.c): no CUDA runtime calls (no device synchronize, no GPU info),
+ * since the program's runtime may be gone at exit or never have been used. */
+zb_status zb_trace_stop_foreign(zb_trace *t, zb_error *err);
 
 /* Tag the calling thread's CUDA calls with a task until the matching pop (no-ops
  * when no session is active). */

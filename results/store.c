@@ -307,6 +307,25 @@ static const char SCHEMA_V4[] =
 	" FROM peer_runs m JOIN configs c ON c.id = m.config_id"
 	" LEFT JOIN predictions p ON p.config_id = m.config_id;";
 
+/* Version 5: traces of programs zbench did not write (zbench trace, zbench import):
+ * the CPU time of each thread of the traced process tree per sampling interval
+ * (profiler/procsample.h; start/end in ns from the run's time zero, globalTid as in
+ * the nsys tables), and the per-step analysis of a trace (zbench analyze). */
+static const char SCHEMA_V5[] =
+	"CREATE TABLE ZB_THREAD_CPU(start INTEGER NOT NULL, end INTEGER NOT NULL,"
+	" globalTid INTEGER NOT NULL, cpuNs INTEGER NOT NULL, zbConfigId INTEGER);"
+	"CREATE INDEX zb_thread_cpu_config ON ZB_THREAD_CPU(zbConfigId, start);"
+	"CREATE TABLE trace_steps("
+	" config_id INTEGER NOT NULL REFERENCES configs(id) ON DELETE CASCADE,"
+	" step INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"
+	" compute_s REAL, h2d_s REAL, d2h_s REAL, h2d_bytes REAL, d2h_bytes REAL,"
+	" compute_only_s REAL, copy_only_s REAL, overlap_s REAL, idle_s REAL,"
+	" idle_cpu_s REAL, cpu_opt_s REAL, cpu_core_s REAL, kernels INTEGER, copies INTEGER,"
+	" found_by TEXT, PRIMARY KEY(config_id, step)) WITHOUT ROWID;"
+	"CREATE TRIGGER zb_thread_cpu_cascade AFTER DELETE ON configs BEGIN"
+	" DELETE FROM ZB_THREAD_CPU WHERE zbConfigId = old.id;"
+	" END;";
+
 /* migrations[i]: version i -> i + 1. Append, never edit a shipped entry. */
 static const struct migration {
 	const char *what;
@@ -316,6 +335,7 @@ static const struct migration {
 	{ "add steps, the event_pairs view and indexes", SCHEMA_V2 },
 	{ "add the Nsight-Systems-export trace tables and the trace_tasks view", SCHEMA_V3 },
 	{ "add peer_runs (measured runs of other frameworks) and the peer_vs_predicted view", SCHEMA_V4 },
+	{ "add ZB_THREAD_CPU and trace_steps for traces of other programs", SCHEMA_V5 },
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == ZB_SCHEMA_VERSION,

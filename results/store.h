@@ -27,8 +27,9 @@
 /* 1: runs, configs, predictions, tasks, task_deps, events; 2: steps, indexes,
  * the event_pairs view; 3: the trace tables of the Nsight Systems export
  * (StringIds, CUPTI_ACTIVITY_KIND_*, NVTX_EVENTS, ...) and the trace_tasks view;
- * 4: peer_runs and the peer_vs_predicted view (results/peers.h). */
-#define ZB_SCHEMA_VERSION 4
+ * 4: peer_runs and the peer_vs_predicted view (results/peers.h);
+ * 5: ZB_THREAD_CPU and trace_steps (traces of other programs, results/foreign.h). */
+#define ZB_SCHEMA_VERSION 5
 
 /* An open database. It belongs to one thread at a time (the connection is opened
  * without SQLite's mutex); other threads or processes open their own. */

@@ -410,6 +410,26 @@ static int nvtx_row(writer *w, sqlite3_stmt *q, int p, size_t i, const void *ctx
 	return rc;
 }
 
+/* NVTX ranges and marks of a traced program (trace.h zb_tr_nvtx), text inline as
+ * nsys writes unregistered strings. */
+#define PNVTX_COLS "start, end, eventType, text, globalTid, endGlobalTid, zbConfigId, zbKind"
+
+static int program_nvtx_row(writer *w, sqlite3_stmt *q, int p, size_t i, const void *ctx)
+{
+	const zb_tr_nvtx *n = &w->t->nvtxs[i];
+	int64_t gpid = n->process ? (int64_t)n->process << 24 : w->gpid;
+	int rc = sqlite3_bind_int64(q, p, n->start - w->origin);
+	rc |= n->event_type == ZB_NVTX_MARK ? sqlite3_bind_null(q, p + 1) : sqlite3_bind_int64(q, p + 1, n->end - w->origin);
+	rc |= sqlite3_bind_int(q, p + 2, n->event_type);
+	rc |= sqlite3_bind_text(q, p + 3, zb_trace_string(w->t, n->text), -1, SQLITE_STATIC);
+	rc |= sqlite3_bind_int64(q, p + 4, gpid | (n->thread & 0xFFFFFF));
+	rc |= sqlite3_bind_null(q, p + 5);
+	rc |= sqlite3_bind_int64(q, p + 6, w->config_id);
+	rc |= sqlite3_bind_text(q, p + 7, "program", -1, SQLITE_STATIC);
+	(void)ctx;
+	return rc;
+}
+
 /* ---- small tables ---------------------------------------------------------------- */
 
 static zb_status one_row(writer *w, const char *sql, const char *doing, sqlite3_stmt **q)
@@ -469,6 +489,8 @@ static zb_status write_small(writer *w, const zb_spans *spans, string_stmts *ss)
 	META_I("ZB_UNKNOWN_RECORDS", t->unknown_records);
 	META_I("ZB_UNTIMED_RECORDS", t->untimed_records);
 	META_I("ZB_KINDS_REFUSED", t->kinds_refused);
+	if (t->nnvtxs || t->nvtx_unmatched)
+		META_I("ZB_NVTX_UNMATCHED", t->nvtx_unmatched);
 	META_I("ZB_SESSION_START_NS", t->started_ns ? t->started_ns - w->origin : 0);
 	META_I("ZB_SESSION_STOP_NS", t->stopped_ns ? t->stopped_ns - w->origin : 0);
 #undef META_I
@@ -589,6 +611,8 @@ zb_status zb_store_add_trace(zb_store *s, int64_t config_id, const zb_graph *g, 
 		st = bulk(&w, "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", SYNC_COLS, 12, t->nsyncs, sync_row, NULL);
 	if (!st)
 		st = bulk(&w, "CUPTI_ACTIVITY_KIND_OVERHEAD", OVERHEAD_COLS, 7, t->noverheads, overhead_row, NULL);
+	if (!st)
+		st = bulk(&w, "NVTX_EVENTS", PNVTX_COLS, 8, t->nnvtxs, program_nvtx_row, NULL);
 	if (!st && spans && zb_spans_total(spans) > 0) {
 		span_rows rows = { zb_xmalloc(zb_spans_total(spans) * sizeof(span_ref)), 0 };
 		for (int i = 0; i < zb_spans_nthreads(spans); i++) {

@@ -1,0 +1,233 @@
+/*
+ * procsample.c - the /proc sampler of procsample.h.
+ */
+#include "profiler/procsample.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/error.h"
+
+zb_proc_sampler *zb_proc_sampler_create(pid_t root)
+{
+	zb_proc_sampler *s = zb_xcalloc(1, sizeof *s);
+	s->root = root;
+	return s;
+}
+
+void zb_proc_sampler_free(zb_proc_sampler *s)
+{
+	if (!s)
+		return;
+	free(s->samples);
+	free(s->threads);
+	free(s->pids);
+	free(s);
+}
+
+/* The text after the comm field's closing parenthesis (the last ')' of the line). */
+static const char *after_comm(const char *stat)
+{
+	const char *p = strrchr(stat, ')');
+	return p ? p + 1 : NULL;
+}
+
+int zb_proc_parse_ppid(const char *stat, pid_t *ppid)
+{
+	const char *p = after_comm(stat);
+	char state;
+	int pp;
+	if (!p || sscanf(p, " %c %d", &state, &pp) != 2)
+		return 0;
+	*ppid = (pid_t)pp;
+	return 1;
+}
+
+int zb_proc_parse_schedstat(const char *line, int64_t *ns)
+{
+	long long v;
+	if (sscanf(line, "%lld", &v) != 1 || v < 0)
+		return 0;
+	*ns = v;
+	return 1;
+}
+
+int zb_proc_parse_stat_ticks(const char *stat, int64_t *ticks)
+{
+	/* fields after comm: state(3) ppid pgrp session tty_nr tpgid flags minflt
+	 * cminflt majflt cmajflt utime(14) stime(15) */
+	const char *p = after_comm(stat);
+	long long ut, st;
+	if (!p || sscanf(p, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lld %lld", &ut, &st) != 2)
+		return 0;
+	*ticks = ut + st;
+	return 1;
+}
+
+static int read_small(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t got = fread(buf, 1, n - 1, f);
+	fclose(f);
+	buf[got] = 0;
+	return got > 0;
+}
+
+static void add_pid(zb_proc_sampler *s, pid_t p)
+{
+	if (s->npids == s->cap_pids) {
+		s->cap_pids = s->cap_pids ? 2 * s->cap_pids : 16;
+		s->pids = zb_xrealloc(s->pids, s->cap_pids * sizeof *s->pids);
+	}
+	s->pids[s->npids++] = p;
+}
+
+/* The root and its descendants: every process's parent from /proc, then the
+ * closure from the root (a few passes; trees are shallow). */
+static void rescan_tree(zb_proc_sampler *s)
+{
+	DIR *d = opendir("/proc");
+	s->npids = 0;
+	add_pid(s, s->root);
+	if (!d)
+		return;
+	pid_t *all = NULL, *par = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+	char path[64], buf[512];
+	while ((e = readdir(d))) {
+		char *end;
+		long p = strtol(e->d_name, &end, 10);
+		if (*end || p <= 0 || p == s->root)
+			continue;
+		snprintf(path, sizeof path, "/proc/%ld/stat", p);
+		pid_t pp;
+		if (!read_small(path, buf, sizeof buf) || !zb_proc_parse_ppid(buf, &pp))
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 512;
+			all = zb_xrealloc(all, cap * sizeof *all);
+			par = zb_xrealloc(par, cap * sizeof *par);
+		}
+		all[n] = (pid_t)p, par[n++] = pp;
+	}
+	closedir(d);
+	for (int changed = 1; changed;) {
+		changed = 0;
+		for (size_t i = 0; i < n; i++) {
+			if (!all[i])
+				continue;
+			for (size_t j = 0; j < s->npids; j++)
+				if (par[i] == s->pids[j]) {
+					add_pid(s, all[i]);
+					all[i] = 0; /* taken */
+					changed = 1;
+					break;
+				}
+		}
+	}
+	free(all);
+	free(par);
+}
+
+static zb_cpu_thread *thread_of(zb_proc_sampler *s, uint32_t pid, uint32_t tid, int *fresh)
+{
+	/* from the back: a tick visits threads in the order they were first seen */
+	for (size_t i = s->nthreads; i-- > 0;)
+		if (s->threads[i].tid == tid && s->threads[i].pid == pid) {
+			*fresh = 0;
+			return &s->threads[i];
+		}
+	if (s->nthreads == s->cap_threads) {
+		s->cap_threads = s->cap_threads ? 2 * s->cap_threads : 64;
+		s->threads = zb_xrealloc(s->threads, s->cap_threads * sizeof *s->threads);
+	}
+	zb_cpu_thread *t = &s->threads[s->nthreads++];
+	memset(t, 0, sizeof *t);
+	t->pid = pid, t->tid = tid;
+	*fresh = 1;
+	return t;
+}
+
+/* CPU ns of one thread; 0 when it is gone. */
+static int thread_cpu(zb_proc_sampler *s, uint32_t pid, uint32_t tid, int64_t *ns)
+{
+	char path[96], buf[512];
+	if (!s->use_ticks) {
+		snprintf(path, sizeof path, "/proc/%u/task/%u/schedstat", pid, tid);
+		if (read_small(path, buf, sizeof buf) && zb_proc_parse_schedstat(buf, ns))
+			return 1;
+		if (access("/proc/self/schedstat", R_OK) == 0)
+			return 0; /* the thread is gone */
+		s->use_ticks = 1;
+	}
+	snprintf(path, sizeof path, "/proc/%u/task/%u/stat", pid, tid);
+	int64_t ticks;
+	if (!read_small(path, buf, sizeof buf) || !zb_proc_parse_stat_ticks(buf, &ticks))
+		return 0;
+	long hz = sysconf(_SC_CLK_TCK);
+	*ns = ticks * (1000000000 / (hz > 0 ? hz : 100));
+	return 1;
+}
+
+static void add_sample(zb_proc_sampler *s, const zb_cpu_sample *x)
+{
+	if (s->nsamples == s->cap_samples) {
+		s->cap_samples = s->cap_samples ? 2 * s->cap_samples : 4096;
+		s->samples = zb_xrealloc(s->samples, s->cap_samples * sizeof *s->samples);
+	}
+	s->samples[s->nsamples++] = *x;
+}
+
+static void sample_pid(zb_proc_sampler *s, pid_t pid, int64_t now)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		char *end;
+		long tid = strtol(e->d_name, &end, 10);
+		if (*end || tid <= 0)
+			continue;
+		int64_t ns;
+		if (!thread_cpu(s, (uint32_t)pid, (uint32_t)tid, &ns)) {
+			s->read_failures++;
+			continue;
+		}
+		int fresh;
+		zb_cpu_thread *t = thread_of(s, (uint32_t)pid, (uint32_t)tid, &fresh);
+		if (fresh) {
+			char cpath[96];
+			snprintf(cpath, sizeof cpath, "/proc/%d/task/%ld/comm", (int)pid, tid);
+			if (read_small(cpath, t->name, sizeof t->name))
+				t->name[strcspn(t->name, "\n")] = 0;
+		} else if (ns > t->last_cpu_ns && now > t->last_ns) {
+			zb_cpu_sample x = { .start = t->last_ns, .end = now, .cpu_ns = ns - t->last_cpu_ns,
+					    .pid = (uint32_t)pid, .tid = (uint32_t)tid };
+			if (x.cpu_ns > x.end - x.start)
+				x.cpu_ns = x.end - x.start; /* clock granularity: one thread, one core */
+			t->total_cpu_ns += x.cpu_ns;
+			add_sample(s, &x);
+		}
+		t->last_cpu_ns = ns;
+		t->last_ns = now;
+	}
+	closedir(d);
+}
+
+void zb_proc_sampler_tick(zb_proc_sampler *s, int64_t now_ns, int rescan)
+{
+	if (rescan || s->npids == 0)
+		rescan_tree(s);
+	for (size_t i = 0; i < s->npids; i++)
+		sample_pid(s, s->pids[i], now_ns);
+	s->ticks++;
+}

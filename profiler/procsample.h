@@ -1,0 +1,68 @@
+/*
+ * procsample.h - CPU time of a process tree, per thread, sampled from /proc.
+ *
+ * `zbench trace` runs a program it did not write; its CPU optimizer (DeepSpeed's
+ * CPU Adam, PyTorch's fused CPU AdamW) shows up in no CUDA record. So the tracing
+ * parent reads, at a fixed rate, the CPU time each thread of the traced process
+ * tree has used (/proc/PID/task/TID/schedstat: nanoseconds on a CPU, user and
+ * system; /proc/PID/task/TID/stat's utime + stime in clock ticks where schedstat
+ * is missing) and keeps one sample per thread and interval in which it ran:
+ * [start, end) on the CLOCK_MONOTONIC clock of the CUPTI records, and the CPU
+ * nanoseconds used in it (at most end - start for one thread).
+ *
+ * The tree: the root process and every process whose parent chain reaches it,
+ * found again every `rescan` ticks by reading /proc/PID/stat of every process.
+ */
+#ifndef ZB_PROCSAMPLE_H
+#define ZB_PROCSAMPLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct zb_cpu_sample {
+	int64_t start, end;  /* ns, CLOCK_MONOTONIC */
+	int64_t cpu_ns;      /* CPU time the thread used in [start, end) */
+	uint32_t pid, tid;
+} zb_cpu_sample;
+
+typedef struct zb_cpu_thread {
+	uint32_t pid, tid;
+	char name[32];       /* /proc/PID/task/TID/comm at first sight */
+	int64_t last_cpu_ns, last_ns, total_cpu_ns;
+} zb_cpu_thread;
+
+typedef struct zb_proc_sampler {
+	pid_t root;
+	zb_cpu_sample *samples;
+	size_t nsamples, cap_samples;
+	zb_cpu_thread *threads;
+	size_t nthreads, cap_threads;
+	pid_t *pids;         /* the tree as last found */
+	size_t npids, cap_pids;
+	uint64_t ticks, read_failures;
+	int use_ticks;       /* schedstat missing: stat's clock ticks */
+} zb_proc_sampler;
+
+zb_proc_sampler *zb_proc_sampler_create(pid_t root);
+void zb_proc_sampler_free(zb_proc_sampler *s);
+/* One sample of every thread of the tree at now_ns; rescan: find the tree's
+ * processes first. Threads gone since the last tick are simply not seen. */
+void zb_proc_sampler_tick(zb_proc_sampler *s, int64_t now_ns, int rescan);
+
+/* Parsers, exposed for tests: the parent pid of a /proc/PID/stat line (the comm
+ * field may hold spaces and parentheses); the run time of a schedstat line; the
+ * utime + stime ticks of a stat line. Return 0 when the text does not parse. */
+int zb_proc_parse_ppid(const char *stat, pid_t *ppid);
+int zb_proc_parse_schedstat(const char *line, int64_t *ns);
+int zb_proc_parse_stat_ticks(const char *stat, int64_t *ticks);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

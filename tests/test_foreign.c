@@ -1,0 +1,737 @@
+/*
+ * test_foreign.c - tracing programs zbench did not write, without a GPU:
+ *   - NVTX marker records (synthetic CUpti_ActivityMarker2) through the collector's
+ *     record parser, the path the injection library's buffers take;
+ *   - spool files: a trace written and read back field for field; foreign and
+ *     truncated files refused;
+ *   - step detection: the period of token sequences (warm-up, a step of repeated
+ *     layers, noise), NVTX step ranges (digits ignored), the pattern fallback;
+ *   - the analysis arithmetic: compute only + copy only + overlap + idle = step for
+ *     random traces; the CPU optimizer from /proc samples of worker threads;
+ *   - import of tests/data/nsys-small.sql (built into an .sqlite here) and its
+ *     analysis to the figures the fixture states; non-exports refused;
+ *   - a trace with program NVTX ranges and CPU samples stored and read back;
+ *   - the /proc parsers and the sampler on this process;
+ *   - zbench trace: the exit code passes through, SIGINT reaches the program and
+ *     the run is kept, bad invocations exit 2 (needs build/libzbench_inject.so).
+ */
+#include "tests/harness.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef ZB_HAVE_CUDA
+#include <cupti.h>
+#endif
+
+#include "profiler/analyze.h"
+#include "profiler/procsample.h"
+#include "profiler/spool.h"
+#include "profiler/trace.h"
+#include "results/foreign.h"
+#include "results/store.h"
+
+static char tmpdir[128];
+
+#define OK(call)                                                                 \
+	do {                                                                     \
+		zb_error err_ = { 0 };                                           \
+		zb_status s_ = (call);                                           \
+		if (s_ != ZB_OK)                                                 \
+			fail_msg("%s: %s (line %d)", #call, err_.msg, __LINE__); \
+	} while (0)
+
+static const char *tmp(const char *name)
+{
+	static char buf[4][256];
+	static int next;
+	char *b = buf[next++ % 4];
+	snprintf(b, sizeof buf[0], "%s/%s", tmpdir, name);
+	return b;
+}
+
+/* ---- NVTX records through the parser ------------------------------------------- */
+
+#ifdef ZB_HAVE_CUDA
+static void marker(zb_trace *t, uint32_t flags, uint64_t ts, uint32_t id, uint32_t tid, const char *name)
+{
+	CUpti_ActivityMarker2 m;
+	memset(&m, 0, sizeof m);
+	m.kind = CUPTI_ACTIVITY_KIND_MARKER;
+	m.flags = (CUpti_ActivityFlag)flags;
+	m.timestamp = ts;
+	m.id = id;
+	m.objectKind = CUPTI_ACTIVITY_OBJECT_THREAD;
+	m.objectId.pt.processId = 4242;
+	m.objectId.pt.threadId = tid;
+	m.name = name;
+	m.domain = NULL;
+	zb_trace_add_cupti_record(t, &m);
+}
+#endif
+
+static void test_marker_records(void **state)
+{
+	(void)state;
+#ifndef ZB_HAVE_CUDA
+	skip();
+#else
+	zb_trace *t = zb_trace_create();
+	t->clock_offset_ns = 100;
+	marker(t, CUPTI_ACTIVITY_FLAG_MARKER_START, 1100, 1, 7, "train_step 0");
+	marker(t, CUPTI_ACTIVITY_FLAG_MARKER_START, 1200, 2, 7, "forward");        /* nested push */
+	marker(t, CUPTI_ACTIVITY_FLAG_MARKER_INSTANTANEOUS, 1300, 3, 7, "mark!");
+	marker(t, CUPTI_ACTIVITY_FLAG_MARKER_END, 1400, 2, 7, NULL);
+	marker(t, CUPTI_ACTIVITY_FLAG_MARKER_START, 1500, 4, 7, "async");
+	marker(t, CUPTI_ACTIVITY_FLAG_MARKER_END, 1600, 4, 9, NULL);              /* ended on another thread */
+	marker(t, CUPTI_ACTIVITY_FLAG_MARKER_END, 2100, 1, 7, NULL);
+	marker(t, CUPTI_ACTIVITY_FLAG_MARKER_END, 2200, 99, 7, NULL);             /* never started */
+	marker(t, CUPTI_ACTIVITY_FLAG_MARKER_START, 2300, 5, 7, "left open");
+	assert_int_equal(t->nnvtxs, 4);
+	assert_int_equal(t->nnvtx_open, 1);
+	assert_int_equal(t->nvtx_unmatched, 1);
+	const zb_tr_nvtx *mark = &t->nvtxs[0], *fwd = &t->nvtxs[1], *async = &t->nvtxs[2], *step = &t->nvtxs[3];
+	assert_string_equal(zb_trace_string(t, mark->text), "mark!");
+	assert_int_equal(mark->event_type, ZB_NVTX_MARK);
+	assert_int_equal(mark->start, 1200);
+	assert_int_equal(mark->end, 1200);
+	assert_string_equal(zb_trace_string(t, fwd->text), "forward");
+	assert_int_equal(fwd->start, 1100);
+	assert_int_equal(fwd->end, 1300);
+	assert_int_equal(fwd->event_type, ZB_NVTX_PUSHPOP);
+	assert_int_equal(async->event_type, ZB_NVTX_STARTEND);
+	assert_string_equal(zb_trace_string(t, step->text), "train_step 0");
+	assert_int_equal(step->start, 1000);
+	assert_int_equal(step->end, 2000);
+	assert_int_equal(step->process, 4242);
+	assert_int_equal(step->thread, 7);
+	zb_trace_free(t);
+#endif
+}
+
+/* ---- spool files --------------------------------------------------------------- */
+
+static void test_spool_roundtrip(void **state)
+{
+	(void)state;
+	zb_trace *t = zb_trace_create();
+	zb_trace_fill_synthetic(t, 300, 1000000);
+	zb_tr_nvtx n = { .start = 5, .end = 50, .process = t->pid, .thread = 3, .text = zb_trace_intern(t, "step 1"),
+			 .id = 1, .event_type = ZB_NVTX_PUSHPOP };
+	zb_trace_add_nvtx(t, &n);
+	t->dropped = 3, t->launches = 150, t->clock_method = "timestamp-callback", t->started_ns = 77;
+	t->nvtx_unmatched = 2;
+	zb_trace_nvtx_begin(t, &n); /* left open: counts as unmatched in the file */
+	const char *path = tmp("1.zbt");
+	OK(zb_spool_write(t, path, &err_));
+	zb_trace *r;
+	OK(zb_spool_read(path, &r, &err_));
+	assert_int_equal(r->nkernels, t->nkernels);
+	assert_int_equal(r->nmemcpys, t->nmemcpys);
+	assert_int_equal(r->nmemsets, t->nmemsets);
+	assert_int_equal(r->napis, t->napis);
+	assert_int_equal(r->nsyncs, t->nsyncs);
+	assert_int_equal(r->nnvtxs, 1);
+	assert_int_equal(r->nstrings, t->nstrings);
+	assert_memory_equal(r->kernels, t->kernels, t->nkernels * sizeof *t->kernels);
+	assert_memory_equal(r->memcpys, t->memcpys, t->nmemcpys * sizeof *t->memcpys);
+	assert_memory_equal(r->apis, t->apis, t->napis * sizeof *t->apis);
+	for (size_t i = 0; i < t->nstrings; i++)
+		assert_string_equal(zb_trace_string(r, (uint32_t)i), zb_trace_string(t, (uint32_t)i));
+	assert_string_equal(zb_trace_string(r, r->nvtxs[0].text), "step 1");
+	assert_int_equal(r->dropped, 3);
+	assert_int_equal(r->launches, 150);
+	assert_int_equal(r->pid, t->pid);
+	assert_int_equal(r->nvtx_unmatched, 3);
+	assert_int_equal(r->started_ns, 77);
+	assert_string_equal(r->clock_method, "timestamp-callback");
+	assert_int_equal(access(tmp("1.zbt.tmp"), F_OK), -1); /* renamed into place */
+	zb_trace_free(r);
+
+	/* truncated: every prefix shorter than the file is refused */
+	size_t len;
+	char *bytes = zb_test_slurp(path, &len);
+	for (size_t cut = 0; cut < len; cut += len / 7 + 1) {
+		FILE *f = fopen(tmp("cut.zbt"), "wb");
+		fwrite(bytes, 1, cut, f);
+		fclose(f);
+		zb_error err = { 0 };
+		assert_int_equal(zb_spool_read(tmp("cut.zbt"), &r, &err), ZB_E_INPUT);
+		assert_null(r);
+		assert_contains(err.msg, "cut.zbt");
+	}
+	free(bytes);
+	FILE *f = fopen(tmp("other.zbt"), "wb");
+	fputs("SQLite format 3\n and more bytes than a header needs ................................", f);
+	fclose(f);
+	zb_error err = { 0 };
+	assert_int_equal(zb_spool_read(tmp("other.zbt"), &r, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "not a zbench spool file");
+	assert_int_equal(zb_spool_read(tmp("missing.zbt"), &r, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "missing.zbt");
+	zb_trace_free(t);
+}
+
+/* ---- step detection -------------------------------------------------------------- */
+
+static uint64_t rng = 88172645463325252ull;
+static uint32_t next_rand(void)
+{
+	rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+	return (uint32_t)(rng >> 16);
+}
+
+/* A training step of a model of `layers` identical layers: embedding, the layers'
+ * forward kernels, the loss, their backward kernels, the optimizer. */
+static size_t step_tokens(int32_t *out, int layers)
+{
+	size_t n = 0;
+	out[n++] = 100; /* embedding */
+	for (int l = 0; l < layers; l++)
+		out[n++] = 1, out[n++] = 2, out[n++] = 3;
+	out[n++] = 101; /* loss */
+	for (int l = 0; l < layers; l++)
+		out[n++] = 4, out[n++] = 5, out[n++] = 6;
+	out[n++] = 102; /* optimizer */
+	return n;
+}
+
+static void test_sequence_period(void **state)
+{
+	(void)state;
+	int32_t seq[4096];
+	double match;
+	/* a warm-up, then a plain repeat of 5 */
+	size_t n = 0;
+	seq[n++] = 900, seq[n++] = 901, seq[n++] = 902;
+	for (int k = 0; k < 20; k++)
+		for (int j = 0; j < 5; j++)
+			seq[n++] = 10 + j;
+	assert_int_equal(zb_sequence_period(seq, n, &match), 5);
+	assert_true(match > 0.95);
+	/* 24 layers: the layer repeat (3 kernels) must not win over the step */
+	n = 0;
+	for (int k = 0; k < 8; k++)
+		n += step_tokens(seq + n, 24); /* 1 + 72 + 1 + 72 + 1 = 147 a step */
+	assert_int_equal(zb_sequence_period(seq, n, &match), 147);
+	assert_true(match > 0.99);
+	/* noise: one kernel of each step replaced at random */
+	for (int k = 1; k < 8; k++)
+		seq[k * 147 + next_rand() % 147] = 7000 + k;
+	assert_int_equal(zb_sequence_period(seq, n, &match), 147);
+	/* no repeat at all */
+	for (size_t i = 0; i < 500; i++)
+		seq[i] = (int32_t)i;
+	assert_int_equal(zb_sequence_period(seq, 500, &match), 0);
+	assert_int_equal(zb_sequence_period(seq, 3, &match), 0);
+	char norm[64];
+	zb_nvtx_normalize("train_step 12 of 300", norm, sizeof norm);
+	assert_string_equal(norm, "train_step # of #");
+}
+
+/* ---- analysis -------------------------------------------------------------------- */
+
+typedef struct builder {
+	zb_trace_input in;
+	size_t cap_ops, cap_r, cap_c, cap_n;
+} builder;
+
+static void op(builder *b, int64_t s, int64_t e, int kind, int64_t bytes, int32_t name)
+{
+	if (b->in.nops == b->cap_ops)
+		b->cap_ops = b->cap_ops ? 2 * b->cap_ops : 64, b->in.ops = realloc(b->in.ops, b->cap_ops * sizeof *b->in.ops);
+	b->in.ops[b->in.nops++] = (zb_gpu_op){ s, e, bytes, name, (uint8_t)kind, 0 };
+}
+
+static int32_t name(builder *b, const char *s)
+{
+	if (b->in.nnames == b->cap_n)
+		b->cap_n = b->cap_n ? 2 * b->cap_n : 16, b->in.names = realloc(b->in.names, b->cap_n * sizeof(char *));
+	b->in.names[b->in.nnames] = strdup(s);
+	return (int32_t)b->in.nnames++;
+}
+
+static void range(builder *b, int64_t s, int64_t e, int32_t nm)
+{
+	if (b->in.nranges == b->cap_r)
+		b->cap_r = b->cap_r ? 2 * b->cap_r : 16, b->in.ranges = realloc(b->in.ranges, b->cap_r * sizeof *b->in.ranges);
+	b->in.ranges[b->in.nranges++] = (zb_range){ s, e, nm, 1 };
+}
+
+static void slice(builder *b, int64_t s, int64_t e, int64_t cpu, uint32_t pid, uint32_t tid)
+{
+	if (b->in.ncpu == b->cap_c)
+		b->cap_c = b->cap_c ? 2 * b->cap_c : 64, b->in.cpu = realloc(b->in.cpu, b->cap_c * sizeof *b->in.cpu);
+	b->in.cpu[b->in.ncpu++] = (zb_cpu_slice){ s, e, cpu, pid, tid };
+}
+
+static void builder_free(builder *b)
+{
+	for (size_t i = 0; i < b->in.nnames; i++)
+		free(b->in.names[i]);
+	free(b->in.names);
+	free(b->in.ops);
+	free(b->in.ranges);
+	free(b->in.cpu);
+}
+
+/* random overlapping kernels and copies: the parts of every step add up to it */
+static void test_parts_add_up(void **state)
+{
+	(void)state;
+	for (int round = 0; round < 20; round++) {
+		builder b = { 0 };
+		int32_t st = name(&b, "step #"), k = name(&b, "k");
+		int64_t t = 0;
+		int steps = 3 + round % 4;
+		double bytes_in = 0;
+		for (int s = 0; s < steps; s++) {
+			int64_t len = 1000000 + next_rand() % 1000000;
+			range(&b, t, t + len - next_rand() % 1000, st);
+			for (int i = 0; i < 40; i++) {
+				int64_t a = t + next_rand() % len, d = 1 + next_rand() % (len / 5);
+				int kind = next_rand() % ZB_GOP_KIND_COUNT;
+				int64_t by = kind == ZB_GOP_H2D ? 1000 + next_rand() % 1000 : 0;
+				if (s < steps - 1 || a + d < t + len)
+					bytes_in += (double)by;
+				op(&b, a, a + d, kind, by, k);
+			}
+			t += len;
+		}
+		zb_analysis a;
+		zb_analyze_options o = { 0 };
+		OK(zb_analyze(&b.in, &o, &a, &err_));
+		assert_string_equal(a.method, "nvtx");
+		double bytes = 0;
+		for (size_t i = 0; i < a.nsteps; i++) {
+			const zb_step_stats *x = &a.steps[i];
+			assert_close(x->compute_only_s + x->copy_only_s + x->overlap_s + x->idle_s, x->step_s, 1e-12);
+			assert_true(x->compute_s <= x->step_s + 1e-12 && x->copy_s <= x->step_s + 1e-12);
+			assert_true(x->h2d_s <= x->copy_s + 1e-12 && x->idle_s >= -1e-12);
+			assert_close(x->compute_s, x->compute_only_s + x->overlap_s, 1e-9);
+			bytes += x->h2d_bytes;
+		}
+		(void)bytes_in;
+		assert_true(bytes > 0);
+		zb_analysis_free(&a);
+		builder_free(&b);
+	}
+}
+
+/* Figures by hand: step 10 ms; kernel [1, 5] and [6, 7]; H2D [0, 2] 40 MB; D2H
+ * [4.5, 6.5] 20 MB; CPU Adam on 4 worker threads in [7, 9.5]; the main thread
+ * always busy. compute 5, h2d 2, d2h 2, overlap [1, 2] + [4.5, 5] + [6, 6.5] = 2,
+ * busy [0, 7], idle 3, of which [7, 9.5] = 2.5 while the optimizer runs. */
+static void test_step_by_hand(void **state)
+{
+	(void)state;
+	builder b = { 0 };
+	int32_t k = name(&b, "gemm");
+	const int64_t ms = 1000000;
+	for (int s = 0; s < 4; s++) {
+		int64_t B = s * 10 * ms;
+		op(&b, B + 0, B + 2 * ms, ZB_GOP_H2D, 40000000, -1);
+		op(&b, B + 1 * ms, B + 5 * ms, ZB_GOP_KERNEL, 0, k);
+		op(&b, B + 9 * ms / 2, B + 13 * ms / 2, ZB_GOP_D2H, 20000000, -1);
+		op(&b, B + 6 * ms, B + 7 * ms, ZB_GOP_KERNEL, 0, k);
+		for (int64_t x = 0; x < 10; x++) /* 1 ms samples */
+			slice(&b, B + x * ms, B + (x + 1) * ms, ms, 50, 50);
+		for (uint32_t th = 51; th <= 54; th++) {
+			slice(&b, B + 7 * ms, B + 19 * ms / 2, 5 * ms / 2, 50, th);
+			slice(&b, B + 19 * ms / 2, B + 10 * ms, ms / 10, 50, th); /* a trickle: below 2 cores */
+		}
+	}
+	zb_analysis a;
+	zb_analyze_options o = { 0 };
+	OK(zb_analyze(&b.in, &o, &a, &err_));
+	assert_string_equal(a.method, "pattern");
+	assert_int_equal(a.period, 4);
+	assert_int_equal(a.nsteps, 3);
+	const zb_step_stats *m = &a.median;
+	assert_close(m->step_s, 0.010, 1e-9);
+	assert_close(m->compute_s, 0.005, 1e-9);
+	assert_close(m->h2d_s, 0.002, 1e-9);
+	assert_close(m->d2h_s, 0.002, 1e-9);
+	assert_close(m->overlap_s, 0.002, 1e-9);
+	assert_close(m->idle_s, 0.003, 1e-9);
+	assert_close(m->cpu_opt_s, 0.0025, 1e-9);
+	assert_close(m->idle_cpu_s, 0.0025, 1e-9);
+	assert_close(m->h2d_bytes, 40e6, 1e-12);
+	assert_close(m->cpu_core_s, 0.010 + 4 * 0.0026, 1e-9);
+	zb_analysis_free(&a);
+	/* a higher threshold than the workers reach: no optimizer time */
+	o.cpu_threshold = 5;
+	OK(zb_analyze(&b.in, &o, &a, &err_));
+	assert_close(a.median.cpu_opt_s, 0, 1e-12);
+	zb_analysis_free(&a);
+	/* a step range that does not exist is an error naming it */
+	o.step_range = "no such range";
+	zb_error err = { 0 };
+	assert_int_equal(zb_analyze(&b.in, &o, &a, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "no such range");
+	builder_free(&b);
+	builder e = { 0 };
+	assert_int_equal(zb_analyze(&e.in, &o, &a, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "no GPU operation");
+}
+
+/* ---- import of the nsys fixture --------------------------------------------------- */
+
+static const char *fixture_sqlite(void)
+{
+	const char *out = tmp("nsys-small.sqlite");
+	if (access(out, F_OK) == 0)
+		return out;
+	const char *d = getenv("ZB_TEST_DATA");
+	char path[512];
+	snprintf(path, sizeof path, "%s/nsys-small.sql", d && *d ? d : "tests/data");
+	char *sql = zb_test_slurp(path, NULL);
+	assert_true(strlen(sql) > 1000);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(out, &db), SQLITE_OK);
+	char *msg = NULL;
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("fixture SQL: %s", msg);
+	sqlite3_close(db);
+	free(sql);
+	return out;
+}
+
+static int64_t count(zb_store *s, const char *sql)
+{
+	sqlite3_stmt *q;
+	assert_int_equal(sqlite3_prepare_v2(zb_store_db(s), sql, -1, &q, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	int64_t v = sqlite3_column_int64(q, 0);
+	sqlite3_finalize(q);
+	return v;
+}
+
+static void test_import_fixture(void **state)
+{
+	(void)state;
+	const char *file = fixture_sqlite();
+	zb_store *s;
+	OK(zb_store_open(&s, tmp("import.db"), 1000, &err_));
+	zb_run_info info = { .kind = "import", .command = "test", .version = "t" };
+	int64_t run, cfg;
+	OK(zb_store_import_nsys(s, file, &info, &run, &cfg, &err_));
+	assert_int_equal(count(s, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"), 13);
+	assert_int_equal(count(s, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY"), 8);
+	assert_int_equal(count(s, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET"), 4);
+	assert_int_equal(count(s, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME"), 25);
+	assert_int_equal(count(s, "SELECT count(*) FROM NVTX_EVENTS"), 8);
+	/* strings renumbered: names arrive intact */
+	assert_int_equal(count(s, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k JOIN StringIds s ON s.id = k.shortName"
+				  " WHERE s.value = 'sgemm_128x128_nn'"), 8);
+	assert_int_equal(count(s, "SELECT count(*) FROM NVTX_EVENTS n JOIN StringIds s ON s.id = n.textId"
+				  " WHERE s.value = 'cpu_adam'"), 4);
+	assert_int_equal(count(s, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId"
+				  " WHERE s.value = 'cudaMemcpyAsync_v3020'"), 8);
+	int64_t found;
+	OK(zb_store_trace_config(s, run, &found, &err_));
+	assert_int_equal(found, cfg);
+
+	zb_trace_input in;
+	OK(zb_store_load_trace_input(s, cfg, &in, &err_));
+	assert_int_equal(in.nops, 25);
+	assert_int_equal(in.nranges, 8);
+	zb_analysis a;
+	zb_analyze_options o = { 0 };
+	OK(zb_analyze(&in, &o, &a, &err_));
+	assert_string_equal(a.method, "nvtx");
+	assert_int_equal(a.nsteps, 4); /* the ranges fill 95 % of their periods: the last is a step */
+	const zb_step_stats *m = &a.median;
+	assert_close(m->step_s, 0.010, 1e-9);
+	assert_close(m->compute_s, 0.0061, 1e-9);
+	assert_close(m->h2d_s, 0.001, 1e-9);
+	assert_close(m->d2h_s, 0.002, 1e-9);
+	assert_close(m->overlap_s, 0.001, 1e-9);
+	assert_close(m->idle_s, 0.0019, 1e-9);
+	assert_close(m->idle_cpu_s, 0.0013, 1e-9);
+	assert_close(m->h2d_bytes / m->h2d_s, 50e9, 1e-9);
+	assert_close(m->pageable_bytes, 20e6, 1e-12);
+	assert_close(a.steps[3].step_s, 0.0095, 1e-9);
+	OK(zb_store_add_trace_steps(s, cfg, &a, &err_));
+	assert_int_equal(count(s, "SELECT count(*) FROM trace_steps"), 4);
+	zb_analysis_free(&a);
+	o.no_nvtx = 1; /* the same steps from the pattern, cut at the H2D copy */
+	OK(zb_analyze(&in, &o, &a, &err_));
+	assert_string_equal(a.method, "pattern");
+	assert_int_equal(a.period, 6);
+	assert_int_equal(a.nsteps, 3);
+	assert_close(a.median.idle_s, 0.0019, 1e-9);
+	zb_analysis_free(&a);
+	zb_trace_input_free(&in);
+
+	/* not an export; not a database; missing: refused, nothing written */
+	int64_t runs = count(s, "SELECT count(*) FROM runs");
+	zb_error err = { 0 };
+	sqlite3 *other;
+	assert_int_equal(sqlite3_open(tmp("other.sqlite"), &other), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(other, "CREATE TABLE t(x); INSERT INTO t VALUES(1);", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(other);
+	assert_int_equal(zb_store_import_nsys(s, tmp("other.sqlite"), &info, &run, &cfg, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "not an Nsight Systems SQLite export");
+	FILE *f = fopen(tmp("text.sqlite"), "w");
+	fputs("just text, long enough to not be an empty database file ......................................", f);
+	fclose(f);
+	assert_int_equal(zb_store_import_nsys(s, tmp("text.sqlite"), &info, &run, &cfg, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "text.sqlite");
+	assert_int_equal(zb_store_import_nsys(s, tmp("none.sqlite"), &info, &run, &cfg, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "none.sqlite");
+	assert_int_equal(access(tmp("none.sqlite"), F_OK), -1);
+	assert_int_equal(count(s, "SELECT count(*) FROM runs"), runs);
+	zb_store_close(s);
+}
+
+/* ---- a traced program's records stored and read back --------------------------------- */
+
+static void test_store_foreign(void **state)
+{
+	(void)state;
+	zb_store *s;
+	OK(zb_store_open(&s, tmp("foreign.db"), 1000, &err_));
+	zb_run_info info = { .kind = "trace", .command = "test", .version = "t" };
+	int64_t run, cfg;
+	OK(zb_store_add_run(s, &info, &run, &err_));
+	OK(zb_store_add_foreign_config(s, run, "python3 train.py", "{\"foreign\":\"trace\"}", &cfg, &err_));
+	zb_trace *t = zb_trace_create();
+	t->pid = 777;
+	zb_trace_fill_synthetic(t, 64, 5000000);
+	zb_tr_nvtx n = { .start = 5000000, .end = 5300000, .process = 777, .thread = 778,
+			 .text = zb_trace_intern(t, "train_step"), .event_type = ZB_NVTX_PUSHPOP };
+	zb_trace_add_nvtx(t, &n);
+	n.start = 5300000, n.end = 5600000;
+	zb_trace_add_nvtx(t, &n);
+	n.event_type = ZB_NVTX_MARK;
+	zb_trace_add_nvtx(t, &n);
+	OK(zb_store_add_trace(s, cfg, NULL, t, NULL, 1000000, &err_));
+	zb_proc_sampler ps = { 0 };
+	zb_cpu_sample cs[2] = { { 1000000, 2000000, 900000, 777, 778 }, { 1000000, 2000000, 100, 777, 779 } };
+	zb_cpu_thread th[2] = { { 777, 778, "python3", 0, 0, 0 }, { 777, 779, "adam_worker", 0, 0, 0 } };
+	ps.samples = cs, ps.nsamples = 2, ps.threads = th, ps.nthreads = 2;
+	OK(zb_store_add_cpu_samples(s, cfg, &ps, 1000000, &err_));
+	assert_int_equal(count(s, "SELECT count(*) FROM NVTX_EVENTS WHERE zbKind = 'program' AND eventType = 59"), 2);
+	assert_int_equal(count(s, "SELECT count(*) FROM NVTX_EVENTS WHERE eventType = 34 AND end IS NULL"), 1);
+	assert_int_equal(count(s, "SELECT min(start) FROM NVTX_EVENTS"), 4000000);
+	assert_int_equal(count(s, "SELECT globalTid FROM NVTX_EVENTS LIMIT 1"), (777LL << 24) | 778);
+	assert_int_equal(count(s, "SELECT count(*) FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId"
+				  " WHERE s.value = 'adam_worker'"), 1);
+	assert_int_equal(count(s, "SELECT sum(cpuNs) FROM ZB_THREAD_CPU"), 900100);
+	assert_int_equal(count(s, "SELECT min(start) FROM ZB_THREAD_CPU"), 0);
+	zb_trace_input in;
+	OK(zb_store_load_trace_input(s, cfg, &in, &err_));
+	assert_int_equal(in.nops, t->nkernels + t->nmemcpys + t->nmemsets);
+	assert_int_equal(in.nranges, 2); /* ranges only, not the mark */
+	assert_int_equal(in.ncpu, 2);
+	assert_int_equal(in.cpu[1].pid, 777);
+	assert_int_equal(in.cpu[1].tid, 779);
+	zb_trace_input_free(&in);
+	int64_t found;
+	OK(zb_store_trace_config(s, 0, &found, &err_));
+	assert_int_equal(found, cfg);
+	zb_error err = { 0 };
+	assert_int_equal(zb_store_trace_config(s, run + 5, &found, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "has no trace");
+	zb_trace_free(t);
+	zb_store_close(s);
+}
+
+/* ---- /proc ------------------------------------------------------------------------- */
+
+static volatile int spin_stop;
+static void *spin(void *p)
+{
+	(void)p;
+	while (!spin_stop)
+		;
+	return NULL;
+}
+
+static void test_procsample(void **state)
+{
+	(void)state;
+	pid_t pp;
+	int64_t v;
+	assert_true(zb_proc_parse_ppid("1234 (odd) name (x)) S 77 1234 1234 0 -1 4194560 100 0 0 0 5 6 0 0", &pp));
+	assert_int_equal(pp, 77);
+	assert_true(zb_proc_parse_stat_ticks("1234 (a b) R 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0", &v));
+	assert_int_equal(v, 300);
+	assert_false(zb_proc_parse_ppid("garbage", &pp));
+	assert_true(zb_proc_parse_schedstat("123456789 555 12\n", &v));
+	assert_int_equal(v, 123456789);
+	assert_false(zb_proc_parse_schedstat("x", &v));
+
+	zb_proc_sampler *s = zb_proc_sampler_create(getpid());
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	zb_proc_sampler_tick(s, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, 1);
+	pthread_t th;
+	spin_stop = 0;
+	pthread_create(&th, NULL, spin, NULL);
+	usleep(20000);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	zb_proc_sampler_tick(s, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, 0); /* first sight of the spinner */
+	usleep(100000);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	zb_proc_sampler_tick(s, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, 0);
+	spin_stop = 1;
+	pthread_join(th, NULL);
+	int64_t best = 0;
+	for (size_t i = 0; i < s->nsamples; i++) {
+		const zb_cpu_sample *x = &s->samples[i];
+		assert_true(x->cpu_ns <= x->end - x->start);
+		assert_int_equal(x->pid, getpid());
+		if (x->cpu_ns > best)
+			best = x->cpu_ns;
+	}
+	/* the spinner ran ~100 ms between the last two ticks (a loaded CI machine: 20) */
+	print_message("spinner: %.1f ms of CPU in ~100 ms, %zu threads seen\n", best / 1e6, s->nthreads);
+	assert_true(best > 20000000);
+	assert_true(s->nthreads >= 2);
+	zb_proc_sampler_free(s);
+}
+
+/* ---- zbench trace ----------------------------------------------------------------- */
+
+static const char *zbench_bin(void)
+{
+	const char *z = getenv("ZBENCH");
+	return z && *z ? z : "build/zbench";
+}
+
+/* whether the injection library is beside the binary (a build with nvcc) */
+static int have_inject(void)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s", zbench_bin());
+	char *slash = strrchr(path, '/');
+	snprintf(slash ? slash + 1 : path, sizeof path - (size_t)(slash ? slash + 1 - path : 0), "libzbench_inject.so");
+	return access(path, R_OK) == 0;
+}
+
+static int sh(const char *cmd)
+{
+	print_message("$ %s\n", cmd);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_trace_cli(void **state)
+{
+	(void)state;
+	char cmd[1024];
+	char db[256];
+	snprintf(db, sizeof db, "%s", tmp("trace.db"));
+	snprintf(cmd, sizeof cmd, "%s trace --db %s 2>/dev/null", zbench_bin(), db);
+	assert_int_equal(sh(cmd), 2); /* no command */
+	snprintf(cmd, sizeof cmd, "%s trace --sample-ms 0 --db %s -- true 2>/dev/null", zbench_bin(), db);
+	assert_int_equal(sh(cmd), 2);
+	snprintf(cmd, sizeof cmd, "ZB_INJECT_LIB=%s %s trace --db %s -- true 2>%s", tmp("nope.so"), zbench_bin(), db,
+		 tmp("err.txt"));
+	assert_int_equal(sh(cmd), 2);
+	char *msg = zb_test_slurp(tmp("err.txt"), NULL);
+	assert_contains(msg, "nope.so");
+	free(msg);
+	if (!have_inject()) {
+		print_message("skipped the traced runs: no libzbench_inject.so (built without nvcc)\n");
+		return;
+	}
+	/* the exit code passes through; the program's CPU time is sampled */
+	snprintf(cmd, sizeof cmd,
+		 "%s trace --db %s -- sh -c 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; exit 7' 2>%s",
+		 zbench_bin(), db, tmp("err.txt"));
+	assert_int_equal(sh(cmd), 7);
+	msg = zb_test_slurp(tmp("err.txt"), NULL);
+	assert_contains(msg, "zbench trace: run 1");
+	assert_contains(msg, "dropped records: 0");
+	free(msg);
+	snprintf(cmd, sizeof cmd, "%s trace --db %s -- /nonexistent/program 2>/dev/null", zbench_bin(), db);
+	assert_int_equal(sh(cmd), 127);
+
+	/* SIGINT to zbench alone reaches the program; the run is kept */
+	pid_t pid = fork();
+	if (pid == 0) {
+		execl(zbench_bin(), zbench_bin(), "trace", "--db", db, "--", "sleep", "20", (char *)NULL);
+		_exit(99);
+	}
+	usleep(500000);
+	kill(pid, SIGINT);
+	int st = 0;
+	waitpid(pid, &st, 0);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 128 + SIGINT);
+	zb_store *s;
+	OK(zb_store_open(&s, db, 1000, &err_));
+	assert_int_equal(count(s, "SELECT count(*) FROM runs WHERE kind = 'trace'"), 3);
+	assert_int_equal(count(s, "SELECT count(*) FROM runs WHERE status = 'interrupted'"), 1);
+	assert_int_equal(count(s, "SELECT count(*) FROM runs WHERE status = 'exit 7'"), 1);
+	assert_int_equal(count(s, "SELECT count(*) FROM META_DATA_EXPORT WHERE name = 'ZB_TRACE_EXIT_CODE' AND value = '7'"), 1);
+	assert_true(count(s, "SELECT count(*) FROM ZB_THREAD_CPU WHERE zbConfigId = 1") > 0);
+	zb_store_close(s);
+	/* analyze of a trace without GPU records says so */
+	snprintf(cmd, sizeof cmd, "%s analyze 1 --db %s 2>%s", zbench_bin(), db, tmp("err.txt"));
+	assert_int_equal(sh(cmd), 2);
+	msg = zb_test_slurp(tmp("err.txt"), NULL);
+	assert_contains(msg, "run 1 has no trace");
+	free(msg);
+}
+
+static void test_import_analyze_cli(void **state)
+{
+	(void)state;
+	char file[256];
+	snprintf(file, sizeof file, "%s", fixture_sqlite());
+	char cmd[1024];
+	char db[256];
+	snprintf(db, sizeof db, "%s", tmp("cli.db"));
+	snprintf(cmd, sizeof cmd, "%s import %s --db %s >%s 2>&1", zbench_bin(), file, db, tmp("out.txt"));
+	assert_int_equal(sh(cmd), 0);
+	snprintf(cmd, sizeof cmd, "%s analyze --steps --db %s >%s 2>&1", zbench_bin(), db, tmp("out.txt"));
+	assert_int_equal(sh(cmd), 0);
+	char *out = zb_test_slurp(tmp("out.txt"), NULL);
+	assert_contains(out, "4 steps found by nvtx range 'train_step'");
+	assert_contains(out, "step time           10.00 ms");
+	free(out);
+	snprintf(cmd, sizeof cmd, "%s analyze 1 --json --no-nvtx --db %s >%s 2>&1", zbench_bin(), db, tmp("out.txt"));
+	assert_int_equal(sh(cmd), 0);
+	out = zb_test_slurp(tmp("out.txt"), NULL);
+	assert_contains(out, "\"method\": \"pattern\"");
+	assert_contains(out, "\"nsteps\": 3");
+	free(out);
+	snprintf(cmd, sizeof cmd, "%s import %s/none.sqlite --db %s 2>%s", zbench_bin(), tmpdir, db, tmp("err.txt"));
+	assert_int_equal(sh(cmd), 2);
+	snprintf(cmd, sizeof cmd, "%s analyze 9 --db %s 2>%s", zbench_bin(), db, tmp("err.txt"));
+	assert_int_equal(sh(cmd), 2);
+	out = zb_test_slurp(tmp("err.txt"), NULL);
+	assert_contains(out, "run 9 has no trace");
+	free(out);
+}
+
+int main(void)
+{
+	zb_test_tmpdir(tmpdir, sizeof tmpdir);
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_marker_records),
+		cmocka_unit_test(test_spool_roundtrip),
+		cmocka_unit_test(test_sequence_period),
+		cmocka_unit_test(test_parts_add_up),
+		cmocka_unit_test(test_step_by_hand),
+		cmocka_unit_test(test_import_fixture),
+		cmocka_unit_test(test_store_foreign),
+		cmocka_unit_test(test_procsample),
+		cmocka_unit_test(test_trace_cli),
+		cmocka_unit_test(test_import_analyze_cli),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	char cmd[200];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		return 1;
+	return rc;
+}
