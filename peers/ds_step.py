@@ -81,9 +81,9 @@ def parse_args(argv):
         a.ffn = 4 * a.hidden
     if a.max_positions == 0:
         a.max_positions = a.seq
-    if a.hidden % a.heads:
+    if a.heads > 0 and a.hidden % a.heads:
         problems.append(f"--hidden {a.hidden} is not a multiple of --heads {a.heads}")
-    if a.kv_heads <= 0 or a.heads % a.kv_heads:
+    if a.kv_heads <= 0 or (a.heads > 0 and a.heads % a.kv_heads):
         problems.append(f"--heads {a.heads} is not a multiple of --kv-heads {a.kv_heads}")
     if a.family == "gpt" and a.tied_head:
         problems.append("--tied-head is for --family llama (gpt's head is always tied)")
