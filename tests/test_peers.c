@@ -1,6 +1,8 @@
 /*
  * test_peers.c - measuring DeepSpeed without a GPU: the harness's JSON line
- * (tests/data/ds-step-output.txt, the output of a real run) parsed field by field,
+ * (tests/data/ds-step-output.txt: the harness's output format, log lines and all,
+ * filled with the s2-off figures of data/deepspeed-h200-2026-11-30.tsv; not captured
+ * from a GPU run of the harness, which has not run yet) parsed field by field,
  * its error paths, the TSV import of data/deepspeed-h200-2026-11-30.tsv, the
  * peer_runs round trip through SQLite, the harness's command line per model
  * family, and `zbench validate --deepspeed` end to end with a stand-in interpreter
