@@ -50,12 +50,14 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: zbench validate --deepspeed [--configs <a,b,...>] [--config-dir <dir>]\n"
-		   "                       [--from <measurements.tsv>] [--python <path>] [--harness <path>]\n"
+		   "                       [--from <file>] [--python <path>] [--harness <path>]\n"
 		   "                       [--timeout <s>] [--ds-steps <n>] [--log-dir <dir>] [options]\n\n"
-		   "Measure real DeepSpeed on each configuration (one peers/ds_step.py process each, or the\n"
-		   "rows of --from, a TSV like data/deepspeed-h200-2026-11-30.tsv), predict the same with\n"
-		   "zbench (the model and batch flags below, the configuration's DeepSpeed JSON), store both\n"
-		   "and print step time, GPU peak and host memory, measured against predicted, with MAPEs.\n"
+		   "Measure real DeepSpeed on each configuration (one peers/ds_step.py process each), or take\n"
+		   "the measurements from --from: a TSV like data/deepspeed-h200-2026-11-30.tsv, or harness\n"
+		   "result lines, one per line (the ds-results.jsonl of scripts/visit-deepspeed.sh). Predict\n"
+		   "the same with zbench (the model and batch flags below, the configuration's DeepSpeed JSON),\n"
+		   "store both and print step time, GPU peak and host memory, measured against predicted,\n"
+		   "with MAPEs.\n"
 		   "Configurations are names of <dir>/<name>.json (default dir peers/configs, default all of\n"
 		   "them; 'torch' is plain PyTorch with fused AdamW, predicted as policy none). Defaults:\n"
 		   "python3, peers/ds_step.py, timeout 600 s, 8 steps (median of the last 5).\n\n");
@@ -100,7 +102,7 @@ static int take_flag(void *ctx, int opt, const char *arg, zb_error *err)
 typedef struct item {
 	char name[64];
 	char path[512];     /* DeepSpeed JSON; "" for torch */
-	int from_row;       /* index into the TSV rows, -1 when measured here */
+	int from_row;       /* a row of --from with this name, -1 when measured here */
 	zb_config c;
 	int predicted, fits;
 	double pred_ms, pred_gpu_gib, pred_host_gib;
@@ -132,8 +134,13 @@ static zb_status list_names(const vflags *f, const zb_peer_run *rows, int nrows,
 		}
 		free(copy);
 	} else if (rows) {
-		for (int i = 0; i < nrows && *n < MAX_CONFIGS; i++)
-			snprintf(names[(*n)++], 64, "%s", rows[i].name);
+		for (int i = 0; i < nrows && *n < MAX_CONFIGS; i++) {
+			int seen = 0;
+			for (int j = 0; j < *n; j++)
+				seen |= !strcmp(names[j], rows[i].name);
+			if (!seen) /* a file of result lines may hold a name once per shape */
+				snprintf(names[(*n)++], 64, "%s", rows[i].name);
+		}
 	} else {
 		struct dirent **ent;
 		int k = scandir(f->config_dir, &ent, is_json_name, alphasort);
@@ -197,13 +204,24 @@ static zb_status predict_item(const zb_options *o, item *x, zb_prediction *p, zb
 	return ZB_OK;
 }
 
-static zb_status measure_item(const vflags *f, const zb_peer_run *rows, item *x, zb_error *err)
+/* The last row of --from named like x that ran x's shape and batch (result lines
+ * say what they ran; TSV rows do not and are taken as they are). */
+static zb_status take_row(const zb_peer_run *rows, int nrows, item *x, zb_error *err)
 {
-	if (x->from_row >= 0) {
-		x->m = rows[x->from_row];
-		x->m.result_json = NULL; /* imports have none; the rows keep ownership anyway */
-		return ZB_OK;
+	zb_status st = ZB_E_INPUT;
+	for (int r = nrows - 1; r >= 0 && st; r--) {
+		if (strcmp(rows[r].name, x->name) || (st = zb_peer_check_shape(&rows[r], &x->c, err)))
+			continue;
+		x->m = rows[r];
+		x->m.result_json = rows[r].result_json ? strdup(rows[r].result_json) : NULL;
 	}
+	return st;
+}
+
+static zb_status measure_item(const vflags *f, const zb_peer_run *rows, int nrows, item *x, zb_error *err)
+{
+	if (x->from_row >= 0)
+		return take_row(rows, nrows, x, err);
 	char log[600];
 	if (f->log_dir)
 		snprintf(log, sizeof log, "%s/ds-%s.log", f->log_dir, x->name);
@@ -409,13 +427,13 @@ static void close_store(zb_store *s, int64_t run_id, const char *status)
 
 /* Predict, measure and store one configuration. A failure of this configuration
  * alone goes into x->failed and returns ZB_OK; a store failure is returned. */
-static zb_status do_item(const vflags *f, const zb_options *o, const zb_peer_run *rows, zb_store *s,
-			 int64_t run_id, item *x)
+static zb_status do_item(const vflags *f, const zb_options *o, const zb_peer_run *rows, int nrows,
+			 zb_store *s, int64_t run_id, item *x)
 {
 	zb_error err = { 0 };
 	zb_prediction p;
 	zb_status st = predict_item(o, x, &p, &err);
-	if (!st && !(st = measure_item(f, rows, x, &err))) {
+	if (!st && !(st = measure_item(f, rows, nrows, x, &err))) {
 		x->measured = 1;
 		check_params(x);
 		if ((st = store_item(s, run_id, x, &p, &err))) {
@@ -449,6 +467,13 @@ static zb_status check_inputs(const vflags *f, const zb_options *o, zb_error *er
 	return ZB_OK;
 }
 
+static void free_rows(zb_peer_run *rows, int n)
+{
+	for (int i = 0; i < n; i++)
+		zb_peer_run_clear(&rows[i]);
+	free(rows);
+}
+
 int cmd_validate_deepspeed(int argc, char **argv)
 {
 	static const struct option extra[] = {
@@ -467,16 +492,16 @@ int cmd_validate_deepspeed(int argc, char **argv)
 		return rc;
 	zb_peer_run *rows = NULL;
 	static char names[MAX_CONFIGS][64];
-	if (check_inputs(&f, &o, &err) || (f.from && zb_peer_read_tsv(f.from, &rows, &nrows, &err)) ||
+	if (check_inputs(&f, &o, &err) || (f.from && zb_peer_read_file(f.from, &rows, &nrows, &err)) ||
 	    list_names(&f, rows, nrows, names, &n, &err)) {
-		free(rows);
+		free_rows(rows, nrows);
 		return zb_report_error(&err);
 	}
 	item *it = zb_xcalloc((size_t)n, sizeof *it);
 	zb_store *s = NULL;
 	int64_t run_id = 0;
 	if (make_items(&f, names, n, rows, nrows, it, &err) || open_store(&o, argc, argv, &s, &run_id, &err)) {
-		free(rows);
+		free_rows(rows, nrows);
 		free(it);
 		return zb_report_error(&err);
 	}
@@ -489,7 +514,7 @@ int cmd_validate_deepspeed(int argc, char **argv)
 		if (stop_requested)
 			snprintf(it[i].failed, sizeof it[i].failed, "interrupted");
 		else
-			st = do_item(&f, &o, rows, s, run_id, &it[i]);
+			st = do_item(&f, &o, rows, nrows, s, run_id, &it[i]);
 		if (!o.json && !st) {
 			if (!header++)
 				print_header(&f, &it[i], rows);
@@ -506,8 +531,8 @@ int cmd_validate_deepspeed(int argc, char **argv)
 	close_store(s, run_id, st || sum.failed ? "failed" : "ok");
 	for (int i = 0; i < n; i++)
 		zb_peer_run_clear(&it[i].m);
+	free_rows(rows, nrows);
 	free(it);
-	free(rows);
 	if (sum.failed)
 		fprintf(stderr, "zbench: %d of %d configuration%s failed\n", sum.failed, n, n == 1 ? "" : "s");
 	return st || sum.failed ? 1 : 0;

@@ -267,10 +267,10 @@ static zb_status check_exit(const zb_peer_cmd *cmd, int status, int why, const c
 	return ZB_OK;
 }
 
-/* What the harness says it ran against what zbench predicted: a measurement of
- * another shape or batch must not be stored as this configuration's. */
-static zb_status check_shape(zb_peer_run *r, const zb_config *c, zb_error *err)
+zb_status zb_peer_check_shape(const zb_peer_run *r, const zb_config *c, zb_error *err)
 {
+	if (!r->result_json)
+		return ZB_OK;
 	json_t *o = json_loads(r->result_json, 0, NULL);
 	const struct {
 		const char *key;
@@ -286,8 +286,6 @@ static zb_status check_shape(zb_peer_run *r, const zb_config *c, zb_error *err)
 				     (long long)json_integer_value(v), f[i].want);
 	}
 	json_decref(o);
-	if (st)
-		zb_peer_run_clear(r);
 	return st;
 }
 
@@ -318,8 +316,8 @@ zb_status zb_peer_run_harness(const zb_peer_cmd *cmd, const zb_config *c, volati
 			st = zb_fail(err, ZB_E_INPUT, "cannot read the harness's output '%s': %s", log, strerror(errno));
 		if (!st)
 			st = zb_peer_parse_output(out, r, err);
-		if (!st)
-			st = check_shape(r, c, err);
+		if (!st && (st = zb_peer_check_shape(r, c, err)))
+			zb_peer_run_clear(r);
 		free(out);
 	}
 	if (!cmd->log_path)
@@ -440,4 +438,59 @@ zb_status zb_peer_parse_output(const char *output, zb_peer_run *r, zb_error *err
 	}
 	r->result_json = line;
 	return ZB_OK;
+}
+
+/* ---- a file of result lines ---------------------------------------------------------- */
+
+/* One result line per line (blank lines skipped), as scripts/visit-deepspeed.sh
+ * collects them in ds-results.jsonl. */
+static zb_status read_jsonl(FILE *fp, const char *path, zb_peer_run **rows, int *n, zb_error *err)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	int lineno = 0, cap_rows = 0;
+	zb_status st = ZB_OK;
+	while (!st && getline(&line, &cap, fp) >= 0) {
+		lineno++;
+		if (strspn(line, " \t\r\n") == strlen(line))
+			continue;
+		if (*n == cap_rows)
+			*rows = zb_xrealloc(*rows, (size_t)(cap_rows = cap_rows ? 2 * cap_rows : 16) * sizeof **rows);
+		zb_error e = { 0 };
+		if (zb_peer_parse_output(line, &(*rows)[*n], &e))
+			st = zb_fail(err, ZB_E_INPUT, "%s:%d: %s", path, lineno, e.msg);
+		else
+			(*n)++;
+	}
+	free(line);
+	return st;
+}
+
+zb_status zb_peer_read_file(const char *path, zb_peer_run **rows, int *n, zb_error *err)
+{
+	*rows = NULL;
+	*n = 0;
+	FILE *fp = fopen(path, "r");
+	if (!fp)
+		return zb_fail(err, ZB_E_INPUT, "cannot open measurements '%s': %s", path, strerror(errno));
+	int c;
+	while ((c = fgetc(fp)) != EOF && isspace(c))
+		;
+	if (c != '{') {
+		fclose(fp);
+		return zb_peer_read_tsv(path, rows, n, err);
+	}
+	rewind(fp);
+	zb_status st = read_jsonl(fp, path, rows, n, err);
+	fclose(fp);
+	if (!st && *n == 0)
+		st = zb_fail(err, ZB_E_INPUT, "%s: no result lines", path);
+	if (st) {
+		for (int i = 0; i < *n; i++)
+			zb_peer_run_clear(&(*rows)[i]);
+		free(*rows);
+		*rows = NULL;
+		*n = 0;
+	}
+	return st;
 }

@@ -54,6 +54,17 @@ zb_status zb_peer_run_harness(const zb_peer_cmd *cmd, const zb_config *c, volati
  * malformed. */
 zb_status zb_peer_parse_output(const char *output, zb_peer_run *r, zb_error *err);
 
+/* What the harness says it ran (r->result_json: layers, hidden, heads, kv_heads,
+ * ffn, vocab, seq, micro_batch, gas) against configuration c: ZB_E_INPUT naming the
+ * first difference ("the harness ran seq 2048, the configuration has 1024"). A run
+ * without a result line (a TSV row) passes. */
+zb_status zb_peer_check_shape(const zb_peer_run *r, const zb_config *c, zb_error *err);
+
+/* Measurements from a file: result lines of the harness, one per line (a file
+ * whose first character is '{', like the ds-results.jsonl of
+ * scripts/visit-deepspeed.sh), else a TSV (zb_peer_read_tsv). *rows as there. */
+zb_status zb_peer_read_file(const char *path, zb_peer_run **rows, int *n, zb_error *err);
+
 /* Read the first table of a TSV of measured runs: '#' comment lines, then a header
  * row naming the columns (config and step_ms required; zero, steps_ms (comma
  * list), gpu_peak_GiB, gpu_reserved_GiB, host_rss_GiB optional), then rows up to

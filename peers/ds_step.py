@@ -17,8 +17,15 @@ median of the steps after the first three (warm-up: allocator growth, CPU Adam J
 pinned-buffer creation). Per-phase times are host wall times of the engine calls
 (DeepSpeed synchronizes inside some of them; --phase-sync adds a synchronize after
 each phase so the split is the device's, at the price of a little lost overlap).
+
+The JSON line: step_ms (median after warm-up), steps_ms (every step), fwd_ms, bwd_ms,
+opt_ms (medians of the per-step sums of engine(), engine.backward(), engine.step() host
+wall time), gpu_peak_GiB (torch.cuda.max_memory_allocated), gpu_reserved_GiB
+(max_memory_reserved), host_rss_GiB (peak resident set, VmHWM), params, the shape and
+batch it ran, versions, measured_at.
 """
 import argparse
+import contextlib
 import copy
 import json
 import os
@@ -56,6 +63,9 @@ def parse_args(argv):
     p.add_argument("--loss-dtype", choices=["fp32", "bf16"], default="fp32",
                    help="dtype of the logits fed to cross-entropy (fp32 upcast as Hugging Face models do)")
     p.add_argument("--phase-sync", action="store_true", help="synchronize after each phase too")
+    p.add_argument("--attention", choices=["auto", "flash"], default="auto",
+                   help="auto: PyTorch picks the SDPA kernel (flash for bf16 causal on Hopper); "
+                        "flash: only the flash kernel (an error where it cannot run)")
     p.add_argument("--nvtx", action="store_true", help="NVTX ranges: 'step N', 'forward', 'backward', 'optimizer'")
     p.add_argument("--seed", type=int, default=1234)
     a = p.parse_args(argv)
@@ -71,9 +81,9 @@ def parse_args(argv):
         a.ffn = 4 * a.hidden
     if a.max_positions == 0:
         a.max_positions = a.seq
-    if a.hidden % a.heads:
+    if a.heads > 0 and a.hidden % a.heads:
         problems.append(f"--hidden {a.hidden} is not a multiple of --heads {a.heads}")
-    if a.kv_heads <= 0 or a.heads % a.kv_heads:
+    if a.kv_heads <= 0 or (a.heads > 0 and a.heads % a.kv_heads):
         problems.append(f"--heads {a.heads} is not a multiple of --kv-heads {a.kv_heads}")
     if a.family == "gpt" and a.tied_head:
         problems.append("--tied-head is for --family llama (gpt's head is always tied)")
@@ -122,15 +132,21 @@ def load_ds_config(path, a):
 
 # ---------------------------------------------------------------- model
 
-def build_model_classes(torch):
+def build_model_classes(torch, attention):
     nn = torch.nn
     F = torch.nn.functional
+    if attention == "flash":
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        only_flash = lambda: sdpa_kernel([SDPBackend.FLASH_ATTENTION])  # noqa: E731
+    else:
+        only_flash = contextlib.nullcontext
 
     def sdpa(q, k, v, gqa):
-        # q: (b, heads, s, d); k, v: (b, kv_heads, s, d). Flash kernel in bf16.
-        if gqa:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        # q: (b, heads, s, d); k, v: (b, kv_heads, s, d). The backward kernel follows the forward's.
+        with only_flash():
+            if gqa:
+                return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
     class GptBlock(nn.Module):
         def __init__(self, a):
@@ -388,7 +404,7 @@ def main(argv):
         raise SystemExit("ds_step: no CUDA device visible to PyTorch")
     torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
     torch.manual_seed(a.seed)
-    Gpt, Llama = build_model_classes(torch)
+    Gpt, Llama = build_model_classes(torch, a.attention)
     build_net = (lambda: Gpt(a)) if a.family == "gpt" else (lambda: Llama(a))
     setup = setup_torch if a.no_deepspeed else setup_deepspeed
     _, model, info, (fwd, bwd, step, every_micro) = setup(torch, a, build_net)
@@ -400,7 +416,7 @@ def main(argv):
         "ds_config": a.ds_config, "family": a.family, "layers": a.layers, "hidden": a.hidden,
         "heads": a.heads, "kv_heads": a.kv_heads, "tied_head": a.family == "gpt" or a.tied_head, "ffn": a.ffn, "vocab": a.vocab, "seq": a.seq,
         "micro_batch": a.micro_batch, "gas": a.gas, "steps": a.steps, "warmup_steps": WARMUP_STEPS,
-        "loss_dtype": a.loss_dtype, "phase_sync": a.phase_sync,
+        "loss_dtype": a.loss_dtype, "phase_sync": a.phase_sync, "attention": a.attention,
         "params": count_params(model),
         "step_ms": statistics.median(timed),
         "steps_ms": [round(t, 3) for t in steps_ms],

@@ -17,7 +17,8 @@
 #   PYTHON      interpreter with PyTorch (default python3)
 # Writes under $OUT: <shape>/ds-<config>.log (each process's whole output),
 # ds-results.jsonl (the JSON line of each run that finished), visit-deepspeed.log,
-# and zbench.db (zbench mode).
+# and zbench.db (zbench mode). Results of direct mode go into a database later with
+#   zbench validate --deepspeed --from $OUT/ds-results.jsonl <shape flags>
 # DeepSpeed is installed from the wheels in .whl/ into /tmp/site when the
 # interpreter cannot import it (the GPU machine has no DeepSpeed, pydantic, hjson).
 set -u

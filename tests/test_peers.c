@@ -1,6 +1,8 @@
 /*
  * test_peers.c - measuring DeepSpeed without a GPU: the harness's JSON line
- * (tests/data/ds-step-output.txt, the output of a real run) parsed field by field,
+ * (tests/data/ds-step-output.txt: the harness's output format, log lines and all,
+ * filled with the s2-off figures of data/deepspeed-h200-2026-11-30.tsv; not captured
+ * from a GPU run of the harness, which has not run yet) parsed field by field,
  * its error paths, the TSV import of data/deepspeed-h200-2026-11-30.tsv, the
  * peer_runs round trip through SQLite, the harness's command line per model
  * family, and `zbench validate --deepspeed` end to end with a stand-in interpreter
@@ -462,6 +464,45 @@ static void test_cli_import(void **state)
 	free(r.err);
 }
 
+/* A file of result lines (ds-results.jsonl): each configuration takes the line of
+ * its own shape, a file of other shapes only is an error of that configuration. */
+static void test_cli_import_jsonl(void **state)
+{
+	char path[300], cmd[1200], args[700];
+	snprintf(path, sizeof path, "%s/ds-results.jsonl", tmpdir);
+	snprintf(cmd, sizeof cmd,
+		 "{ grep '^{' " FIXTURE "; echo; grep '^{' " FIXTURE " | sed 's/\"seq\": 2048/\"seq\": 1024/';"
+		 " grep '^{' " FIXTURE " | sed 's/s2-off/s3-off/g; s/\"step_ms\": 1570.0/\"step_ms\": 2968.0/'; } >%s",
+		 path);
+	assert_int_equal(system(cmd), 0);
+	snprintf(args, sizeof args, "--from %s " SHAPE " --db %s/jsonl.db", path, tmpdir);
+	result r = run("", args);
+	assert_int_equal(r.rc, 0);
+	assert_string_equal(r.err, "");
+	assert_contains(r.out, "\ns2-off             1570.0 ");
+	assert_contains(r.out, "\ns3-off             2968.0 ");
+	assert_int_equal(peer_rows("jsonl.db"), 2);
+	free(r.out);
+	free(r.err);
+	snprintf(args, sizeof args, "--from %s --configs s3-off --model gpt-2.5b --seq 1024 --micro-batch 4 --no-db",
+		 path);
+	r = run("", args);
+	assert_int_equal(r.rc, 1);
+	assert_contains(r.err, "zbench: s3-off: the harness ran seq 2048, the configuration has 1024\n");
+	free(r.out);
+	free(r.err);
+	/* a bad line is an input error naming the file and line, before anything runs */
+	snprintf(cmd, sizeof cmd, "echo '{\"harness\": \"ds_step\", \"step_ms\": 1' >>%s", path);
+	assert_int_equal(system(cmd), 0);
+	snprintf(args, sizeof args, "--from %s " SHAPE " --no-db", path);
+	r = run("", args);
+	assert_int_equal(r.rc, 2);
+	assert_contains(r.err, "ds-results.jsonl:5: malformed harness result line");
+	assert_string_equal(r.out, "");
+	free(r.out);
+	free(r.err);
+}
+
 static void test_cli_bad_input(void **state)
 {
 	struct {
@@ -500,6 +541,7 @@ int main(void)
 		cmocka_unit_test(test_cli_failures_go_on), cmocka_unit_test(test_cli_other_shape),
 		cmocka_unit_test(test_cli_python_missing),
 		cmocka_unit_test(test_cli_timeout),      cmocka_unit_test(test_cli_import),
+		cmocka_unit_test(test_cli_import_jsonl),
 		cmocka_unit_test(test_cli_bad_input),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
