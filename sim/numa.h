@@ -3,15 +3,17 @@
  *
  * Every DGX has two sockets. zb_cpu gives cores, Adam's memory ceiling (adam_Bps) and
  * the DRAM budget (dram_Bps) as totals over cpu.sockets NUMA nodes, each node holding
- * an equal part. A run's optimizer state lives on one node: DeepSpeed's pinned buffers
- * are first touched by the rank's main thread, bound (--bind_cores_to_rank) to the
- * GPU's local socket. So:
- *   - gpus_per_cpu >= sockets (a full DGX: 8 or 16 ranks): each rank has its cores on
- *     its own node and a 1/gpus_per_cpu share of the host's memory bandwidth;
- *   - gpus_per_cpu < sockets (one GPU given the whole host): the state sits on one node,
- *     so memory bandwidth is that node's (1/sockets of the host), whatever the number of
- *     threads; threads beyond the local socket's cores reach it over the inter-socket
- *     link, which caps what they move (xsocket_Bps).
+ * an equal part.
+ *   - gpus_per_cpu >= sockets (a full DGX: 8 or 16 ranks, each bound to its own cores
+ *     with --bind_cores_to_rank): each rank gets 1/gpus_per_cpu of the host's memory
+ *     bandwidth and its traffic stays on its node;
+ *   - gpus_per_cpu < sockets (one GPU given the whole host): the optimizer's threads
+ *     fill one socket, then the next; its pages end up spread over the nodes its
+ *     threads run on (first touch by those threads; the ZeRO-Offload paper's CPU-Adam
+ *     on a DGX-2 moved ~127 GB/s, more than one Xeon 8168 socket's 128 GB/s DDR4 peak
+ *     allows, so its pages were not on one node). It gets the bandwidth of the nodes
+ *     it occupies, and the remote share of its traffic, (u-1)/u for u nodes, crosses
+ *     the inter-socket link (UPI, xGMI), half each way, which caps it (xsocket_Bps).
  * With one socket every function reduces to the single-node model of resources.c.
  */
 #ifndef ZB_NUMA_H

@@ -261,19 +261,33 @@ static const zb_cpu cpus[] = {
 		/* Estimate: waking a pool thread through a futex and handing it a bucket, a few
 		 * microseconds on Linux. */
 		.task_latency_s = 5e-6,
+		/* Measured: lscpu shows one socket, one NUMA node. */
+		.sockets = 1,
 	},
 	{
 		.name = "dgx-2",
-		/* DGX-2 (NVIDIA DGX-2 datasheet): 2x Xeon Platinum 8168, 24 cores each at
-		 * 2.7 GHz (Intel ARK), 1.5 TB DDR4. */
+		/* DGX-2 (NVIDIA DGX-2 datasheet; ZeRO-Offload paper, Ren et al. USENIX ATC'21,
+		 * Table 2): 2x Xeon Platinum 8168, 24 cores each at 2.7 GHz (Intel ARK), 1.5 TB
+		 * DDR4. */
 		.cores = 48,
-		/* Estimate: Skylake-SP with AVX-512 but lower AVX-512 clocks and an older
-		 * memory system than the measured h200-machine: ~0.75 of its 0.275e9. */
+		/* Estimate: Skylake-SP with AVX-512 but lower AVX-512 clocks than the measured
+		 * h200-machine (0.71e9 on one thread): ~0.3 of it. Not binding on the whole host:
+		 * adam_Bps below caps 48 threads at 3.9 Gparam/s. */
 		.adam_params_per_core = 0.2e9,
-		/* 6 channels DDR4-2666 per socket (Intel ARK): 2 x 128 GB/s peak, x ACHIEVABLE_DRAM. */
+		/* Published measurement: ZeRO-Offload paper (arXiv:2101.06840) Table 4, DeepSpeed
+		 * CPU-Adam on this host: 1B params 0.22 s, 2B 0.51, 4B 1.03, 8B 2.41, 10B 2.57 s
+		 * (values as recalled: the table is an image in every copy reachable while this
+		 * was written; re-read it), i.e. 3.3-4.5 Gparam/s, median 3.9 Gparam/s x 28 B. */
+		.adam_Bps = 3.9e9 * 28,
+		/* 6 channels DDR4-2666 per socket (Intel ARK): 2 x 128 GB/s peak, x
+		 * ACHIEVABLE_DRAM (estimate: no STREAM result for this host was found). */
 		.dram_Bps = 2 * 128 * GB * ACHIEVABLE_DRAM,
 		.mem_bytes = 1.5 * TIB,
 		.task_latency_s = 5e-6,    /* estimate: as h200-machine */
+		/* Two sockets (DGX-2 datasheet). UPI: 3 links at 10.4 GT/s (Intel ARK, Xeon
+		 * 8168), 20.8 GB/s each way per link (vendor figure for 10.4 GT/s x 2 B). */
+		.sockets = 2,
+		.xsocket_Bps = 3 * 20.8 * GB,
 	},
 	{
 		.name = "dgx-a100",
@@ -288,6 +302,11 @@ static const zb_cpu cpus[] = {
 		.dram_Bps = 2 * 204.8 * GB * ACHIEVABLE_DRAM,
 		.mem_bytes = 2.0 * TIB,
 		.task_latency_s = 5e-6,    /* estimate: as h200-machine */
+		/* Two sockets (DGX A100 datasheet). xGMI: estimate, 4 links x16 at 16 GT/s
+		 * between the sockets, 32 GB/s each way per link (PCIe gen4 signalling rate);
+		 * the DGX's actual link count was not found. */
+		.sockets = 2,
+		.xsocket_Bps = 4 * 32 * GB,
 	},
 	{
 		.name = "dgx-h100",
@@ -302,6 +321,11 @@ static const zb_cpu cpus[] = {
 		.dram_Bps = 2 * 307.2 * GB * ACHIEVABLE_DRAM,
 		.mem_bytes = 2.0 * TIB,
 		.task_latency_s = 5e-6,    /* estimate: as h200-machine */
+		/* Two sockets (DGX H100 datasheet). UPI 2.0: 4 links at 16 GT/s (Intel ARK,
+		 * Xeon 8480+), 32 GB/s each way per link (16 GT/s x 2 B: estimate of the
+		 * usable rate, Intel gives only the transfer rate). */
+		.sockets = 2,
+		.xsocket_Bps = 4 * 32 * GB,
 	},
 	{
 		.name = "gh200",
@@ -316,6 +340,7 @@ static const zb_cpu cpus[] = {
 		.dram_Bps = 500 * GB * 0.8,
 		.mem_bytes = 480 * GB,
 		.task_latency_s = 5e-6,    /* estimate: as h200-machine */
+		.sockets = 1,              /* one Grace die, one NUMA node of CPU memory */
 	},
 };
 
