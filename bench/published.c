@@ -143,7 +143,9 @@ static void predict_case(pcase *pc)
 		return;
 	}
 	if (!p.simulated) {
-		snprintf(pc->status, sizeof pc->status, "does not fit in the GPU's memory");
+		snprintf(pc->status, sizeof pc->status, "does not fit under zbench's schedules: %s%s",
+			 p.mem.reason,
+			 c.policy.gas > 1 ? " (zbench accumulates fp32 gradients on the GPU at gas > 1)" : "");
 		zb_prediction_free(&p);
 		return;
 	}
