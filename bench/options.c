@@ -525,7 +525,11 @@ zb_status zb_options_config_src(const char *const v[ZB_AX_COUNT], const zb_optio
 						      ZB_SET_BUCKET, ZB_SET_THREADS, ZB_SET_STEPS };
 	for (size_t i = 0; i < sizeof policy_settings / sizeof policy_settings[0]; i++)
 		mark(s, policy_settings[i], ZB_SRC_DEFAULT, "zbench's default");
-	mark(s, ZB_SET_THREADS, ZB_SRC_DEFAULT, "all cores");
+	if (c->hw.gpus_per_cpu > 1) /* the host is shared: this GPU's share of the cores */
+		mark(s, ZB_SET_THREADS, ZB_SRC_DEFAULT, "%d cores / %d GPUs per CPU", c->hw.cpu.cores,
+		     c->hw.gpus_per_cpu);
+	else
+		mark(s, ZB_SET_THREADS, ZB_SRC_DEFAULT, "all cores");
 	if (have_ds) {
 		/* "auto" batch values are the Trainer's arguments: here the flags or defaults */
 		zb_ds_batch b = { c->policy.micro_batch, c->policy.gas, v[ZB_AX_MICRO_BATCH] != NULL,

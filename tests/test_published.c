@@ -161,6 +161,7 @@ static void gpus_per_cpu_flag(void **state)
 	assert_int_equal(a.rc, 0);
 	assert_int_equal(b.rc, 0);
 	assert_contains(a.out, "cpu dgx-2: 3 threads");
+	assert_contains(a.out, "48 cores / 16 GPUs per CPU");
 	assert_contains(b.out, "cpu dgx-2: 48 threads");
 	result_free(&a);
 	result_free(&b);
