@@ -28,6 +28,7 @@
 #include "bench/cases.h"
 #include "bench/commands.h"
 #include "bench/options.h"
+#include "bench/published.h"
 #include "bench/report.h"
 #include "bench/suite.h"
 #include "exec/executor.h"
@@ -46,7 +47,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: zbench validate [--hw <machine|file>] [--suite full | quick] [--limit <n>]\n"
 		   "                       [--warmup <n>] [--steps <n>] [--budget <seconds>] [--list]\n"
-		   "                       [--strict] [--json] [--db <path> | --no-db]\n\n"
+		   "                       [--strict] [--json] [--db <path> | --no-db]\n"
+		   "       zbench validate --published[=<file>] [--check <errors.tsv>] [--record]\n\n"
 		   "Run every configuration of a suite on the GPU and through the simulator (with --hw,\n"
 		   "e.g. the profile zbench calibrate wrote), store both timelines, and report each\n"
 		   "step-time error, the mean absolute percentage error (target <= 3%%, worst <= 8%%) and\n"
@@ -54,7 +56,10 @@ static void usage(FILE *f)
 		   "(target within 5%%). --list prints the suite with estimated times and runs nothing.\n"
 		   "Defaults: suite full, 2 warm-up + 3 measured steps, budget 480 s (configurations\n"
 		   "whose estimate would exceed it are skipped). --strict: exit 1 when a target is missed.\n"
-		   "zbench validate --deepspeed [...] measures real DeepSpeed instead (--deepspeed --help).\n");
+		   "zbench validate --deepspeed [...] measures real DeepSpeed instead (--deepspeed --help).\n"
+		   "--published: predict the published offload measurements of <file> (default\n"
+		   "data/published-offload.tsv) from the presets, no GPU: each error and the single-GPU\n"
+		   "MAPE; --check exits 1 when a case is worse than recorded, --record prints the record.\n");
 }
 
 typedef struct item {
@@ -93,6 +98,8 @@ int cmd_validate(int argc, char **argv)
 		{ "list", no_argument, NULL, 'L' },         { "strict", no_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'j' },         { "db", required_argument, NULL, 'd' },
 		{ "no-db", no_argument, NULL, 'N' },        { "help", no_argument, NULL, 'h' },
+		{ "published", optional_argument, NULL, 'P' }, { "check", required_argument, NULL, 'C' },
+		{ "record", no_argument, NULL, 'R' },
 		{ 0 },
 	};
 	for (int i = 1; i < argc; i++)
@@ -100,6 +107,8 @@ int cmd_validate(int argc, char **argv)
 			return cmd_validate_deepspeed(argc, argv); /* real DeepSpeed instead of the executor */
 	const char *hw = NULL, *suite_name = "full", *db = ZB_STORE_DEFAULT_PATH;
 	int limit = 0, warmup = 2, steps = 3, budget = 480, list = 0, strict = 0, json = 0, no_db = 0, opt;
+	const char *published = NULL, *check = NULL;
+	int record = 0;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "h", table, NULL)) != -1) {
 		switch (opt) {
@@ -114,12 +123,21 @@ int cmd_validate(int argc, char **argv)
 		case 'j': json = 1; break;
 		case 'd': db = optarg; break;
 		case 'N': no_db = 1; break;
+		case 'P': published = optarg ? optarg : "data/published-offload.tsv"; break;
+		case 'C': check = optarg; break;
+		case 'R': record = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "zbench: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (published)
+		return zb_published_run(published, check, record);
+	if (check || record) {
+		fprintf(stderr, "zbench: %s needs --published\n", check ? "--check" : "--record");
 		return 2;
 	}
 	zb_error err = { 0 };

@@ -24,6 +24,7 @@ static const struct {
 	[ZB_AX_CPU] = { "cpu", AX_NAME, "host CPU preset" },
 	[ZB_AX_CORES] = { "cores", AX_INT, "CPU cores (overrides the CPU preset)" },
 	[ZB_AX_GPUS_PER_LINK] = { "gpus-per-link", AX_INT, "GPUs sharing one host link" },
+	[ZB_AX_GPUS_PER_CPU] = { "gpus-per-cpu", AX_INT, "GPUs sharing the host's cores and DRAM (1: this run has the whole host)" },
 	[ZB_AX_MODEL] = { "model", AX_NAME, "model preset (default gpt2-large)" },
 	[ZB_AX_MODEL_FILE] = { "model-file", AX_NAME, "model JSON file" },
 	[ZB_AX_LAYERS] = { "layers", AX_INT, "transformer blocks" },
@@ -447,6 +448,7 @@ zb_status zb_options_config_src(const char *const v[ZB_AX_COUNT], const zb_optio
 	if (v[ZB_AX_CORES])
 		mark(s, ZB_SET_CORES, ZB_SRC_FLAG, "--cores %s", v[ZB_AX_CORES]);
 	INT_AXIS(ZB_AX_GPUS_PER_LINK, c->hw.gpus_per_link);
+	INT_AXIS(ZB_AX_GPUS_PER_CPU, c->hw.gpus_per_cpu);
 
 	/* model: preset, file or Hugging Face config, then shape overrides */
 	if (v[ZB_AX_MODEL] && v[ZB_AX_MODEL_FILE])
@@ -523,7 +525,11 @@ zb_status zb_options_config_src(const char *const v[ZB_AX_COUNT], const zb_optio
 						      ZB_SET_BUCKET, ZB_SET_THREADS, ZB_SET_STEPS };
 	for (size_t i = 0; i < sizeof policy_settings / sizeof policy_settings[0]; i++)
 		mark(s, policy_settings[i], ZB_SRC_DEFAULT, "zbench's default");
-	mark(s, ZB_SET_THREADS, ZB_SRC_DEFAULT, "all cores");
+	if (c->hw.gpus_per_cpu > 1) /* the host is shared: this GPU's share of the cores */
+		mark(s, ZB_SET_THREADS, ZB_SRC_DEFAULT, "%d cores / %d GPUs per CPU", c->hw.cpu.cores,
+		     c->hw.gpus_per_cpu);
+	else
+		mark(s, ZB_SET_THREADS, ZB_SRC_DEFAULT, "all cores");
 	if (have_ds) {
 		/* "auto" batch values are the Trainer's arguments: here the flags or defaults */
 		zb_ds_batch b = { c->policy.micro_batch, c->policy.gas, v[ZB_AX_MICRO_BATCH] != NULL,

@@ -98,6 +98,10 @@ static zb_status cpu_validate(const zb_cpu *c, zb_error *err)
 	CHECK_POS(c->adam_Bps >= 0 && !isnan(c->adam_Bps), "cpu.adam_Bps", "%g", c->adam_Bps);
 	CHECK_POS(positive(c->mem_bytes), "cpu.mem_bytes", "%g", c->mem_bytes);
 	CHECK_NONNEG(nonnegative(c->task_latency_s), "cpu.task_latency_s", "%g", c->task_latency_s);
+	if (c->sockets < 0 || c->sockets > c->cores)
+		return zb_fail(err, ZB_E_INPUT, "cpu.sockets %d must be 0..cores (%d)", c->sockets,
+			       c->cores);
+	CHECK_NONNEG(nonnegative(c->xsocket_Bps), "cpu.xsocket_Bps", "%g", c->xsocket_Bps);
 	return ZB_OK;
 }
 

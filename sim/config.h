@@ -54,6 +54,9 @@ typedef struct zb_cpu {
 	double dram_Bps;             /* host memory bandwidth shared by Adam and PCIe DMA */
 	double mem_bytes;            /* host memory (pinned allocations must fit) */
 	double task_latency_s;       /* cost of dispatching one task to the thread pool */
+	int sockets;                 /* NUMA nodes; cores, adam_Bps and dram_Bps are totals over
+	                                all of them (0 or 1: one node); see numa.h */
+	double xsocket_Bps;          /* inter-socket link (UPI, xGMI), one direction; 0: no limit */
 } zb_cpu;
 
 typedef struct zb_hw {

@@ -81,6 +81,8 @@ static const field cpu_fields[] = {
 	FLD(zb_cpu, dram_Bps, F_POS, 1),
 	FLD(zb_cpu, mem_bytes, F_POS, 1),
 	FLD(zb_cpu, task_latency_s, F_NONNEG, 1),
+	FLD(zb_cpu, sockets, F_INT_NONNEG, 0),
+	FLD(zb_cpu, xsocket_Bps, F_NONNEG, 0),
 };
 
 /* kv_heads defaults to heads and embed_proj to 0; the flags are required because a

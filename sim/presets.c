@@ -55,8 +55,10 @@ static const zb_link links[] = {
 	},
 	{
 		.name = "gen4",
-		/* x16 at 16 GT/s: 31.5 GB/s raw; A100 systems (DGX A100, EPYC 7742 root
-		 * complex) reach ~25 GB/s pinned one way (0.79 of raw). */
+		/* x16 at 16 GT/s: 31.5 GB/s raw. Estimate: ~25 GB/s pinned one way (0.79 of
+		 * raw, the fraction between gen3's estimate and gen5's measured 0.88) on A100
+		 * systems (DGX A100, EPYC 7742 root complex); no published bandwidthTest of a
+		 * DGX A100 was found while sourcing these presets. */
 		.h2d_Bps = 25.0 * GB,
 		.d2h_Bps = 25.0 * GB,
 		/* A100 systems with both directions busy: H2D measured at 11-13 GB/s while D2H
@@ -232,9 +234,10 @@ static const zb_gpu gpus[] = {
 
 /* ---- CPUs ------------------------------------------------------------------ */
 
-/* Two-socket machines: STREAM-class rates reach ~75-85% of the DDR peak; the low end
- * is taken since Adam plus DMA spans two NUMA nodes. An estimate for every preset but
- * the measured h200-machine. */
+/* Two-socket machines: STREAM-class rates reach ~75-85% of the DDR peak (e.g. 74-79 % of
+ * wire rate in TI's STREAM tables, SPRAD45A Table 3-3; the h200-machine's triad 137 GB/s
+ * in its data file); the low end is taken since Adam plus DMA spans two NUMA nodes.
+ * Estimate: no STREAM result of a DGX host was found while sourcing these presets. */
 #define ACHIEVABLE_DRAM 0.75
 
 static const zb_cpu cpus[] = {
@@ -261,19 +264,33 @@ static const zb_cpu cpus[] = {
 		/* Estimate: waking a pool thread through a futex and handing it a bucket, a few
 		 * microseconds on Linux. */
 		.task_latency_s = 5e-6,
+		/* Measured: lscpu shows one socket, one NUMA node. */
+		.sockets = 1,
 	},
 	{
 		.name = "dgx-2",
-		/* DGX-2 (NVIDIA DGX-2 datasheet): 2x Xeon Platinum 8168, 24 cores each at
-		 * 2.7 GHz (Intel ARK), 1.5 TB DDR4. */
+		/* DGX-2 (NVIDIA DGX-2 datasheet; ZeRO-Offload paper, Ren et al. USENIX ATC'21,
+		 * Table 2): 2x Xeon Platinum 8168, 24 cores each at 2.7 GHz (Intel ARK), 1.5 TB
+		 * DDR4. */
 		.cores = 48,
-		/* Estimate: Skylake-SP with AVX-512 but lower AVX-512 clocks and an older
-		 * memory system than the measured h200-machine: ~0.75 of its 0.275e9. */
+		/* Estimate: Skylake-SP with AVX-512 but lower AVX-512 clocks than the measured
+		 * h200-machine (0.71e9 on one thread): ~0.3 of it. Not binding on the whole host:
+		 * adam_Bps below caps 48 threads at 3.9 Gparam/s. */
 		.adam_params_per_core = 0.2e9,
-		/* 6 channels DDR4-2666 per socket (Intel ARK): 2 x 128 GB/s peak, x ACHIEVABLE_DRAM. */
+		/* Published measurement: ZeRO-Offload paper (arXiv:2101.06840) Table 4, DeepSpeed
+		 * CPU-Adam on this host: 1B params 0.22 s, 2B 0.51, 4B 1.03, 8B 2.41, 10B 2.57 s
+		 * (values as recalled: the table is an image in every copy reachable while this
+		 * was written; re-read it), i.e. 3.3-4.5 Gparam/s, median 3.9 Gparam/s x 28 B. */
+		.adam_Bps = 3.9e9 * 28,
+		/* 6 channels DDR4-2666 per socket (Intel ARK): 2 x 128 GB/s peak, x
+		 * ACHIEVABLE_DRAM (estimate: no STREAM result for this host was found). */
 		.dram_Bps = 2 * 128 * GB * ACHIEVABLE_DRAM,
 		.mem_bytes = 1.5 * TIB,
 		.task_latency_s = 5e-6,    /* estimate: as h200-machine */
+		/* Two sockets (DGX-2 datasheet). UPI: 3 links at 10.4 GT/s (Intel ARK, Xeon
+		 * 8168), 20.8 GB/s each way per link (vendor figure for 10.4 GT/s x 2 B). */
+		.sockets = 2,
+		.xsocket_Bps = 3 * 20.8 * GB,
 	},
 	{
 		.name = "dgx-a100",
@@ -281,13 +298,20 @@ static const zb_cpu cpus[] = {
 		 * DDR4 in the 640 GB (a100-80g) system. */
 		.cores = 128,
 		/* Estimate: Zen 2 has no AVX-512, so a SIMD Adam runs 256-bit AVX2: about half
-		 * the measured AVX-512 per-core rate, rounded up for the higher clocks. */
+		 * the measured AVX-512 per-core rate, rounded up for the higher clocks. No
+		 * published CPU-Adam measurement of an EPYC 7742 was found; adam_Bps is not set,
+		 * so Adam's ceiling is dram_Bps below (an estimate). */
 		.adam_params_per_core = 0.15e9,
 		/* 8 channels DDR4-3200 per socket (AMD EPYC 7742 spec): 2 x 204.8 GB/s peak,
 		 * x ACHIEVABLE_DRAM. */
 		.dram_Bps = 2 * 204.8 * GB * ACHIEVABLE_DRAM,
 		.mem_bytes = 2.0 * TIB,
 		.task_latency_s = 5e-6,    /* estimate: as h200-machine */
+		/* Two sockets (DGX A100 datasheet). xGMI: estimate, 4 links x16 at 16 GT/s
+		 * between the sockets, 32 GB/s each way per link (PCIe gen4 signalling rate);
+		 * the DGX's actual link count was not found. */
+		.sockets = 2,
+		.xsocket_Bps = 4 * 32 * GB,
 	},
 	{
 		.name = "dgx-h100",
@@ -295,13 +319,21 @@ static const zb_cpu cpus[] = {
 		 * 2 TB DDR5. */
 		.cores = 112,
 		/* Estimate: Sapphire Rapids, the same AVX-512/AMX core generation as the
-		 * measured h200-machine: its 0.275e9. */
+		 * measured h200-machine, whose 16 threads run Adam at 4.4 Gparam/s, 0.275e9 each
+		 * (one thread alone: 0.71e9); the all-thread figure is taken. No published CPU-Adam measurement of a
+		 * Xeon 8480C was found; adam_Bps is not set, so Adam's ceiling is dram_Bps
+		 * below (an estimate). */
 		.adam_params_per_core = 0.275e9,
 		/* 8 channels DDR5-4800 per socket (Intel ARK): 2 x 307.2 GB/s peak, x
 		 * ACHIEVABLE_DRAM. */
 		.dram_Bps = 2 * 307.2 * GB * ACHIEVABLE_DRAM,
 		.mem_bytes = 2.0 * TIB,
 		.task_latency_s = 5e-6,    /* estimate: as h200-machine */
+		/* Two sockets (DGX H100 datasheet). UPI 2.0: 4 links at 16 GT/s (Intel ARK,
+		 * Xeon 8480+), 32 GB/s each way per link (16 GT/s x 2 B: estimate of the
+		 * usable rate, Intel gives only the transfer rate). */
+		.sockets = 2,
+		.xsocket_Bps = 4 * 32 * GB,
 	},
 	{
 		.name = "gh200",
@@ -309,13 +341,15 @@ static const zb_cpu cpus[] = {
 		 * LPDDR5X at ~500 GB/s (the architecture whitepaper quotes up to 546 GB/s). */
 		.cores = 72,
 		/* Estimate: 4x128-bit SVE2 pipes per core, half the vector width of an AVX-512
-		 * core but higher clocks: ~0.75 of the measured h200-machine per-core rate. */
+		 * core but higher clocks: ~0.75 of the measured h200-machine's all-thread rate
+		 * per core (0.275e9). */
 		.adam_params_per_core = 0.2e9,
 		/* Estimate: 0.8 of the 500 GB/s datasheet figure; one socket, one NUMA node, so
 		 * a higher fraction than ACHIEVABLE_DRAM. */
 		.dram_Bps = 500 * GB * 0.8,
 		.mem_bytes = 480 * GB,
 		.task_latency_s = 5e-6,    /* estimate: as h200-machine */
+		.sockets = 1,              /* one Grace die, one NUMA node of CPU memory */
 	},
 };
 
@@ -379,14 +413,18 @@ typedef struct hw_preset {
 static const hw_preset machines[] = {
 	/* The machine this project measures on: one H200 on PCIe gen5 x16, 16 cores. */
 	{"h200-machine", "gen5", "h200", "h200-machine", 1, 1},
-	/* DGX-2: 16 V100 on gen3 behind PCIe switches, one 2-socket host. Each GPU has
+	/* DGX-2 (NVIDIA DGX-2 datasheet): 16 V100 on gen3 behind PCIe switches, one 2-socket
+	 * host; gpus_per_cpu 16 is the full machine (3 threads per GPU), a one-GPU run as
+	 * in the ZeRO-Offload paper takes --gpus-per-cpu 1. Each GPU has
 	 * its own x16 to a switch, and pairs share the switch's uplink to the CPU; a
 	 * one-GPU run does not see that, so gpus_per_link stays 1 (set 2 to model all 16
 	 * GPUs offloading at once). */
 	{"dgx-2", "gen3", "v100", "dgx-2", 1, 16},
-	/* DGX A100 (640 GB): 8 A100-80GB on gen4, 2x EPYC 7742. */
+	/* DGX A100 (640 GB) (NVIDIA DGX A100 datasheet): 8 A100-80GB on gen4, 2x EPYC 7742.
+	 * gpus_per_cpu 8: the full machine; a one-GPU run takes --gpus-per-cpu 1. */
 	{"dgx-a100", "gen4", "a100-80g", "dgx-a100", 1, 8},
-	/* DGX H100: 8 H100 SXM on gen5, 2x Xeon 8480C. */
+	/* DGX H100 (NVIDIA DGX H100 datasheet): 8 H100 SXM on gen5, 2x Xeon 8480C.
+	 * gpus_per_cpu 8: the full machine; a one-GPU run takes --gpus-per-cpu 1. */
 	{"dgx-h100", "gen5", "h100", "dgx-h100", 1, 8},
 	/* One GH200 superchip: Grace and Hopper joined by NVLink-C2C. */
 	{"gh200", "nvlink-c2c", "gh200", "gh200", 1, 1},
@@ -552,15 +590,19 @@ void zb_presets_print(FILE *f)
 	}
 
 	fprintf(f, "\n# cpus\n");
-	fprintf(f, "#%-13s %6s %10s %9s %8s %8s %8s\n", "name", "cores", "adam/core", "adam all",
-		"dram", "memory", "task");
-	fprintf(f, "#%-13s %6s %10s %9s %8s %8s %8s\n", "", "", "Gparam/s", "Gparam/s", "GB/s",
-		"GiB", "us");
+	fprintf(f, "#%-13s %6s %10s %9s %8s %8s %8s %7s %9s\n", "name", "cores", "adam/core", "adam max",
+		"dram", "memory", "task", "sockets", "x-socket");
+	fprintf(f, "#%-13s %6s %10s %9s %8s %8s %8s %7s %9s\n", "", "", "Gparam/s", "Gparam/s", "GB/s",
+		"GiB", "us", "", "GB/s");
 	for (int i = 0; i < COUNT(cpus); i++) {
 		const zb_cpu *c = &cpus[i];
-		fprintf(f, " %-13s %6d %10.3f %9.2f %8.1f %8.0f %8.1f\n", c->name, c->cores,
-			c->adam_params_per_core / 1e9, c->cores * c->adam_params_per_core / 1e9,
-			c->dram_Bps / GB, c->mem_bytes / GIB, c->task_latency_s * 1e6);
+		/* the whole host: all cores, capped by Adam's memory ceiling (dram_Bps if unset) */
+		double all = c->cores * c->adam_params_per_core;
+		double cap = (c->adam_Bps > 0 ? c->adam_Bps : c->dram_Bps) / 28.0;
+		fprintf(f, " %-13s %6d %10.3f %9.2f %8.1f %8.0f %8.1f %7d %9.1f\n", c->name, c->cores,
+			c->adam_params_per_core / 1e9, (all < cap ? all : cap) / 1e9, c->dram_Bps / GB,
+			c->mem_bytes / GIB, c->task_latency_s * 1e6, c->sockets > 1 ? c->sockets : 1,
+			c->xsocket_Bps / GB);
 	}
 
 	fprintf(f, "\n# models\n");

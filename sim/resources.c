@@ -3,6 +3,8 @@
 
 #include <math.h>
 
+#include "sim/numa.h"
+
 double zb_gemm_efficiency(const zb_gpu *gpu, double m, double n, double k)
 {
 	double h = gpu->gemm_half_dim;
@@ -21,15 +23,15 @@ static double copy_Bps(const zb_config *c, int resource)
 double zb_cpu_adam_Bps(const zb_config *c)
 {
 	const zb_cpu *cpu = &c->hw.cpu;
-	int gpc = c->hw.gpus_per_cpu > 0 ? c->hw.gpus_per_cpu : 1;
+	double share = zb_numa_share(c); /* 1 / gpus_per_cpu on a one-socket host */
 	double cores = zb_config_cpu_threads(c);
 	/* linear in cores until Adam's own memory ceiling, then flat: measured on the
 	 * H200 machine, 1 thread 0.71 Gparam/s, 8 threads 3.7, 16 threads 4.1-4.4 */
 	double compute = cores * cpu->adam_params_per_core * ZB_ADAM_BYTES_PER_PARAM;
-	double ceiling = (cpu->adam_Bps > 0 ? cpu->adam_Bps : cpu->dram_Bps) / gpc;
-	double dram = cpu->dram_Bps / gpc;
+	double ceiling = (cpu->adam_Bps > 0 ? cpu->adam_Bps : cpu->dram_Bps) * share;
+	double dram = cpu->dram_Bps * share;
 	double r = compute < ceiling ? compute : ceiling;
-	return r < dram ? r : dram;
+	return zb_numa_cap(c, r < dram ? r : dram);
 }
 
 void zb_task_flow(const zb_task *t, const zb_config *c, double *fixed_s, double *work)
@@ -83,8 +85,7 @@ void zb_resource_rates(const zb_config *c, const zb_task *const active[ZB_RES_CO
 
 	/* Host DRAM: Adam and DMA share it. A pageable copy also costs the driver's
 	 * staging memcpy (a read and a write) on top of the DMA. */
-	int gpc = c->hw.gpus_per_cpu > 0 ? c->hw.gpus_per_cpu : 1;
-	double budget = c->hw.cpu.dram_Bps / gpc;
+	double budget = c->hw.cpu.dram_Bps * zb_numa_share(c);
 	double dma_factor = c->policy.pageable ? 3.0 : 1.0;
 	double demand = 0;
 	if (active[ZB_RES_CPU])
