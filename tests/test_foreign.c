@@ -704,6 +704,28 @@ static void test_import_analyze_cli(void **state)
 	assert_contains(out, "\"method\": \"pattern\"");
 	assert_contains(out, "\"nsteps\": 3");
 	free(out);
+	/* against a prediction: stored with the measured steps, so plot accuracy finds it */
+	snprintf(cmd, sizeof cmd, "%s compare 1 --json --db %s --predict --model gpt2 --policy offload >%s 2>&1",
+		 zbench_bin(), db, tmp("out.txt"));
+	assert_int_equal(sh(cmd), 0);
+	out = zb_test_slurp(tmp("out.txt"), NULL);
+	assert_contains(out, "\"cpu_optimizer_s\"");
+	assert_contains(out, "\"measured\": 0.0061");
+	free(out);
+	zb_store *s;
+	OK(zb_store_open(&s, db, 1000, &err_));
+	assert_int_equal(count(s, "SELECT count(*) FROM runs WHERE kind = 'compare-trace'"), 1);
+	assert_int_equal(count(s, "SELECT count(*) FROM steps s JOIN configs c ON c.id = s.config_id JOIN runs r"
+				  " ON r.id = c.run_id WHERE r.kind = 'compare-trace' AND s.source = 'measured'"), 4);
+	assert_int_equal(count(s, "SELECT count(*) FROM predictions p JOIN configs c ON c.id = p.config_id JOIN runs r"
+				  " ON r.id = c.run_id WHERE r.kind = 'compare-trace' AND p.step_time_s > 0"), 1);
+	assert_int_equal(count(s, "SELECT count(*) FROM META_DATA_EXPORT WHERE name = 'ZB_TRACE_COMPARE'"), 1);
+	zb_store_close(s);
+	snprintf(cmd, sizeof cmd, "%s compare 1 --db %s --predict --model nonesuch 2>%s", zbench_bin(), db, tmp("err.txt"));
+	assert_int_equal(sh(cmd), 2);
+	out = zb_test_slurp(tmp("err.txt"), NULL);
+	assert_contains(out, "nonesuch");
+	free(out);
 	snprintf(cmd, sizeof cmd, "%s import %s/none.sqlite --db %s 2>%s", zbench_bin(), tmpdir, db, tmp("err.txt"));
 	assert_int_equal(sh(cmd), 2);
 	snprintf(cmd, sizeof cmd, "%s analyze 9 --db %s 2>%s", zbench_bin(), db, tmp("err.txt"));
