@@ -358,8 +358,8 @@ static int steps_from_pattern(const zb_trace_input *in, cuts *c, zb_analysis *ou
 		double g = 0;
 		for (size_t i = 0; i < n; i++)
 			if (seq[i] == tok) {
-				if (cnt && i - prev == p)
-					spaced++;
+				if (cnt && i - prev + p / 50 + 1 >= p && i - prev <= p + p / 50 + 1)
+					spaced++; /* about p apart: concurrent streams may swap a few neighbours */
 				prev = i, cnt++, g += (double)gap[i];
 			}
 		double expect = (double)n / (double)p;
@@ -369,23 +369,41 @@ static int steps_from_pattern(const zb_trace_input *in, cuts *c, zb_analysis *ou
 			best_gap = g / (double)cnt, anchor = tok, have = 1;
 		}
 	}
-	if (have) {
+	/* the best phase by index (an exact period), for comparison and as the fallback */
+	size_t phase = 0;
+	double bg = -1;
+	for (size_t ph = 0; ph < p; ph++) {
+		double g = 0;
+		size_t k = 0;
+		for (size_t i = ph; i < n; i += p)
+			g += (double)gap[i], k++;
+		if (g / (double)k > bg)
+			bg = g / (double)k, phase = ph;
+	}
+	if (have && best_gap >= 0.5 * bg) {
 		for (size_t i = 0; i < n; i++)
 			if (seq[i] == anchor)
 				cut_push(c, in->ops[i].start);
-	} else { /* every token recurs within a period: cut at the phase after the longest idle */
-		size_t phase = 0;
-		double bg = -1;
-		for (size_t ph = 0; ph < p; ph++) {
-			double g = 0;
-			size_t k = 0;
-			for (size_t i = ph; i < n; i += p)
-				g += (double)gap[i], k++;
-			if (g / (double)k > bg)
-				bg = g / (double)k, phase = ph;
-		}
-		for (size_t i = phase; i < n; i += p)
+	} else {
+		/* no once-per-period token after the idle (e.g. the step starts with many
+		 * uploads): cut at the phase, each next cut the longest idle within a
+		 * quarter period of one period on, so an inserted operation does not shift
+		 * every later cut */
+		for (size_t i = phase; i < n;) {
 			cut_push(c, in->ops[i].start);
+			size_t next = i + p, lo = next > p / 4 ? next - p / 4 : 0, hi = next + p / 4, best = next;
+			if (next >= n)
+				break; /* the trace ends within this step */
+			if (hi >= n)
+				hi = n - 1;
+			for (size_t j = lo; j <= hi; j++)
+				if (j < n && (best >= n || gap[j] > gap[best] ||
+					      (gap[j] == gap[best] && (j > next ? j - next : next - j) < (best > next ? best - next : next - best))))
+					best = j;
+			if (best >= n || best <= i)
+				break;
+			i = best;
+		}
 	}
 	snprintf(out->found_by, sizeof out->found_by,
 		 "pattern of %zu GPU operations (sequence matches itself at that lag: %.1f %%)", p, 100 * match);
