@@ -194,7 +194,8 @@ static size_t candidate_lags(const int32_t *seq, size_t n, size_t **out)
 			gaps[ng++] = g;
 		}
 	free(ti);
-	qsort(gaps, ng, sizeof *gaps, cmp_gap);
+	if (ng)
+		qsort(gaps, ng, sizeof *gaps, cmp_gap);
 	gapc *gc = zb_xmalloc((ng ? ng : 1) * sizeof *gc);
 	size_t nc = 0;
 	for (size_t i = 0; i < ng; i++) {

@@ -593,13 +593,30 @@ static void test_store_foreign(void **state)
 
 /* ---- /proc ------------------------------------------------------------------------- */
 
-static volatile int spin_stop;
+static volatile int spin_go, spin_done, spin_stop;
+
+/* Waits for go, then spins until this thread has used 30 ms of CPU (its own
+ * clock, so a loaded machine only makes it take longer). */
 static void *spin(void *p)
 {
 	(void)p;
-	while (!spin_stop)
-		;
+	while (!spin_go)
+		usleep(1000);
+	struct timespec ts;
+	do
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	while ((int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec < 30000000);
+	spin_done = 1;
+	while (!spin_stop) /* alive at the next tick */
+		usleep(1000);
 	return NULL;
+}
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static void test_procsample(void **state)
@@ -611,26 +628,43 @@ static void test_procsample(void **state)
 	assert_int_equal(pp, 77);
 	assert_true(zb_proc_parse_stat_ticks("1234 (a b) R 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0", &v));
 	assert_int_equal(v, 300);
+	assert_true(zb_proc_parse_starttime("4996 (ba) sh) S 4976 4996 4996 0 -1 4194560 43137 8951056 0 1048 15 27 7767 2413"
+					    " 20 0 1 0 19682 5451776 1006", &v));
+	assert_int_equal(v, 19682);
 	assert_false(zb_proc_parse_ppid("garbage", &pp));
 	assert_true(zb_proc_parse_schedstat("123456789 555 12\n", &v));
 	assert_int_equal(v, 123456789);
 	assert_false(zb_proc_parse_schedstat("x", &v));
 
 	zb_proc_sampler *s = zb_proc_sampler_create(getpid());
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	zb_proc_sampler_tick(s, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, 1);
 	pthread_t th;
-	spin_stop = 0;
+	spin_go = spin_done = spin_stop = 0;
 	pthread_create(&th, NULL, spin, NULL);
-	usleep(20000);
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	zb_proc_sampler_tick(s, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, 0); /* first sight of the spinner */
-	usleep(100000);
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	zb_proc_sampler_tick(s, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec, 0);
+	usleep(10000);
+	zb_proc_sampler_tick(s, mono_ns(), 1); /* first sight of the spinner, idle */
+	spin_go = 1;
+	while (!spin_done)
+		usleep(2000);
+	zb_proc_sampler_tick(s, mono_ns(), 0);
 	spin_stop = 1;
 	pthread_join(th, NULL);
+	/* a thread born between two ticks: its CPU so far, from the last tick on */
+	int64_t before = mono_ns();
+	zb_proc_sampler_tick(s, before, 0);
+	size_t seen = s->nsamples;
+	spin_done = spin_stop = 0;
+	pthread_create(&th, NULL, spin, NULL);
+	while (!spin_done)
+		usleep(2000);
+	zb_proc_sampler_tick(s, mono_ns(), 0);
+	spin_stop = 1;
+	pthread_join(th, NULL);
+	int64_t born = 0;
+	for (size_t i = seen; i < s->nsamples; i++)
+		if (s->samples[i].cpu_ns > born)
+			born = s->samples[i].cpu_ns, assert_true(s->samples[i].start >= before);
+	print_message("thread born between ticks: %.1f ms of CPU\n", born / 1e6);
+	assert_true(born > 28000000 && born < 40000000);
 	int64_t best = 0;
 	for (size_t i = 0; i < s->nsamples; i++) {
 		const zb_cpu_sample *x = &s->samples[i];
@@ -639,9 +673,9 @@ static void test_procsample(void **state)
 		if (x->cpu_ns > best)
 			best = x->cpu_ns;
 	}
-	/* the spinner ran ~100 ms between the last two ticks (a loaded CI machine: 20) */
-	print_message("spinner: %.1f ms of CPU in ~100 ms, %zu threads seen\n", best / 1e6, s->nthreads);
-	assert_true(best > 20000000);
+	/* the spinner's 30 ms (its start-up before the first tick aside) */
+	print_message("spinner: %.1f ms of CPU between two ticks, %zu threads seen\n", best / 1e6, s->nthreads);
+	assert_true(best > 28000000 && best < 40000000);
 	assert_true(s->nthreads >= 2);
 	zb_proc_sampler_free(s);
 }

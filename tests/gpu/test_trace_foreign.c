@@ -2,7 +2,8 @@
  * test_trace_foreign.c - zbench trace on a real GPU (make test-gpu): this program,
  * started as "child N", is the traced program: N steps, each an NVTX range
  * "train_step" around a 64 MiB pinned H2D copy, two cuBLAS SGEMMs, a memset, a
- * 16 MiB pageable D2H copy and 3 ms of CPU work on 4 threads; it exits with 3.
+ * 16 MiB pageable D2H copy and 20 ms of CPU work on each of 4 pool threads; it
+ * exits with 3.
  * The test runs `zbench trace -- <self> child 6` and checks that
  *   - the exit code 3 passes through, one CUDA process was traced, 0 records dropped,
  *     kernel records == kernel launches counted by the callback;
@@ -50,18 +51,28 @@ static char g_why[512], tmpdir[128], self[1024];
 		}                                                                            \
 	} while (0)
 
-static void *cpu_work(void *p)
+/* A persistent pool of 4 CPU threads (like an optimizer's OpenMP pool): each step
+ * every worker spins for 20 ms of its own CPU time between two barriers. */
+static pthread_barrier_t go_bar, done_bar;
+static volatile int quit;
+
+static void *cpu_worker(void *p)
 {
 	(void)p;
-	struct timespec a, b;
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	volatile double x = 1;
-	do {
-		for (int i = 0; i < 1000; i++)
-			x = x * 1.0000001 + 1e-9;
-		clock_gettime(CLOCK_MONOTONIC, &b);
-	} while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 3000000);
-	return NULL;
+	for (;;) {
+		pthread_barrier_wait(&go_bar);
+		if (quit)
+			return NULL;
+		struct timespec a, b;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+		volatile double x = 1;
+		do {
+			for (int i = 0; i < 1000; i++)
+				x = x * 1.0000001 + 1e-9;
+			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+		} while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < 20000000);
+		pthread_barrier_wait(&done_bar);
+	}
 }
 
 static int child(int steps)
@@ -79,6 +90,11 @@ static int child(int steps)
 	CHK(cudaMemset(b, 0, n * n * 4));
 	cublasHandle_t h;
 	CHK(cublasCreate(&h));
+	pthread_t th[4];
+	pthread_barrier_init(&go_bar, NULL, 5);
+	pthread_barrier_init(&done_bar, NULL, 5);
+	for (int i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, cpu_worker, NULL);
 	const float one = 1, zero = 0;
 	for (int s = 0; s < steps; s++) {
 		nvtxRangePushA("train_step");
@@ -87,13 +103,14 @@ static int child(int steps)
 		CHK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)n, (int)n, &one, c, (int)n, b, (int)n, &zero, a, (int)n));
 		CHK(cudaMemset(c, 0, 1 << 20));
 		CHK(cudaMemcpy(pageable, a, d2h, cudaMemcpyDeviceToHost));
-		pthread_t th[4];
-		for (int i = 0; i < 4; i++)
-			pthread_create(&th[i], NULL, cpu_work, NULL);
-		for (int i = 0; i < 4; i++)
-			pthread_join(th[i], NULL);
+		pthread_barrier_wait(&go_bar); /* the "optimizer": 20 ms on 4 threads */
+		pthread_barrier_wait(&done_bar);
 		nvtxRangePop();
 	}
+	quit = 1;
+	pthread_barrier_wait(&go_bar);
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
 	CHK(cudaDeviceSynchronize());
 	cublasDestroy(h);
 	return 3;
@@ -170,7 +187,8 @@ static void test_traced_child(void **state)
 	double cpu_opt = json_number_value(json_object_get(m, "cpu_opt_s"));
 	print_message("median step %.3f ms, cpu optimizer %.3f ms, h2d %.1f GB/s\n", step * 1e3, cpu_opt * 1e3,
 		      json_number_value(json_object_get(m, "h2d_GBps")));
-	assert_true(cpu_opt > 0.001 && cpu_opt < step);
+	/* the pool's 20 ms on 4 cores, seen through 10 ms samples */
+	assert_true(cpu_opt > 0.010 && cpu_opt < step);
 	json_decref(j);
 	snprintf(cmd, sizeof cmd, "%s analyze --json --no-nvtx --db %s >%s", z, db, log);
 	assert_int_equal(sh(cmd), 0);
