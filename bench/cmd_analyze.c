@@ -71,6 +71,7 @@ void zb_analysis_print(FILE *f, const zb_analysis *a)
 			m->pageable_bytes / 1e9);
 	fprintf(f, "# %zu steps found by %s; medians of steps %zu..%zu\n", a->nsteps, a->found_by, a->first_steady + 1,
 		a->nsteps);
+	fprintf(f, "# CPU optimizer from %s\n", a->cpu_opt_from);
 }
 
 static void print_steps(FILE *f, const zb_analysis *a)
@@ -104,8 +105,8 @@ static json_t *analysis_json(const zb_analysis *a, int64_t cfg)
 	json_t *steps = json_array();
 	for (size_t i = 0; i < a->nsteps; i++)
 		json_array_append_new(steps, step_json(&a->steps[i]));
-	return json_pack("{s:I, s:s, s:s, s:I, s:I, s:I, s:o, s:o}", "config_id", (json_int_t)cfg, "method", a->method,
-			 "found_by", a->found_by, "period_ops", (json_int_t)a->period, "nsteps", (json_int_t)a->nsteps,
+	return json_pack("{s:I, s:s, s:s, s:s, s:I, s:I, s:I, s:o, s:o}", "config_id", (json_int_t)cfg, "method",
+			 a->method, "found_by", a->found_by, "cpu_optimizer_from", a->cpu_opt_from, "period_ops", (json_int_t)a->period, "nsteps", (json_int_t)a->nsteps,
 			 "first_steady", (json_int_t)a->first_steady, "median", step_json(&a->median), "steps", steps);
 }
 

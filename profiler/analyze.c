@@ -428,21 +428,25 @@ static int cmp_ev(const void *x, const void *y)
 	return (a->t > b->t) - (a->t < b->t);
 }
 
-/* Where the CPU optimizer runs: NVTX ranges naming it, else the worker threads'
- * busy cores >= threshold. */
-static void cpu_opt_intervals(const zb_trace_input *in, double threshold, ivls *out, int *from_nvtx)
+/* Where the CPU optimizer runs: where the worker threads' busy cores reach the
+ * threshold (the /proc samples: they see the optimizer's threads themselves),
+ * else, in a trace without samples (an nsys import), NVTX ranges naming it. */
+static void cpu_opt_intervals(const zb_trace_input *in, double threshold, ivls *out, const char **from)
 {
-	*from_nvtx = 0;
-	for (size_t i = 0; i < in->nranges; i++) {
-		const zb_range *r = &in->ranges[i];
-		const char *nm = r->name >= 0 && (size_t)r->name < in->nnames ? in->names[r->name] : "";
-		if (contains_ci(nm, "adam") || contains_ci(nm, "optim"))
-			iv_push(out, r->start, r->end), *from_nvtx = 1;
-	}
-	if (*from_nvtx) {
+	*from = "none (no CPU samples, no NVTX range naming adam or optim)";
+	if (in->ncpu == 0) {
+		for (size_t i = 0; i < in->nranges; i++) {
+			const zb_range *r = &in->ranges[i];
+			const char *nm = r->name >= 0 && (size_t)r->name < in->nnames ? in->names[r->name] : "";
+			if (contains_ci(nm, "adam") || contains_ci(nm, "optim")) {
+				iv_push(out, r->start, r->end);
+				*from = "NVTX ranges naming adam or optim";
+			}
+		}
 		iv_merge(out);
 		return;
 	}
+	*from = "CPU samples: threads other than the main ones busy on >= threshold cores";
 	rate_ev *ev = zb_xmalloc((2 * in->ncpu + 1) * sizeof *ev);
 	size_t ne = 0;
 	for (size_t i = 0; i < in->ncpu; i++) {
@@ -592,8 +596,7 @@ zb_status zb_analyze(zb_trace_input *in, const zb_analyze_options *opt, zb_analy
 	}
 	for (int k = 0; k < 5; k++)
 		iv_merge(&all[k]);
-	int from_nvtx;
-	cpu_opt_intervals(in, opt && opt->cpu_threshold > 0 ? opt->cpu_threshold : 2.0, &opt_iv, &from_nvtx);
+	cpu_opt_intervals(in, opt && opt->cpu_threshold > 0 ? opt->cpu_threshold : 2.0, &opt_iv, &out->cpu_opt_from);
 	out->nsteps = c.n - 1;
 	out->steps = zb_xcalloc(out->nsteps, sizeof *out->steps);
 	const ivls *allp[5] = { &all[0], &all[1], &all[2], &all[3], &all[4] };
