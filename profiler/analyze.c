@@ -335,24 +335,12 @@ static int64_t *idle_before(const zb_trace_input *in)
 static int32_t op_token(const zb_gpu_op *o) { return o->kind == ZB_GOP_KERNEL ? o->name : -2 - (int32_t)o->kind; }
 
 /* Steps from the repeating pattern of GPU operations; 0 when there is none. */
-static int steps_from_pattern(const zb_trace_input *in, cuts *c, zb_analysis *out)
+/* A token occurring once per period, about p apart, after the longest idle on
+ * average (*mean_gap); 0 when there is none. */
+static int find_anchor(const int32_t *seq, size_t n, size_t p, const int64_t *gap, int32_t *anchor, double *mean_gap)
 {
-	size_t n = in->nops;
-	int32_t *seq = zb_xmalloc((n ? n : 1) * sizeof *seq);
-	for (size_t i = 0; i < n; i++)
-		seq[i] = op_token(&in->ops[i]);
-	double match;
-	size_t p = zb_sequence_period(seq, n, &match);
-	if (p == 0 || n / p < 2) {
-		free(seq);
-		return 0;
-	}
-	int64_t *gap = idle_before(in);
-	/* the anchor: a token occurring once per period, spaced p apart, after the
-	 * longest idle on average */
-	double best_gap = -1;
-	int32_t anchor = 0;
 	int have = 0;
+	*mean_gap = -1;
 	for (size_t ph = 0; ph < p && ph < n; ph++) {
 		int32_t tok = seq[ph];
 		size_t cnt = 0, spaced = 0, prev = 0;
@@ -366,45 +354,75 @@ static int steps_from_pattern(const zb_trace_input *in, cuts *c, zb_analysis *ou
 		double expect = (double)n / (double)p;
 		if (fabs((double)cnt - expect) > 1 + 0.2 * expect || spaced + 1 < (cnt + 1) / 2)
 			continue;
-		if (g / (double)cnt > best_gap) {
-			best_gap = g / (double)cnt, anchor = tok, have = 1;
-		}
+		if (g / (double)cnt > *mean_gap)
+			*mean_gap = g / (double)cnt, *anchor = tok, have = 1;
 	}
-	/* the best phase by index (an exact period), for comparison and as the fallback */
+	return have;
+}
+
+/* The position in the period with the longest idle before it on average, assuming
+ * an exact period (*mean_gap). */
+static size_t best_phase(size_t n, size_t p, const int64_t *gap, double *mean_gap)
+{
 	size_t phase = 0;
-	double bg = -1;
-	for (size_t ph = 0; ph < p; ph++) {
+	*mean_gap = -1;
+	for (size_t ph = 0; ph < p && ph < n; ph++) {
 		double g = 0;
 		size_t k = 0;
 		for (size_t i = ph; i < n; i += p)
 			g += (double)gap[i], k++;
-		if (g / (double)k > bg)
-			bg = g / (double)k, phase = ph;
+		if (g / (double)k > *mean_gap)
+			*mean_gap = g / (double)k, phase = ph;
 	}
-	if (have && best_gap >= 0.5 * bg) {
+	return phase;
+}
+
+static size_t dist(size_t a, size_t b) { return a > b ? a - b : b - a; }
+
+/* Cuts from the phase on, each next one the longest idle within a quarter period
+ * of one period later, so an inserted operation does not shift every later cut. */
+static void cut_by_phase(const zb_trace_input *in, size_t p, size_t phase, const int64_t *gap, cuts *c)
+{
+	size_t n = in->nops;
+	for (size_t i = phase; i < n;) {
+		cut_push(c, in->ops[i].start);
+		size_t next = i + p;
+		if (next >= n)
+			break; /* the trace ends within this step */
+		size_t lo = next > p / 4 ? next - p / 4 : 0, hi = next + p / 4 < n ? next + p / 4 : n - 1, best = next;
+		for (size_t j = lo; j <= hi; j++)
+			if (gap[j] > gap[best] || (gap[j] == gap[best] && dist(j, next) < dist(best, next)))
+				best = j;
+		if (best <= i)
+			break;
+		i = best;
+	}
+}
+
+/* Steps from the repeating pattern of GPU operations; 0 when there is none. */
+static int steps_from_pattern(const zb_trace_input *in, cuts *c, zb_analysis *out)
+{
+	size_t n = in->nops;
+	int32_t *seq = zb_xmalloc((n ? n : 1) * sizeof *seq);
+	for (size_t i = 0; i < n; i++)
+		seq[i] = op_token(&in->ops[i]);
+	double match;
+	size_t p = zb_sequence_period(seq, n, &match);
+	if (p == 0 || n / p < 2) {
+		free(seq);
+		return 0;
+	}
+	int64_t *gap = idle_before(in);
+	int32_t anchor = 0;
+	double anchor_gap, phase_gap;
+	int have = find_anchor(seq, n, p, gap, &anchor, &anchor_gap);
+	size_t phase = best_phase(n, p, gap, &phase_gap);
+	if (have && anchor_gap >= 0.5 * phase_gap) {
 		for (size_t i = 0; i < n; i++)
 			if (seq[i] == anchor)
 				cut_push(c, in->ops[i].start);
-	} else {
-		/* no once-per-period token after the idle (e.g. the step starts with many
-		 * uploads): cut at the phase, each next cut the longest idle within a
-		 * quarter period of one period on, so an inserted operation does not shift
-		 * every later cut */
-		for (size_t i = phase; i < n;) {
-			cut_push(c, in->ops[i].start);
-			size_t next = i + p, lo = next > p / 4 ? next - p / 4 : 0, hi = next + p / 4, best = next;
-			if (next >= n)
-				break; /* the trace ends within this step */
-			if (hi >= n)
-				hi = n - 1;
-			for (size_t j = lo; j <= hi; j++)
-				if (j < n && (best >= n || gap[j] > gap[best] ||
-					      (gap[j] == gap[best] && (j > next ? j - next : next - j) < (best > next ? best - next : next - best))))
-					best = j;
-			if (best >= n || best <= i)
-				break;
-			i = best;
-		}
+	} else { /* e.g. a step that starts with many uploads: no once-per-period token there */
+		cut_by_phase(in, p, phase, gap, c);
 	}
 	snprintf(out->found_by, sizeof out->found_by,
 		 "pattern of %zu GPU operations (sequence matches itself at that lag: %.1f %%)", p, 100 * match);
