@@ -371,6 +371,8 @@ int cmd_trace(int argc, char **argv)
 		report(run_id, db, &tt, ps);
 		if (!keep)
 			remove_spool(spool);
+		else
+			fprintf(stderr, "zbench trace: spool files kept in %s\n", spool);
 	}
 	zb_proc_sampler_free(ps);
 	if (st && code == 0)

@@ -17,7 +17,9 @@
  */
 #include "tests/harness.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -705,6 +707,49 @@ static int sh(const char *cmd)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+/* The injection library alone, in a child process: it loads, exports only its
+ * entry point, and InitializeInjection leaves either a spool file (CUPTI could
+ * trace: a GPU machine) or a one-line .err naming why not (here), and points
+ * NVTX_INJECTION64_PATH at the libcupti it uses. */
+static void test_inject_library(void **state)
+{
+	(void)state;
+	if (!have_inject())
+		skip();
+	char lib[512], spool[256];
+	snprintf(lib, sizeof lib, "%s", zbench_bin());
+	char *slash = strrchr(lib, '/');
+	snprintf(slash ? slash + 1 : lib, sizeof lib - (size_t)(slash ? slash + 1 - lib : 0), "libzbench_inject.so");
+	snprintf(spool, sizeof spool, "%s", tmp("spool"));
+	assert_int_equal(mkdir(spool, 0700), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		setenv("ZB_TRACE_SPOOL", spool, 1);
+		unsetenv("NVTX_INJECTION64_PATH");
+		void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+		if (!h)
+			_exit(10);
+		if (dlsym(h, "zb_trace_start") || dlsym(h, "zb_now_ns"))
+			_exit(11); /* zbench's own symbols stay inside */
+		int (*init)(void) = (int (*)(void))dlsym(h, "InitializeInjection");
+		if (!init || init() != 1)
+			_exit(12);
+		const char *nvtx = getenv("NVTX_INJECTION64_PATH");
+		_exit(nvtx && strstr(nvtx, "libcupti") ? 0 : 13); /* _exit: no atexit, so the .err case only */
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	char path[400];
+	snprintf(path, sizeof path, "%s/%d.err", spool, (int)pid);
+	char *msg = zb_test_slurp(path, NULL);
+	print_message("injection without a usable GPU: %s", msg[0] ? msg : "(no .err: CUPTI started)\n");
+	if (msg[0])
+		assert_contains(msg, "CUPTI cannot trace here");
+	free(msg);
+}
+
 static void test_trace_cli(void **state)
 {
 	(void)state;
@@ -831,6 +876,7 @@ int main(void)
 		cmocka_unit_test(test_import_fixture),
 		cmocka_unit_test(test_store_foreign),
 		cmocka_unit_test(test_procsample),
+		cmocka_unit_test(test_inject_library),
 		cmocka_unit_test(test_trace_cli),
 		cmocka_unit_test(test_import_analyze_cli),
 	};
