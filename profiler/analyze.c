@@ -519,6 +519,17 @@ static void measure_step(const zb_trace_input *in, const ivls *all[5], const ivl
 	st->compute_only_s = (double)(len[0] - overlap) * 1e-9;
 	st->copy_only_s = (double)(len[3] - overlap) * 1e-9;
 	st->idle_s = (double)((e - s) - len[4]) * 1e-9;
+	/* idle stretches: before the first busy interval, between them, after the last */
+	int64_t prev = s;
+	for (size_t i = 0; i <= clipped[4].n; i++) {
+		int64_t next = i < clipped[4].n ? clipped[4].v[i].s : e, g = next - prev;
+		if (g >= 100000)
+			st->idle_gaps++;
+		if ((double)g * 1e-9 > st->max_gap_s)
+			st->max_gap_s = (double)g * 1e-9;
+		if (i < clipped[4].n)
+			prev = clipped[4].v[i].e;
+	}
 	iv_clip(opt, s, e, tmp);
 	int64_t ol = iv_len(tmp);
 	st->cpu_opt_s = (double)ol * 1e-9;

@@ -95,6 +95,7 @@ typedef struct zb_step_stats {
 	double cpu_core_s;                            /* CPU time of every thread of the tree */
 	double h2d_bytes, d2h_bytes, pageable_bytes;
 	double kernels, copies;
+	double idle_gaps, max_gap_s;                  /* GPU idle stretches >= 100 us; the longest */
 } zb_step_stats;
 
 typedef struct zb_analysis {

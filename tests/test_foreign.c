@@ -413,6 +413,8 @@ static void test_step_by_hand(void **state)
 	assert_close(m->idle_cpu_s, 0.0025, 1e-9);
 	assert_close(m->h2d_bytes, 40e6, 1e-12);
 	assert_close(m->cpu_core_s, 0.010 + 4 * 0.0026, 1e-9);
+	assert_close(m->idle_gaps, 1, 1e-12); /* [7, 10] */
+	assert_close(m->max_gap_s, 0.003, 1e-9);
 	zb_analysis_free(&a);
 	/* a higher threshold than the workers reach: no optimizer time */
 	o.cpu_threshold = 5;
