@@ -28,7 +28,9 @@ static void usage(FILE *f)
 		   "(runs.id); without it, the newest configuration with measured events. A run with\n"
 		   "several configurations prints one line each (--config <id> for the detail; --json\n"
 		   "gives every detail). --warmup: steps left out of the steady state (default: the\n"
-		   "run's --warmup, else 2).\n");
+		   "run's --warmup, else 2).\n"
+		   "A trace of another program (zbench trace, zbench import) against a prediction:\n"
+		   "zbench compare [<run>] --predict <predict's options> (zbench compare --predict --help).\n");
 }
 
 static int parse_id(const char *s, const char *what, int64_t *out)
@@ -191,8 +193,13 @@ static void detail_print(FILE *f, const zb_stored_config *info, const zb_compari
 		100 * worst);
 }
 
+int cmd_compare_trace(int argc, char **argv); /* cmd_compare_trace.c */
+
 int cmd_compare(int argc, char **argv)
 {
+	for (int i = 1; i < argc; i++) /* a foreign trace against a prediction */
+		if (!strcmp(argv[i], "--predict"))
+			return cmd_compare_trace(argc, argv);
 	static const struct option table[] = {
 		{ "config", required_argument, NULL, 'c' }, { "warmup", required_argument, NULL, 'w' },
 		{ "json", no_argument, NULL, 'j' },         { "db", required_argument, NULL, 'd' },

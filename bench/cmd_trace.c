@@ -265,11 +265,10 @@ static zb_status store_trace(const char *db, int argc, char **argv, char **cmd, 
 	return st;
 }
 
-int cmd_trace(int argc, char **argv)
+/* Options up to the command: returns -1 to go on (*cmd = its index), else the
+ * exit code. */
+static int parse_args(int argc, char **argv, const char **db, double *sample_ms, int *keep, int *cmd)
 {
-	const char *db = ZB_STORE_DEFAULT_PATH;
-	double sample_ms = 10;
-	int keep = 0;
 	int i = 1;
 	for (; i < argc; i++) {
 		const char *a = argv[i];
@@ -282,17 +281,15 @@ int cmd_trace(int argc, char **argv)
 			return 0;
 		}
 		if (!strcmp(a, "--keep-spool")) {
-			keep = 1;
-		} else if ((!strcmp(a, "--db") || !strcmp(a, "--sample-ms")) && i + 1 < argc) {
-			if (!strcmp(a, "--db")) {
-				db = argv[++i];
-			} else {
-				char *end;
-				sample_ms = strtod(argv[++i], &end);
-				if (*end || !(sample_ms >= 1 && sample_ms <= 10000)) {
-					fprintf(stderr, "zbench: invalid --sample-ms '%s' (expected 1 to 10000)\n", argv[i]);
-					return 2;
-				}
+			*keep = 1;
+		} else if (!strcmp(a, "--db") && i + 1 < argc) {
+			*db = argv[++i];
+		} else if (!strcmp(a, "--sample-ms") && i + 1 < argc) {
+			char *end;
+			*sample_ms = strtod(argv[++i], &end);
+			if (*end || !(*sample_ms >= 1 && *sample_ms <= 10000)) {
+				fprintf(stderr, "zbench: invalid --sample-ms '%s' (expected 1 to 10000)\n", argv[i]);
+				return 2;
 			}
 		} else if (a[0] == '-') {
 			fprintf(stderr, "zbench: unknown or incomplete option '%s' for trace\n", a);
@@ -306,6 +303,31 @@ int cmd_trace(int argc, char **argv)
 		fprintf(stderr, "zbench: trace needs a command to run: zbench trace [options] -- <command> [args...]\n");
 		return 2;
 	}
+	*cmd = i;
+	return -1;
+}
+
+static void report(int64_t run_id, const char *db, const totals *tt, const zb_proc_sampler *ps)
+{
+	fprintf(stderr,
+		"zbench trace: run %" PRId64 " in %s: %d CUDA process%s traced, %" PRIu64 " kernels, %" PRIu64
+		" copies, %" PRIu64 " memsets, %" PRIu64 " API calls, %" PRIu64 " NVTX ranges/marks, %zu CPU"
+		" samples of %zu threads; dropped records: %" PRIu64 "%s\n",
+		run_id, db, tt->processes, tt->processes == 1 ? "" : "es", tt->kernels, tt->memcpys, tt->memsets,
+		tt->apis, tt->nvtx, ps->nsamples, ps->nthreads, tt->dropped,
+		tt->parse_errors || tt->buffer_failures ? " (and buffers lost or unparsable: see META_DATA_EXPORT)" : "");
+	if (tt->launches && tt->launches != tt->kernels)
+		fprintf(stderr, "zbench trace: %" PRIu64 " kernel launches counted, %" PRIu64 " kernel records\n",
+			tt->launches, tt->kernels);
+}
+
+int cmd_trace(int argc, char **argv)
+{
+	const char *db = ZB_STORE_DEFAULT_PATH;
+	double sample_ms = 10;
+	int keep = 0, i = 0, rc = parse_args(argc, argv, &db, &sample_ms, &keep, &i);
+	if (rc >= 0)
+		return rc;
 	char lib[4096];
 	if (!inject_path(lib, sizeof lib)) {
 		fprintf(stderr, "zbench: trace needs the injection library, not found at '%s' (built by make with nvcc;"
@@ -346,18 +368,11 @@ int cmd_trace(int argc, char **argv)
 		fprintf(stderr, "zbench: %s\n", err.msg);
 		fprintf(stderr, "zbench trace: the records stay in %s\n", spool);
 	} else {
-		fprintf(stderr,
-			"zbench trace: run %" PRId64 " in %s: %d CUDA process%s traced, %" PRIu64 " kernels, %" PRIu64
-			" copies, %" PRIu64 " memsets, %" PRIu64 " API calls, %" PRIu64 " NVTX ranges/marks, %zu CPU"
-			" samples of %zu threads; dropped records: %" PRIu64 "%s\n",
-			run_id, db, tt.processes, tt.processes == 1 ? "" : "es", tt.kernels, tt.memcpys, tt.memsets, tt.apis,
-			tt.nvtx, ps->nsamples, ps->nthreads, tt.dropped,
-			tt.parse_errors || tt.buffer_failures ? " (and buffers lost or unparsable: see META_DATA_EXPORT)" : "");
-		if (tt.launches && tt.launches != tt.kernels)
-			fprintf(stderr, "zbench trace: %" PRIu64 " kernel launches counted, %" PRIu64 " kernel records\n",
-				tt.launches, tt.kernels);
+		report(run_id, db, &tt, ps);
 		if (!keep)
 			remove_spool(spool);
+		else
+			fprintf(stderr, "zbench trace: spool files kept in %s\n", spool);
 	}
 	zb_proc_sampler_free(ps);
 	if (st && code == 0)

@@ -194,7 +194,8 @@ static size_t candidate_lags(const int32_t *seq, size_t n, size_t **out)
 			gaps[ng++] = g;
 		}
 	free(ti);
-	qsort(gaps, ng, sizeof *gaps, cmp_gap);
+	if (ng)
+		qsort(gaps, ng, sizeof *gaps, cmp_gap);
 	gapc *gc = zb_xmalloc((ng ? ng : 1) * sizeof *gc);
 	size_t nc = 0;
 	for (size_t i = 0; i < ng; i++) {
@@ -334,6 +335,71 @@ static int64_t *idle_before(const zb_trace_input *in)
 static int32_t op_token(const zb_gpu_op *o) { return o->kind == ZB_GOP_KERNEL ? o->name : -2 - (int32_t)o->kind; }
 
 /* Steps from the repeating pattern of GPU operations; 0 when there is none. */
+/* A token occurring once per period, about p apart, after the longest idle on
+ * average (*mean_gap); 0 when there is none. */
+static int find_anchor(const int32_t *seq, size_t n, size_t p, const int64_t *gap, int32_t *anchor, double *mean_gap)
+{
+	int have = 0;
+	*mean_gap = -1;
+	for (size_t ph = 0; ph < p && ph < n; ph++) {
+		int32_t tok = seq[ph];
+		size_t cnt = 0, spaced = 0, prev = 0;
+		double g = 0;
+		for (size_t i = 0; i < n; i++)
+			if (seq[i] == tok) {
+				if (cnt && i - prev + p / 50 + 1 >= p && i - prev <= p + p / 50 + 1)
+					spaced++; /* about p apart: concurrent streams may swap a few neighbours */
+				prev = i, cnt++, g += (double)gap[i];
+			}
+		double expect = (double)n / (double)p;
+		if (fabs((double)cnt - expect) > 1 + 0.2 * expect || spaced + 1 < (cnt + 1) / 2)
+			continue;
+		if (g / (double)cnt > *mean_gap)
+			*mean_gap = g / (double)cnt, *anchor = tok, have = 1;
+	}
+	return have;
+}
+
+/* The position in the period with the longest idle before it on average, assuming
+ * an exact period (*mean_gap). */
+static size_t best_phase(size_t n, size_t p, const int64_t *gap, double *mean_gap)
+{
+	size_t phase = 0;
+	*mean_gap = -1;
+	for (size_t ph = 0; ph < p && ph < n; ph++) {
+		double g = 0;
+		size_t k = 0;
+		for (size_t i = ph; i < n; i += p)
+			g += (double)gap[i], k++;
+		if (g / (double)k > *mean_gap)
+			*mean_gap = g / (double)k, phase = ph;
+	}
+	return phase;
+}
+
+static size_t dist(size_t a, size_t b) { return a > b ? a - b : b - a; }
+
+/* Cuts from the phase on, each next one the longest idle within a quarter period
+ * of one period later, so an inserted operation does not shift every later cut. */
+static void cut_by_phase(const zb_trace_input *in, size_t p, size_t phase, const int64_t *gap, cuts *c)
+{
+	size_t n = in->nops;
+	for (size_t i = phase; i < n;) {
+		cut_push(c, in->ops[i].start);
+		size_t next = i + p;
+		if (next >= n)
+			break; /* the trace ends within this step */
+		size_t lo = next > p / 4 ? next - p / 4 : 0, hi = next + p / 4 < n ? next + p / 4 : n - 1, best = next;
+		for (size_t j = lo; j <= hi; j++)
+			if (gap[j] > gap[best] || (gap[j] == gap[best] && dist(j, next) < dist(best, next)))
+				best = j;
+		if (best <= i)
+			break;
+		i = best;
+	}
+}
+
+/* Steps from the repeating pattern of GPU operations; 0 when there is none. */
 static int steps_from_pattern(const zb_trace_input *in, cuts *c, zb_analysis *out)
 {
 	size_t n = in->nops;
@@ -347,45 +413,16 @@ static int steps_from_pattern(const zb_trace_input *in, cuts *c, zb_analysis *ou
 		return 0;
 	}
 	int64_t *gap = idle_before(in);
-	/* the anchor: a token occurring once per period, spaced p apart, after the
-	 * longest idle on average */
-	double best_gap = -1;
 	int32_t anchor = 0;
-	int have = 0;
-	for (size_t ph = 0; ph < p && ph < n; ph++) {
-		int32_t tok = seq[ph];
-		size_t cnt = 0, spaced = 0, prev = 0;
-		double g = 0;
-		for (size_t i = 0; i < n; i++)
-			if (seq[i] == tok) {
-				if (cnt && i - prev == p)
-					spaced++;
-				prev = i, cnt++, g += (double)gap[i];
-			}
-		double expect = (double)n / (double)p;
-		if (fabs((double)cnt - expect) > 1 + 0.2 * expect || spaced + 1 < (cnt + 1) / 2)
-			continue;
-		if (g / (double)cnt > best_gap) {
-			best_gap = g / (double)cnt, anchor = tok, have = 1;
-		}
-	}
-	if (have) {
+	double anchor_gap, phase_gap;
+	int have = find_anchor(seq, n, p, gap, &anchor, &anchor_gap);
+	size_t phase = best_phase(n, p, gap, &phase_gap);
+	if (have && anchor_gap >= 0.5 * phase_gap) {
 		for (size_t i = 0; i < n; i++)
 			if (seq[i] == anchor)
 				cut_push(c, in->ops[i].start);
-	} else { /* every token recurs within a period: cut at the phase after the longest idle */
-		size_t phase = 0;
-		double bg = -1;
-		for (size_t ph = 0; ph < p; ph++) {
-			double g = 0;
-			size_t k = 0;
-			for (size_t i = ph; i < n; i += p)
-				g += (double)gap[i], k++;
-			if (g / (double)k > bg)
-				bg = g / (double)k, phase = ph;
-		}
-		for (size_t i = phase; i < n; i += p)
-			cut_push(c, in->ops[i].start);
+	} else { /* e.g. a step that starts with many uploads: no once-per-period token there */
+		cut_by_phase(in, p, phase, gap, c);
 	}
 	snprintf(out->found_by, sizeof out->found_by,
 		 "pattern of %zu GPU operations (sequence matches itself at that lag: %.1f %%)", p, 100 * match);
@@ -409,21 +446,25 @@ static int cmp_ev(const void *x, const void *y)
 	return (a->t > b->t) - (a->t < b->t);
 }
 
-/* Where the CPU optimizer runs: NVTX ranges naming it, else the worker threads'
- * busy cores >= threshold. */
-static void cpu_opt_intervals(const zb_trace_input *in, double threshold, ivls *out, int *from_nvtx)
+/* Where the CPU optimizer runs: where the worker threads' busy cores reach the
+ * threshold (the /proc samples: they see the optimizer's threads themselves),
+ * else, in a trace without samples (an nsys import), NVTX ranges naming it. */
+static void cpu_opt_intervals(const zb_trace_input *in, double threshold, ivls *out, const char **from)
 {
-	*from_nvtx = 0;
-	for (size_t i = 0; i < in->nranges; i++) {
-		const zb_range *r = &in->ranges[i];
-		const char *nm = r->name >= 0 && (size_t)r->name < in->nnames ? in->names[r->name] : "";
-		if (contains_ci(nm, "adam") || contains_ci(nm, "optim"))
-			iv_push(out, r->start, r->end), *from_nvtx = 1;
-	}
-	if (*from_nvtx) {
+	*from = "none (no CPU samples, no NVTX range naming adam or optim)";
+	if (in->ncpu == 0) {
+		for (size_t i = 0; i < in->nranges; i++) {
+			const zb_range *r = &in->ranges[i];
+			const char *nm = r->name >= 0 && (size_t)r->name < in->nnames ? in->names[r->name] : "";
+			if (contains_ci(nm, "adam") || contains_ci(nm, "optim")) {
+				iv_push(out, r->start, r->end);
+				*from = "NVTX ranges naming adam or optim";
+			}
+		}
 		iv_merge(out);
 		return;
 	}
+	*from = "CPU samples: threads other than the main ones busy on >= threshold cores";
 	rate_ev *ev = zb_xmalloc((2 * in->ncpu + 1) * sizeof *ev);
 	size_t ne = 0;
 	for (size_t i = 0; i < in->ncpu; i++) {
@@ -478,6 +519,17 @@ static void measure_step(const zb_trace_input *in, const ivls *all[5], const ivl
 	st->compute_only_s = (double)(len[0] - overlap) * 1e-9;
 	st->copy_only_s = (double)(len[3] - overlap) * 1e-9;
 	st->idle_s = (double)((e - s) - len[4]) * 1e-9;
+	/* idle stretches: before the first busy interval, between them, after the last */
+	int64_t prev = s;
+	for (size_t i = 0; i <= clipped[4].n; i++) {
+		int64_t next = i < clipped[4].n ? clipped[4].v[i].s : e, g = next - prev;
+		if (g >= 100000)
+			st->idle_gaps++;
+		if ((double)g * 1e-9 > st->max_gap_s)
+			st->max_gap_s = (double)g * 1e-9;
+		if (i < clipped[4].n)
+			prev = clipped[4].v[i].e;
+	}
 	iv_clip(opt, s, e, tmp);
 	int64_t ol = iv_len(tmp);
 	st->cpu_opt_s = (double)ol * 1e-9;
@@ -573,8 +625,7 @@ zb_status zb_analyze(zb_trace_input *in, const zb_analyze_options *opt, zb_analy
 	}
 	for (int k = 0; k < 5; k++)
 		iv_merge(&all[k]);
-	int from_nvtx;
-	cpu_opt_intervals(in, opt && opt->cpu_threshold > 0 ? opt->cpu_threshold : 2.0, &opt_iv, &from_nvtx);
+	cpu_opt_intervals(in, opt && opt->cpu_threshold > 0 ? opt->cpu_threshold : 2.0, &opt_iv, &out->cpu_opt_from);
 	out->nsteps = c.n - 1;
 	out->steps = zb_xcalloc(out->nsteps, sizeof *out->steps);
 	const ivls *allp[5] = { &all[0], &all[1], &all[2], &all[3], &all[4] };

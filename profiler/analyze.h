@@ -19,11 +19,12 @@
  * Per step [start, end): unions of intervals, clipped to the step, so that
  *   compute_only + copy_only + overlap + idle = step time exactly;
  * compute = kernels, memsets and device-to-device copies; copies = H2D, D2H and
- * other host copies. The CPU optimizer is active where an NVTX range whose name
- * holds "adam" or "optim" runs, else where the traced tree's threads other than
- * each process's main thread together use at least cpu_threshold cores (the
- * /proc samples). idle_cpu = GPU idle while the CPU optimizer is active: what the
- * GPU was waiting for.
+ * other host copies. The CPU optimizer is active where the traced tree's threads
+ * other than each process's main thread together use at least cpu_threshold
+ * cores (the /proc samples of zbench trace); in a trace without samples (an nsys
+ * import) where an NVTX range whose name holds "adam" or "optim" runs.
+ * idle_cpu = GPU idle while the CPU optimizer is active: what the GPU was waiting
+ * for.
  */
 #ifndef ZB_ANALYZE_H
 #define ZB_ANALYZE_H
@@ -94,12 +95,14 @@ typedef struct zb_step_stats {
 	double cpu_core_s;                            /* CPU time of every thread of the tree */
 	double h2d_bytes, d2h_bytes, pageable_bytes;
 	double kernels, copies;
+	double idle_gaps, max_gap_s;                  /* GPU idle stretches >= 100 us; the longest */
 } zb_step_stats;
 
 typedef struct zb_analysis {
 	char found_by[200];      /* "nvtx range 'train_step #'", "pattern of 412 operations", "whole trace" */
 	char method[16];         /* "nvtx", "pattern", "whole" */
 	size_t period;           /* pattern: operations per step */
+	const char *cpu_opt_from;  /* how the CPU optimizer was found (static text) */
 	zb_step_stats *steps;
 	size_t nsteps;
 	size_t first_steady;     /* steps before it are warm-up (left out of the median) */

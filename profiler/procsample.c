@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/error.h"
@@ -52,6 +53,18 @@ int zb_proc_parse_schedstat(const char *line, int64_t *ns)
 	if (sscanf(line, "%lld", &v) != 1 || v < 0)
 		return 0;
 	*ns = v;
+	return 1;
+}
+
+int zb_proc_parse_starttime(const char *stat, int64_t *ticks)
+{
+	/* field 22 after the pid; 20 after comm's ')' (state is field 3) */
+	const char *p = after_comm(stat);
+	long long v;
+	if (!p || sscanf(p, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %lld",
+			 &v) != 1)
+		return 0;
+	*ticks = v;
 	return 1;
 }
 
@@ -175,6 +188,24 @@ static int thread_cpu(zb_proc_sampler *s, uint32_t pid, uint32_t tid, int64_t *n
 	return 1;
 }
 
+/* When a thread first seen now started, on the CLOCK_MONOTONIC clock: its
+ * starttime (clock ticks after boot) less the boot-to-monotonic offset; -1 when
+ * unknown. */
+static int64_t thread_start_ns(uint32_t pid, uint32_t tid, int64_t now)
+{
+	char path[96], buf[1024];
+	snprintf(path, sizeof path, "/proc/%u/task/%u/stat", pid, tid);
+	int64_t ticks;
+	struct timespec bt, mt;
+	if (!read_small(path, buf, sizeof buf) || !zb_proc_parse_starttime(buf, &ticks) ||
+	    clock_gettime(CLOCK_BOOTTIME, &bt) || clock_gettime(CLOCK_MONOTONIC, &mt))
+		return -1;
+	long hz = sysconf(_SC_CLK_TCK);
+	int64_t boot_off = ((int64_t)bt.tv_sec - mt.tv_sec) * 1000000000 + (bt.tv_nsec - mt.tv_nsec);
+	int64_t start = ticks * (1000000000 / (hz > 0 ? hz : 100)) - boot_off;
+	return start <= now ? start : now;
+}
+
 static void add_sample(zb_proc_sampler *s, const zb_cpu_sample *x)
 {
 	if (s->nsamples == s->cap_samples) {
@@ -209,6 +240,21 @@ static void sample_pid(zb_proc_sampler *s, pid_t pid, int64_t now)
 			snprintf(cpath, sizeof cpath, "/proc/%d/task/%ld/comm", (int)pid, tid);
 			if (read_small(cpath, t->name, sizeof t->name))
 				t->name[strcspn(t->name, "\n")] = 0;
+			/* a thread born since the last tick: its CPU time so far belongs to
+			 * [its start (10 ms ticks), now), no earlier than that tick */
+			int64_t born = s->ticks > 0 ? thread_start_ns((uint32_t)pid, (uint32_t)tid, now) : -1;
+			if (born >= 0 && ns > 0) {
+				if (born < s->last_tick_ns)
+					born = s->last_tick_ns;
+				if (born >= now)
+					born = now - 1;
+				zb_cpu_sample x = { .start = born, .end = now, .cpu_ns = ns, .pid = (uint32_t)pid,
+						    .tid = (uint32_t)tid };
+				if (x.cpu_ns > x.end - x.start)
+					x.cpu_ns = x.end - x.start;
+				t->total_cpu_ns += x.cpu_ns;
+				add_sample(s, &x);
+			}
 		} else if (ns > t->last_cpu_ns && now > t->last_ns) {
 			zb_cpu_sample x = { .start = t->last_ns, .end = now, .cpu_ns = ns - t->last_cpu_ns,
 					    .pid = (uint32_t)pid, .tid = (uint32_t)tid };
@@ -230,4 +276,5 @@ void zb_proc_sampler_tick(zb_proc_sampler *s, int64_t now_ns, int rescan)
 	for (size_t i = 0; i < s->npids; i++)
 		sample_pid(s, s->pids[i], now_ns);
 	s->ticks++;
+	s->last_tick_ns = now_ns;
 }

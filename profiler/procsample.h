@@ -12,6 +12,12 @@
  *
  * The tree: the root process and every process whose parent chain reaches it,
  * found again every `rescan` ticks by reading /proc/PID/stat of every process.
+ *
+ * Resolution: a thread born between two ticks gets its CPU time so far as one
+ * sample from its start (stat's starttime, 10 ms ticks) or the last tick; the CPU
+ * time a thread uses between its last tick and its exit, and threads that live
+ * between two ticks only, are not seen. Thread pools (OpenMP, PyTorch's intra-op
+ * threads, DeepSpeed's CPU Adam) live for the whole run.
  */
 #ifndef ZB_PROCSAMPLE_H
 #define ZB_PROCSAMPLE_H
@@ -45,6 +51,7 @@ typedef struct zb_proc_sampler {
 	pid_t *pids;         /* the tree as last found */
 	size_t npids, cap_pids;
 	uint64_t ticks, read_failures;
+	int64_t last_tick_ns;
 	int use_ticks;       /* schedstat missing: stat's clock ticks */
 } zb_proc_sampler;
 
@@ -60,6 +67,7 @@ void zb_proc_sampler_tick(zb_proc_sampler *s, int64_t now_ns, int rescan);
 int zb_proc_parse_ppid(const char *stat, pid_t *ppid);
 int zb_proc_parse_schedstat(const char *line, int64_t *ns);
 int zb_proc_parse_stat_ticks(const char *stat, int64_t *ticks);
+int zb_proc_parse_starttime(const char *stat, int64_t *ticks);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# What to run on the GPU machine for zbench trace / analyze (issue 10). Binaries come
+# built from the development machine in build/ (zbench, libzbench_inject.so, the
+# tests); nothing is compiled here. Everything lands in $OUT: visit-trace.log (the
+# summary), trace.db (every traced run), and one log per step.
+#
+#   scripts/visit-trace.sh [tests] [torch] [overhead] [cmd -- COMMAND ARGS...]
+#
+#   tests     the GPU test of a traced child (tests/gpu/test_trace_foreign) and the
+#             CPU-side tests of tracing (tests/test_foreign)
+#   torch     trace scripts/trace-torch-step.py (ZeRO-Offload-like loop in PyTorch)
+#             with NVTX ranges and without; analyze both (NVTX steps; pattern steps)
+#   overhead  the same script untraced and traced, alternating, ZB_PAIRS (3) pairs:
+#             median step time of each (the script's own CUDA-synchronized timing)
+#   cmd -- C  trace an arbitrary command (e.g. DeepSpeed: cmd -- python3 peers/...)
+#             and analyze it; with ZB_UNTRACED=1 also run it untraced first and keep
+#             both outputs (lines "ZBSTEP <i> <ms>" are summarized when present)
+# Environment: OUT (default /tmp/zbench-out), ZB_STEPS (torch steps, 30), ZB_PAIRS.
+set -u
+OUT=${OUT:-/tmp/zbench-out}
+mkdir -p "$OUT"
+Z=build/zbench
+DB=$OUT/trace.db
+LOG=$OUT/visit-trace.log
+STEPS=${ZB_STEPS:-30}
+PY=${PYTHON:-python3}
+step() { echo "=== $* ($(date +%T))" | tee -a "$LOG"; }
+median_of() { # median of the ZBSTEP times in a log, leaving out the first two steps
+	awk '$1 == "ZBSTEP" && $2 >= 2 { print $3 }' "$1" | sort -n |
+		awk '{ v[NR] = $1 } END { if (NR == 0) print "none"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+traced() { # name, then the command: trace it, analyze it (table, steps, json)
+	local name=$1
+	shift
+	timeout ${ZB_TIMEOUT:-900} $Z trace --db "$DB" -- "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
+	echo "$name: exit $?; $(grep '^zbench trace' "$OUT/$name.err" | tr '\n' ' ')" | tee -a "$LOG"
+	grep -E "zbench inject|not traced" "$OUT/$name.err" | head -5 | tee -a "$LOG"
+	local run
+	run=$(grep -o 'zbench trace: run [0-9]*' "$OUT/$name.err" | head -1 | awk '{ print $4 }')
+	$Z analyze $run --steps --db "$DB" >"$OUT/$name.analyze.txt" 2>&1
+	$Z analyze $run --json --db "$DB" >"$OUT/$name.analyze.json" 2>>"$OUT/$name.analyze.txt"
+	$Z analyze $run --steps --no-nvtx --db "$DB" >"$OUT/$name.analyze-pattern.txt" 2>&1
+	sed -n '1,25p' "$OUT/$name.analyze.txt" | tee -a "$LOG"
+	grep -E "steps found by" "$OUT/$name.analyze-pattern.txt" | sed 's/^/pattern: /' | tee -a "$LOG"
+	grep -h ZBSUMMARY "$OUT/$name.out" | tee -a "$LOG"
+}
+{
+	nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+	echo "cores: $(nproc); $(lscpu | grep 'Model name')"
+	$PY -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
+	ls -la build/libzbench_inject.so
+} 2>&1 | tee -a "$LOG"
+while [ $# -gt 0 ]; do
+	what=$1
+	shift
+	case $what in
+	tests)
+		step "tests"
+		ZBENCH=$Z ZB_REQUIRE_GPU=1 timeout 300 tests/run.sh build/tests/gpu/test_trace_foreign build/tests/test_foreign \
+			>"$OUT/tests.log" 2>&1
+		grep -E "not ok|ERROR|Failure|median step|dropped|^tests:" "$OUT/tests.log" | tee -a "$LOG"
+		;;
+	torch)
+		step "torch, NVTX ranges"
+		traced torch-nvtx $PY scripts/trace-torch-step.py --steps "$STEPS" --nvtx
+		step "torch, no NVTX"
+		traced torch-plain $PY scripts/trace-torch-step.py --steps "$STEPS"
+		;;
+	overhead)
+		step "overhead: untraced / traced pairs"
+		for i in $(seq 1 ${ZB_PAIRS:-3}); do
+			$PY scripts/trace-torch-step.py --steps "$STEPS" >"$OUT/ovh-untraced-$i.out" 2>&1
+			timeout 600 $Z trace --db "$DB" -- $PY scripts/trace-torch-step.py --steps "$STEPS" \
+				>"$OUT/ovh-traced-$i.out" 2>"$OUT/ovh-traced-$i.err"
+			u=$(median_of "$OUT/ovh-untraced-$i.out")
+			t=$(median_of "$OUT/ovh-traced-$i.out")
+			echo "pair $i: untraced median ${u} ms, traced median ${t} ms, overhead" \
+				"$(awk -v u="$u" -v t="$t" 'BEGIN { if (u > 0) printf "%.2f %%", 100 * (t - u) / u; else print "?" }')" |
+				tee -a "$LOG"
+			grep '^zbench trace' "$OUT/ovh-traced-$i.err" | tee -a "$LOG"
+		done
+		;;
+	cmd)
+		[ "${1:-}" = "--" ] && shift
+		[ $# -gt 0 ] || { echo "cmd needs a command: cmd -- COMMAND ARGS..." | tee -a "$LOG"; exit 2; }
+		if [ "${ZB_UNTRACED:-0}" = 1 ]; then
+			step "untraced: $*"
+			start=$(date +%s.%N)
+			timeout ${ZB_TIMEOUT:-900} "$@" >"$OUT/cmd-untraced.out" 2>&1
+			echo "untraced: exit $?, $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f s", e - s }')," \
+				"median ZBSTEP $(median_of "$OUT/cmd-untraced.out") ms" | tee -a "$LOG"
+		fi
+		step "traced: $*"
+		start=$(date +%s.%N)
+		traced cmd "$@"
+		echo "traced wall $(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f s", e - s }')," \
+			"median ZBSTEP $(median_of "$OUT/cmd.out") ms" | tee -a "$LOG"
+		break
+		;;
+	*)
+		echo "unknown step '$what' (tests, torch, overhead, cmd -- COMMAND)" | tee -a "$LOG"
+		exit 2
+		;;
+	esac
+done
+step "done"
