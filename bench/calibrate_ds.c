@@ -70,7 +70,7 @@ static int pairs_in_order(const zb_ds_measured *m, const zb_ds_eval *e, int *tot
 
 static void print_table(const zb_ds_measured *m, const zb_ds_eval *d, const zb_ds_eval *f)
 {
-	printf("%-14s %9s %9s %7s %9s %7s %7s %7s %6s %7s %7s %6s\n", "config", "measured", "default", "err",
+	printf("%-14s %9s %9s %7s %9s %7s %7s %7s %6s %7s %7s %6s\n", "config", "measured", "start", "err",
 	       f ? "fitted" : "-", "err", "gpu", "gpu", "err", "host", "host", "err");
 	printf("%-14s %9s %9s %7s %9s %7s %7s %7s %6s %7s %7s %6s\n", "", "ms", "ms", "%", "ms", "%", "GiB",
 	       "pred", "%", "GiB", "pred", "%");
@@ -89,10 +89,10 @@ static void print_table(const zb_ds_measured *m, const zb_ds_eval *d, const zb_d
 		       pct(mem[i].host_B, r->host_rss_B));
 	}
 	int tot, okd = pairs_in_order(m, d, &tot);
-	printf("# step time MAPE: default %.1f%% (worst %.1f%%)", sd / m->n, md);
+	printf("# step time MAPE: start profile %.1f%% (worst %.1f%%)", sd / m->n, md);
 	if (f)
 		printf(", fitted %.1f%% (worst %.1f%%)", sf / m->n, mf);
-	printf("\n# ranked as DeepSpeed: default %d of %d pairs", okd, tot);
+	printf("\n# ranked as DeepSpeed: start profile %d of %d pairs", okd, tot);
 	if (f)
 		printf(", fitted %d of %d pairs", pairs_in_order(m, f, &tot), tot);
 	printf("\n");

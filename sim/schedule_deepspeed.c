@@ -378,16 +378,29 @@ static void micro_batch(dsb *b, int step, int micro)
 		dep(b, b->step_end_h2d);
 		host(b, f, ZB_OP_PYTHON, -1, 1, 0);
 	}
+	int cpu_ckpt = b->p->ckpt == ZB_CKPT_CPU;
 	for (int u = 0; u < U; u++) {
 		pre_unit(b, f, u, u - w - 1 >= 0 ? b->fwd_done[u - w - 1] : NONE);
 		dep(b, b->fetch[u]);
 		unit_compute(b, f, u, 0);
 		b->fwd_done[u] = b->last[ZB_RES_GPU];
+		b->copy_hold = NONE;
+		if (cpu_ckpt && u >= 1 && u <= b->m->layers) {
+			/* cpu_checkpointing: the block's input goes to the host with a
+			 * synchronous copy (the next block waits for it) */
+			dep(b, b->fwd_done[u]);
+			b->copy_hold = copy(b, f, ZB_RES_D2H, ZB_OP_ACT_DOWN, u, 0, -1, act(b, b->m->hidden));
+		}
 	}
+	b->copy_hold = NONE;
 	ctx bw = { step, micro, ZB_PASS_BWD_DATA };
 	for (int u = U - 1; u >= 0; u--) {
 		pre_unit(b, bw, u, u + w + 1 < U ? b->bwd_done[u + w + 1] : NONE);
 		dep(b, b->fetch[u]);
+		if (cpu_ckpt && u >= 1 && u <= b->m->layers) {
+			dep(b, b->last[ZB_RES_GPU]); /* brought back when recompute needs it */
+			b->copy_hold = copy(b, bw, ZB_RES_H2D, ZB_OP_ACT_UP, u, 0, -1, act(b, b->m->hidden));
+		}
 		unit_compute(b, bw, u, 1);
 		b->bwd_done[u] = b->last[ZB_RES_GPU];
 		if (b->offload || last)
@@ -573,8 +586,6 @@ static zb_status check(const zb_config *c, int stage, zb_error *err)
 		return zb_fail(err, ZB_E_INPUT, "offload_param needs offload_optimizer (policy offload or overlap)");
 	if (p->kind != ZB_POLICY_NONE && p->ratio < 1.0 && stage != 3)
 		return zb_fail(err, ZB_E_INPUT, "a Twin-Flow ratio %g needs zero stage 3, not %d", p->ratio, stage);
-	if (p->ckpt == ZB_CKPT_CPU)
-		return zb_fail(err, ZB_E_INPUT, "ckpt cpu is not modelled for DeepSpeed (use ckpt gpu)");
 	if (c->policy.sub_group_size < 0)
 		return zb_fail(err, ZB_E_INPUT, "sub_group_size %lld must not be negative",
 			       (long long)c->policy.sub_group_size);
@@ -683,7 +694,9 @@ void zb_ds_memory_estimate(const zb_config *c, zb_memory *out)
 	if (p->gas > 1)
 		o.gpu_grads += offload ? 0 : 4.0 * P; /* fp32 accumulation */
 	double layer = block_saved(c, f), ckpt_in = 2.0 * T * m->hidden;
-	o.gpu_activations = p->ckpt == ZB_CKPT_NONE ? L * layer : L * ckpt_in + layer;
+	o.gpu_activations = p->ckpt == ZB_CKPT_NONE ? L * layer
+			    : p->ckpt == ZB_CKPT_GPU ? L * ckpt_in + layer : 2 * ckpt_in + layer;
+	o.host_activations = p->ckpt == ZB_CKPT_CPU ? L * ckpt_in : 0;
 	/* logits in bf16, their fp32 upcast and its gradient: what cross-entropy holds */
 	o.gpu_workspace = T * m->vocab * (2.0 + 4.0 + 4.0) + 2.0 * T * m->hidden * 2;
 
@@ -701,7 +714,7 @@ void zb_ds_memory_estimate(const zb_config *c, zb_memory *out)
 		o.host_params = stage < 3 ? 4.0 * P : 2.0 * P + (p->offload_param ? 4.0 * P : 0);
 	o.host_process = 0.9 * GIB + (stage < 3 ? 4.0 : 2.0) * P;
 	o.gpu_bytes = o.gpu_params + o.gpu_grads + o.gpu_optimizer + o.gpu_activations + o.gpu_workspace;
-	o.host_bytes = o.host_optimizer + o.host_grads + o.host_params + o.host_process;
+	o.host_bytes = o.host_optimizer + o.host_grads + o.host_params + o.host_activations + o.host_process;
 	int gpu_ok = o.gpu_bytes <= c->hw.gpu.mem_bytes;
 	int host_ok = o.host_bytes <= c->hw.cpu.mem_bytes;
 	o.fits = gpu_ok && host_ok;
