@@ -16,6 +16,7 @@
  */
 #include "tests/harness.h"
 
+#include <jansson.h>
 #include <unistd.h>
 
 #include "sim/config.h"
@@ -23,6 +24,7 @@
 #include "sim/dsconfig.h"
 #include "sim/dsmeasured.h"
 #include "sim/dsprofile.h"
+#include "sim/dstune.h"
 #include "sim/engine.h"
 #include "sim/framework.h"
 #include "sim/graph.h"
@@ -427,6 +429,83 @@ static void test_committed_profile(void **state)
 	zb_ds_measured_free(&m);
 }
 
+/* tune: candidates fastest first, each one's knobs reproduce its prediction, the
+ * best is no slower than the input; the CLI writes a config that predicts the same
+ * and keeps the input's other keys. */
+static void test_tune(void **state)
+{
+	zb_config c;
+	config_of(&c, "stage 3, offload_optimizer cpu");
+	c.policy.micro_batch = 2;
+	c.policy.gas = 2;
+	zb_ds_candidate *v;
+	int n, tried;
+	zb_error err = { 0 };
+	assert_int_equal(zb_ds_tune(&c, &v, &n, &tried, &err), ZB_OK);
+	print_message("# %d settings tried, %d fit\n", tried, n);
+	assert_true(n > 10 && n <= tried);
+	for (int i = 1; i < n; i++)
+		assert_true(v[i].step_s >= v[i - 1].step_s);
+	zb_prediction p;
+	assert_int_equal(zb_predict(&p, &c, &err), ZB_OK);
+	assert_true(v[0].step_s <= p.res.step_time_s);
+	zb_prediction_free(&p);
+	for (int i = 0; i < n; i += n / 7 + 1) {
+		zb_config k = c;
+		zb_ds_knobs_apply(&v[i].k, &k);
+		assert_int_equal(v[i].k.micro_batch * v[i].k.gas, 4);
+		assert_int_equal(zb_predict(&p, &k, &err), ZB_OK);
+		assert_close(p.res.step_time_s, v[i].step_s, 1e-9);
+		zb_prediction_free(&p);
+	}
+	free(v);
+
+	char dir[64], in[128], out[128], cmd[1024];
+	zb_test_tmpdir(dir, sizeof dir);
+	snprintf(in, sizeof in, "%s/in.json", dir);
+	snprintf(out, sizeof out, "%s/tuned.json", dir);
+	FILE *f = fopen(in, "w");
+	fprintf(f, "{\"train_micro_batch_size_per_gpu\": 2, \"gradient_accumulation_steps\": 2, \"bf16\": {\"enabled\": true},"
+		   " \"steps_per_print\": 77, \"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\","
+		   " \"pin_memory\": true, \"buffer_count\": 5}, \"sub_group_size\": 1e8}}");
+	fclose(f);
+	const char *bin = getenv("ZBENCH");
+	snprintf(cmd, sizeof cmd, "%s tune --no-db --ds-config %s --model gpt2-large --seq 1024 --top 3 -o %s > %s/out 2>&1",
+		 bin && *bin ? bin : "build/zbench", in, out, dir);
+	int rc = system(cmd);
+	snprintf(cmd, sizeof cmd, "%s/out", dir);
+	char *text = zb_test_slurp(cmd, NULL);
+	if (rc != 0)
+		print_error("%s\n", text);
+	assert_int_equal(rc, 0);
+	assert_contains(text, "# wrote");
+	double best_ms = 0;
+	const char *line = strstr(text, "\n   1 ");
+	assert_non_null(line);
+	assert_int_equal(sscanf(line + 6, "%lf", &best_ms), 1);
+	free(text);
+	json_error_t je;
+	json_t *t = json_load_file(out, 0, &je);
+	assert_non_null(t);
+	assert_int_equal(json_integer_value(json_object_get(t, "steps_per_print")), 77);
+	json_t *oo = json_object_get(json_object_get(t, "zero_optimization"), "offload_optimizer");
+	if (oo) /* kept with its other keys, whatever the device */
+		assert_int_equal(json_integer_value(json_object_get(oo, "buffer_count")), 5);
+	json_decref(t);
+	snprintf(cmd, sizeof cmd, "%s predict --no-db --json --ds-config %s --model gpt2-large --seq 1024 > %s/out 2>/dev/null",
+		 bin && *bin ? bin : "build/zbench", out, dir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof cmd, "%s/out", dir);
+	t = json_load_file(cmd, 0, &je);
+	assert_non_null(t);
+	assert_close(json_real_value(json_object_get(t, "step_time_s")) * 1e3, best_ms, 1e-3);
+	json_decref(t);
+	unlink(cmd);
+	unlink(in);
+	unlink(out);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -439,6 +518,7 @@ int main(void)
 		cmocka_unit_test(test_framework_table),
 		cmocka_unit_test(test_accuracy_measured),
 		cmocka_unit_test(test_committed_profile),
+		cmocka_unit_test(test_tune),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
