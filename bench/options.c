@@ -10,6 +10,7 @@
 
 #include "sim/framework.h"
 #include "sim/hwfile.h"
+#include "sim/schedule_deepspeed.h"
 #include "sim/presets.h"
 
 typedef enum { AX_NAME, AX_INT, AX_REAL, AX_COUNT_KIND } axis_kind;
@@ -627,6 +628,19 @@ zb_status zb_options_config_src(const char *const v[ZB_AX_COUNT], const zb_optio
 	for (int a = ZB_AX_FRAMEWORK; a <= ZB_AX_SUB_GROUP; a++)
 		if (v[a])
 			mark_flag(s, (zb_setting)(ZB_SET_FRAMEWORK + (a - ZB_AX_FRAMEWORK)), (zb_axis)a, v[a]);
+	/* DeepSpeed's ZeRO-3 places Twin-Flow by whole sub-groups, whoever gave the ratio
+	 * (the file's was quantized above; a --ratio flag with DeepSpeed's schedule here) */
+	if (c->framework == ZB_FW_DEEPSPEED && !s->twinflow && c->policy.kind != ZB_POLICY_NONE &&
+	    c->policy.ratio > 0 && c->policy.ratio < 1) {
+		double asked = c->policy.ratio;
+		zb_config probe = *c;
+		zb_ds_twinflow_split(&c->model, zb_ds_sub_group(&probe), asked, &s->split);
+		s->twinflow = 1;
+		s->ratio_asked = asked;
+		c->policy.ratio = s->split.ratio;
+		note(s, ZB_SET_RATIO, "; ZeRO-3 runs whole sub-groups: %d of %d on the CPU, %g asked, %.4f effective",
+		     s->split.cpu_sub_groups, s->split.sub_groups, asked, s->split.ratio);
+	}
 	/* rotary models have no position table, but a length they were built for */
 	if (have_hf && c->model.max_seq == 0 && o->hf.max_positions > 0 && c->policy.seq > o->hf.max_positions)
 		return zb_fail(err, ZB_E_INPUT, "seq %d exceeds max_position_embeddings %d of %s", c->policy.seq,
