@@ -26,6 +26,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: zbench calibrate --deepspeed --measured <file.tsv> [--hw <machine|file>] [--model <name>]\n"
 		"                        [--seq <n>] [--micro-batch <n>] [--sub-group <n>] [--out <file>] [--no-fit]\n"
+		"                        [--cross-validate]\n"
 		"\n"
 		"Fit the DeepSpeed framework profile (hook, Python, GPU efficiency, CPU Adam, cast and copy\n"
 		"costs) to measured DeepSpeed step times and save it with the hardware profile.\n"
@@ -34,7 +35,8 @@ static void usage(FILE *f)
 		"                      deepspeed profile, if any, is the starting point\n"
 		"  --model, --seq, --micro-batch, --sub-group   for rows that do not give them\n"
 		"  --out <file>        write the hardware profile with the fitted deepspeed object\n"
-		"  --no-fit            only predict the rows with the given profile\n");
+		"  --no-fit            only predict the rows with the given profile\n"
+		"  --cross-validate    also fit without each row in turn and predict it (leave one out)\n");
 }
 
 /* Long-valued options: parse a positive integer (1e8 and 100M style too). */
@@ -116,6 +118,40 @@ static int eval_all(const zb_ds_measured *m, const zb_config *base, zb_ds_eval *
 	return 0;
 }
 
+/* Leave one out: fit on the other rows, predict the one left out. The honest
+ * out-of-sample error of the fit. */
+static int cross_validate(const zb_ds_measured *m, const zb_config *base, zb_error *err)
+{
+	printf("\n# leave one out: fitted on the other %d rows, predicting the row left out\n", m->n - 1);
+	printf("%-14s %9s %9s %7s\n", "config", "measured", "predicted", "err");
+	double sum = 0, worst = 0;
+	for (int i = 0; i < m->n; i++) {
+		zb_ds_measured rest = *m;
+		rest.rows = zb_xcalloc((size_t)m->n, sizeof *rest.rows);
+		rest.n = 0;
+		for (int j = 0; j < m->n; j++)
+			if (j != i)
+				rest.rows[rest.n++] = m->rows[j];
+		zb_ds_profile fitted;
+		zb_ds_fit_report rep;
+		zb_status st = zb_ds_calibrate(&rest, base, &fitted, &rep, err);
+		free(rest.rows);
+		if (st)
+			return -1;
+		zb_config c = *base;
+		c.hw.ds = fitted;
+		zb_ds_eval e;
+		if (zb_ds_eval_row(m, i, &c, &e, err))
+			return -1;
+		double x = pct(e.step_s, m->rows[i].step_s);
+		sum += fabs(x);
+		worst = fabs(x) > worst ? fabs(x) : worst;
+		printf("%-14s %9.0f %9.0f %+7.1f\n", m->rows[i].name, m->rows[i].step_s * 1e3, e.step_s * 1e3, x);
+	}
+	printf("# leave-one-out MAPE %.1f%% (worst %.1f%%)\n", sum / m->n, worst);
+	return 0;
+}
+
 int zb_calibrate_deepspeed(int argc, char **argv)
 {
 	static const struct option table[] = {
@@ -124,11 +160,12 @@ int zb_calibrate_deepspeed(int argc, char **argv)
 		{ "seq", required_argument, NULL, 's' },     { "micro-batch", required_argument, NULL, 'B' },
 		{ "sub-group", required_argument, NULL, 'g' }, { "out", required_argument, NULL, 'o' },
 		{ "no-fit", no_argument, NULL, 'n' },        { "help", no_argument, NULL, 'h' },
+		{ "cross-validate", no_argument, NULL, 'x' },
 		{ 0 },
 	};
 	const char *measured = NULL, *hw_name = NULL, *model = NULL, *out = NULL;
 	long long seq = 0, mb = 0, sg = 0;
-	int no_fit = 0, opt;
+	int no_fit = 0, loo = 0, opt;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "ho:", table, NULL)) != -1) {
 		switch (opt) {
@@ -138,6 +175,7 @@ int zb_calibrate_deepspeed(int argc, char **argv)
 		case 'm': model = optarg; break;
 		case 'o': out = optarg; break;
 		case 'n': no_fit = 1; break;
+		case 'x': loo = 1; break;
 		case 's': if (pos_int(optarg, "--seq", &seq)) return 2; break;
 		case 'B': if (pos_int(optarg, "--micro-batch", &mb)) return 2; break;
 		case 'g': if (pos_int(optarg, "--sub-group", &sg)) return 2; break;
@@ -207,6 +245,8 @@ int zb_calibrate_deepspeed(int argc, char **argv)
 	print_profile(&start, &fitted);
 	printf("# fit: rms log error %.3f -> %.3f, %d simulations of the %d configurations\n", rep.rms_before,
 	       rep.rms_after, rep.evaluations, m.n);
+	if (loo && cross_validate(&m, &base, &err))
+		goto fail;
 	if (out) {
 		if ((st = zb_hw_save(out, &fb.hw, &err)))
 			goto fail;

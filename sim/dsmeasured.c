@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "sim/dsconfig.h"
+#include "sim/model.h"
 #include "sim/presets.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -192,6 +193,12 @@ zb_status zb_ds_row_config(const zb_ds_row *r, const char *path, const zb_config
 		zb_ds_twinflow_split(&c.model, sg, c.policy.ratio, &tf);
 		c.policy.ratio = tf.ratio;
 	}
+	/* stage3_prefetch_bucket_size at DeepSpeed's default 5e7 elements, in blocks
+	 * (the rule of dsconfig.h) */
+	int64_t block = zb_model_unit_params(&c.model, 1);
+	c.policy.prefetch_layers = block > 0 ? (int)((50000000 + block - 1) / block) : 1;
+	if (c.policy.prefetch_layers < 1)
+		c.policy.prefetch_layers = 1;
 	zb_error e;
 	if (zb_config_validate(&c, &e))
 		return zb_fail(err, ZB_E_INPUT, "%s:%d: %s", path, r->line, e.msg);

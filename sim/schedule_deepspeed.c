@@ -307,8 +307,11 @@ static int64_t unit_cpu(const dsb *b, int u)
 }
 
 /* ZeRO-3: the module hooks of unit u for this pass; with offload_param the fetch
- * they start. window: the unit whose compute must end before this fetch (prefetch
- * depth), NONE if none. */
+ * they start. window: the unit whose compute must end before this fetch, NONE if
+ * none: prefetch_layers units back, the current unit counted (DeepSpeed's
+ * stage3_prefetch_bucket_size counts the elements fetched ahead of use including
+ * the module about to run, so the default 5e7 is less than one block of a 2.5 B
+ * model: the next block's weights come while the current one computes, at most). */
 static void pre_unit(dsb *b, ctx x, int u, uint32_t window)
 {
 	b->fetch[u] = NONE;
@@ -342,14 +345,13 @@ static void grads_of_unit(dsb *b, ctx x, int u, int last_micro)
 		uint32_t cast = kernel(b, o, ZB_OP_GRAD_COPY, u, 10.0 * n);
 		dep(b, cast);
 		uint32_t down = copy(b, o, ZB_RES_D2H, ZB_OP_GRAD_DOWN, u, n, unit_lo(b, u), 4.0 * n);
-		/* the hooks run when autograd reaches the unit; their norm and overflow
-		 * checks wait for its kernels, and without overlap_comm for the copy too,
-		 * which is on the compute stream */
+		/* the hooks run when autograd reaches the unit (their norm and overflow
+		 * checks wait for its kernels) and hold the thread that launches the next
+		 * unit; without overlap_comm the copy is on the compute stream and holds
+		 * the next unit's kernels too */
 		dep(b, gpu_done);
-		if (!b->overlap) {
-			dep(b, down);
+		if (!b->overlap)
 			b->copy_hold = down;
-		}
 		host(b, o, ZB_OP_GRAD_HOOK, u, zb_ds_unit_tensors(b->m, u), 0);
 		(void)last_micro;
 		return;
@@ -380,7 +382,7 @@ static void micro_batch(dsb *b, int step, int micro)
 	}
 	int cpu_ckpt = b->p->ckpt == ZB_CKPT_CPU;
 	for (int u = 0; u < U; u++) {
-		pre_unit(b, f, u, u - w - 1 >= 0 ? b->fwd_done[u - w - 1] : NONE);
+		pre_unit(b, f, u, u - w >= 0 ? b->fwd_done[u - w] : NONE);
 		dep(b, b->fetch[u]);
 		unit_compute(b, f, u, 0);
 		b->fwd_done[u] = b->last[ZB_RES_GPU];
@@ -395,7 +397,7 @@ static void micro_batch(dsb *b, int step, int micro)
 	b->copy_hold = NONE;
 	ctx bw = { step, micro, ZB_PASS_BWD_DATA };
 	for (int u = U - 1; u >= 0; u--) {
-		pre_unit(b, bw, u, u + w + 1 < U ? b->bwd_done[u + w + 1] : NONE);
+		pre_unit(b, bw, u, u + w < U ? b->bwd_done[u + w] : NONE);
 		dep(b, b->fetch[u]);
 		if (cpu_ckpt && u >= 1 && u <= b->m->layers) {
 			dep(b, b->last[ZB_RES_GPU]); /* brought back when recompute needs it */
