@@ -85,9 +85,14 @@ static void print_table(const zb_ds_measured *m, const zb_ds_eval *d, const zb_d
 		sf += fabs(ef);
 		md = fabs(ed) > md ? fabs(ed) : md;
 		mf = fabs(ef) > mf ? fabs(ef) : mf;
-		printf("%-14s %9.0f %9.0f %+7.1f %9.0f %+7.1f %7.1f %7.1f %+6.1f %7.1f %7.1f %+6.1f\n", r->name,
-		       r->step_s * 1e3, d[i].step_s * 1e3, ed, f ? f[i].step_s * 1e3 : 0, ef, r->gpu_peak_B / GIB,
-		       mem[i].gpu_B / GIB, pct(mem[i].gpu_B, r->gpu_peak_B), r->host_rss_B / GIB, mem[i].host_B / GIB,
+		char fs[16] = "-", fe[16] = "-";
+		if (f) {
+			snprintf(fs, sizeof fs, "%.0f", f[i].step_s * 1e3);
+			snprintf(fe, sizeof fe, "%+.1f", ef);
+		}
+		printf("%-14s %9.0f %9.0f %+7.1f %9s %7s %7.1f %7.1f %+6.1f %7.1f %7.1f %+6.1f\n", r->name,
+		       r->step_s * 1e3, d[i].step_s * 1e3, ed, fs, fe, r->gpu_peak_B / GIB, mem[i].gpu_B / GIB,
+		       pct(mem[i].gpu_B, r->gpu_peak_B), r->host_rss_B / GIB, mem[i].host_B / GIB,
 		       pct(mem[i].host_B, r->host_rss_B));
 	}
 	int tot, okd = pairs_in_order(m, d, &tot);

@@ -37,7 +37,7 @@
 #define DATA "data/deepspeed-h200-2026-11-30.tsv"
 
 /* Recorded bounds (BENCHMARKS.md "DeepSpeed schedule" has the table they come
- * from: default worst 17.2 %, fitted worst 6.7 %). */
+ * from: default worst 17.2 %, fitted worst 6.6 %). */
 #define BOUND_DEFAULT_WORST 0.20   /* issue 11: within 25 % without calibration */
 #define BOUND_FITTED_WORST 0.08    /* issue 11: within 10 % (goal 5 %) */
 #define BOUND_FITTED_MAPE 0.05
