@@ -327,9 +327,25 @@ static void pre_unit(dsb *b, ctx x, int u, uint32_t window)
 }
 
 /* Gradients of unit u after its backward. */
+/* Gradient accumulation with offload (micro-batch > 0): DeepSpeed brings the
+ * host's fp32 accumulator of the unit up, adds on the GPU and sends it back down
+ * (stage_1_and_2.py async_accumulate_grad_in_cpu_via_gpu, stage3.py
+ * partition_grads: "adding directly to cpu is very slow"). The copy down counts as
+ * the gradient's only on the last micro-batch. */
+static uint32_t accumulate_up(dsb *b, ctx o, int u, int64_t n, int64_t offset)
+{
+	if (o.micro == 0 || n == 0)
+		return NONE;
+	dep(b, b->last[ZB_RES_GPU]);
+	return copy(b, o, ZB_RES_H2D, ZB_OP_GRAD_COPY, u, n, offset, 4.0 * n);
+}
+
 static void grads_of_unit(dsb *b, ctx x, int u, int last_micro)
 {
 	int64_t n = unit_n(b, u), nc = unit_cpu(b, u);
+	int64_t lo = unit_lo(b, u);
+	int down_op = last_micro ? ZB_OP_GRAD_DOWN : ZB_OP_GRAD_COPY;
+	double add = x.micro > 0 ? 12.0 : 0; /* fp32 accumulate: read two, write one */
 	ctx o = x;
 	o.pass = ZB_PASS_BWD_WEIGHT;
 	b->copy_hold = NONE;
@@ -341,10 +357,12 @@ static void grads_of_unit(dsb *b, ctx x, int u, int last_micro)
 	}
 	if (b->stage < 3) {
 		uint32_t gpu_done = b->last[ZB_RES_GPU];
+		b->copy_hold = accumulate_up(b, o, u, n, lo);
 		/* bucket copy (2 B) and the bf16 -> fp32 cast (2 B in, 4 B out) */
-		uint32_t cast = kernel(b, o, ZB_OP_GRAD_COPY, u, 10.0 * n);
+		uint32_t cast = kernel(b, o, ZB_OP_GRAD_COPY, u, (10.0 + add) * n);
+		b->copy_hold = NONE;
 		dep(b, cast);
-		uint32_t down = copy(b, o, ZB_RES_D2H, ZB_OP_GRAD_DOWN, u, n, unit_lo(b, u), 4.0 * n);
+		uint32_t down = copy(b, o, ZB_RES_D2H, down_op, u, n, lo, 4.0 * n);
 		/* the hooks run when autograd reaches the unit (their norm and overflow
 		 * checks wait for its kernels) and hold the thread that launches the next
 		 * unit; without overlap_comm the copy is on the compute stream and holds
@@ -353,20 +371,23 @@ static void grads_of_unit(dsb *b, ctx x, int u, int last_micro)
 		if (!b->overlap)
 			b->copy_hold = down;
 		host(b, o, ZB_OP_GRAD_HOOK, u, zb_ds_unit_tensors(b->m, u), 0);
-		(void)last_micro;
 		return;
 	}
 	/* stage 3: fp32 gradients of the GPU sub-groups stay on the GPU, those of the
-	 * CPU sub-groups go down, the bf16 partition of all goes down too */
-	uint32_t cast = kernel(b, o, ZB_OP_GRAD_COPY, u, 4.0 * n + 6.0 * n);
-	dep(b, cast);
+	 * CPU sub-groups go down, the bf16 partition of all goes down too (profiled) */
+	b->copy_hold = accumulate_up(b, o, u, nc, lo + n - nc);
+	uint32_t cast = kernel(b, o, ZB_OP_GRAD_COPY, u, (10.0 + add) * n);
+	b->copy_hold = NONE;
 	uint32_t down = NONE;
-	if (nc > 0)
-		down = copy(b, o, ZB_RES_D2H, ZB_OP_GRAD_DOWN, u, nc, unit_lo(b, u) + n - nc, 4.0 * nc);
-	dep(b, cast);
-	down = copy(b, o, ZB_RES_D2H, ZB_OP_GRAD_COPY, u, n, unit_lo(b, u), 2.0 * n);
+	if (nc > 0) {
+		dep(b, cast);
+		down = copy(b, o, ZB_RES_D2H, down_op, u, nc, lo + n - nc, 4.0 * nc);
+	}
+	if (last_micro) {
+		dep(b, cast);
+		down = copy(b, o, ZB_RES_D2H, ZB_OP_GRAD_COPY, u, n, lo, 2.0 * n);
+	}
 	b->copy_hold = down;
-	(void)last_micro;
 }
 
 static void micro_batch(dsb *b, int step, int micro)

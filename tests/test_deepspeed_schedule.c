@@ -228,7 +228,9 @@ static void test_hooks(void **state)
 	assert_int_equal(tensors, 32 * 12 + 4);
 }
 
-/* Every variant of small models builds, checks and simulates. */
+/* Every variant builds, passes zb_graph_check (each parameter updated once per
+ * step, each CPU-updated gradient sent down once) and simulates, with gradient
+ * accumulation too. */
 static void test_variants(void **state)
 {
 	static const char *zeros[] = {
@@ -246,13 +248,14 @@ static void test_variants(void **state)
 	static const char *models[] = { "gpt2-large", "llama2-7b" };
 	for (size_t mi = 0; mi < 2; mi++)
 		for (size_t i = 0; i < sizeof zeros / sizeof zeros[0]; i++)
-			for (int ck = 0; ck < ZB_CKPT_COUNT; ck++) {
+			for (int ck = 0; ck < 2 * ZB_CKPT_COUNT; ck++) {
 				zb_config c;
 				config_of(&c, zeros[i]);
+				c.policy.gas = ck >= ZB_CKPT_COUNT ? 3 : 1;
 				assert_int_equal(zb_preset_model(models[mi], &c.model, NULL), ZB_OK);
 				c.policy.seq = 1024;
 				c.policy.micro_batch = 1;
-				c.policy.ckpt = (zb_ckpt)ck;
+				c.policy.ckpt = (zb_ckpt)(ck % ZB_CKPT_COUNT);
 				c.policy.sub_group_size = 200000000;
 				zb_graph g;
 				build(&g, &c);
