@@ -723,13 +723,18 @@ void zb_ds_memory_estimate(const zb_config *c, zb_memory *out)
 	/* logits in bf16, their fp32 upcast and its gradient: what cross-entropy holds */
 	o.gpu_workspace = T * m->vocab * (2.0 + 4.0 + 4.0) + 2.0 * T * m->hidden * 2;
 
-	/* Host: pinned fp32 master, m, v and gradient of the CPU share (16 B); bf16
-	 * pinned buffers (stage 1/2 offload: the flat CPU copy made at init and the cast
-	 * target, 2 x 2 B; stage 3 offload: the profiled bf16 round trip, 2 B; with
-	 * offload_param the partitions and their flat copy, 4 B); the process (CUDA
-	 * context and libraries, ~0.9 GiB: s2-none's RSS minus its fp32 model) and the
-	 * model as the harness builds it (stages 1/2: fp32 on the host, 4 B; stage 3
-	 * under zero.Init: bf16, 2 B; measured peak RSS of s2-none and s3-none). */
+	/* Host: pinned fp32 master, m, v and gradient of the CPU share (16 B:
+	 * stage_1_and_2.py single_partition_of_fp32_groups and its .grad, Adam's
+	 * state). bf16 buffers: stage 1/2 offload 4 B, the pinned cast target
+	 * param_buffer_of_bit16_for_cpu_offload_groups (2 B) and 2 B more that the
+	 * measured RSS of s2-off asks for and the source does not name; stage 3 offload
+	 * 2 B (the profiled bf16 round trip); offload_param 4 B more (the pinned
+	 * param_groups_fp16_flat_cpu_memory, 2 B, and 2 B sized to s3-off-param's RSS).
+	 * The process: CUDA context and libraries, ~0.9 GiB (s2-none's RSS minus its
+	 * fp32 model), and the model as the measurement harness builds it (stages 1/2:
+	 * fp32 on the host, 4 B; stage 3 under zero.Init: bf16, 2 B; the peak RSS of
+	 * s2-none and s3-none). All of it is checked against the measured RSS
+	 * (tests/test_deepspeed_schedule.c), not fitted. */
 	double cpu_share = offload ? 1.0 - gpu_share : 0;
 	o.host_optimizer = cpu_share * 12.0 * P;
 	o.host_grads = cpu_share * 4.0 * P;
