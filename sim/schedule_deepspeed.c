@@ -434,7 +434,7 @@ static void micro_batch(dsb *b, int step, int micro)
 
 /* ---- the optimizer step --------------------------------------------------- */
 
-static void gpu_adam(dsb *b, int step, int bk, int first_of_step)
+static void gpu_adam(dsb *b, int step, int bk)
 {
 	const zb_bucket *bu = &b->g->buckets[bk];
 	ctx o = { step, -1, ZB_PASS_OPT };
@@ -448,7 +448,6 @@ static void gpu_adam(dsb *b, int step, int bk, int first_of_step)
 	gpu_deps(b);
 	emit(b, t);
 	kernel(b, o, ZB_OP_CAST, bu->first_unit, 6.0 * bu->params);
-	(void)first_of_step;
 }
 
 static void cpu_group(dsb *b, int step, int bk, uint32_t grads_down)
@@ -494,7 +493,7 @@ static void optimizer_step(dsb *b, int step)
 		if (g->buckets[bk].on_cpu)
 			cpu_group(b, step, bk, grads_down);
 		else
-			gpu_adam(b, step, bk, bk == g->nbuckets - 1);
+			gpu_adam(b, step, bk);
 	}
 	b->step_end_gpu = b->last[ZB_RES_GPU];
 	if (b->stage == 3 && b->offload && !b->oparam) {
