@@ -49,6 +49,10 @@ static const struct {
 	{ { "torch_adam_Bpp", "B", 16, 400,
 	    "torch AdamW multi-tensor (foreach): ~5 passes over fp32 p, g, m, v; s2-none kernels" },
 	  offsetof(zb_ds_profile, torch_adam_Bpp), 64 },
+	{ { "subgroup_s", "s", 0, 0.1,
+	    "not separable in the profiled step (inside s3-off's 486 ms of other host work): 2 ms per "
+	    "sub-group as a start, left to calibrate" },
+	  offsetof(zb_ds_profile, subgroup_s), 0.002 },
 };
 
 const zb_ds_param_info *zb_ds_param(int i)

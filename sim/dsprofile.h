@@ -31,12 +31,14 @@ typedef struct zb_ds_profile {
 	double cast_Bps;      /* CPU fp32 -> bf16 conversion, bytes read + written per second */
 	double fresh_Bps;     /* first touch of a fresh pageable buffer (page faults), B/s */
 	double torch_adam_Bpp;/* HBM bytes per parameter of torch's multi-tensor AdamW step */
+	double subgroup_s;    /* ZeRO-3: host time of one sub-group's step outside the optimizer
+	                         (prepare, unflatten into the module's parameters, release) */
 	int flash;            /* attention by SDPA flash (no s x s score tensors) */
 } zb_ds_profile;
 
 /* Number of fitted parameters and their names/descriptions (for calibrate, tests,
  * and the JSON file: field names are the keys). */
-enum { ZB_DS_NPARAM = 9 };
+enum { ZB_DS_NPARAM = 10 };
 
 typedef struct zb_ds_param_info {
 	const char *key;      /* JSON key, as the struct field */

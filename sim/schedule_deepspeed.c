@@ -74,7 +74,7 @@ double zb_ds_host_task_s(const zb_task *t, const zb_config *c)
 	switch (t->op) {
 	case ZB_OP_HOOK: return (double)t->params * f->hook_s;
 	case ZB_OP_GRAD_HOOK: return (double)t->params * f->grad_hook_s;
-	case ZB_OP_PYTHON: return f->step_s;
+	case ZB_OP_PYTHON: return t->bucket >= 0 ? f->subgroup_s : f->step_s; /* a sub-group's or the step's */
 	case ZB_OP_CAST: return t->bytes / f->cast_Bps;
 	case ZB_OP_FRESH_PAGES: return t->bytes / f->fresh_Bps;
 	default: return 0;
@@ -490,6 +490,15 @@ static void optimizer_step(dsb *b, int step)
 	uint32_t grads_down = b->last[ZB_RES_D2H];
 	/* sub-groups in model order: the bottom (GPU, Twin-Flow) first */
 	for (int bk = g->nbuckets - 1; bk >= 0; bk--) {
+		if (b->stage == 3) { /* the sub-group's Python around its optimizer step */
+			ctx o = { step, -1, ZB_PASS_OPT };
+			zb_task t = blank(ZB_TASK_HOST, ZB_RES_CPU, ZB_OP_PYTHON, ZB_PASS_OPT, step, -1,
+					  g->buckets[bk].first_unit);
+			t.bucket = bk;
+			dep(b, grads_down);
+			emit(b, t);
+			(void)o;
+		}
 		if (g->buckets[bk].on_cpu)
 			cpu_group(b, step, bk, grads_down);
 		else
