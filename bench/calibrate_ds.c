@@ -33,7 +33,8 @@ static void usage(FILE *f)
 		"  --measured <file>   table of measured runs (data/deepspeed-h200-2026-11-30.tsv's format)\n"
 		"  --hw <name|file>    hardware the runs were measured on (default h200-machine); its\n"
 		"                      deepspeed profile, if any, is the starting point\n"
-		"  --model, --seq, --micro-batch, --sub-group   for rows that do not give them\n"
+		"  --model, --seq, --micro-batch, --sub-group   for rows that do not give them (a model is a\n"
+		"                      preset or a .json file: Hugging Face config.json or zbench model file)\n"
 		"  --out <file>        write the hardware profile with the fitted deepspeed object\n"
 		"  --no-fit            only predict the rows with the given profile\n"
 		"  --cross-validate    also fit without each row in turn and predict it (leave one out)\n");
@@ -63,7 +64,9 @@ static int pairs_in_order(const zb_ds_measured *m, const zb_ds_eval *e, int *tot
 	*total = 0;
 	for (int i = 0; i < m->n; i++)
 		for (int j = i + 1; j < m->n; j++) {
-			(*total)++;
+			(*total) += e[i].fits && e[j].fits;
+			if (!e[i].fits || !e[j].fits)
+				continue;
 			double a = m->rows[i].step_s - m->rows[j].step_s, b = e[i].step_s - e[j].step_s;
 			ok += (a > 0) == (b > 0);
 		}
@@ -77,28 +80,40 @@ static void print_table(const zb_ds_measured *m, const zb_ds_eval *d, const zb_d
 	printf("%-14s %9s %9s %7s %9s %7s %7s %7s %6s %7s %7s %6s\n", "", "ms", "ms", "%", "ms", "%", "GiB",
 	       "pred", "%", "GiB", "pred", "%");
 	double sd = 0, sf = 0, md = 0, mf = 0;
+	int nd = 0, nf = 0; /* rows predicted (that fit) */
 	const zb_ds_eval *mem = f ? f : d;
 	for (int i = 0; i < m->n; i++) {
 		const zb_ds_row *r = &m->rows[i];
 		double ed = pct(d[i].step_s, r->step_s), ef = f ? pct(f[i].step_s, r->step_s) : 0;
-		sd += fabs(ed);
-		sf += fabs(ef);
-		md = fabs(ed) > md ? fabs(ed) : md;
-		mf = fabs(ef) > mf ? fabs(ef) : mf;
+		if (d[i].fits) {
+			sd += fabs(ed), nd++;
+			md = fabs(ed) > md ? fabs(ed) : md;
+		}
+		if (f && f[i].fits) {
+			sf += fabs(ef), nf++;
+			mf = fabs(ef) > mf ? fabs(ef) : mf;
+		}
 		char fs[16] = "-", fe[16] = "-";
 		if (f) {
 			snprintf(fs, sizeof fs, "%.0f", f[i].step_s * 1e3);
 			snprintf(fe, sizeof fe, "%+.1f", ef);
 		}
-		printf("%-14s %9.0f %9.0f %+7.1f %9s %7s %7.1f %7.1f %+6.1f %7.1f %7.1f %+6.1f\n", r->name,
-		       r->step_s * 1e3, d[i].step_s * 1e3, ed, fs, fe, r->gpu_peak_B / GIB, mem[i].gpu_B / GIB,
+		char ds[16] = "no fit", de[16] = "-";
+		if (d[i].fits) {
+			snprintf(ds, sizeof ds, "%.0f", d[i].step_s * 1e3);
+			snprintf(de, sizeof de, "%+.1f", ed);
+		}
+		printf("%-14s %9.0f %9s %7s %9s %7s %7.1f %7.1f %+6.1f %7.1f %7.1f %+6.1f\n", r->name,
+		       r->step_s * 1e3, ds, de, fs, fe, r->gpu_peak_B / GIB, mem[i].gpu_B / GIB,
 		       pct(mem[i].gpu_B, r->gpu_peak_B), r->host_rss_B / GIB, mem[i].host_B / GIB,
 		       pct(mem[i].host_B, r->host_rss_B));
 	}
 	int tot, okd = pairs_in_order(m, d, &tot);
-	printf("# step time MAPE: start profile %.1f%% (worst %.1f%%)", sd / m->n, md);
+	printf("# step time MAPE: start profile %.1f%% (worst %.1f%%)", nd ? sd / nd : 0, md);
 	if (f)
-		printf(", fitted %.1f%% (worst %.1f%%)", sf / m->n, mf);
+		printf(", fitted %.1f%% (worst %.1f%%)", nf ? sf / nf : 0, mf);
+	if (nd < m->n)
+		printf("; %d of %d configurations do not fit in the model's memory and are left out", m->n - nd, m->n);
 	printf("\n# ranked as DeepSpeed: start profile %d of %d pairs", okd, tot);
 	if (f)
 		printf(", fitted %d of %d pairs", pairs_in_order(m, f, &tot), tot);
@@ -207,7 +222,7 @@ int zb_calibrate_deepspeed(int argc, char **argv)
 	else
 		st = zb_preset_hw(hw_name, &base.hw, &err);
 	if (!st && model)
-		st = zb_preset_model(model, &base.model, &err);
+		st = zb_ds_model_named(model, NULL, &base.model, &err);
 	else if (!st)
 		zb_preset_default_model(&base.model);
 	zb_ds_measured m = { 0 };

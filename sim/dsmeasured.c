@@ -6,8 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sim/dsconfig.h"
+#include "sim/hfconfig.h"
+#include "sim/hwfile.h"
 #include "sim/model.h"
 #include "sim/presets.h"
 
@@ -140,6 +143,29 @@ void zb_ds_measured_free(zb_ds_measured *m)
 	m->n = 0;
 }
 
+zb_status zb_ds_model_named(const char *name, const char *dir_of, zb_model *out, zb_error *err)
+{
+	size_t n = strlen(name);
+	if (n < 5 || strcmp(name + n - 5, ".json") != 0)
+		return zb_preset_model(name, out, err);
+	char path[1024];
+	snprintf(path, sizeof path, "%s", name);
+	const char *slash = dir_of ? strrchr(dir_of, '/') : NULL;
+	if (access(path, R_OK) != 0 && name[0] != '/' && slash)
+		snprintf(path, sizeof path, "%.*s/%s", (int)(slash - dir_of), dir_of, name);
+	zb_hf_config hf;
+	zb_error e1;
+	if (zb_hf_load(path, &hf, &e1) == ZB_OK) {
+		*out = hf.model;
+		return ZB_OK;
+	}
+	zb_error e2;
+	if (zb_model_load(path, out, &e2) == ZB_OK)
+		return ZB_OK;
+	return zb_fail(err, ZB_E_INPUT, "model '%s' is neither a Hugging Face config (%s) nor a zbench model file",
+		       name, e1.msg);
+}
+
 /* The value after a word of the zero column ("stage 3" -> "3"), NULL if absent. */
 static const char *after(const char *text, const char *word)
 {
@@ -160,8 +186,9 @@ zb_status zb_ds_row_config(const zb_ds_row *r, const char *path, const zb_config
 	for (size_t i = 0; i < sizeof z; i++)
 		z[i] = (char)tolower((unsigned char)r->zero[i]);
 	c.framework = ZB_FW_DEEPSPEED;
-	if (r->model[0] && zb_preset_model(r->model, &c.model, err))
-		return zb_fail(err, ZB_E_INPUT, "%s:%d: unknown model '%s'", path, r->line, r->model);
+	zb_error me;
+	if (r->model[0] && zb_ds_model_named(r->model, path, &c.model, &me))
+		return zb_fail(err, ZB_E_INPUT, "%s:%d: %s", path, r->line, me.msg);
 	if (r->seq)
 		c.policy.seq = r->seq;
 	if (r->micro_batch)

@@ -6,7 +6,9 @@
  * starts at a header line whose first column is "config" and that has the columns
  *   config  zero  step_ms  gpu_peak_GiB  host_rss_GiB
  * in any order, optionally also model, seq, micro_batch, sub_group_size (values
- * for the whole row; missing ones come from the command line). The table ends at a
+ * for the whole row; missing ones come from the command line). A model is a preset
+ * name or a .json file: a Hugging Face config.json or a zbench model file (a
+ * relative path is tried as given, then beside the table). The table ends at a
  * blank line, a comment line or the end of the file (a second table below it, like
  * the profiled breakdown of the shared file, is not read).
  *
@@ -43,6 +45,11 @@ typedef struct zb_ds_measured {
 } zb_ds_measured;
 
 zb_status zb_ds_measured_load(const char *path, zb_ds_measured *out, zb_error *err);
+
+/* A model by preset name or .json file (Hugging Face config.json, else a zbench
+ * model file); a relative file not found as given is looked for in dir_of's
+ * directory (dir_of may be NULL). */
+zb_status zb_ds_model_named(const char *name, const char *dir_of, zb_model *out, zb_error *err);
 void zb_ds_measured_free(zb_ds_measured *m);
 
 /* The configuration of a row: base (hardware, model, batch, framework profile, from
