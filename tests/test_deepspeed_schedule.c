@@ -432,6 +432,67 @@ static void test_committed_profile(void **state)
 	zb_ds_measured_free(&m);
 }
 
+/* The measured table: the shared file's first table only, per-row models (preset,
+ * Hugging Face config), bad input named with file and line. */
+static void test_measured_table(void **state)
+{
+	zb_ds_measured m;
+	zb_error err = { 0 };
+	assert_int_equal(zb_ds_measured_load(DATA, &m, &err), ZB_OK);
+	assert_int_equal(m.n, 8); /* the profiled table below it is not read */
+	assert_string_equal(m.rows[7].name, "s3-off-param");
+	assert_close(m.rows[0].step_s, 1.570, 1e-12);
+	zb_ds_measured_free(&m);
+
+	char dir[64], path[128];
+	zb_test_tmpdir(dir, sizeof dir);
+	snprintf(path, sizeof path, "%s/m.tsv", dir);
+	FILE *f = fopen(path, "w");
+	fprintf(f, "# comment\nconfig\tzero\tstep_ms\tmodel\tseq\tmicro_batch\n"
+		   "a\tstage 3, offload_optimizer cpu ratio 0.5\t900\ttests/data/hf-llama2-7b.json\t1024\t1\n"
+		   "b\tstage 2, no offload\t400\tgpt2-large\t1024\t2\n\n");
+	fclose(f);
+	assert_int_equal(zb_ds_measured_load(path, &m, &err), ZB_OK);
+	assert_int_equal(m.n, 2);
+	zb_config b, c;
+	base(&b);
+	assert_int_equal(zb_ds_row_config(&m.rows[0], path, &b, &c, &err), ZB_OK);
+	assert_int_equal(c.model.gated_mlp, 1);
+	assert_int_equal(c.model.layers, 32);
+	assert_int_equal(c.policy.seq, 1024);
+	assert_int_equal(c.policy.zero_stage, 3);
+	assert_int_equal(c.policy.kind, ZB_POLICY_OVERLAP); /* overlap_comm: stage 3's default */
+	assert_true(c.policy.ratio > 0.3 && c.policy.ratio < 0.7);
+	assert_int_equal(zb_ds_row_config(&m.rows[1], path, &b, &c, &err), ZB_OK);
+	assert_int_equal(c.policy.kind, ZB_POLICY_NONE);
+	assert_int_equal(c.policy.micro_batch, 2);
+	zb_ds_measured_free(&m);
+
+	static const struct {
+		const char *text, *want;
+	} bad[] = {
+		{ "config\tzero\nx\tstage 2\n", "no 'step_ms' column" },
+		{ "config\tzero\tstep_ms\nx\tstage 2\tfast\n", "m.tsv:2: bad step_ms 'fast'" },
+		{ "# nothing here\n", "no measured table" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		f = fopen(path, "w");
+		fputs(bad[i].text, f);
+		fclose(f);
+		assert_int_equal(zb_ds_measured_load(path, &m, &err), ZB_E_INPUT);
+		assert_contains(err.msg, bad[i].want);
+	}
+	f = fopen(path, "w");
+	fputs("config\tzero\tstep_ms\nx\tzero offload\t100\ny\tstage 2\t100\tno-such-model\n", f);
+	fclose(f);
+	assert_int_equal(zb_ds_measured_load(path, &m, &err), ZB_OK);
+	assert_int_equal(zb_ds_row_config(&m.rows[0], path, &b, &c, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "names no stage");
+	zb_ds_measured_free(&m);
+	unlink(path);
+	rmdir(dir);
+}
+
 /* tune: candidates fastest first, each one's knobs reproduce its prediction, the
  * best is no slower than the input; the CLI writes a config that predicts the same
  * and keeps the input's other keys. */
@@ -521,6 +582,7 @@ int main(void)
 		cmocka_unit_test(test_framework_table),
 		cmocka_unit_test(test_accuracy_measured),
 		cmocka_unit_test(test_committed_profile),
+		cmocka_unit_test(test_measured_table),
 		cmocka_unit_test(test_tune),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
