@@ -36,6 +36,7 @@
 
 #include <jansson.h>
 
+#include "bench/calibrate_ds.h"
 #include "bench/calibrate.h"
 #include "bench/cases.h"
 #include "bench/commands.h"
@@ -248,6 +249,9 @@ static void add_row(param_row *rows, int *n, const char *name, const char *unit,
 
 int cmd_calibrate(int argc, char **argv)
 {
+	for (int i = 1; i < argc; i++) /* fitting DeepSpeed's profile to measured runs */
+		if (strcmp(argv[i], "--deepspeed") == 0)
+			return zb_calibrate_deepspeed(argc, argv);
 	static const struct option table[] = {
 		{ "out", required_argument, NULL, 'o' },     { "name", required_argument, NULL, 'n' },
 		{ "base", required_argument, NULL, 'b' },    { "quick", no_argument, NULL, 'q' },

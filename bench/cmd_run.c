@@ -145,6 +145,15 @@ int cmd_run(int argc, char **argv)
 	zb_sources src;
 	if (zb_options_single_src(&o, &c, &src, &err))
 		return zb_report_error(&err);
+	/* the executor runs zbench's own schedule: a --ds-config gives the policy here */
+	if (c.framework != ZB_FW_ZBENCH) {
+		if (o.axis[ZB_AX_FRAMEWORK]) {
+			zb_fail(&err, ZB_E_INPUT, "run executes zbench's own schedule, not framework '%s' (predict and "
+						  "sweep model it; validate --deepspeed runs DeepSpeed)", o.axis[ZB_AX_FRAMEWORK]);
+			return zb_report_error(&err);
+		}
+		c.framework = ZB_FW_ZBENCH;
+	}
 	if (!o.axis[ZB_AX_STEPS])
 		c.steps = 4;
 	int measured_steps = c.steps;

@@ -18,6 +18,8 @@
 #include "bench/report.h"
 #include "bench/session.h"
 #include "plots/plot.h"
+#include "sim/framework.h"
+#include "sim/schedule_deepspeed.h"
 #include "sim/predict.h"
 
 #define MAX_ROWS 100000
@@ -41,9 +43,10 @@ typedef struct axis_values {
 } axis_values;
 
 static const char *cols[] = { "model", "pcie", "gpu", "cpu", "cores", "policy", "ratio", "mb", "gas",
-			      "step", "tokens/s", "TFLOP/s", "bottleneck", "bound", "gpu_mem", "fits" };
-static const char *units[] = { "", "", "", "", "", "", "", "", "", "ms", "1/s", "per GPU", "", "ms", "GiB", "" };
-static const char *fmt_head = "%-12s %-10s %-9s %-13s %5s %-8s %5s %4s %4s %10s %10s %8s %-10s %10s %8s %s\n";
+			      "step", "tokens/s", "TFLOP/s", "bottleneck", "bound", "gpu_mem", "fits", "framework", "zero",
+			      "sub_group" };
+static const char *units[] = { "", "", "", "", "", "", "", "", "", "ms", "1/s", "per GPU", "", "ms", "GiB", "", "", "", "" };
+static const char *fmt_head = "%-12s %-10s %-9s %-13s %5s %-8s %5s %4s %4s %10s %10s %8s %-10s %10s %8s %-4s %-9s %4s %s\n";
 
 static void print_row(FILE *f, const zb_prediction *p, int csv)
 {
@@ -58,16 +61,22 @@ static void print_row(FILE *f, const zb_prediction *p, int csv)
 		snprintf(bound, sizeof bound, "%.2f", p->res.lower_bound_s * 1e3);
 		bn = zb_resource_name(p->res.bottleneck);
 	}
+	char zero[8] = "-", sg[24] = "-";
+	if (c->framework == ZB_FW_DEEPSPEED) {
+		snprintf(zero, sizeof zero, "%d", zb_ds_stage(c));
+		snprintf(sg, sizeof sg, "%lld", (long long)zb_ds_sub_group(c));
+	}
 	if (csv)
-		fprintf(f, "%s,%s,%s,%s,%d,%s,%.4g,%d,%d,%s,%s,%s,%s,%s,%.2f,%s\n", c->model.name, c->hw.link.name,
+		fprintf(f, "%s,%s,%s,%s,%d,%s,%.4g,%d,%d,%s,%s,%s,%s,%s,%.2f,%s,%s,%s,%s\n", c->model.name, c->hw.link.name,
 			c->hw.gpu.name, c->hw.cpu.name, c->hw.cpu.cores, zb_policy_name(c->policy.kind), ratio,
 			c->policy.micro_batch, c->policy.gas, step, tps, tfl, bn, bound, p->mem.gpu_bytes / GiB,
-			p->mem.fits ? "yes" : "no");
+			p->mem.fits ? "yes" : "no", zb_framework_name(c->framework), zero, sg);
 	else
-		fprintf(f, "%-12s %-10s %-9s %-13s %5d %-8s %5.2f %4d %4d %10s %10s %8s %-10s %10s %8.1f %s\n",
+		fprintf(f, "%-12s %-10s %-9s %-13s %5d %-8s %5.2f %4d %4d %10s %10s %8s %-10s %10s %8.1f %-4s %-9s %4s %s\n",
 			c->model.name, c->hw.link.name, c->hw.gpu.name, c->hw.cpu.name, c->hw.cpu.cores,
 			zb_policy_name(c->policy.kind), ratio, c->policy.micro_batch, c->policy.gas, step, tps, tfl,
-			bn, bound, p->mem.gpu_bytes / GiB, p->mem.fits ? "yes" : "no");
+			bn, bound, p->mem.gpu_bytes / GiB, p->mem.fits ? "yes" : "no", zb_framework_name(c->framework),
+			zero, sg);
 }
 
 int cmd_sweep(int argc, char **argv)
@@ -190,9 +199,11 @@ int cmd_sweep(int argc, char **argv)
 		zb_sources_print(stdout, &cfgs[0], &src0, 1);
 		printf("# %d configurations; the lines above describe the first, the columns what varies\n", ncfg);
 		printf(fmt_head, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8],
-		       cols[9], cols[10], cols[11], cols[12], cols[13], cols[14], cols[15]);
+		       cols[9], cols[10], cols[11], cols[12], cols[13], cols[14], cols[15], cols[16],
+		       cols[17], cols[18]);
 		printf(fmt_head, units[0], units[1], units[2], units[3], units[4], units[5], units[6], units[7],
-		       units[8], units[9], units[10], units[11], units[12], units[13], units[14], units[15]);
+		       units[8], units[9], units[10], units[11], units[12], units[13], units[14], units[15], units[16],
+		       units[17], units[18]);
 		int best = -1;
 		for (int i = 0; i < ncfg; i++) {
 			print_row(stdout, &preds[i], 0);

@@ -23,6 +23,7 @@ int cmd_plot(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_tune(int argc, char **argv);
 
 /* Print "zbench: <msg>" for a failed status and return its exit code. */
 struct zb_error;

@@ -21,6 +21,7 @@ static const struct command {
 	{ "analyze", cmd_analyze, "a trace's steps and per-step GPU, copy and CPU optimizer time" },
 	{ "export", cmd_export, "write a stored run's timelines as Perfetto (Chrome trace) JSON or CSV" },
 	{ "plot", cmd_plot, "draw a plot of the results database (gnuplot: PNG or SVG)" },
+	{ "tune", cmd_tune, "the fastest DeepSpeed settings for a model on this machine; writes the tuned config" },
 	{ "calibrate", cmd_calibrate, "measure this machine and fit a hardware profile (--hw FILE)" },
 	{ "compare", cmd_compare, "predicted against measured for a stored run, with the error of each part" },
 	{ "validate", cmd_validate, "run a suite on the GPU and the simulator: each error, MAPE, speedups" },

@@ -8,7 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "sim/framework.h"
 #include "sim/hwfile.h"
+#include "sim/schedule_deepspeed.h"
 #include "sim/presets.h"
 
 typedef enum { AX_NAME, AX_INT, AX_REAL, AX_COUNT_KIND } axis_kind;
@@ -44,6 +46,9 @@ static const struct {
 	[ZB_AX_BUCKET] = { "bucket", AX_INT, "gradient bucket size in parameters, e.g. 25M (default)" },
 	[ZB_AX_THREADS] = { "threads", AX_INT, "CPU optimizer threads (default: all cores)" },
 	[ZB_AX_STEPS] = { "steps", AX_INT, "optimizer steps to schedule (default 6; the first 2 fill the pipeline)" },
+	[ZB_AX_FRAMEWORK] = { "framework", AX_NAME, "whose schedule: zbench | deepspeed (default zbench; deepspeed with --ds-config)" },
+	[ZB_AX_ZERO_STAGE] = { "zero-stage", AX_INT, "deepspeed: ZeRO stage 1 | 2 | 3 (default: the file's, else 3 with offload-param or ratio < 1, else 2)" },
+	[ZB_AX_SUB_GROUP] = { "sub-group", AX_INT, "deepspeed: ZeRO-3 sub_group_size in parameters (default: the file's, else 1e9)" },
 };
 
 const char *zb_axis_flag(zb_axis a)
@@ -286,6 +291,7 @@ static const char *const setting_names[ZB_SET_COUNT] = {
 	[ZB_SET_PREFETCH] = "prefetch_layers", [ZB_SET_CKPT] = "ckpt", [ZB_SET_MICRO_BATCH] = "micro_batch",
 	[ZB_SET_GAS] = "gas", [ZB_SET_SEQ] = "seq", [ZB_SET_DTYPE] = "dtype", [ZB_SET_PAGEABLE] = "pageable",
 	[ZB_SET_BUCKET] = "bucket_params", [ZB_SET_THREADS] = "cpu_threads", [ZB_SET_STEPS] = "steps",
+	[ZB_SET_FRAMEWORK] = "framework", [ZB_SET_ZERO_STAGE] = "zero_stage", [ZB_SET_SUB_GROUP] = "sub_group_size",
 };
 
 const char *zb_source_name(zb_source s)
@@ -362,6 +368,8 @@ static const struct {
 	{ ZB_AX_CKPT, ZB_SET_CKPT }, { ZB_AX_GAS, ZB_SET_GAS }, { ZB_AX_MICRO_BATCH, ZB_SET_MICRO_BATCH },
 	{ ZB_AX_SEQ, ZB_SET_SEQ }, { ZB_AX_DTYPE, ZB_SET_DTYPE }, { ZB_AX_BUCKET, ZB_SET_BUCKET },
 	{ ZB_AX_THREADS, ZB_SET_THREADS }, { ZB_AX_STEPS, ZB_SET_STEPS },
+	{ ZB_AX_FRAMEWORK, ZB_SET_FRAMEWORK }, { ZB_AX_ZERO_STAGE, ZB_SET_ZERO_STAGE },
+	{ ZB_AX_SUB_GROUP, ZB_SET_SUB_GROUP },
 };
 
 /* The DeepSpeed plan's fields and the settings they are. */
@@ -599,6 +607,45 @@ zb_status zb_options_config_src(const char *const v[ZB_AX_COUNT], const zb_optio
 				     s->split.cpu_sub_groups, s->split.sub_groups, (long long)s->plan.sub_group_size, asked,
 				     s->split.ratio);
 		}
+	}
+	/* whose schedule: a DeepSpeed config implies DeepSpeed's unless --framework says */
+	c->framework = ZB_FW_ZBENCH;
+	mark(s, ZB_SET_FRAMEWORK, ZB_SRC_DEFAULT, "zbench's default");
+	mark(s, ZB_SET_ZERO_STAGE, ZB_SRC_DEFAULT, "3 with offload_param or ratio < 1, else 2");
+	mark(s, ZB_SET_SUB_GROUP, ZB_SRC_DEFAULT, "DeepSpeed's default 1e9");
+	if (have_ds) {
+		c->framework = ZB_FW_DEEPSPEED;
+		mark(s, ZB_SET_FRAMEWORK, ZB_SRC_DS, "%s given: DeepSpeed's schedule", o->ds.path);
+		c->policy.zero_stage = s->plan.stage;
+		mark(s, ZB_SET_ZERO_STAGE, ZB_SRC_DS, "zero_optimization.stage %d", s->plan.stage);
+		c->policy.sub_group_size = s->plan.sub_group_size;
+		mark(s, ZB_SET_SUB_GROUP, ZB_SRC_DS, "zero_optimization.sub_group_size (resolved %lld)",
+		     (long long)s->plan.sub_group_size);
+	}
+	if (v[ZB_AX_FRAMEWORK] && (st = zb_framework_parse(v[ZB_AX_FRAMEWORK], &c->framework, err)))
+		return st;
+	INT_AXIS(ZB_AX_ZERO_STAGE, c->policy.zero_stage);
+	if (v[ZB_AX_SUB_GROUP]) {
+		long long x;
+		if (parse_int(v[ZB_AX_SUB_GROUP], ZB_AX_SUB_GROUP, &x, err))
+			return ZB_E_INPUT;
+		c->policy.sub_group_size = x;
+	}
+	for (int a = ZB_AX_FRAMEWORK; a <= ZB_AX_SUB_GROUP; a++)
+		if (v[a])
+			mark_flag(s, (zb_setting)(ZB_SET_FRAMEWORK + (a - ZB_AX_FRAMEWORK)), (zb_axis)a, v[a]);
+	/* DeepSpeed's ZeRO-3 places Twin-Flow by whole sub-groups, whoever gave the ratio
+	 * (the file's was quantized above; a --ratio flag with DeepSpeed's schedule here) */
+	if (c->framework == ZB_FW_DEEPSPEED && !s->twinflow && c->policy.kind != ZB_POLICY_NONE &&
+	    c->policy.ratio > 0 && c->policy.ratio < 1) {
+		double asked = c->policy.ratio;
+		zb_config probe = *c;
+		zb_ds_twinflow_split(&c->model, zb_ds_sub_group(&probe), asked, &s->split);
+		s->twinflow = 1;
+		s->ratio_asked = asked;
+		c->policy.ratio = s->split.ratio;
+		note(s, ZB_SET_RATIO, "; ZeRO-3 runs whole sub-groups: %d of %d on the CPU, %g asked, %.4f effective",
+		     s->split.cpu_sub_groups, s->split.sub_groups, asked, s->split.ratio);
 	}
 	/* rotary models have no position table, but a length they were built for */
 	if (have_hf && c->model.max_seq == 0 && o->hf.max_positions > 0 && c->policy.seq > o->hf.max_positions)

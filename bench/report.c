@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "sim/framework.h"
+#include "sim/schedule_deepspeed.h"
 #include "sim/model.h"
 
 #define GiB (1024.0 * 1024.0 * 1024.0)
@@ -10,11 +12,14 @@
 void zb_config_label(const zb_config *c, char *buf, size_t n)
 {
 	const zb_policy *p = &c->policy;
-	snprintf(buf, n, "%s on %s (%s, %s, %d cores): %s ratio %.2f, micro-batch %d, seq %d, gas %d%s%s%s",
+	char fw[48] = "";
+	if (c->framework == ZB_FW_DEEPSPEED)
+		snprintf(fw, sizeof fw, ", deepspeed zero %d", zb_ds_stage(c));
+	snprintf(buf, n, "%s on %s (%s, %s, %d cores): %s ratio %.2f, micro-batch %d, seq %d, gas %d%s%s%s%s",
 		 c->model.name, c->hw.name, c->hw.link.name, c->hw.gpu.name, c->hw.cpu.cores,
 		 zb_policy_name(p->kind), p->kind == ZB_POLICY_NONE ? 0.0 : p->ratio, p->micro_batch, p->seq,
 		 p->gas, p->offload_param ? ", offload-param" : "", p->ckpt != ZB_CKPT_NONE ? ", ckpt " : "",
-		 p->ckpt != ZB_CKPT_NONE ? zb_ckpt_name(p->ckpt) : "");
+		 p->ckpt != ZB_CKPT_NONE ? zb_ckpt_name(p->ckpt) : "", fw);
 }
 
 void zb_print_header(FILE *f, const char *command, const zb_config *c)
@@ -30,6 +35,16 @@ void zb_print_header(FILE *f, const char *command, const zb_config *c)
 		c->hw.link.name, c->hw.link.h2d_Bps / 1e9, c->hw.link.d2h_Bps / 1e9, c->hw.gpu.name,
 		zb_config_gpu_flops(c) / 1e12, zb_dtype_name(c->policy.dtype), c->hw.gpu.hbm_Bps / 1e9,
 		c->hw.cpu.name, zb_config_cpu_threads(c), c->hw.cpu.dram_Bps / 1e9);
+	if (c->framework == ZB_FW_DEEPSPEED) {
+		zb_ds_profile scratch;
+		const zb_ds_profile *d = zb_ds_profile_of(&c->hw.ds, &scratch);
+		fprintf(f, "# deepspeed profile (%s): gpu_eff %.3g, step %.3g ms, hook %.3g ms/module, grad hook %.3g "
+			   "ms/tensor, sub-group %.3g ms, cpu adam x%.3g, pageable h2d %.1f GB/s, cast %.0f GB/s, "
+			   "fresh pages %.1f GB/s, torch adam %.0f B/param, %s attention\n",
+			c->hw.ds.set ? "the hardware file's" : "defaults", d->gpu_eff, d->step_s * 1e3, d->hook_s * 1e3,
+			d->grad_hook_s * 1e3, d->subgroup_s * 1e3, d->cpu_adam_rel, d->pageable_h2d_Bps / 1e9,
+			d->cast_Bps / 1e9, d->fresh_Bps / 1e9, d->torch_adam_Bpp, d->flash ? "flash" : "eager");
+	}
 }
 
 /* ---- where the settings came from ----------------------------------------------- */
@@ -65,6 +80,9 @@ static void setting_value(const zb_config *c, zb_setting k, char *buf, size_t n)
 	case ZB_SET_BUCKET: snprintf(buf, n, "%lld", (long long)p->bucket_params); break;
 	case ZB_SET_THREADS: snprintf(buf, n, "%d", zb_config_cpu_threads(c)); break;
 	case ZB_SET_STEPS: snprintf(buf, n, "%d", c->steps); break;
+	case ZB_SET_FRAMEWORK: snprintf(buf, n, "%s", zb_framework_name(c->framework)); break;
+	case ZB_SET_ZERO_STAGE: snprintf(buf, n, "%d", zb_ds_stage(c)); break;
+	case ZB_SET_SUB_GROUP: snprintf(buf, n, "%lld", (long long)zb_ds_sub_group(c)); break;
 	default: snprintf(buf, n, "?"); break;
 	}
 }
@@ -167,6 +185,8 @@ void zb_memory_print(FILE *f, const zb_memory *m)
 	fprintf(f, "  optimizer     %10.2f %10.2f\n", m->gpu_optimizer / GiB, m->host_optimizer / GiB);
 	fprintf(f, "  activations   %10.2f %10.2f\n", m->gpu_activations / GiB, m->host_activations / GiB);
 	fprintf(f, "  workspace     %10.2f %10s\n", m->gpu_workspace / GiB, "-");
+	if (m->host_process > 0) /* framework schedules: the process and its model construction */
+		fprintf(f, "  process       %10s %10.2f\n", "-", m->host_process / GiB);
 	fprintf(f, "  total         %10.2f %10.2f   %s%s\n", m->gpu_bytes / GiB, m->host_bytes / GiB,
 		m->fits ? "fits" : "DOES NOT FIT: ", m->fits ? "" : m->reason);
 }
@@ -219,6 +239,7 @@ json_t *zb_prediction_json(const zb_config *c, const zb_graph *g, const zb_sim_r
 	json_object_set_new(j, "cpu", json_string(c->hw.cpu.name));
 	json_object_set_new(j, "cores", json_integer(c->hw.cpu.cores));
 	json_object_set_new(j, "policy", json_string(zb_policy_name(c->policy.kind)));
+	json_object_set_new(j, "framework", json_string(zb_framework_name(c->framework)));
 	json_object_set_new(j, "ratio", json_real(c->policy.kind == ZB_POLICY_NONE ? 0.0 : c->policy.ratio));
 	json_object_set_new(j, "micro_batch", json_integer(c->policy.micro_batch));
 	json_object_set_new(j, "seq", json_integer(c->policy.seq));

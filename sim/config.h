@@ -17,6 +17,7 @@ extern "C" {
 #include <stdint.h>
 
 #include "common/error.h"
+#include "sim/dsprofile.h"
 
 #define ZB_NAME_MAX 64
 
@@ -66,6 +67,7 @@ typedef struct zb_hw {
 	zb_cpu cpu;
 	int gpus_per_link;           /* GPUs whose copies share one host link (>= 1) */
 	int gpus_per_cpu;            /* GPUs whose optimizers share this CPU's cores and DRAM */
+	zb_ds_profile ds;            /* DeepSpeed's framework costs on this machine (dsprofile.h) */
 } zb_hw;
 
 /* A decoder-only transformer. GPT-2 / OPT blocks: LayerNorm, MHA, biases, GeLU MLP
@@ -111,11 +113,19 @@ typedef struct zb_policy {
 	int pageable;            /* copies from pageable instead of pinned host memory */
 	int64_t bucket_params;   /* gradient bucket size, parameters */
 	int cpu_threads;         /* optimizer threads (0: all cores of the CPU) */
+	/* framework deepspeed only (schedule_deepspeed.h) */
+	int zero_stage;          /* 1, 2 or 3; 0: 3 with offload_param or ratio < 1, else 2 */
+	int64_t sub_group_size;  /* ZeRO-3 sub-group, parameters; 0: DeepSpeed's default 1e9 */
 } zb_policy;
+
+/* Whose schedule the task graph describes (framework.h): zbench's own executor or
+ * DeepSpeed's ZeRO engine. */
+typedef enum zb_framework { ZB_FW_ZBENCH, ZB_FW_DEEPSPEED, ZB_FW_COUNT } zb_framework;
 
 /* Everything one prediction or run needs. */
 typedef struct zb_config {
 	zb_hw hw;
+	int framework;           /* zb_framework */
 	zb_model model;
 	zb_policy policy;
 	int steps;               /* optimizer steps to schedule */

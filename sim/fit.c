@@ -2,6 +2,8 @@
 #include "sim/fit.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "sim/graph.h" /* ZB_ADAM_BYTES_PER_PARAM */
 
@@ -268,4 +270,128 @@ zb_status zb_fit_cpu(const zb_cpu_samples *s, zb_cpu_fit *out, zb_error *err)
 	out->rms_rel_err = sqrt(ss / s->n);
 	out->max_rel_err = mx;
 	return ZB_OK;
+}
+
+/* ---- general least squares ------------------------------------------------------- */
+
+static double sumsq(const double *r, int n)
+{
+	double s = 0;
+	for (int i = 0; i < n; i++)
+		s += r[i] * r[i];
+	return s;
+}
+
+/* Solve the nx x nx system A d = b in place by Gaussian elimination with partial
+ * pivoting; returns -1 when singular. */
+static int solve(double *A, double *b, int n)
+{
+	for (int c = 0; c < n; c++) {
+		int piv = c;
+		for (int r = c + 1; r < n; r++)
+			if (fabs(A[r * n + c]) > fabs(A[piv * n + c]))
+				piv = r;
+		if (fabs(A[piv * n + c]) < 1e-300)
+			return -1;
+		for (int k = 0; k < n; k++) {
+			double t = A[c * n + k];
+			A[c * n + k] = A[piv * n + k];
+			A[piv * n + k] = t;
+		}
+		double t = b[c];
+		b[c] = b[piv];
+		b[piv] = t;
+		for (int r = c + 1; r < n; r++) {
+			double f = A[r * n + c] / A[c * n + c];
+			for (int k = c; k < n; k++)
+				A[r * n + k] -= f * A[c * n + k];
+			b[r] -= f * b[c];
+		}
+	}
+	for (int c = n - 1; c >= 0; c--) {
+		double s = b[c];
+		for (int k = c + 1; k < n; k++)
+			s -= A[c * n + k] * b[k];
+		b[c] = s / A[c * n + c];
+	}
+	return 0;
+}
+
+static void clamp_x(double *x, const double *lo, const double *hi, int n)
+{
+	for (int i = 0; i < n; i++)
+		x[i] = x[i] < lo[i] ? lo[i] : x[i] > hi[i] ? hi[i] : x[i];
+}
+
+zb_status zb_fit_lsq(zb_residual_fn fn, void *ctx, int nx, int nr, double *x, const double *lo,
+		     const double *hi, int max_iter, double *cost, zb_error *err)
+{
+	double *r = zb_xmalloc(sizeof(double) * (size_t)nr), *rt = zb_xmalloc(sizeof(double) * (size_t)nr);
+	double *J = zb_xmalloc(sizeof(double) * (size_t)(nr * nx));
+	double *A = zb_xmalloc(sizeof(double) * (size_t)(nx * nx)), *g = zb_xmalloc(sizeof(double) * (size_t)nx);
+	double *xt = zb_xmalloc(sizeof(double) * (size_t)nx);
+	zb_status st = ZB_OK;
+	clamp_x(x, lo, hi, nx);
+	if (fn(x, r, ctx)) {
+		st = zb_fail(err, ZB_E_INPUT, "least squares: the starting point cannot be evaluated");
+		goto out;
+	}
+	double c = sumsq(r, nr), lambda = 1e-2;
+	for (int it = 0; it < max_iter; it++) {
+		/* Jacobian by forward differences, stepping inward at a bound */
+		for (int j = 0; j < nx; j++) {
+			memcpy(xt, x, sizeof(double) * (size_t)nx);
+			double h = 1e-4 * (fabs(x[j]) > 1 ? fabs(x[j]) : 1);
+			if (xt[j] + h > hi[j])
+				h = -h;
+			xt[j] += h;
+			if (fn(xt, rt, ctx))
+				for (int i = 0; i < nr; i++)
+					rt[i] = r[i];
+			for (int i = 0; i < nr; i++)
+				J[i * nx + j] = (rt[i] - r[i]) / h;
+		}
+		int improved = 0;
+		for (int tries = 0; tries < 10 && !improved; tries++) {
+			for (int a = 0; a < nx; a++) {
+				g[a] = 0;
+				for (int i = 0; i < nr; i++)
+					g[a] -= J[i * nx + a] * r[i];
+				for (int b = 0; b < nx; b++) {
+					double s = 0;
+					for (int i = 0; i < nr; i++)
+						s += J[i * nx + a] * J[i * nx + b];
+					A[a * nx + b] = s + (a == b ? lambda * (s + 1e-12) : 0);
+				}
+			}
+			if (solve(A, g, nx)) {
+				lambda *= 10;
+				continue;
+			}
+			for (int a = 0; a < nx; a++)
+				xt[a] = x[a] + g[a];
+			clamp_x(xt, lo, hi, nx);
+			if (!fn(xt, rt, ctx) && sumsq(rt, nr) < c) {
+				memcpy(x, xt, sizeof(double) * (size_t)nx);
+				memcpy(r, rt, sizeof(double) * (size_t)nr);
+				double cn = sumsq(r, nr);
+				improved = c - cn > 1e-12 * c ? 1 : 2;
+				c = cn;
+				lambda = lambda / 3 > 1e-9 ? lambda / 3 : 1e-9;
+			} else {
+				lambda *= 10;
+			}
+		}
+		if (improved != 1)
+			break;
+	}
+	*cost = c;
+out:
+	free(r);
+	free(rt);
+	free(J);
+	free(A);
+	free(g);
+	free(xt);
+	return st;
 }

@@ -114,4 +114,14 @@ typedef struct zb_cpu_fit {
  * The result is never below Adam alone's 28 B x rate (the model caps Adam by it). */
 zb_status zb_fit_cpu(const zb_cpu_samples *s, zb_cpu_fit *out, zb_error *err);
 
+/* General nonlinear least squares (Levenberg-Marquardt, forward-difference
+ * Jacobian): minimise sum r_i(x)^2 over x in [lo, hi] (each bound clamps). fn fills
+ * r[0 .. nr) for x and returns 0, or non-zero when x cannot be evaluated (the step
+ * is then rejected). Used where a model has no closed form, e.g. the DeepSpeed
+ * framework profile fitted through whole simulations (dscalib.h). On return x is
+ * the best point found and *cost its sum of squares. */
+typedef int (*zb_residual_fn)(const double *x, double *r, void *ctx);
+zb_status zb_fit_lsq(zb_residual_fn fn, void *ctx, int nx, int nr, double *x, const double *lo,
+		     const double *hi, int max_iter, double *cost, zb_error *err);
+
 #endif

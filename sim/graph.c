@@ -531,7 +531,7 @@ static void make_buckets(zb_graph *g, const zb_config *c)
 
 /* ---- entry points -------------------------------------------------------- */
 
-zb_status zb_graph_build(zb_graph *g, const zb_config *cfg, zb_error *err)
+zb_status zb_graph_build_zbench(zb_graph *g, const zb_config *cfg, zb_error *err)
 {
 	memset(g, 0, sizeof *g);
 	zb_status st = zb_config_validate(cfg, err);
@@ -695,7 +695,8 @@ const char *zb_resource_name(zb_resource r)
 
 const char *zb_task_kind_name(zb_task_kind k)
 {
-	static const char *n[] = { "gemm", "kernel", "copy", "cpu_adam", "gpu_adam" };
+	static const char *n[] = { "gemm", "kernel", "copy", "cpu_adam", "gpu_adam", "host" };
+	_Static_assert(sizeof n / sizeof n[0] == ZB_TASK_KIND_COUNT, "kind names");
 	return k < ZB_TASK_KIND_COUNT ? n[k] : "?";
 }
 
@@ -705,7 +706,9 @@ const char *zb_op_name(zb_op op)
 				   "context", "proj",       "resid",     "norm2",   "fc1",
 				   "act",     "fc2",        "normf",     "lmhead",  "loss",
 				   "grad_acc", "grad_down", "param_up",  "param_fetch", "act_down",
-				   "act_up",  "adam" };
+				   "act_up",  "adam",
+				   "grad_copy", "cast", "fresh_pages", "hook", "grad_hook", "python",
+				   "param_up_pageable" };
 	_Static_assert(sizeof n / sizeof n[0] == ZB_OP_COUNT, "op names");
 	return op < ZB_OP_COUNT ? n[op] : "?";
 }

@@ -36,6 +36,8 @@ typedef enum zb_task_kind {
 	ZB_TASK_COPY,       /* host<->device copy: bytes; direction from the resource */
 	ZB_TASK_CPU_ADAM,   /* fused Adam on host: params, bytes of DRAM traffic */
 	ZB_TASK_GPU_ADAM,   /* fused Adam on device: params, bytes of HBM traffic */
+	ZB_TASK_HOST,       /* framework host work (hooks, Python, casts): timed by the
+	                       framework profile from op, params (a count) and bytes */
 	ZB_TASK_KIND_COUNT
 } zb_task_kind;
 
@@ -63,6 +65,14 @@ typedef enum zb_op {
 	ZB_OP_ACT_DOWN,     /* activation checkpoint saved to host */
 	ZB_OP_ACT_UP,       /* activation checkpoint brought back for backward */
 	ZB_OP_ADAM,         /* optimizer update of one bucket */
+	/* framework schedules (schedule_deepspeed.h) */
+	ZB_OP_GRAD_COPY,    /* gradient copies/casts into partition buffers (D2D or D2H) */
+	ZB_OP_CAST,         /* fp32 -> 16-bit parameter cast (GPU kernel or host) */
+	ZB_OP_FRESH_PAGES,  /* host: first touch of a fresh pageable buffer */
+	ZB_OP_HOOK,         /* host: ZeRO-3 module hooks, params = modules */
+	ZB_OP_GRAD_HOOK,    /* host: per-tensor gradient hooks, params = tensors */
+	ZB_OP_PYTHON,       /* host: Python work of one optimizer step */
+	ZB_OP_PARAM_UP_PAGEABLE, /* updated 16-bit parameters H2D through a pageable temporary */
 	ZB_OP_COUNT
 } zb_op;
 
@@ -121,8 +131,11 @@ typedef struct zb_graph {
 	double copy_bytes[ZB_RES_COUNT]; /* bytes per step on D2H and H2D */
 } zb_graph;
 
-/* Build the schedule of cfg->steps steps. Validates cfg first. */
+/* Build the schedule of cfg->steps steps for cfg->framework (framework.h has the
+ * table of builders). Validates cfg first. */
 zb_status zb_graph_build(zb_graph *g, const zb_config *cfg, zb_error *err);
+/* zbench's own schedule: what the executor runs. */
+zb_status zb_graph_build_zbench(zb_graph *g, const zb_config *cfg, zb_error *err);
 void zb_graph_free(zb_graph *g);
 
 /* Verify the invariants: dependencies point backwards (so no cycles), ids are

@@ -325,7 +325,7 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 	const json_t *v;
 
 	static const char *const top_keys[] = {"name", "preset", "link", "gpu", "cpu",
-					       "gpus_per_link", "gpus_per_cpu", NULL};
+					       "gpus_per_link", "gpus_per_cpu", "deepspeed", NULL};
 	const char *key;
 	json_t *jv;
 	json_object_foreach(root, key, jv) {
@@ -406,6 +406,11 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 		if ((v = json_object_get(root, counts[i].key)) &&
 		    (st = read_field(&r, counts[i].key, &counts[i], v, &hw)) != ZB_OK)
 			goto out;
+
+	/* the DeepSpeed framework profile (dsprofile.h), when calibrated */
+	if ((v = json_object_get(root, "deepspeed")) &&
+	    (st = zb_ds_profile_from_json(v, path, &hw.ds, err)) != ZB_OK)
+		goto out;
 
 	zb_error e;
 	if ((st = zb_hw_validate(&hw, &e)) != ZB_OK) {
@@ -520,6 +525,8 @@ static json_t *hw_json(wr *w, const zb_hw *hw)
 	json_object_set_new(o, "cpu", c);
 	json_object_set_new(o, "gpus_per_link", json_integer(hw->gpus_per_link));
 	json_object_set_new(o, "gpus_per_cpu", json_integer(hw->gpus_per_cpu));
+	if (hw->ds.set)
+		json_object_set_new(o, "deepspeed", zb_ds_profile_to_json(&hw->ds));
 	return o;
 }
 
@@ -628,6 +635,11 @@ char *zb_config_to_json(const zb_config *c)
 	json_object_set_new(pol, "pageable", json_boolean(p->pageable));
 	json_object_set_new(pol, "bucket_params", json_integer((json_int_t)p->bucket_params));
 	json_object_set_new(pol, "cpu_threads", json_integer(p->cpu_threads));
+	if (c->framework == ZB_FW_DEEPSPEED) {
+		json_object_set_new(pol, "zero_stage", json_integer(p->zero_stage));
+		json_object_set_new(pol, "sub_group_size", json_integer((json_int_t)p->sub_group_size));
+		json_object_set_new(root, "framework", json_string("deepspeed"));
+	}
 	json_object_set_new(root, "policy", pol);
 	json_object_set_new(root, "steps", json_integer(c->steps));
 

@@ -25,6 +25,7 @@ typedef struct zb_memory {
 	double host_grads;      /* 16-bit gradients landing from the GPU */
 	double host_params;     /* 16-bit parameter copy going up (all params with offload_param) */
 	double host_activations;/* checkpoints offloaded to the host (ckpt cpu) */
+	double host_process;    /* framework schedules: process base and model construction */
 	double host_bytes;      /* total */
 	int fits;
 	char reason[256];       /* why it does not fit: "gpu needs 95.2 GiB of 80.0 GiB" */

@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "sim/framework.h"
+
 zb_status zb_predict(zb_prediction *p, const zb_config *c, zb_error *err)
 {
 	memset(p, 0, sizeof *p);
@@ -10,7 +12,7 @@ zb_status zb_predict(zb_prediction *p, const zb_config *c, zb_error *err)
 	zb_status st = zb_graph_build(&p->graph, c, err);
 	if (st)
 		return st;
-	zb_memory_estimate(c, &p->mem);
+	zb_framework_memory(c, &p->mem);
 	if (!p->mem.fits)
 		return ZB_OK;
 	if ((st = zb_simulate(&p->graph, c, &p->res, err))) {

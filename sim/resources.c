@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "sim/numa.h"
+#include "sim/schedule_deepspeed.h"
 
 double zb_gemm_efficiency(const zb_gpu *gpu, double m, double n, double k)
 {
@@ -34,9 +35,22 @@ double zb_cpu_adam_Bps(const zb_config *c)
 	return zb_numa_cap(c, r < dram ? r : dram);
 }
 
+/* The framework profile, when the schedule is DeepSpeed's (NULL otherwise). */
+static const zb_ds_profile *ds_profile(const zb_config *c, zb_ds_profile *scratch)
+{
+	return c->framework == ZB_FW_DEEPSPEED ? zb_ds_profile_of(&c->hw.ds, scratch) : NULL;
+}
+
 void zb_task_flow(const zb_task *t, const zb_config *c, double *fixed_s, double *work)
 {
 	const zb_gpu *gpu = &c->hw.gpu;
+	zb_ds_profile scratch;
+	const zb_ds_profile *ds = ds_profile(c, &scratch);
+	if (t->kind == ZB_TASK_HOST) { /* framework host work: a duration */
+		*fixed_s = zb_ds_host_task_s(t, c);
+		*work = 0;
+		return;
+	}
 	switch (t->resource) {
 	case ZB_RES_GPU: {
 		double s = t->bytes / gpu->hbm_Bps;
@@ -46,6 +60,8 @@ void zb_task_flow(const zb_task *t, const zb_config *c, double *fixed_s, double 
 			double compute = t->flops / (peak * eff);
 			s = compute > s ? compute : s; /* bounded by arithmetic or by memory */
 		}
+		if (ds && t->op <= ZB_OP_LOSS) /* the framework's own forward/backward kernels */
+			s /= ds->gpu_eff;
 		*fixed_s = gpu->kernel_latency_s;
 		*work = s;
 		return;
@@ -82,13 +98,22 @@ void zb_resource_rates(const zb_config *c, const zb_task *const active[ZB_RES_CO
 	rate[ZB_RES_H2D] = copy_Bps(c, ZB_RES_H2D) * (both ? l->duplex_h2d : 1.0);
 	rate[ZB_RES_D2H] = copy_Bps(c, ZB_RES_D2H) * (both ? l->duplex_d2h : 1.0);
 	rate[ZB_RES_CPU] = zb_cpu_adam_Bps(c);
+	zb_ds_profile scratch;
+	const zb_ds_profile *ds = ds_profile(c, &scratch);
+	if (ds) {
+		rate[ZB_RES_CPU] *= ds->cpu_adam_rel;
+		if (active[ZB_RES_H2D] && active[ZB_RES_H2D]->op == ZB_OP_PARAM_UP_PAGEABLE)
+			rate[ZB_RES_H2D] = ds->pageable_h2d_Bps / (c->hw.gpus_per_link > 0 ? c->hw.gpus_per_link : 1);
+	}
+	/* only Adam draws on DRAM at its rate; framework host tasks are durations */
+	int adam = active[ZB_RES_CPU] && active[ZB_RES_CPU]->kind == ZB_TASK_CPU_ADAM;
 
 	/* Host DRAM: Adam and DMA share it. A pageable copy also costs the driver's
 	 * staging memcpy (a read and a write) on top of the DMA. */
 	double budget = c->hw.cpu.dram_Bps * zb_numa_share(c);
 	double dma_factor = c->policy.pageable ? 3.0 : 1.0;
 	double demand = 0;
-	if (active[ZB_RES_CPU])
+	if (adam)
 		demand += rate[ZB_RES_CPU];
 	if (active[ZB_RES_H2D])
 		demand += rate[ZB_RES_H2D] * dma_factor;

@@ -1,0 +1,65 @@
+/*
+ * dsprofile.h - the DeepSpeed framework profile: the costs of DeepSpeed's schedule
+ * that first principles (FLOPs, bytes, link and DRAM rates of the hardware profile)
+ * cannot give, each with where its default comes from.
+ *
+ * The profile travels inside the hardware profile (zb_hw.ds, the "deepspeed"
+ * object of a --hw JSON file) because it describes DeepSpeed on one machine: the
+ * same Python on a faster host has cheaper hooks. `zbench calibrate --deepspeed
+ * --measured FILE.tsv` fits it (dscalib.h); a machine without a fitted profile
+ * uses zb_ds_profile_defaults(), measured on the H200 machine
+ * (data/deepspeed-h200-2026-11-30.tsv, DeepSpeed 0.19.8, PyTorch 2.11).
+ *
+ * The schedule that uses these numbers is schedule_deepspeed.h.
+ */
+#ifndef ZB_DSPROFILE_H
+#define ZB_DSPROFILE_H
+
+#include "common/error.h"
+
+typedef struct zb_ds_profile {
+	int set;              /* 0: not given, the schedule uses zb_ds_profile_defaults() */
+	double gpu_eff;       /* DeepSpeed's forward/backward kernels (PyTorch eager + SDPA) as a
+	                         fraction of zbench's GEMM/kernel model (0, 1.5] */
+	double step_s;        /* Python per optimizer step: engine bookkeeping, zero_grad, launch */
+	double hook_s;        /* ZeRO-3: host time of one module's pre+post hooks in one pass
+	                         (fetch/all-gather bookkeeping, release) */
+	double grad_hook_s;   /* ZeRO-1/2 offload: host time per parameter tensor in backward
+	                         (per-tensor norm, fp32 copy launch, synchronisation) */
+	double cpu_adam_rel;  /* DeepSpeedCPUAdam's rate / the CPU model's Adam rate */
+	double pageable_h2d_Bps; /* fp32 -> 16-bit copy_ into a GPU tensor: driver-staged H2D */
+	double cast_Bps;      /* CPU fp32 -> bf16 conversion, bytes read + written per second */
+	double fresh_Bps;     /* first touch of a fresh pageable buffer (page faults), B/s */
+	double torch_adam_Bpp;/* HBM bytes per parameter of torch's multi-tensor AdamW step */
+	double subgroup_s;    /* ZeRO-3: host time of one sub-group's step outside the optimizer
+	                         (prepare, unflatten into the module's parameters, release) */
+	int flash;            /* attention by SDPA flash (no s x s score tensors) */
+} zb_ds_profile;
+
+/* Number of fitted parameters and their names/descriptions (for calibrate, tests,
+ * and the JSON file: field names are the keys). */
+enum { ZB_DS_NPARAM = 10 };
+
+typedef struct zb_ds_param_info {
+	const char *key;      /* JSON key, as the struct field */
+	const char *unit;     /* "s", "B/s", "" */
+	double lo, hi;        /* range accepted from files and by the fit */
+	const char *source;   /* where the default comes from */
+} zb_ds_param_info;
+
+const zb_ds_param_info *zb_ds_param(int i);
+double *zb_ds_param_ptr(zb_ds_profile *p, int i);
+double zb_ds_param_get(const zb_ds_profile *p, int i);
+
+void zb_ds_profile_defaults(zb_ds_profile *p);
+/* The profile a configuration runs with: hw's when set, else the defaults. */
+const zb_ds_profile *zb_ds_profile_of(const zb_ds_profile *maybe, zb_ds_profile *scratch);
+zb_status zb_ds_profile_validate(const zb_ds_profile *p, zb_error *err);
+
+/* JSON (jansson json_t *, kept opaque here so this header needs no jansson):
+ * read the "deepspeed" object of a hardware file, unknown keys and bad values are
+ * errors naming path and key; missing keys keep their defaults. */
+zb_status zb_ds_profile_from_json(const void *obj, const char *path, zb_ds_profile *out, zb_error *err);
+void *zb_ds_profile_to_json(const zb_ds_profile *p); /* a new json_t * reference */
+
+#endif

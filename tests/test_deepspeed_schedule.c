@@ -1,0 +1,589 @@
+/*
+ * test_deepspeed_schedule.c - DeepSpeed's schedule (schedule_deepspeed.h) checked
+ * against what DeepSpeed was measured doing on the H200 machine
+ * (data/deepspeed-h200-2026-11-30.tsv).
+ *
+ * Structure: bytes per parameter each way per copy kind (the profiled table of the
+ * data file), sub-groups stepped one at a time after backward, hooks only in
+ * ZeRO-3, Twin-Flow's GPU sub-groups updated on the GPU, every graph passing
+ * zb_graph_check, the profile through the hardware JSON file.
+ *
+ * Accuracy (the regression guard: this CAN fail when a change to the simulator
+ * makes DeepSpeed predictions worse): the 8 measured configurations predicted from
+ * the presets with the default profile, and with the profile fitted to them, must
+ * stay within the bounds recorded below (the achieved errors when the bounds were
+ * set are in BENCHMARKS.md), and keep DeepSpeed's order.
+ */
+#include "tests/harness.h"
+
+#include <jansson.h>
+#include <unistd.h>
+
+#include "sim/config.h"
+#include "sim/dscalib.h"
+#include "sim/dsconfig.h"
+#include "sim/dsmeasured.h"
+#include "sim/dsprofile.h"
+#include "sim/dstune.h"
+#include "sim/engine.h"
+#include "sim/framework.h"
+#include "sim/graph.h"
+#include "sim/hwfile.h"
+#include "sim/model.h"
+#include "sim/predict.h"
+#include "sim/presets.h"
+#include "sim/schedule_deepspeed.h"
+
+#define DATA "data/deepspeed-h200-2026-11-30.tsv"
+
+/* Recorded bounds (BENCHMARKS.md "DeepSpeed's schedule" has the table they come
+ * from: default worst 14.6 %, fitted worst 6.0 %, fitted MAPE 1.9 %). */
+#define BOUND_DEFAULT_WORST 0.18   /* issue 11: within 25 % without calibration */
+#define BOUND_FITTED_WORST 0.075   /* issue 11: within 10 % (goal 5 %) */
+#define BOUND_FITTED_MAPE 0.03
+#define BOUND_GPU_MEM 0.10
+#define BOUND_HOST_MEM 0.15
+
+static void base(zb_config *c)
+{
+	memset(c, 0, sizeof *c);
+	zb_preset_default_hw(&c->hw);
+	assert_int_equal(zb_preset_model("gpt-2.5b", &c->model, NULL), ZB_OK);
+	zb_policy_defaults(&c->policy);
+	c->policy.seq = 2048;
+	c->policy.micro_batch = 4;
+	c->policy.sub_group_size = 100000000;
+	c->framework = ZB_FW_DEEPSPEED;
+	c->steps = 3;
+}
+
+/* One of the measured configurations by its zero column. */
+static void config_of(zb_config *c, const char *zero)
+{
+	zb_config b;
+	base(&b);
+	zb_ds_row r;
+	memset(&r, 0, sizeof r);
+	snprintf(r.name, sizeof r.name, "t");
+	snprintf(r.zero, sizeof r.zero, "%s", zero);
+	zb_error err = { 0 };
+	zb_status st = zb_ds_row_config(&r, "test", &b, c, &err);
+	if (st)
+		print_error("%s\n", err.msg);
+	assert_int_equal(st, ZB_OK);
+}
+
+static void build(zb_graph *g, const zb_config *c)
+{
+	zb_error err = { 0 };
+	zb_status st = zb_graph_build(g, c, &err);
+	if (!st)
+		st = zb_graph_check(g, &err);
+	if (st)
+		print_error("%s\n", err.msg);
+	assert_int_equal(st, ZB_OK);
+}
+
+typedef struct perparam {
+	double d2h, h2d_pinned, h2d_pageable;
+} perparam;
+
+/* Bytes per parameter in one step (step 1, past the first). */
+static perparam bytes_per_param(const zb_graph *g)
+{
+	perparam b = { 0 };
+	for (size_t i = 0; i < g->ntasks; i++) {
+		const zb_task *t = &g->tasks[i];
+		if (t->step != 1 || t->kind != ZB_TASK_COPY)
+			continue;
+		if (t->resource == ZB_RES_D2H)
+			b.d2h += t->bytes;
+		else if (t->op == ZB_OP_PARAM_UP_PAGEABLE)
+			b.h2d_pageable += t->bytes;
+		else
+			b.h2d_pinned += t->bytes;
+	}
+	b.d2h /= (double)g->params;
+	b.h2d_pinned /= (double)g->params;
+	b.h2d_pageable /= (double)g->params;
+	return b;
+}
+
+/* The profiled table of the data file: D2H pinned, H2D pinned, H2D pageable. */
+static void test_bytes_per_param(void **state)
+{
+	static const struct {
+		const char *zero;
+		double d2h, up, pageable;
+	} cases[] = {
+		{ "stage 2, offload_optimizer cpu, overlap_comm false", 4.00, 2.00, 0.00 },
+		{ "stage 3, offload_optimizer cpu (ratio 1)", 6.00, 2.00, 2.00 },
+		{ "stage 3, offload_optimizer cpu ratio 0.5 (Twin-Flow)", 3.90, 2.00, 0.95 },
+		{ "stage 2, no offload, torch Adam", 0, 0, 0 },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		zb_config c;
+		config_of(&c, cases[i].zero);
+		zb_graph g;
+		build(&g, &c);
+		perparam b = bytes_per_param(&g);
+		print_message("# %-55s D2H %.2f H2D pinned %.2f pageable %.2f B/param (profiled %.2f %.2f %.2f)\n",
+			      cases[i].zero, b.d2h, b.h2d_pinned, b.h2d_pageable, cases[i].d2h, cases[i].up,
+			      cases[i].pageable);
+		/* the profile rounds to 0.05 B; Twin-Flow's split is by whole sub-groups */
+		assert_true(fabs(b.d2h - cases[i].d2h) <= 0.1);
+		assert_true(fabs(b.h2d_pinned - cases[i].up) <= 0.1);
+		assert_true(fabs(b.h2d_pageable - cases[i].pageable) <= 0.1);
+		zb_graph_free(&g);
+	}
+	/* offload_param: every unit fetched twice per step (forward, backward), 2 B each */
+	zb_config c;
+	config_of(&c, "stage 3, offload_optimizer cpu + offload_param cpu");
+	zb_graph g;
+	build(&g, &c);
+	perparam b = bytes_per_param(&g);
+	assert_close(b.h2d_pinned, 4.0, 1e-9);
+	assert_close(b.h2d_pageable, 0.0, 1e-9);
+	zb_graph_free(&g);
+}
+
+/* ZeRO-3 offload: CPU Adam starts after the last backward kernel, and each CPU
+ * sub-group starts after the previous one's pageable upload ended. */
+static void test_subgroups_serial_after_backward(void **state)
+{
+	zb_config c;
+	config_of(&c, "stage 3, offload_optimizer cpu ratio 0.5 (Twin-Flow)");
+	zb_graph g;
+	build(&g, &c);
+	zb_sim_result r;
+	zb_error err = { 0 };
+	assert_int_equal(zb_simulate(&g, &c, &r, &err), ZB_OK);
+	double bwd_end = 0, prev_up_end = -1;
+	int adams = 0, gpu_adams = 0;
+	int64_t gpu_params = 0;
+	for (size_t i = 0; i < g.ntasks; i++) {
+		const zb_task *t = &g.tasks[i];
+		if (t->step != 1)
+			continue;
+		if (t->resource == ZB_RES_GPU && (t->pass == ZB_PASS_BWD_DATA || t->pass == ZB_PASS_BWD_WEIGHT) &&
+		    r.end[i] > bwd_end)
+			bwd_end = r.end[i];
+		if (t->kind == ZB_TASK_CPU_ADAM) {
+			assert_true(r.start[i] >= bwd_end - 1e-12);
+			assert_true(r.start[i] >= prev_up_end - 1e-12);
+			adams++;
+		}
+		if (t->op == ZB_OP_PARAM_UP_PAGEABLE)
+			prev_up_end = r.end[i];
+		if (t->op == ZB_OP_ADAM && t->resource == ZB_RES_GPU) {
+			gpu_adams++;
+			gpu_params += t->params;
+		}
+	}
+	/* 2.652 B parameters in sub-groups of >= 1e8: 27; ratio 0.5 puts the top on the CPU */
+	zb_ds_twinflow tf;
+	zb_ds_twinflow_split(&c.model, 100000000, 0.5, &tf);
+	print_message("# %d sub-groups: %d CPU Adam, %d GPU Adam (%lld params on the GPU)\n", g.nbuckets, adams,
+		      gpu_adams, (long long)gpu_params);
+	assert_int_equal(g.nbuckets, tf.sub_groups);
+	assert_int_equal(adams, tf.cpu_sub_groups);
+	assert_int_equal(adams + gpu_adams, g.nbuckets);
+	assert_int_equal(gpu_params, g.params - tf.cpu_params);
+	assert_int_equal(g.cpu_params, tf.cpu_params);
+	zb_sim_result_free(&r);
+	zb_graph_free(&g);
+}
+
+static int count_op(const zb_graph *g, int op, int step)
+{
+	int64_t n = 0;
+	for (size_t i = 0; i < g->ntasks; i++)
+		if (g->tasks[i].op == op && g->tasks[i].step == step)
+			n += g->tasks[i].params;
+	return (int)n;
+}
+
+/* Module hooks: ZeRO-3 only, each module twice per micro-batch (forward, backward);
+ * per-tensor gradient hooks: stage 1/2 offload only. */
+static void test_hooks(void **state)
+{
+	int modules = 0, tensors = 0;
+	zb_config c;
+	config_of(&c, "stage 3, no offload");
+	for (int u = 0; u < zb_model_units(&c.model); u++) {
+		modules += zb_ds_unit_modules(&c.model, u);
+		tensors += zb_ds_unit_tensors(&c.model, u);
+	}
+	zb_graph g;
+	build(&g, &c);
+	assert_int_equal(count_op(&g, ZB_OP_HOOK, 1), 2 * modules);
+	assert_int_equal(count_op(&g, ZB_OP_GRAD_HOOK, 1), 0);
+	zb_graph_free(&g);
+	config_of(&c, "stage 2, offload_optimizer cpu, overlap_comm true");
+	build(&g, &c);
+	assert_int_equal(count_op(&g, ZB_OP_HOOK, 1), 0);
+	assert_int_equal(count_op(&g, ZB_OP_GRAD_HOOK, 1), tensors);
+	zb_graph_free(&g);
+	/* gpt-2.5b: 32 blocks of 12 tensors (weights and biases) + wte, wpe, ln_f w, b */
+	assert_int_equal(tensors, 32 * 12 + 4);
+}
+
+/* Every variant builds, passes zb_graph_check (each parameter updated once per
+ * step, each CPU-updated gradient sent down once) and simulates, with gradient
+ * accumulation too. */
+static void test_variants(void **state)
+{
+	static const char *zeros[] = {
+		"stage 1, offload_optimizer cpu",
+		"stage 2, offload_optimizer cpu, overlap_comm false",
+		"stage 2, offload_optimizer cpu, overlap_comm true",
+		"stage 2, no offload",
+		"stage 3, no offload",
+		"stage 3, offload_optimizer cpu",
+		"stage 3, offload_optimizer cpu ratio 0.3",
+		"stage 3, offload_optimizer cpu, overlap_comm false",
+		"stage 3, offload_optimizer cpu + offload_param cpu",
+		"stage 3, offload_optimizer cpu ratio 0.5 + offload_param cpu",
+	};
+	static const char *models[] = { "gpt2-large", "llama2-7b" };
+	for (size_t mi = 0; mi < 2; mi++)
+		for (size_t i = 0; i < sizeof zeros / sizeof zeros[0]; i++)
+			for (int ck = 0; ck < 2 * ZB_CKPT_COUNT; ck++) {
+				zb_config c;
+				config_of(&c, zeros[i]);
+				c.policy.gas = ck >= ZB_CKPT_COUNT ? 3 : 1;
+				assert_int_equal(zb_preset_model(models[mi], &c.model, NULL), ZB_OK);
+				c.policy.seq = 1024;
+				c.policy.micro_batch = 1;
+				c.policy.ckpt = (zb_ckpt)(ck % ZB_CKPT_COUNT);
+				c.policy.sub_group_size = 200000000;
+				zb_graph g;
+				build(&g, &c);
+				zb_sim_result r;
+				zb_error err = { 0 };
+				assert_int_equal(zb_simulate(&g, &c, &r, &err), ZB_OK);
+				assert_true(r.step_time_s > 0);
+				zb_sim_result_free(&r);
+				zb_graph_free(&g);
+			}
+	/* DeepSpeed refuses what it cannot run */
+	zb_config c;
+	config_of(&c, "stage 2, offload_optimizer cpu");
+	c.policy.ratio = 0.5;
+	zb_graph g;
+	zb_error err = { 0 };
+	assert_int_equal(zb_graph_build(&g, &c, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "needs zero stage 3");
+	c.policy.ratio = 1;
+	c.policy.kind = ZB_POLICY_DPU;
+	assert_int_equal(zb_graph_build(&g, &c, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "dpu");
+}
+
+/* More Twin-Flow on the GPU: faster, more GPU memory, less host memory. */
+static void test_ratio_monotone(void **state)
+{
+	double prev_t = 1e9, prev_gpu = 0, prev_host = 1e30;
+	static const char *zeros[] = { "stage 3, offload_optimizer cpu", "stage 3, offload_optimizer cpu ratio 0.5",
+				       "stage 3, offload_optimizer cpu ratio 0.3" };
+	for (int i = 0; i < 3; i++) {
+		zb_config c;
+		config_of(&c, zeros[i]);
+		zb_prediction p;
+		zb_error err = { 0 };
+		assert_int_equal(zb_predict(&p, &c, &err), ZB_OK);
+		assert_true(p.simulated);
+		assert_true(p.res.step_time_s < prev_t);
+		assert_true(p.mem.gpu_bytes > prev_gpu);
+		assert_true(p.mem.host_bytes < prev_host);
+		prev_t = p.res.step_time_s, prev_gpu = p.mem.gpu_bytes, prev_host = p.mem.host_bytes;
+		zb_prediction_free(&p);
+	}
+}
+
+static void test_profile_json(void **state)
+{
+	char dir[64], path[128];
+	zb_test_tmpdir(dir, sizeof dir);
+	snprintf(path, sizeof path, "%s/hw.json", dir);
+	zb_hw hw;
+	zb_preset_default_hw(&hw);
+	zb_ds_profile_defaults(&hw.ds);
+	hw.ds.hook_s = 1.25e-4;
+	hw.ds.flash = 0;
+	zb_error err = { 0 };
+	assert_int_equal(zb_hw_save(path, &hw, &err), ZB_OK);
+	zb_hw back;
+	assert_int_equal(zb_hw_load(path, &back, &err), ZB_OK);
+	assert_true(back.ds.set);
+	assert_close(back.ds.hook_s, 1.25e-4, 1e-12);
+	assert_int_equal(back.ds.flash, 0);
+	for (int i = 0; i < ZB_DS_NPARAM; i++)
+		assert_close(zb_ds_param_get(&back.ds, i), zb_ds_param_get(&hw.ds, i), 1e-12);
+	/* a file without the object: no profile, the schedule takes the defaults */
+	zb_preset_default_hw(&hw);
+	assert_int_equal(zb_hw_save(path, &hw, &err), ZB_OK);
+	assert_int_equal(zb_hw_load(path, &back, &err), ZB_OK);
+	assert_false(back.ds.set);
+	/* bad values name the key */
+	FILE *f = fopen(path, "w");
+	fprintf(f, "{\"preset\": \"h200-machine\", \"deepspeed\": {\"gpu_eff\": -1}}");
+	fclose(f);
+	assert_int_equal(zb_hw_load(path, &back, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "deepspeed.gpu_eff");
+	f = fopen(path, "w");
+	fprintf(f, "{\"preset\": \"h200-machine\", \"deepspeed\": {\"hooks\": 1}}");
+	fclose(f);
+	assert_int_equal(zb_hw_load(path, &back, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "unknown key 'deepspeed.hooks'");
+	unlink(path);
+	rmdir(dir);
+}
+
+static void test_framework_table(void **state)
+{
+	int fw = -1;
+	zb_error err = { 0 };
+	assert_int_equal(zb_framework_parse("deepspeed", &fw, &err), ZB_OK);
+	assert_int_equal(fw, ZB_FW_DEEPSPEED);
+	assert_string_equal(zb_framework_name(ZB_FW_ZBENCH), "zbench");
+	assert_int_equal(zb_framework_parse("megatron", &fw, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "unknown framework 'megatron'");
+}
+
+/* ---- accuracy against the measured runs ------------------------------------------- */
+
+static int in_order(const zb_ds_measured *m, const zb_ds_eval *e)
+{
+	for (int i = 0; i < m->n; i++)
+		for (int j = i + 1; j < m->n; j++)
+			if ((m->rows[i].step_s > m->rows[j].step_s) != (e[i].step_s > e[j].step_s))
+				return 0;
+	return 1;
+}
+
+static void errors(const zb_ds_measured *m, const zb_config *c, zb_ds_eval *e, double *worst, double *mape,
+		   const char *what)
+{
+	*worst = 0, *mape = 0;
+	for (int i = 0; i < m->n; i++) {
+		zb_error err = { 0 };
+		zb_status st = zb_ds_eval_row(m, i, c, &e[i], &err);
+		if (st)
+			print_error("%s\n", err.msg);
+		assert_int_equal(st, ZB_OK);
+		double x = fabs(e[i].step_s / m->rows[i].step_s - 1);
+		print_message("# %-8s %-14s measured %6.0f ms predicted %6.0f ms (%+.1f%%)\n", what, m->rows[i].name,
+			      m->rows[i].step_s * 1e3, e[i].step_s * 1e3, 100 * (e[i].step_s / m->rows[i].step_s - 1));
+		*mape += x / m->n;
+		*worst = x > *worst ? x : *worst;
+	}
+}
+
+static void test_accuracy_measured(void **state)
+{
+	zb_ds_measured m;
+	zb_error err = { 0 };
+	assert_int_equal(zb_ds_measured_load(DATA, &m, &err), ZB_OK);
+	assert_int_equal(m.n, 8);
+	zb_config c;
+	base(&c);
+	zb_ds_eval e[8];
+	double worst, mape;
+	errors(&m, &c, e, &worst, &mape, "default");
+	print_message("# default profile: MAPE %.1f%%, worst %.1f%% (bound %.0f%%)\n", 100 * mape, 100 * worst,
+		      100 * BOUND_DEFAULT_WORST);
+	assert_true(worst <= BOUND_DEFAULT_WORST);
+
+	zb_ds_profile fitted;
+	zb_ds_fit_report rep;
+	assert_int_equal(zb_ds_calibrate(&m, &c, &fitted, &rep, &err), ZB_OK);
+	c.hw.ds = fitted;
+	errors(&m, &c, e, &worst, &mape, "fitted");
+	print_message("# fitted profile: MAPE %.1f%%, worst %.1f%% (bounds %.0f%%, %.0f%%)\n", 100 * mape,
+		      100 * worst, 100 * BOUND_FITTED_MAPE, 100 * BOUND_FITTED_WORST);
+	assert_true(worst <= BOUND_FITTED_WORST);
+	assert_true(mape <= BOUND_FITTED_MAPE);
+	assert_true(in_order(&m, e));
+	for (int i = 0; i < m.n; i++) {
+		double g = e[i].gpu_B / m.rows[i].gpu_peak_B - 1, h = e[i].host_B / m.rows[i].host_rss_B - 1;
+		print_message("# memory %-14s gpu %+.1f%% host %+.1f%%\n", m.rows[i].name, 100 * g, 100 * h);
+		assert_true(fabs(g) <= BOUND_GPU_MEM);
+		assert_true(fabs(h) <= BOUND_HOST_MEM);
+	}
+	zb_ds_measured_free(&m);
+}
+
+/* The committed fitted profile predicts the measured runs as well as a fresh fit. */
+static void test_committed_profile(void **state)
+{
+	zb_ds_measured m;
+	zb_error err = { 0 };
+	assert_int_equal(zb_ds_measured_load(DATA, &m, &err), ZB_OK);
+	zb_config c;
+	base(&c);
+	assert_int_equal(zb_hw_load("hw/h200-machine-deepspeed.json", &c.hw, &err), ZB_OK);
+	assert_true(c.hw.ds.set);
+	zb_ds_eval e[8];
+	double worst, mape;
+	errors(&m, &c, e, &worst, &mape, "file");
+	assert_true(worst <= BOUND_FITTED_WORST);
+	assert_true(in_order(&m, e));
+	zb_ds_measured_free(&m);
+}
+
+/* The measured table: the shared file's first table only, per-row models (preset,
+ * Hugging Face config), bad input named with file and line. */
+static void test_measured_table(void **state)
+{
+	zb_ds_measured m;
+	zb_error err = { 0 };
+	assert_int_equal(zb_ds_measured_load(DATA, &m, &err), ZB_OK);
+	assert_int_equal(m.n, 8); /* the profiled table below it is not read */
+	assert_string_equal(m.rows[7].name, "s3-off-param");
+	assert_close(m.rows[0].step_s, 1.570, 1e-12);
+	zb_ds_measured_free(&m);
+
+	char dir[64], path[128];
+	zb_test_tmpdir(dir, sizeof dir);
+	snprintf(path, sizeof path, "%s/m.tsv", dir);
+	FILE *f = fopen(path, "w");
+	fprintf(f, "# comment\nconfig\tzero\tstep_ms\tmodel\tseq\tmicro_batch\n"
+		   "a\tstage 3, offload_optimizer cpu ratio 0.5\t900\ttests/data/hf-llama2-7b.json\t1024\t1\n"
+		   "b\tstage 2, no offload\t400\tgpt2-large\t1024\t2\n\n");
+	fclose(f);
+	assert_int_equal(zb_ds_measured_load(path, &m, &err), ZB_OK);
+	assert_int_equal(m.n, 2);
+	zb_config b, c;
+	base(&b);
+	assert_int_equal(zb_ds_row_config(&m.rows[0], path, &b, &c, &err), ZB_OK);
+	assert_int_equal(c.model.gated_mlp, 1);
+	assert_int_equal(c.model.layers, 32);
+	assert_int_equal(c.policy.seq, 1024);
+	assert_int_equal(c.policy.zero_stage, 3);
+	assert_int_equal(c.policy.kind, ZB_POLICY_OVERLAP); /* overlap_comm: stage 3's default */
+	assert_true(c.policy.ratio > 0.3 && c.policy.ratio < 0.7);
+	assert_int_equal(zb_ds_row_config(&m.rows[1], path, &b, &c, &err), ZB_OK);
+	assert_int_equal(c.policy.kind, ZB_POLICY_NONE);
+	assert_int_equal(c.policy.micro_batch, 2);
+	zb_ds_measured_free(&m);
+
+	static const struct {
+		const char *text, *want;
+	} bad[] = {
+		{ "config\tzero\nx\tstage 2\n", "no 'step_ms' column" },
+		{ "config\tzero\tstep_ms\nx\tstage 2\tfast\n", "m.tsv:2: bad step_ms 'fast'" },
+		{ "# nothing here\n", "no measured table" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		f = fopen(path, "w");
+		fputs(bad[i].text, f);
+		fclose(f);
+		assert_int_equal(zb_ds_measured_load(path, &m, &err), ZB_E_INPUT);
+		assert_contains(err.msg, bad[i].want);
+	}
+	f = fopen(path, "w");
+	fputs("config\tzero\tstep_ms\nx\tzero offload\t100\ny\tstage 2\t100\tno-such-model\n", f);
+	fclose(f);
+	assert_int_equal(zb_ds_measured_load(path, &m, &err), ZB_OK);
+	assert_int_equal(zb_ds_row_config(&m.rows[0], path, &b, &c, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "names no stage");
+	zb_ds_measured_free(&m);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* tune: candidates fastest first, each one's knobs reproduce its prediction, the
+ * best is no slower than the input; the CLI writes a config that predicts the same
+ * and keeps the input's other keys. */
+static void test_tune(void **state)
+{
+	zb_config c;
+	config_of(&c, "stage 3, offload_optimizer cpu");
+	c.policy.micro_batch = 2;
+	c.policy.gas = 2;
+	zb_ds_candidate *v;
+	int n, tried;
+	zb_error err = { 0 };
+	assert_int_equal(zb_ds_tune(&c, &v, &n, &tried, &err), ZB_OK);
+	print_message("# %d settings tried, %d fit\n", tried, n);
+	assert_true(n > 10 && n <= tried);
+	for (int i = 1; i < n; i++)
+		assert_true(v[i].step_s >= v[i - 1].step_s);
+	zb_prediction p;
+	assert_int_equal(zb_predict(&p, &c, &err), ZB_OK);
+	assert_true(v[0].step_s <= p.res.step_time_s);
+	zb_prediction_free(&p);
+	for (int i = 0; i < n; i += n / 7 + 1) {
+		zb_config k = c;
+		zb_ds_knobs_apply(&v[i].k, &k);
+		assert_int_equal(v[i].k.micro_batch * v[i].k.gas, 4);
+		assert_int_equal(zb_predict(&p, &k, &err), ZB_OK);
+		assert_close(p.res.step_time_s, v[i].step_s, 1e-9);
+		zb_prediction_free(&p);
+	}
+	free(v);
+
+	char dir[64], in[128], out[128], cmd[1024];
+	zb_test_tmpdir(dir, sizeof dir);
+	snprintf(in, sizeof in, "%s/in.json", dir);
+	snprintf(out, sizeof out, "%s/tuned.json", dir);
+	FILE *f = fopen(in, "w");
+	fprintf(f, "{\"train_micro_batch_size_per_gpu\": 2, \"gradient_accumulation_steps\": 2, \"bf16\": {\"enabled\": true},"
+		   " \"steps_per_print\": 77, \"zero_optimization\": {\"stage\": 3, \"offload_optimizer\": {\"device\": \"cpu\","
+		   " \"pin_memory\": true, \"buffer_count\": 5}, \"sub_group_size\": 1e8}}");
+	fclose(f);
+	const char *bin = getenv("ZBENCH");
+	snprintf(cmd, sizeof cmd, "%s tune --no-db --ds-config %s --model gpt2-large --seq 1024 --top 3 -o %s > %s/out 2>&1",
+		 bin && *bin ? bin : "build/zbench", in, out, dir);
+	int rc = system(cmd);
+	snprintf(cmd, sizeof cmd, "%s/out", dir);
+	char *text = zb_test_slurp(cmd, NULL);
+	if (rc != 0)
+		print_error("%s\n", text);
+	assert_int_equal(rc, 0);
+	assert_contains(text, "# wrote");
+	double best_ms = 0;
+	const char *line = strstr(text, "\n   1 ");
+	assert_non_null(line);
+	assert_int_equal(sscanf(line + 6, "%lf", &best_ms), 1);
+	free(text);
+	json_error_t je;
+	json_t *t = json_load_file(out, 0, &je);
+	assert_non_null(t);
+	assert_int_equal(json_integer_value(json_object_get(t, "steps_per_print")), 77);
+	json_t *oo = json_object_get(json_object_get(t, "zero_optimization"), "offload_optimizer");
+	if (oo) /* kept with its other keys, whatever the device */
+		assert_int_equal(json_integer_value(json_object_get(oo, "buffer_count")), 5);
+	json_decref(t);
+	snprintf(cmd, sizeof cmd, "%s predict --no-db --json --ds-config %s --model gpt2-large --seq 1024 > %s/out 2>/dev/null",
+		 bin && *bin ? bin : "build/zbench", out, dir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof cmd, "%s/out", dir);
+	t = json_load_file(cmd, 0, &je);
+	assert_non_null(t);
+	assert_close(json_real_value(json_object_get(t, "step_time_s")) * 1e3, best_ms, 1e-3);
+	json_decref(t);
+	unlink(cmd);
+	unlink(in);
+	unlink(out);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bytes_per_param),
+		cmocka_unit_test(test_subgroups_serial_after_backward),
+		cmocka_unit_test(test_hooks),
+		cmocka_unit_test(test_variants),
+		cmocka_unit_test(test_ratio_monotone),
+		cmocka_unit_test(test_profile_json),
+		cmocka_unit_test(test_framework_table),
+		cmocka_unit_test(test_accuracy_measured),
+		cmocka_unit_test(test_committed_profile),
+		cmocka_unit_test(test_measured_table),
+		cmocka_unit_test(test_tune),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
