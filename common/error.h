@@ -42,6 +42,11 @@ zb_status zb_fail(zb_error *err, zb_status status, const char *fmt, ...)
  * can fix or that the machine lacks, 1 for internal and runtime failures. */
 int zb_exit_code(zb_status status);
 
+/* The command layer's one way to fail: print "zbench: <msg>" on stderr for a failed
+ * status and return its exit code (zb_exit_code). Library code fills a zb_error and
+ * returns; only a command calls this. */
+int zb_report_error(const zb_error *err);
+
 /* Allocation that cannot fail silently: aborts with file:line on out-of-memory,
  * for small bookkeeping structures where recovery is meaningless. */
 void *zb_xmalloc_at(size_t size, const char *file, int line);

@@ -26,8 +26,8 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "sim/config.h"
-#include "sim/graph.h"
+#include "core/config.h"
+#include "core/graph.h"
 
 typedef struct zb_exec_options {
 	int quiet;                     /* no progress line on stderr */

@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 #include "common/error.h"
-#include "sim/config.h" /* zb_dtype: ZB_BF16, ZB_FP16 */
+#include "core/config.h" /* zb_dtype: ZB_BF16, ZB_FP16 */
 
 #ifndef ZB_STREAM_DEFINED
 #define ZB_STREAM_DEFINED

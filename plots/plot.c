@@ -41,9 +41,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sim/config.h"
-#include "sim/memory.h"
-#include "sim/presets.h"
+#include "common/stats.h"
+#include "core/config.h"
+#include "core/memory.h"
+#include "inputs/presets.h"
 
 extern char **environ;
 
@@ -403,19 +404,6 @@ static const char *thousands(double v, char *buf, size_t n)
 	return buf;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	if (n <= 0)
-		return NAN;
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 static zb_status sql_prepare(plot_ctx *c, const char *sql, sqlite3_stmt **q)
 {
@@ -1241,7 +1229,7 @@ static zb_status measured_step_s(plot_ctx *c, int64_t id, double *out)
 	sqlite3_finalize(q);
 	if (n > 0) {
 		int skip = n > 2 ? 2 : 0;
-		*out = median(v + skip, n - skip);
+		*out = zb_median(v + skip, n - skip);
 		free(v);
 		return ZB_OK;
 	}
@@ -1280,7 +1268,7 @@ static zb_status measured_step_s(plot_ctx *c, int64_t id, double *out)
 		for (int i = 0; i < nd; i++)
 			d[i] = (s0[i + 1] - s0[i]) * 1e-9;
 		int skip = nd > 2 ? 2 : 0;
-		*out = median(d + skip, nd - skip);
+		*out = zb_median(d + skip, nd - skip);
 		free(d);
 	}
 	free(s0);

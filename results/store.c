@@ -59,7 +59,7 @@
 
 #include <sqlite3.h>
 
-#include "sim/model.h"
+#include "core/model.h"
 
 /* 'zbch' (0x7a626368): marks the file as a zbench database (PRAGMA application_id).
  * Decimal, because it is spliced into the schema SQL. */

@@ -18,10 +18,10 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "sim/config.h"
+#include "core/config.h"
 #include "sim/engine.h"
-#include "sim/graph.h"
-#include "sim/memory.h"
+#include "core/graph.h"
+#include "core/memory.h"
 
 #define ZB_STORE_DEFAULT_PATH "results/zbench.db"
 /* 1: runs, configs, predictions, tasks, task_deps, events; 2: steps, indexes,

@@ -13,7 +13,7 @@
 
 #include "common/error.h"
 #include "results/store.h"
-#include "sim/graph.h"
+#include "core/graph.h"
 
 typedef struct zb_stored_config {
 	int64_t config_id, run_id;

@@ -16,8 +16,8 @@
  */
 #include "tests/harness.h"
 
-#include "sim/memory.h"
-#include "sim/model.h"
+#include "core/memory.h"
+#include "core/model.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define EXACT 1e-12

@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "results/store.h"
-#include "sim/model.h"
+#include "core/model.h"
 
 /* ---- fixtures ----------------------------------------------------------------- */
 
