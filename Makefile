@@ -31,7 +31,7 @@ CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I. -pthread \
            -DZB_VERSION='"$(VERSION)"' -DZB_GIT_COMMIT='"$(GIT_COMMIT)"'
 LDLIBS  := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lsqlite3 -lm -pthread
-MODULES := common core inputs schedules sim analysis exec profiler results plots bench cli
+MODULES := common core inputs config schedules sim analysis exec profiler results plots bench cli
 
 ALL_C   := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
 CUDA_C  := $(filter %_cuda.c,$(ALL_C))

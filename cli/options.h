@@ -4,11 +4,9 @@
  * Every option that describes a configuration is an "axis": predict and run take
  * one value per axis, sweep takes a list ("gen3,gen4") or a range ("0:1:0.25") and
  * runs the cartesian product. Options are parsed into raw strings first, then
- * zb_options_config() builds one zb_config from one value per axis, applying them
- * in a fixed order (machine, then link/gpu/cpu overrides, then model: preset,
- * --model-file or --hf-config, then shape overrides, then policy: defaults, then
- * --ds-config resolved for the final model, then policy flags) so the result does
- * not depend on flag order and explicit flags override the files.
+ * zb_options_config() builds one zb_config from one value per axis with
+ * zb_config_resolve (config/resolve.h), which applies them in a fixed order so the
+ * result does not depend on flag order and explicit flags override the files.
  */
 #ifndef ZB_OPTIONS_H
 #define ZB_OPTIONS_H
@@ -17,18 +15,10 @@
 #include <stdio.h>
 
 #include "common/error.h"
+#include "config/resolve.h"
 #include "core/config.h"
 #include "inputs/dsconfig.h"
 #include "inputs/hfconfig.h"
-
-typedef enum zb_axis {
-	ZB_AX_HW, ZB_AX_PCIE, ZB_AX_GPU, ZB_AX_CPU, ZB_AX_CORES, ZB_AX_GPUS_PER_LINK,
-	ZB_AX_MODEL, ZB_AX_MODEL_FILE, ZB_AX_LAYERS, ZB_AX_HIDDEN, ZB_AX_HEADS, ZB_AX_KV_HEADS,
-	ZB_AX_FFN, ZB_AX_VOCAB,
-	ZB_AX_POLICY, ZB_AX_RATIO, ZB_AX_PREFETCH, ZB_AX_CKPT, ZB_AX_GAS, ZB_AX_MICRO_BATCH,
-	ZB_AX_SEQ, ZB_AX_DTYPE, ZB_AX_BUCKET, ZB_AX_THREADS, ZB_AX_STEPS,
-	ZB_AX_COUNT
-} zb_axis;
 
 typedef struct zb_options {
 	const char *axis[ZB_AX_COUNT]; /* raw value as given, NULL when not given */
@@ -85,47 +75,8 @@ int zb_options_parse(int argc, char **argv, const struct option *extra, zb_optio
 /* The usage lines of the common options. */
 void zb_options_usage(FILE *f);
 
-const char *zb_axis_flag(zb_axis a); /* "--pcie" */
-
-/* The values of an axis: a comma list, or for numeric axes a range lo:hi:step.
- * Returns the count (>= 1) and fills vals with pointers into a buffer the caller
- * frees (*storage). Bad range: -1 with err. */
-int zb_axis_values(const char *raw, zb_axis a, char ***vals, char **storage, zb_error *err);
-
-/* Where a setting of the configuration came from. Explicit flags override the
- * files; a DeepSpeed config decides the policy fields it covers, a Hugging Face
- * config the model shape; everything else is zbench's default. */
-typedef enum zb_source { ZB_SRC_DEFAULT, ZB_SRC_FLAG, ZB_SRC_DS, ZB_SRC_HF, ZB_SRC_COUNT } zb_source;
-
-typedef enum zb_setting {
-	ZB_SET_HW, ZB_SET_PCIE, ZB_SET_GPU, ZB_SET_CPU, ZB_SET_CORES,
-	ZB_SET_MODEL, ZB_SET_LAYERS, ZB_SET_HIDDEN, ZB_SET_HEADS, ZB_SET_KV_HEADS, ZB_SET_FFN,
-	ZB_SET_VOCAB, ZB_SET_TIED,
-	ZB_SET_POLICY, ZB_SET_RATIO, ZB_SET_OFFLOAD_PARAM, ZB_SET_PREFETCH, ZB_SET_CKPT,
-	ZB_SET_MICRO_BATCH, ZB_SET_GAS, ZB_SET_SEQ, ZB_SET_DTYPE, ZB_SET_PAGEABLE, ZB_SET_BUCKET,
-	ZB_SET_THREADS, ZB_SET_STEPS,
-	ZB_SET_COUNT
-} zb_setting;
-
-typedef struct zb_sources {
-	zb_source from[ZB_SET_COUNT];
-	char detail[ZB_SET_COUNT][256]; /* the flag, file key or preset, and how */
-	int ds, hf;                     /* a DeepSpeed / Hugging Face file was applied */
-	char ds_path[256], hf_path[256];
-	int ds_ignored;                 /* keys of the DeepSpeed file not modelled */
-	zb_ds_plan plan;                /* the DeepSpeed file resolved (when ds) */
-	int twinflow;                   /* the ratio was quantized to ZeRO-3 sub-groups */
-	zb_ds_twinflow split;           /* ... like this */
-	double ratio_asked;             /* the ratio before quantizing */
-	char hf_model_type[32];
-	int hf_max_positions;
-	char hf_notes[320];
-} zb_sources;
-
-const char *zb_source_name(zb_source s);   /* "flag", "ds-config", "hf-config", "default" */
-const char *zb_setting_name(zb_setting s); /* "micro_batch", as in --json */
-
-/* Build one configuration from one value per axis (NULL: default). src (may be
+/* Build one configuration from one value per axis (NULL: default) and the files
+ * and switches in o, through zb_config_resolve (config/resolve.h). src (may be
  * NULL) gets where each setting came from. */
 zb_status zb_options_config(const char *const value[ZB_AX_COUNT], const zb_options *o,
 			    zb_config *out, zb_error *err);
