@@ -27,9 +27,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sqlite3.h>
 
 #include "cli/commands.h"
+#include "results/query.h"
 #include "results/store.h"
 
 enum { FMT_PERFETTO, FMT_CSV };
@@ -240,60 +240,49 @@ static void meta(out *o, const char *what, int pid, int64_t tid, const char *key
 
 typedef struct reader {
 	zb_store *s;
-	sqlite3 *db;
 	int64_t cid;
 	zb_error *err;
 } reader;
 
-static zb_status sql_fail(reader *r, const char *doing)
+/* A named query of the configuration (?1), results/query.h. */
+static zb_status prep(reader *r, zb_query which, zb_rows **q)
 {
-	return zb_fail(r->err, ZB_E_STORE, "cannot %s in database '%s': %s", doing, zb_store_path(r->s),
-		       sqlite3_errmsg(r->db));
+	zb_status st = zb_rows_open(r->s, which, q, r->err);
+	if (!st)
+		zb_rows_bind_int(*q, 1, r->cid);
+	return st;
 }
 
-static zb_status prep(reader *r, const char *sql, sqlite3_stmt **q)
+static int64_t col_i(zb_rows *q, int c, int64_t dflt)
 {
-	if (sqlite3_prepare_v2(r->db, sql, -1, q, NULL) != SQLITE_OK ||
-	    sqlite3_bind_int64(*q, 1, r->cid) != SQLITE_OK) {
-		sqlite3_finalize(*q);
-		*q = NULL;
-		return sql_fail(r, "read the configuration");
-	}
-	return ZB_OK;
+	return zb_rows_int(q, c, dflt);
 }
 
-static int64_t col_i(sqlite3_stmt *q, int c, int64_t dflt)
+static const char *col_s(zb_rows *q, int c)
 {
-	return sqlite3_column_type(q, c) == SQLITE_NULL ? dflt : sqlite3_column_int64(q, c);
-}
-
-static const char *col_s(sqlite3_stmt *q, int c)
-{
-	const unsigned char *t = sqlite3_column_text(q, c);
-	return t ? (const char *)t : "";
+	const char *t = zb_rows_text(q, c);
+	return t ? t : "";
 }
 
 /* Step through a query; returns ZB_OK at its end. */
-static zb_status finish(reader *r, sqlite3_stmt *q, int rc, const char *doing)
+static zb_status finish(reader *r, zb_rows *q, int rc, const char *doing)
 {
-	sqlite3_finalize(q);
-	return rc == SQLITE_DONE ? ZB_OK : sql_fail(r, doing);
+	return zb_rows_close(q, rc, doing, r->err);
 }
 
-static int64_t scalar(reader *r, const char *sql, int64_t dflt)
+static int64_t scalar(reader *r, zb_query which, const char *source, int64_t dflt)
 {
-	sqlite3_stmt *q = NULL;
+	zb_rows *q = NULL;
 	int64_t v = dflt;
-	if (prep(r, sql, &q) == ZB_OK && sqlite3_step(q) == SQLITE_ROW)
-		v = col_i(q, 0, dflt);
-	sqlite3_finalize(q);
+	if (prep(r, which, &q) == ZB_OK) {
+		if (source)
+			zb_rows_bind_text(q, 2, source);
+		if (zb_rows_next(q) > 0)
+			v = col_i(q, 0, dflt);
+	}
+	zb_rows_close(q, 0, NULL, NULL);
 	return v;
 }
-
-static const char *const pred_sql =
-	"SELECT e.task_id, e.start_ns, e.end_ns, t.kind, t.resource, t.op, t.pass, t.step, t.bytes"
-	" FROM events e LEFT JOIN tasks t ON t.config_id = e.config_id AND t.task_id = e.task_id"
-	" WHERE e.config_id = ?1 AND e.source = ?2 ORDER BY e.start_ns, e.task_id";
 
 static int resource_index(const char *name)
 {
@@ -306,18 +295,18 @@ static int resource_index(const char *name)
 /* The events of one source, one track per resource. */
 static zb_status write_events(reader *r, out *o, const char *source, int pid)
 {
-	sqlite3_stmt *q = NULL;
-	zb_status st = prep(r, pred_sql, &q);
+	zb_rows *q = NULL;
+	zb_status st = prep(r, ZB_Q_EVENTS_OF_SOURCE, &q);
 	if (st)
 		return st;
-	sqlite3_bind_text(q, 2, source, -1, SQLITE_STATIC);
+	zb_rows_bind_text(q, 2, source);
 	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+	while ((rc = zb_rows_next(q)) > 0) {
 		const char *res = col_s(q, 4);
 		char name[96], args[96];
 		snprintf(name, sizeof name, "%s %s #%" PRId64, col_s(q, 5), col_s(q, 6), col_i(q, 0, -1));
 		snprintf(args, sizeof args, "\"step\":%" PRId64, col_i(q, 7, -1));
-		double bytes = sqlite3_column_double(q, 8);
+		double bytes = zb_rows_real(q, 8, 0);
 		emit(o, pid, resource_index(res) + 1, source, res, col_s(q, 3), name, col_i(q, 0, -1), col_i(q, 1, 0),
 		     col_i(q, 2, 0), bytes > 0 ? (int64_t)bytes : -1, args);
 	}
@@ -334,22 +323,15 @@ static zb_status write_tracks_meta(reader *r, out *o, int pid, int traced)
 		return ZB_OK;
 	}
 	/* one track per stream that has records, named after the executor's resource */
-	sqlite3_stmt *q = NULL;
-	zb_status st = prep(r,
-			    "SELECT s.streamId, (SELECT n.name || ' (' || n.zbResource || ')'"
-			    "  FROM TARGET_INFO_NVTX_CUDA_STREAM n WHERE n.zbConfigId = ?1 AND n.streamId = s.streamId)"
-			    " FROM (SELECT streamId FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE zbConfigId = ?1"
-			    "  UNION SELECT streamId FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE zbConfigId = ?1"
-			    "  UNION SELECT streamId FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE zbConfigId = ?1) s"
-			    " ORDER BY s.streamId",
-			    &q);
+	zb_rows *q = NULL;
+	zb_status st = prep(r, ZB_Q_TRACE_STREAMS, &q);
 	if (st)
 		return st;
 	int rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+	while ((rc = zb_rows_next(q)) > 0) {
 		int64_t stream = col_i(q, 0, 0);
 		char name[96];
-		if (sqlite3_column_type(q, 1) != SQLITE_NULL)
+		if (!zb_rows_is_null(q, 1))
 			snprintf(name, sizeof name, "stream %" PRId64 ": %s", stream, col_s(q, 1));
 		else
 			snprintf(name, sizeof name, "stream %" PRId64, stream);
@@ -358,14 +340,11 @@ static zb_status write_tracks_meta(reader *r, out *o, int pid, int traced)
 	}
 	if ((st = finish(r, q, rc, "read the streams")))
 		return st;
-	st = prep(r,
-		  "SELECT tn.globalTid & 16777215, s.value FROM ThreadNames tn JOIN StringIds s ON s.id = tn.nameId"
-		  " WHERE tn.zbConfigId = ?1 ORDER BY s.value",
-		  &q);
+	st = prep(r, ZB_Q_TRACE_THREAD_NAMES, &q);
 	if (st)
 		return st;
 	int i = 0;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+	while ((rc = zb_rows_next(q)) > 0) {
 		meta(o, "thread_name", pid, col_i(q, 0, 0), "name", col_s(q, 1), 0);
 		meta(o, "thread_sort_index", pid, col_i(q, 0, 0), "sort_index", NULL, 100000 + i++);
 	}
@@ -374,30 +353,15 @@ static zb_status write_tracks_meta(reader *r, out *o, int pid, int traced)
 
 static zb_status write_trace(reader *r, out *o, int pid)
 {
-	sqlite3_stmt *q = NULL;
+	zb_rows *q = NULL;
 	int rc;
 	char track[64], args[200];
 	/* GPU records of all kinds in one pass, by start, so each stream's lanes see
 	 * them in order (an enclosing interval before what it encloses) */
-	zb_status st = prep(r,
-			    "SELECT * FROM ("
-			    " SELECT k.start, k.end, k.streamId, k.zbTaskId, 'kernel' AS cat, s.value AS name,"
-			    "  NULL AS bytes, d.value AS full, k.gridX, k.gridY, k.gridZ, k.blockX, k.blockY, k.blockZ,"
-			    "  k.registersPerThread, k.correlationId"
-			    " FROM CUPTI_ACTIVITY_KIND_KERNEL k LEFT JOIN StringIds s ON s.id = k.shortName"
-			    " LEFT JOIN StringIds d ON d.id = k.demangledName WHERE k.zbConfigId = ?1"
-			    " UNION ALL SELECT c.start, c.end, c.streamId, c.zbTaskId, 'memcpy', 'memcpy ' || e.label, c.bytes,"
-			    "  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, c.correlationId"
-			    " FROM CUPTI_ACTIVITY_KIND_MEMCPY c LEFT JOIN ENUM_CUDA_MEMCPY_OPER e ON e.id = c.copyKind"
-			    " WHERE c.zbConfigId = ?1"
-			    " UNION ALL SELECT start, end, streamId, zbTaskId, 'memset', 'memset', bytes,"
-			    "  NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, correlationId"
-			    " FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE zbConfigId = ?1)"
-			    " ORDER BY 1, 2 DESC",
-			    &q);
+	zb_status st = prep(r, ZB_Q_TRACE_GPU_RECORDS, &q);
 	if (st)
 		return st;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+	while ((rc = zb_rows_next(q)) > 0) {
 		int64_t stream = col_i(q, 2, 0);
 		snprintf(track, sizeof track, "stream %" PRId64, stream);
 		const char *cat = col_s(q, 4);
@@ -415,23 +379,13 @@ static zb_status write_trace(reader *r, out *o, int pid)
 	if ((st = finish(r, q, rc, "read the GPU records")))
 		return st;
 	/* CPU spans and CUDA API calls, one pass by start: a thread's calls nest in its spans */
-	st = prep(r,
-		  "SELECT * FROM ("
-		  " SELECT n.start, n.end, n.globalTid & 16777215 AS tid, n.zbTaskId, n.zbKind AS cat, n.text AS name,"
-		  "  'cpu_span' AS source, n.globalTid AS gtid FROM NVTX_EVENTS n WHERE n.zbConfigId = ?1"
-		  " UNION ALL SELECT a.start, a.end, a.globalTid & 16777215, a.zbTaskId,"
-		  "  CASE a.eventClass WHEN 1 THEN 'cuda_driver' ELSE 'cuda_runtime' END, s.value, 'cuda_api', a.globalTid"
-		  " FROM CUPTI_ACTIVITY_KIND_RUNTIME a LEFT JOIN StringIds s ON s.id = a.nameId WHERE a.zbConfigId = ?1)"
-		  " x LEFT JOIN (SELECT tn.globalTid AS g, st.value AS tname FROM ThreadNames tn"
-		  "  JOIN StringIds st ON st.id = tn.nameId WHERE tn.zbConfigId = ?1) t ON t.g = x.gtid"
-		  " ORDER BY 1, 2 DESC",
-		  &q);
+	st = prep(r, ZB_Q_TRACE_CPU_RECORDS, &q);
 	if (st)
 		return st;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+	while ((rc = zb_rows_next(q)) > 0) {
 		int64_t tid = col_i(q, 2, 0);
 		snprintf(track, sizeof track, "thread %" PRId64, tid);
-		emit(o, pid, tid, col_s(q, 6), sqlite3_column_type(q, 9) != SQLITE_NULL ? col_s(q, 9) : track, col_s(q, 4),
+		emit(o, pid, tid, col_s(q, 6), !zb_rows_is_null(q, 9) ? col_s(q, 9) : track, col_s(q, 4),
 		     col_s(q, 5), col_i(q, 3, -1), col_i(q, 0, 0), col_i(q, 1, 0), -1, NULL);
 	}
 	return finish(r, q, rc, "read the CPU spans and API calls");
@@ -449,34 +403,23 @@ static zb_status find_config(reader *r, const char *run, zb_error *err)
 	if (*end || end == run || errno || v <= 0)
 		return zb_fail(err, ZB_E_INPUT, "invalid configuration id '%s' (a positive integer or latest)", run);
 	r->cid = v;
-	if (scalar(r, "SELECT count(*) FROM configs WHERE id = ?1", 0) == 0)
+	if (scalar(r, ZB_Q_CONFIG_COUNT, NULL, 0) == 0)
 		return zb_fail(err, ZB_E_INPUT, "unknown configuration %lld in database '%s'", v, zb_store_path(r->s));
 	return ZB_OK;
 }
 
 static zb_status export_all(reader *r, out *o)
 {
-	int64_t measured = scalar(r, "SELECT count(*) FROM events WHERE config_id = ?1 AND source = 'measured'", 0);
-	int64_t predicted = scalar(r, "SELECT count(*) FROM events WHERE config_id = ?1 AND source = 'predicted'", 0);
-	int64_t traced = scalar(r,
-				"SELECT (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE zbConfigId = ?1)"
-				" + (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE zbConfigId = ?1)"
-				" + (SELECT count(*) FROM NVTX_EVENTS WHERE zbConfigId = ?1)",
-				0);
+	int64_t measured = scalar(r, ZB_Q_EVENT_COUNT, "measured", 0);
+	int64_t predicted = scalar(r, ZB_Q_EVENT_COUNT, "predicted", 0);
+	int64_t traced = scalar(r, ZB_Q_TRACE_RECORD_COUNT, NULL, 0);
 	if (!measured && !predicted && !traced)
 		return zb_fail(r->err, ZB_E_INPUT,
 			       "configuration %lld has no timeline to export (predict with --timeline, or zbench run)",
 			       (long long)r->cid);
 	if (o->fmt == FMT_PERFETTO) {
 		/* the earliest interval at 0: setup work before the run's time zero is negative */
-		int64_t lo = scalar(r,
-				    "SELECT min(m) FROM (SELECT min(start_ns) AS m FROM events WHERE config_id = ?1"
-				    " UNION ALL SELECT min(start) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE zbConfigId = ?1"
-				    " UNION ALL SELECT min(start) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE zbConfigId = ?1"
-				    " UNION ALL SELECT min(start) FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE zbConfigId = ?1"
-				    " UNION ALL SELECT min(start) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE zbConfigId = ?1"
-				    " UNION ALL SELECT min(start) FROM NVTX_EVENTS WHERE zbConfigId = ?1)",
-				    0);
+		int64_t lo = scalar(r, ZB_Q_TIMELINE_ORIGIN, NULL, 0);
 		o->zero_us = lo < 0 ? -lo / 1e3 : 0;
 		fprintf(o->f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"zbench_config_id\":%lld,"
 			      "\"time_zero_us\":%.3f,\"source\":\"zbench export\"},\n\"traceEvents\":[",
@@ -556,7 +499,6 @@ int cmd_export(int argc, char **argv)
 	reader r = { .err = &err };
 	if (zb_store_open(&r.s, dbpath, 2000, &err))
 		return zb_report_error(&err);
-	r.db = zb_store_db(r.s);
 	zb_status st = find_config(&r, run, &err);
 	char *tmp = NULL;
 	if (!st) {

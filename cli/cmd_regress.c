@@ -31,7 +31,6 @@
 #include <unistd.h>
 
 #include <jansson.h>
-#include <sqlite3.h>
 
 #include "common/clock.h"
 #include "common/stats.h"
@@ -40,6 +39,7 @@
 #include "cli/report.h"
 #include "cli/suite.h"
 #include "exec/executor.h"
+#include "results/query.h"
 #include "results/records.h"
 #include "analysis/compare.h"
 #include "inputs/hwfile.h"
@@ -198,21 +198,16 @@ static int baseline_list(const common_opts *o)
 	int rc = open_db(o, 1, &s, &err);
 	if (rc)
 		return rc;
-	sqlite3_stmt *q = NULL;
+	zb_rows *q = NULL;
 	printf("%-24s %-8s %-10s %8s %8s  %s\n", "tag", "suite", "source", "repeats", "configs", "created");
-	if (zb_records_ensure(s, &err) ||
-	    sqlite3_prepare_v2(zb_store_db(s),
-			       "SELECT b.tag, b.suite, b.source, b.repeats, (SELECT count(*) FROM baseline_results r"
-			       " WHERE r.baseline_id = b.id), b.created_at FROM baselines b ORDER BY b.id",
-			       -1, &q, NULL) != SQLITE_OK) {
+	if (zb_records_ensure(s, &err) || zb_rows_open(s, ZB_Q_BASELINES, &q, &err)) {
 		zb_store_close(s);
 		return zb_report_error(&err);
 	}
-	while (sqlite3_step(q) == SQLITE_ROW)
-		printf("%-24s %-8s %-10s %8d %8d  %s\n", sqlite3_column_text(q, 0), sqlite3_column_text(q, 1),
-		       sqlite3_column_text(q, 2), sqlite3_column_int(q, 3), sqlite3_column_int(q, 4),
-		       sqlite3_column_text(q, 5));
-	sqlite3_finalize(q);
+	while (zb_rows_next(q) > 0)
+		printf("%-24s %-8s %-10s %8d %8d  %s\n", zb_rows_text(q, 0), zb_rows_text(q, 1), zb_rows_text(q, 2),
+		       (int)zb_rows_int(q, 3, 0), (int)zb_rows_int(q, 4, 0), zb_rows_text(q, 5));
+	zb_rows_close(q, 0, NULL, NULL);
 	zb_store_close(s);
 	return 0;
 }

@@ -23,7 +23,6 @@
 #include <string.h>
 
 #include <jansson.h>
-#include <sqlite3.h>
 
 #include "common/clock.h"
 #include "common/stats.h"
@@ -228,15 +227,10 @@ int cmd_validate(int argc, char **argv)
 			st = zb_suite_run(&x->c, &ro, &x->out, &err);
 			if (store) {
 				if (!st && !device_set && x->out.device[0]) {
-					sqlite3_stmt *q;
-					if (sqlite3_prepare_v2(zb_store_db(store), "UPDATE runs SET device = ?1 WHERE id = ?2",
-							       -1, &q, NULL) == SQLITE_OK) {
-						sqlite3_bind_text(q, 1, x->out.device, -1, SQLITE_TRANSIENT);
-						sqlite3_bind_int64(q, 2, run_id);
-						sqlite3_step(q);
-						sqlite3_finalize(q);
+					/* best effort, as before: the run's rows stand without it */
+					zb_error ignored;
+					if (zb_store_set_run_device(store, run_id, x->out.device, &ignored) == ZB_OK)
 						device_set = 1;
-					}
 				}
 				if (st)
 					zb_store_rollback(store);

@@ -31,7 +31,6 @@
 #include <math.h>
 #include <spawn.h>
 #include <stddef.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +44,7 @@
 #include "core/config.h"
 #include "core/memory.h"
 #include "inputs/presets.h"
+#include "results/query.h"
 
 extern char **environ;
 
@@ -155,7 +155,7 @@ zb_status zb_plot_check(const char *output, zb_error *err)
 /* ---- the scratch directory, the script and gnuplot ----------------------------- */
 
 typedef struct plot_ctx {
-	sqlite3 *db;
+	zb_store *store;
 	const char *dbpath;
 	const zb_plot_request *req;
 	zb_plot_info *info;
@@ -405,52 +405,25 @@ static const char *thousands(double v, char *buf, size_t n)
 }
 
 
-static zb_status sql_prepare(plot_ctx *c, const char *sql, sqlite3_stmt **q)
+/* A named query (results/query.h) with ?1 = id when it takes one. */
+static zb_status rows_open(plot_ctx *c, zb_query which, int64_t id, zb_rows **q)
 {
-	if (sqlite3_prepare_v2(c->db, sql, -1, q, NULL) != SQLITE_OK) {
-		zb_status st = zb_fail(c->err, ZB_E_STORE, "cannot read database '%s': %s", c->dbpath,
-				       sqlite3_errmsg(c->db));
-		sqlite3_finalize(*q);
-		*q = NULL;
-		return st;
-	}
-	return ZB_OK;
-}
-
-static zb_status sql_step_error(plot_ctx *c, sqlite3_stmt *q)
-{
-	zb_status st = zb_fail(c->err, ZB_E_STORE, "cannot read database '%s': %s", c->dbpath, sqlite3_errmsg(c->db));
-	sqlite3_finalize(q);
+	zb_status st = zb_rows_open(c->store, which, q, c->err);
+	if (!st)
+		zb_rows_bind_int(*q, 1, id);
 	return st;
 }
 
-/* One integer from a query with up to one integer parameter; *found = 0 when the
- * query gives no row or NULL. */
-static zb_status sql_int(plot_ctx *c, const char *sql, int64_t arg, int64_t *out, int *found)
+/* One integer from a named query; *found = 0 when it gives no row or NULL. */
+static zb_status sql_int(plot_ctx *c, zb_query which, int64_t arg, int64_t *out, int *found)
 {
-	sqlite3_stmt *q;
-	zb_status st = sql_prepare(c, sql, &q);
-	if (st)
-		return st;
-	if (sqlite3_bind_parameter_count(q) > 0)
-		sqlite3_bind_int64(q, 1, arg);
-	int rc = sqlite3_step(q);
-	*found = 0;
-	if (rc == SQLITE_ROW) {
-		if (sqlite3_column_type(q, 0) != SQLITE_NULL) {
-			*out = sqlite3_column_int64(q, 0);
-			*found = 1;
-		}
-	} else if (rc != SQLITE_DONE) {
-		return sql_step_error(c, q);
-	}
-	sqlite3_finalize(q);
-	return ZB_OK;
+	return zb_query_int(c->store, which, arg, out, found, c->err);
 }
 
 /* ---- configuration rows ------------------------------------------------------- */
 
-/* Configuration columns, in the order of the SELECT below. */
+/* Configuration columns, in the order of the configuration rows of results/query.h
+ * (columns 2..19). */
 enum {
 	A_HW, A_LINK, A_GPU, A_CPU, A_CORES, A_MODEL, A_POLICY, A_RATIO, A_OFFLOAD_PARAM, A_PREFETCH,
 	A_CKPT, A_GAS, A_MB, A_SEQ, A_DTYPE, A_PAGEABLE, A_BUCKET, A_THREADS, A_COUNT
@@ -542,10 +515,10 @@ static void rowset_free(rowset *rs)
 	memset(rs, 0, sizeof *rs);
 }
 
-static void attr_format(rowset *rs, row *r, int a, sqlite3_stmt *q, int col)
+static void attr_format(rowset *rs, row *r, int a, zb_rows *q, int col)
 {
-	const char *t = (const char *)sqlite3_column_text(q, col);
-	double v = sqlite3_column_double(q, col);
+	const char *t = zb_rows_text(q, col);
+	double v = zb_rows_real(q, col, 0);
 	char o[ZB_NAME_MAX + 32];
 	size_t n = sizeof o;
 	r->num[a] = v;
@@ -574,45 +547,36 @@ static void attr_format(rowset *rs, row *r, int a, sqlite3_stmt *q, int col)
 	r->val[a] = rs->pool[a].s[k];
 }
 
-/* Configurations (with their predictions) matching where (one integer parameter ?1
- * or none), in id order; with_json keeps each config_json (about 1 KB a row). */
-static zb_status load_rows_json(plot_ctx *c, const char *where, int64_t arg, int with_json, rowset *rs)
+/* Configurations (with their predictions) of a named query of configuration rows
+ * (results/query.h, ?1 = arg), in id order; with_json keeps each config_json
+ * (about 1 KB a row). */
+static zb_status load_rows_json(plot_ctx *c, zb_query which, int64_t arg, int with_json, rowset *rs)
 {
-	char sql[2048];
-	int len = snprintf(sql, sizeof sql, "SELECT c.id, c.run_id");
-	for (int a = 0; a < A_COUNT; a++)
-		len += snprintf(sql + len, sizeof sql - (size_t)len, ", c.%s", attrs[a].col);
-	snprintf(sql + len, sizeof sql - (size_t)len,
-		 ", p.config_id IS NOT NULL, p.fits, p.tokens_per_s, p.step_time_s, p.gpu_bytes, p.host_bytes,"
-		 " c.config_json FROM configs c LEFT JOIN predictions p ON p.config_id = c.id WHERE %s ORDER BY c.id",
-		 where);
-	sqlite3_stmt *q;
-	zb_status st = sql_prepare(c, sql, &q);
+	zb_rows *q;
+	zb_status st = rows_open(c, which, arg, &q);
 	if (st)
 		return st;
-	if (sqlite3_bind_parameter_count(q) > 0)
-		sqlite3_bind_int64(q, 1, arg);
 	memset(rs, 0, sizeof *rs);
 	int cap = 0, rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+	while ((rc = zb_rows_next(q)) > 0) {
 		if (rs->n == cap) {
 			cap = cap ? 2 * cap : 64;
 			rs->r = zb_xrealloc(rs->r, (size_t)cap * sizeof *rs->r);
 		}
 		row *r = &rs->r[rs->n++];
 		memset(r, 0, sizeof *r);
-		r->id = sqlite3_column_int64(q, 0);
-		r->run_id = sqlite3_column_int64(q, 1);
+		r->id = zb_rows_int(q, 0, 0);
+		r->run_id = zb_rows_int(q, 1, 0);
 		for (int a = 0; a < A_COUNT; a++)
 			attr_format(rs, r, a, q, 2 + a);
 		int k = 2 + A_COUNT;
-		r->has_pred = sqlite3_column_int(q, k);
-		r->fits = sqlite3_column_int(q, k + 1);
-		r->tokens_per_s = sqlite3_column_type(q, k + 2) == SQLITE_NULL ? NAN : sqlite3_column_double(q, k + 2);
-		r->step_time_s = sqlite3_column_type(q, k + 3) == SQLITE_NULL ? NAN : sqlite3_column_double(q, k + 3);
-		r->gpu_bytes = sqlite3_column_type(q, k + 4) == SQLITE_NULL ? NAN : sqlite3_column_double(q, k + 4);
-		r->host_bytes = sqlite3_column_type(q, k + 5) == SQLITE_NULL ? NAN : sqlite3_column_double(q, k + 5);
-		const char *js = (const char *)sqlite3_column_text(q, k + 6);
+		r->has_pred = (int)zb_rows_int(q, k, 0);
+		r->fits = (int)zb_rows_int(q, k + 1, 0);
+		r->tokens_per_s = zb_rows_real(q, k + 2, NAN);
+		r->step_time_s = zb_rows_real(q, k + 3, NAN);
+		r->gpu_bytes = zb_rows_real(q, k + 4, NAN);
+		r->host_bytes = zb_rows_real(q, k + 5, NAN);
+		const char *js = zb_rows_text(q, k + 6);
 		r->json = js && with_json ? strdup(js) : NULL;
 		/* the ratio means nothing without offload */
 		if (!strcmp(r->val[A_POLICY], "none")) {
@@ -621,17 +585,14 @@ static zb_status load_rows_json(plot_ctx *c, const char *where, int64_t arg, int
 			r->val[A_RATIO] = rs->pool[A_RATIO].s[z];
 		}
 	}
-	if (rc != SQLITE_DONE) {
+	if (rc < 0)
 		rowset_free(rs);
-		return sql_step_error(c, q);
-	}
-	sqlite3_finalize(q);
-	return ZB_OK;
+	return zb_rows_close(q, rc, NULL, c->err);
 }
 
-static zb_status load_rows(plot_ctx *c, const char *where, int64_t arg, rowset *rs)
+static zb_status load_rows(plot_ctx *c, zb_query which, int64_t arg, rowset *rs)
 {
-	return load_rows_json(c, where, arg, 0, rs);
+	return load_rows_json(c, which, arg, 0, rs);
 }
 
 static int row_plotted(const row *r)
@@ -718,13 +679,13 @@ static zb_status check_run(plot_ctx *c, int64_t run)
 {
 	int64_t v;
 	int found;
-	zb_status st = sql_int(c, "SELECT id FROM runs WHERE id = ?1", run, &v, &found);
+	zb_status st = sql_int(c, ZB_Q_RUN_ID, run, &v, &found);
 	if (st)
 		return st;
 	if (!found) {
 		int64_t last = 0;
 		int any;
-		if ((st = sql_int(c, "SELECT max(id) FROM runs", 0, &last, &any)))
+		if ((st = sql_int(c, ZB_Q_RUN_MAX, 0, &last, &any)))
 			return st;
 		if (any)
 			return zb_fail(c->err, ZB_E_INPUT, "no run %lld in database '%s' (runs 1 to %lld)", (long long)run,
@@ -739,13 +700,13 @@ static zb_status check_config(plot_ctx *c, int64_t id)
 {
 	int64_t v;
 	int found;
-	zb_status st = sql_int(c, "SELECT id FROM configs WHERE id = ?1", id, &v, &found);
+	zb_status st = sql_int(c, ZB_Q_CONFIG_ID, id, &v, &found);
 	if (st)
 		return st;
 	if (!found) {
 		int64_t last = 0;
 		int any;
-		if ((st = sql_int(c, "SELECT max(id) FROM configs", 0, &last, &any)))
+		if ((st = sql_int(c, ZB_Q_CONFIG_MAX, 0, &last, &any)))
 			return st;
 		if (any)
 			return zb_fail(c->err, ZB_E_INPUT, "no config %lld in database '%s' (configs 1 to %lld)",
@@ -769,12 +730,9 @@ static zb_status sweep_run(plot_ctx *c, int64_t *run)
 	if (r->config_id) {
 		if ((st = check_config(c, r->config_id)))
 			return st;
-		return sql_int(c, "SELECT run_id FROM configs WHERE id = ?1", r->config_id, run, &found);
+		return sql_int(c, ZB_Q_CONFIG_RUN, r->config_id, run, &found);
 	}
-	if ((st = sql_int(c,
-			  "SELECT max(r.id) FROM runs r WHERE r.kind = 'sweep'"
-			  " AND EXISTS(SELECT 1 FROM configs c WHERE c.run_id = r.id)",
-			  0, run, &found)))
+	if ((st = sql_int(c, ZB_Q_LATEST_SWEEP_RUN, 0, run, &found)))
 		return st;
 	if (!found)
 		return zb_fail(c->err, ZB_E_INPUT, "no sweep run in database '%s' (run zbench sweep, or give --run)",
@@ -827,7 +785,7 @@ static zb_status plot_throughput(plot_ctx *c)
 	if (st)
 		return st;
 	rowset rs;
-	if ((st = load_rows(c, "c.run_id = ?1", run, &rs)))
+	if ((st = load_rows(c, ZB_Q_CONFIG_ROWS_OF_RUN, run, &rs)))
 		return st;
 	c->info->run_id = run;
 	int nplot = 0, nofit = 0;
@@ -1031,7 +989,7 @@ static zb_status plot_hardware(plot_ctx *c)
 	if (st)
 		return st;
 	rowset rs;
-	if ((st = load_rows(c, "c.run_id = ?1", run, &rs)))
+	if ((st = load_rows(c, ZB_Q_CONFIG_ROWS_OF_RUN, run, &rs)))
 		return st;
 	c->info->run_id = run;
 	int first = -1, nfit = 0;
@@ -1205,61 +1163,50 @@ out:
 static zb_status measured_step_s(plot_ctx *c, int64_t id, double *out)
 {
 	*out = NAN;
-	sqlite3_stmt *q;
-	zb_status st = sql_prepare(c,
-				   "SELECT time_s FROM steps WHERE config_id = ?1 AND source = 'measured'"
-				   " AND time_s > 0 ORDER BY step",
-				   &q);
+	zb_rows *q;
+	zb_status st = rows_open(c, ZB_Q_MEASURED_STEP_TIMES, id, &q);
 	if (st)
 		return st;
-	sqlite3_bind_int64(q, 1, id);
 	double *v = NULL;
 	int n = 0, cap = 0, rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+	while ((rc = zb_rows_next(q)) > 0) {
 		if (n == cap) {
 			cap = cap ? 2 * cap : 16;
 			v = zb_xrealloc(v, (size_t)cap * sizeof *v);
 		}
-		v[n++] = sqlite3_column_double(q, 0);
+		v[n++] = zb_rows_real(q, 0, 0);
 	}
-	if (rc != SQLITE_DONE) {
+	if ((st = zb_rows_close(q, rc, NULL, c->err))) {
 		free(v);
-		return sql_step_error(c, q);
+		return st;
 	}
-	sqlite3_finalize(q);
 	if (n > 0) {
 		int skip = n > 2 ? 2 : 0;
 		*out = zb_median(v + skip, n - skip);
 		free(v);
 		return ZB_OK;
 	}
-	if ((st = sql_prepare(c,
-			      "SELECT t.step, min(e.start_ns), max(e.end_ns) FROM events e JOIN tasks t"
-			      " ON t.config_id = e.config_id AND t.task_id = e.task_id"
-			      " WHERE e.config_id = ?1 AND e.source = 'measured' GROUP BY t.step ORDER BY t.step",
-			      &q))) {
+	if ((st = rows_open(c, ZB_Q_MEASURED_STEP_SPANS, id, &q))) {
 		free(v);
 		return st;
 	}
-	sqlite3_bind_int64(q, 1, id);
 	double *s0 = NULL, first_end = 0;
 	n = cap = 0;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+	while ((rc = zb_rows_next(q)) > 0) {
 		if (n == cap) {
 			cap = cap ? 2 * cap : 16;
 			s0 = zb_xrealloc(s0, (size_t)cap * sizeof *s0);
 		}
-		s0[n] = (double)sqlite3_column_int64(q, 1);
+		s0[n] = (double)zb_rows_int(q, 1, 0);
 		if (n == 0)
-			first_end = (double)sqlite3_column_int64(q, 2);
+			first_end = (double)zb_rows_int(q, 2, 0);
 		n++;
 	}
 	free(v);
-	if (rc != SQLITE_DONE) {
+	if ((st = zb_rows_close(q, rc, NULL, c->err))) {
 		free(s0);
-		return sql_step_error(c, q);
+		return st;
 	}
-	sqlite3_finalize(q);
 	if (n == 1)
 		*out = (first_end - s0[0]) * 1e-9;
 	else if (n > 1) {
@@ -1281,19 +1228,15 @@ static zb_status plot_accuracy(plot_ctx *c)
 	zb_status st;
 	rowset rs;
 	if (r->config_id) {
-		if ((st = check_config(c, r->config_id)) || (st = load_rows(c, "c.id = ?1", r->config_id, &rs)))
+		if ((st = check_config(c, r->config_id)) || (st = load_rows(c, ZB_Q_CONFIG_ROW, r->config_id, &rs)))
 			return st;
 		c->info->config_id = r->config_id;
 	} else if (r->run_id) {
-		if ((st = check_run(c, r->run_id)) || (st = load_rows(c, "c.run_id = ?1", r->run_id, &rs)))
+		if ((st = check_run(c, r->run_id)) || (st = load_rows(c, ZB_Q_CONFIG_ROWS_OF_RUN, r->run_id, &rs)))
 			return st;
 		c->info->run_id = r->run_id;
 	} else {
-		if ((st = load_rows(c,
-				    "p.step_time_s > 0 AND (EXISTS(SELECT 1 FROM steps s WHERE s.config_id = c.id"
-				    " AND s.source = 'measured') OR EXISTS(SELECT 1 FROM events e WHERE"
-				    " e.config_id = c.id AND e.source = 'measured'))",
-				    0, &rs)))
+		if ((st = load_rows(c, ZB_Q_CONFIG_ROWS_MEASURED, 0, &rs)))
 			return st;
 	}
 	double *meas = zb_xmalloc((size_t)(rs.n ? rs.n : 1) * sizeof *meas);
@@ -1474,18 +1417,12 @@ typedef struct bar {
 static zb_status load_bars(plot_ctx *c, int64_t id, const char *source, int64_t step, bar **out, int *nout,
 			   int lanes[NRES], double *span_ms)
 {
-	sqlite3_stmt *q;
-	zb_status st = sql_prepare(c,
-				   "SELECT t.resource, t.kind, t.op, e.start_ns, e.end_ns FROM events e JOIN tasks t"
-				   " ON t.config_id = e.config_id AND t.task_id = e.task_id"
-				   " WHERE e.config_id = ?1 AND e.source = ?2 AND t.step = ?3"
-				   " ORDER BY e.start_ns, e.task_id",
-				   &q);
+	zb_rows *q;
+	zb_status st = rows_open(c, ZB_Q_STEP_BARS, id, &q);
 	if (st)
 		return st;
-	sqlite3_bind_int64(q, 1, id);
-	sqlite3_bind_text(q, 2, source, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(q, 3, step);
+	zb_rows_bind_text(q, 2, source);
+	zb_rows_bind_int(q, 3, step);
 	bar *b = NULL;
 	int n = 0, cap = 0, rc;
 	int64_t t0 = 0, tend = 0;
@@ -1495,15 +1432,15 @@ static zb_status load_bars(plot_ctx *c, int64_t id, const char *source, int64_t 
 		for (int l = 0; l < MAX_LANES; l++)
 			lane_end[r][l] = -INFINITY;
 	}
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-		const char *res = (const char *)sqlite3_column_text(q, 0);
+	while ((rc = zb_rows_next(q)) > 0) {
+		const char *res = zb_rows_text(q, 0);
 		int ri = -1;
 		for (int r = 0; r < NRES && res; r++)
 			if (!strcmp(res, lanes_of[r].name))
 				ri = r;
 		if (ri < 0)
 			continue;
-		int64_t s = sqlite3_column_int64(q, 3), e = sqlite3_column_int64(q, 4);
+		int64_t s = zb_rows_int(q, 3, 0), e = zb_rows_int(q, 4, 0);
 		if (n == 0)
 			t0 = s;
 		if (e > tend || n == 0)
@@ -1516,8 +1453,8 @@ static zb_status load_bars(plot_ctx *c, int64_t id, const char *source, int64_t 
 		x->s = (double)(s - t0) * 1e-6;
 		x->e = (double)(e - t0) * 1e-6;
 		x->res = ri;
-		const char *kind = (const char *)sqlite3_column_text(q, 1);
-		const char *op = (const char *)sqlite3_column_text(q, 2);
+		const char *kind = zb_rows_text(q, 1);
+		const char *op = zb_rows_text(q, 2);
 		x->klass = task_class(kind ? kind : "", op ? op : "");
 		int l = 0;
 		while (l < MAX_LANES - 1 && lane_end[ri][l] > x->s)
@@ -1527,11 +1464,10 @@ static zb_status load_bars(plot_ctx *c, int64_t id, const char *source, int64_t 
 		if (l + 1 > lanes[ri])
 			lanes[ri] = l + 1;
 	}
-	if (rc != SQLITE_DONE) {
+	if ((st = zb_rows_close(q, rc, NULL, c->err))) {
 		free(b);
-		return sql_step_error(c, q);
+		return st;
 	}
-	sqlite3_finalize(q);
 	*out = b;
 	*nout = n;
 	*span_ms = n ? (double)(tend - t0) * 1e-6 : 0;
@@ -1549,17 +1485,14 @@ static zb_status plot_timeline(plot_ctx *c)
 			return st;
 	} else if (r->run_id) {
 		if ((st = check_run(c, r->run_id)) ||
-		    (st = sql_int(c,
-				  "SELECT max(c.id) FROM configs c WHERE c.run_id = ?1"
-				  " AND EXISTS(SELECT 1 FROM events e WHERE e.config_id = c.id)",
-				  r->run_id, &id, &found)))
+		    (st = sql_int(c, ZB_Q_RUN_LATEST_CONFIG_EVENTS, r->run_id, &id, &found)))
 			return st;
 		if (!found)
 			return zb_fail(c->err, ZB_E_INPUT,
 				       "run %lld has no timeline events (zbench predict --timeline or zbench run store them)",
 				       (long long)r->run_id);
 	} else {
-		if ((st = sql_int(c, "SELECT max(config_id) FROM events", 0, &id, &found)))
+		if ((st = sql_int(c, ZB_Q_LATEST_CONFIG_EVENTS, 0, &id, &found)))
 			return st;
 		if (!found)
 			return zb_fail(c->err, ZB_E_INPUT,
@@ -1569,21 +1502,16 @@ static zb_status plot_timeline(plot_ctx *c)
 	c->info->config_id = id;
 
 	/* the middle step among those with events */
-	sqlite3_stmt *q;
-	if ((st = sql_prepare(c,
-			      "SELECT DISTINCT t.step FROM events e JOIN tasks t ON t.config_id = e.config_id"
-			      " AND t.task_id = e.task_id WHERE e.config_id = ?1 AND t.step >= 0 ORDER BY t.step",
-			      &q)))
+	zb_rows *q;
+	if ((st = rows_open(c, ZB_Q_STEPS_WITH_EVENTS, id, &q)))
 		return st;
-	sqlite3_bind_int64(q, 1, id);
 	int64_t steps[4096];
 	int nsteps = 0, rc;
-	while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+	while ((rc = zb_rows_next(q)) > 0)
 		if (nsteps < 4096)
-			steps[nsteps++] = sqlite3_column_int64(q, 0);
-	if (rc != SQLITE_DONE)
-		return sql_step_error(c, q);
-	sqlite3_finalize(q);
+			steps[nsteps++] = zb_rows_int(q, 0, 0);
+	if ((st = zb_rows_close(q, rc, NULL, c->err)))
+		return st;
 	if (nsteps == 0)
 		return zb_fail(c->err, ZB_E_INPUT,
 			       "config %lld has no timeline events with tasks (zbench predict --timeline or zbench run store them)",
@@ -1591,7 +1519,7 @@ static zb_status plot_timeline(plot_ctx *c)
 	int64_t step = steps[nsteps / 2];
 
 	rowset rs;
-	if ((st = load_rows(c, "c.id = ?1", id, &rs)))
+	if ((st = load_rows(c, ZB_Q_CONFIG_ROW, id, &rs)))
 		return st;
 	static const char *const sources[2] = { "predicted", "measured" };
 	bar *bars[2] = { NULL, NULL };
@@ -1865,7 +1793,7 @@ static zb_status plot_memory(plot_ctx *c)
 	int found;
 	if (req->config_id) {
 		if ((st = check_config(c, req->config_id)) ||
-		    (st = load_rows_json(c, "c.id = ?1", req->config_id, 1, &rs)))
+		    (st = load_rows_json(c, ZB_Q_CONFIG_ROW, req->config_id, 1, &rs)))
 			return st;
 		c->info->config_id = req->config_id;
 	} else {
@@ -1874,22 +1802,16 @@ static zb_status plot_memory(plot_ctx *c)
 				return st;
 		} else {
 			/* the latest sweep (many policies), else the latest run with predictions */
-			if ((st = sql_int(c,
-					  "SELECT max(c.run_id) FROM configs c JOIN predictions p ON p.config_id = c.id"
-					  " JOIN runs r ON r.id = c.run_id WHERE r.kind = 'sweep'",
-					  0, &run, &found)))
+			if ((st = sql_int(c, ZB_Q_LATEST_SWEEP_RUN_PREDICTED, 0, &run, &found)))
 				return st;
-			if (!found && (st = sql_int(c,
-						    "SELECT max(c.run_id) FROM configs c JOIN predictions p"
-						    " ON p.config_id = c.id",
-						    0, &run, &found)))
+			if (!found && (st = sql_int(c, ZB_Q_LATEST_RUN_PREDICTED, 0, &run, &found)))
 				return st;
 			if (!found)
 				return zb_fail(c->err, ZB_E_INPUT,
 					       "no predictions in database '%s' (run zbench predict or sweep, or give --run)",
 					       c->dbpath);
 		}
-		if ((st = load_rows_json(c, "c.run_id = ?1", run, 1, &rs)))
+		if ((st = load_rows_json(c, ZB_Q_CONFIG_ROWS_OF_RUN, run, 1, &rs)))
 			return st;
 		c->info->run_id = run;
 	}
@@ -2093,7 +2015,7 @@ zb_status zb_plot_make(zb_store *s, const zb_plot_request *req, zb_plot_info *in
 		return zb_fail(err, ZB_E_INPUT, "unknown plot kind %d", (int)req->kind);
 	plot_ctx c;
 	memset(&c, 0, sizeof c);
-	c.db = zb_store_db(s);
+	c.store = s;
 	c.dbpath = zb_store_path(s);
 	c.req = req;
 	c.info = info;

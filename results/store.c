@@ -305,6 +305,7 @@ static const char *const known_tables = "runs, configs, predictions, tasks, task
 enum {
 	ST_RUN,
 	ST_FINISH,
+	ST_DEVICE,
 	ST_CONFIG,
 	ST_PRED,
 	ST_STEP,
@@ -322,6 +323,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 		   " ?2, ?3, ?4, ?5, ?6)",
 	[ST_FINISH] = "UPDATE runs SET status = ?2,"
 		      " finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?1",
+	[ST_DEVICE] = "UPDATE runs SET device = ?2 WHERE id = ?1",
 	[ST_CONFIG] = "INSERT INTO configs(run_id, hw, link, gpu, cpu, cpu_cores, model, policy,"
 		      " ratio, offload_param, prefetch_layers, ckpt, gas, micro_batch, seq, dtype,"
 		      " pageable, bucket_params, cpu_threads, steps, params, config_json)"
@@ -840,6 +842,27 @@ zb_status zb_store_finish_run(zb_store *s, int64_t run_id, const char *status, z
 		st = zb_fail(err, ZB_E_STORE, "no run %lld in database '%s'", (long long)run_id,
 			     s->path);
 	return wend(s, own, st, "finish a run", err);
+}
+
+zb_status zb_store_set_run_device(zb_store *s, int64_t run_id, const char *device, zb_error *err)
+{
+	sqlite3_stmt *q = NULL;
+	int own;
+	zb_status st = stmt(s, ST_DEVICE, &q, err);
+	if (st != ZB_OK)
+		return st;
+	st = wbegin(s, &own, "record a run's device", err);
+	if (st != ZB_OK)
+		return st;
+	int rc = sqlite3_bind_int64(q, 1, run_id);
+	rc |= bind_text(q, 2, device);
+	if (rc == SQLITE_OK)
+		rc = step_done(q);
+	else
+		rc = sqlite3_errcode(s->db);
+	if (rc != SQLITE_OK)
+		st = sql_fail(s, rc, "record a run's device", err);
+	return wend(s, own, st, "record a run's device", err);
 }
 
 zb_status zb_store_add_config(zb_store *s, int64_t run_id, const zb_config *cfg,
