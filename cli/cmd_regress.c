@@ -200,7 +200,7 @@ static int baseline_list(const common_opts *o)
 		return rc;
 	zb_rows *q = NULL;
 	printf("%-24s %-8s %-10s %8s %8s  %s\n", "tag", "suite", "source", "repeats", "configs", "created");
-	if (zb_records_ensure(s, &err) || zb_rows_open(s, ZB_Q_BASELINES, &q, &err)) {
+	if (zb_rows_open(s, ZB_Q_BASELINES, &q, &err)) {
 		zb_store_close(s);
 		return zb_report_error(&err);
 	}

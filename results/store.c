@@ -283,6 +283,28 @@ static const char SCHEMA_V3[] =
 	"  AND p.task_id = g.task_id"
 	" GROUP BY g.config_id, g.task_id;";
 
+/* Version 4: hardware profiles and baselines (results/records.h). IF NOT EXISTS:
+ * zbench before version 4 created these tables on first use, outside the version. */
+static const char SCHEMA_V4[] =
+	"CREATE TABLE IF NOT EXISTS hw_profiles("
+	" id INTEGER PRIMARY KEY,"
+	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	" name TEXT, path TEXT, hw_json TEXT NOT NULL, measurements_json TEXT);"
+	"CREATE TABLE IF NOT EXISTS baselines("
+	" id INTEGER PRIMARY KEY,"
+	" tag TEXT NOT NULL UNIQUE,"
+	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	" suite TEXT NOT NULL,"
+	" source TEXT NOT NULL CHECK(source IN ('predicted', 'measured')),"
+	" repeats INTEGER NOT NULL, warmup INTEGER, steps INTEGER, hw_json TEXT,"
+	" created_at TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS baseline_results("
+	" baseline_id INTEGER NOT NULL REFERENCES baselines(id) ON DELETE CASCADE,"
+	" key TEXT NOT NULL,"
+	" config_id INTEGER REFERENCES configs(id) ON DELETE SET NULL,"
+	" label TEXT, step_time_s REAL, tokens_per_s REAL, samples TEXT,"
+	" PRIMARY KEY(baseline_id, key)) WITHOUT ROWID;";
+
 /* migrations[i]: version i -> i + 1. Append, never edit a shipped entry. */
 static const struct migration {
 	const char *what;
@@ -291,6 +313,7 @@ static const struct migration {
 	{ "create runs, configs, predictions, tasks, task_deps and events", SCHEMA_V1 },
 	{ "add steps, the event_pairs view and indexes", SCHEMA_V2 },
 	{ "add the Nsight-Systems-export trace tables and the trace_tasks view", SCHEMA_V3 },
+	{ "add hw_profiles, baselines and baseline_results", SCHEMA_V4 },
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == ZB_SCHEMA_VERSION,

@@ -26,8 +26,9 @@
 #define ZB_STORE_DEFAULT_PATH "results/zbench.db"
 /* 1: runs, configs, predictions, tasks, task_deps, events; 2: steps, indexes,
  * the event_pairs view; 3: the trace tables of the Nsight Systems export
- * (StringIds, CUPTI_ACTIVITY_KIND_*, NVTX_EVENTS, ...) and the trace_tasks view. */
-#define ZB_SCHEMA_VERSION 3
+ * (StringIds, CUPTI_ACTIVITY_KIND_*, NVTX_EVENTS, ...) and the trace_tasks view;
+ * 4: hw_profiles, baselines, baseline_results (results/records.h). */
+#define ZB_SCHEMA_VERSION 4
 
 /* An open database. It belongs to one thread at a time (the connection is opened
  * without SQLite's mutex); other threads or processes open their own. */
