@@ -121,7 +121,8 @@ typedef struct zb_graph {
 	double copy_bytes[ZB_RES_COUNT]; /* bytes per step on D2H and H2D */
 } zb_graph;
 
-/* Build the schedule of cfg->steps steps. Validates cfg first. */
+/* Build the schedule of cfg->steps steps. Validates cfg first. Defined in schedules/
+ * (schedule.c, and one file per schedule family behind the table in families.c). */
 zb_status zb_graph_build(zb_graph *g, const zb_config *cfg, zb_error *err);
 void zb_graph_free(zb_graph *g);
 

@@ -1,5 +1,6 @@
 /*
- * graph.c - builds the schedule (task graph) of N training steps; see graph.h.
+ * schedule.c - builds the schedule (task graph) of N training steps (zb_graph_build,
+ * core/graph.h); the optimizer work goes where the schedule family says (builder.h).
  *
  * Layout of one step, in id order:
  *   for each micro-batch: forward (embed, blocks 0..L-1, head, loss), then backward
@@ -27,50 +28,19 @@
  *   - with dpu, the host 16-bit parameters of a bucket are not overwritten by its
  *     CPU Adam of step s+1 before the delayed upload of step s has read them.
  */
-#include "core/graph.h"
+#include "schedules/builder.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/model.h"
-
-#define NONE UINT32_MAX
-
 /* ---- growing arrays ---------------------------------------------------- */
-
-typedef struct builder {
-	zb_graph *g;
-	const zb_config *c;
-	const zb_model *m;
-	const zb_policy *p;
-	int units;
-	int64_t tokens;          /* tokens per micro-batch */
-	int grad_bytes;          /* bytes per 16-bit value */
-	uint32_t deps[ZB_RES_COUNT]; /* dependencies of the task being emitted */
-	int ndeps;
-	/* per unit, this step / micro */
-	uint32_t *grad_ready;    /* [units] last task writing the unit's gradients */
-	uint32_t *first_grad_write; /* [units] first backward task writing them, this step */
-	uint32_t *fwd_done;      /* [units] last forward task of the unit, this micro */
-	uint32_t *bwd_done;      /* [units] last backward task of the unit, this micro */
-	uint32_t *fetch;         /* [units] parameter fetch for this micro's pass, NONE if none */
-	uint32_t *act_down;      /* [units] activation checkpoint copy, this micro */
-	/* per bucket, by step parity */
-	uint32_t *update_cur, *update_prev, *update_prev2; /* task making bucket params current on GPU */
-	uint32_t *down_cur, *down_prev;     /* GRAD_DOWN task */
-	uint32_t *adam_cur, *adam_prev;     /* CPU Adam task */
-	int *pending_up;         /* dpu: bucket whose PARAM_UP of the previous step is due */
-	int *unit_bucket_lo, *unit_bucket_hi; /* buckets overlapping a unit: [lo, hi] */
-	uint32_t last_gpu;       /* last GPU compute task emitted */
-	uint32_t bwd_end;        /* last backward task of the step */
-} builder;
 
 /* Add a dependency of the task about to be emitted. Every resource runs its tasks
  * one at a time in id order, so finishing a task implies that every earlier task of
  * its resource has finished: keeping only the latest dependency per resource says
  * the same thing with at most ZB_RES_COUNT edges per task. */
-static void dep(builder *b, uint32_t id)
+void sched_dep(builder *b, uint32_t id)
 {
 	if (id == NONE)
 		return;
@@ -163,7 +133,7 @@ static void guard_grad_write(builder *b, ctx x, int unit)
 	if (x.micro != 0 || b->first_grad_write[unit] != NONE)
 		return;
 	for (int bk = b->unit_bucket_lo[unit]; bk <= b->unit_bucket_hi[unit]; bk++)
-		dep(b, b->down_prev[bk]);
+		sched_dep(b, b->down_prev[bk]);
 	b->first_grad_write[unit] = 1;
 }
 
@@ -255,12 +225,12 @@ static void fetch_param(builder *b, ctx x, int unit, uint32_t window_dep)
 	t.params = n;
 	t.param_offset = zb_model_unit_offset(b->m, unit) + zb_model_unit_params(b->m, unit) - n;
 	t.bytes = (double)n * b->grad_bytes;
-	dep(b, window_dep);
+	sched_dep(b, window_dep);
 	/* The host copy of the parameters must be the one the previous step's CPU
 	 * Adam wrote. */
 	for (int bk = b->unit_bucket_lo[unit]; bk <= b->unit_bucket_hi[unit]; bk++)
 		if (b->g->buckets[bk].on_cpu)
-			dep(b, x.step > 0 ? b->adam_prev[bk] : NONE);
+			sched_dep(b, x.step > 0 ? b->adam_prev[bk] : NONE);
 	b->fetch[unit] = emit(b, t);
 }
 
@@ -269,8 +239,8 @@ static uint32_t act_copy(builder *b, ctx x, int unit, int to_host, uint32_t afte
 	zb_task t = blank(ZB_TASK_COPY, to_host ? ZB_RES_D2H : ZB_RES_H2D,
 			  to_host ? ZB_OP_ACT_DOWN : ZB_OP_ACT_UP, x.pass, x.step, x.micro, unit);
 	t.bytes = act_bytes(b, b->m->hidden);
-	dep(b, after);
-	dep(b, after2);
+	sched_dep(b, after);
+	sched_dep(b, after2);
 	return emit(b, t);
 }
 
@@ -283,16 +253,16 @@ static void params_current(builder *b, int step, int unit)
 		if (bu->on_cpu && b->p->offload_param)
 			continue; /* fetched per layer, the fetch carries the dependency */
 		if (bu->on_cpu && b->p->kind == ZB_POLICY_DPU)
-			dep(b, b->update_prev2[bk]); /* delayed: parameters of step s-2's update */
+			sched_dep(b, b->update_prev2[bk]); /* delayed: parameters of step s-2's update */
 		else
-			dep(b, b->update_prev[bk]);
+			sched_dep(b, b->update_prev[bk]);
 	}
 	(void)step;
 }
 
-/* ---- optimizer work per bucket ----------------------------------------- */
+/* ---- optimizer tasks of a bucket, for the families ------------------------------ */
 
-static uint32_t bucket_copy(builder *b, int step, int bk, int op, int resource)
+uint32_t sched_bucket_copy(builder *b, int step, int bk, int op, int resource)
 {
 	const zb_bucket *bu = &b->g->buckets[bk];
 	zb_task t = blank(ZB_TASK_COPY, resource, op, ZB_PASS_OPT, step, -1, bu->first_unit);
@@ -303,7 +273,7 @@ static uint32_t bucket_copy(builder *b, int step, int bk, int op, int resource)
 	return emit(b, t);
 }
 
-static uint32_t bucket_adam(builder *b, int step, int bk)
+uint32_t sched_bucket_adam(builder *b, int step, int bk)
 {
 	const zb_bucket *bu = &b->g->buckets[bk];
 	int cpu = bu->on_cpu;
@@ -316,96 +286,7 @@ static uint32_t bucket_adam(builder *b, int step, int bk)
 	return emit(b, t);
 }
 
-/* Overlapping policies: a bucket's optimizer work starts as soon as its lowest
- * unit's gradients are ready (`ready`). */
-static void bucket_overlapped(builder *b, int step, int bk, uint32_t ready)
-{
-	const zb_bucket *bu = &b->g->buckets[bk];
-	if (!bu->on_cpu) {
-		dep(b, ready);
-		b->update_cur[bk] = bucket_adam(b, step, bk);
-		return;
-	}
-	dep(b, ready);
-	dep(b, b->adam_prev[bk]); /* host gradient buffer free */
-	b->down_cur[bk] = bucket_copy(b, step, bk, ZB_OP_GRAD_DOWN, ZB_RES_D2H);
-	dep(b, b->down_cur[bk]);
-	if (b->p->kind == ZB_POLICY_DPU && !b->p->offload_param)
-		dep(b, b->update_prev[bk]); /* host 16-bit copy read by the previous step's upload */
-	b->adam_cur[bk] = bucket_adam(b, step, bk);
-	if (b->p->offload_param) {
-		b->update_cur[bk] = b->adam_cur[bk];
-	} else if (b->p->kind == ZB_POLICY_DPU) {
-		b->pending_up[bk] = 1; /* goes up during the next step's backward */
-	} else {
-		dep(b, b->adam_cur[bk]);
-		b->update_cur[bk] = bucket_copy(b, step, bk, ZB_OP_PARAM_UP, ZB_RES_H2D);
-	}
-}
-
-/* dpu: step s-1's updated parameters of bucket bk go up now that step s has
- * finished using the old ones (`last_use`). */
-static void bucket_delayed_up(builder *b, int step_of_update, int bk, uint32_t last_use)
-{
-	dep(b, b->adam_prev[bk]);
-	dep(b, last_use);
-	b->update_prev[bk] = bucket_copy(b, step_of_update, bk, ZB_OP_PARAM_UP, ZB_RES_H2D);
-	b->pending_up[bk] = 0;
-}
-
-/* none and offload: the optimizer runs after the whole backward, one phase at a
- * time (ZeRO-Offload without overlap: the sum of its parts). */
-static void optimizer_serial(builder *b, int step)
-{
-	zb_graph *g = b->g;
-	uint32_t last_down = NONE, last_adam = NONE;
-	for (int bk = 0; bk < g->nbuckets; bk++) {
-		if (!g->buckets[bk].on_cpu) {
-			dep(b, b->bwd_end);
-			b->update_cur[bk] = bucket_adam(b, step, bk);
-		}
-	}
-	for (int bk = 0; bk < g->nbuckets; bk++) {
-		if (!g->buckets[bk].on_cpu)
-			continue;
-		dep(b, b->bwd_end);
-		dep(b, b->adam_prev[bk]);
-		last_down = b->down_cur[bk] = bucket_copy(b, step, bk, ZB_OP_GRAD_DOWN, ZB_RES_D2H);
-	}
-	for (int bk = 0; bk < g->nbuckets; bk++) {
-		if (!g->buckets[bk].on_cpu)
-			continue;
-		dep(b, last_down);
-		last_adam = b->adam_cur[bk] = bucket_adam(b, step, bk);
-	}
-	for (int bk = 0; bk < g->nbuckets; bk++) {
-		if (!g->buckets[bk].on_cpu)
-			continue;
-		if (b->p->offload_param) {
-			b->update_cur[bk] = b->adam_cur[bk];
-			continue;
-		}
-		dep(b, last_adam);
-		b->update_cur[bk] = bucket_copy(b, step, bk, ZB_OP_PARAM_UP, ZB_RES_H2D);
-	}
-}
-
 /* ---- one step ------------------------------------------------------------ */
-
-static void grad_ready_unit(builder *b, int step, int unit, int last_micro)
-{
-	if (!last_micro || b->p->kind == ZB_POLICY_NONE || b->p->kind == ZB_POLICY_OFFLOAD)
-		return;
-	zb_graph *g = b->g;
-	/* Buckets whose lowest unit is this one have all their gradients now. */
-	for (int bk = b->unit_bucket_lo[unit]; bk <= b->unit_bucket_hi[unit]; bk++) {
-		if (g->buckets[bk].first_unit != unit)
-			continue;
-		if (b->p->kind == ZB_POLICY_DPU && b->pending_up[bk] && g->buckets[bk].on_cpu)
-			bucket_delayed_up(b, step - 1, bk, b->grad_ready[unit]);
-		bucket_overlapped(b, step, bk, b->grad_ready[unit]);
-	}
-}
 
 static void micro_batch(builder *b, int step, int micro)
 {
@@ -424,7 +305,7 @@ static void micro_batch(builder *b, int step, int micro)
 			b->act_down[u] = act_copy(b, f, u, 1, b->last_gpu, NONE);
 		if (micro == 0 && step > 0)
 			params_current(b, step, u);
-		dep(b, b->fetch[u]);
+		sched_dep(b, b->fetch[u]);
 		if (u == 0) {
 			kernel(b, f, ZB_OP_EMBED, u, act_bytes(b, h) * 2);
 		} else if (u <= L) {
@@ -446,8 +327,8 @@ static void micro_batch(builder *b, int step, int micro)
 			/* bring the checkpoint back; two buffers: the one of the unit two
 			 * above must be free */
 			act_up = act_copy(b, bw, u, 0, b->act_down[u], u + 2 <= L ? b->bwd_done[u + 2] : NONE);
-		dep(b, b->fetch[u]);
-		dep(b, act_up);
+		sched_dep(b, b->fetch[u]);
+		sched_dep(b, act_up);
 		if (u == U - 1) {
 			linear(b, bw, ZB_OP_LMHEAD, u, V, e);
 			guard_grad_write(b, bw, u);
@@ -471,7 +352,8 @@ static void micro_batch(builder *b, int step, int micro)
 			kernel(b, bw, ZB_OP_GRAD_ACC, u, n * (b->grad_bytes + 8 + (last ? b->grad_bytes : 0)));
 		}
 		b->grad_ready[u] = b->last_gpu;
-		grad_ready_unit(b, step, u, last);
+		if (last && b->family->grad_ready)
+			b->family->grad_ready(b, step, u);
 	}
 	b->bwd_end = b->last_gpu;
 }
@@ -529,7 +411,7 @@ static void make_buckets(zb_graph *g, const zb_config *c)
 	cut_buckets(g, &c->model, 0, split, size, 0);
 }
 
-/* ---- entry points -------------------------------------------------------- */
+/* ---- entry point ---------------------------------------------------------- */
 
 zb_status zb_graph_build(zb_graph *g, const zb_config *cfg, zb_error *err)
 {
@@ -556,6 +438,7 @@ zb_status zb_graph_build(zb_graph *g, const zb_config *cfg, zb_error *err)
 	b.tokens = (int64_t)b.p->micro_batch * b.p->seq;
 	b.grad_bytes = 2;
 	b.last_gpu = b.bwd_end = NONE;
+	b.family = sched_family_for(cfg);
 
 	g->steps = cfg->steps;
 	g->params = zb_model_params(b.m);
@@ -604,8 +487,8 @@ zb_status zb_graph_build(zb_graph *g, const zb_config *cfg, zb_error *err)
 			b.first_grad_write[u] = NONE;
 		for (int mb = 0; mb < b.p->gas; mb++)
 			micro_batch(&b, s, mb);
-		if (b.p->kind == ZB_POLICY_NONE || b.p->kind == ZB_POLICY_OFFLOAD)
-			optimizer_serial(&b, s);
+		if (b.family->backward_done)
+			b.family->backward_done(&b, s);
 		/* dpu: buckets whose delayed upload was not emitted during this step's
 		 * backward (none are left, every bucket has a lowest unit) */
 		memcpy(b.update_prev2, b.update_prev, sizeof(uint32_t) * (size_t)NB);
@@ -613,10 +496,8 @@ zb_status zb_graph_build(zb_graph *g, const zb_config *cfg, zb_error *err)
 		rotate(&b.down_cur, &b.down_prev, NB);
 		rotate(&b.adam_cur, &b.adam_prev, NB);
 	}
-	/* dpu: the last step's parameters still have to go up */
-	for (int bk = 0; bk < NB; bk++)
-		if (b.pending_up[bk])
-			bucket_delayed_up(&b, cfg->steps - 1, bk, NONE);
+	if (b.family->finish)
+		b.family->finish(&b);
 
 	free(mem);
 	free(b.pending_up);
@@ -625,93 +506,4 @@ zb_status zb_graph_build(zb_graph *g, const zb_config *cfg, zb_error *err)
 	for (int r = 0; r < ZB_RES_COUNT; r++)
 		g->copy_bytes[r] /= cfg->steps;
 	return ZB_OK;
-}
-
-void zb_graph_free(zb_graph *g)
-{
-	free(g->tasks);
-	free(g->deps);
-	free(g->buckets);
-	memset(g, 0, sizeof *g);
-}
-
-zb_status zb_graph_check(const zb_graph *g, zb_error *err)
-{
-	for (size_t i = 0; i < g->ntasks; i++) {
-		const zb_task *t = &g->tasks[i];
-		if (t->id != i)
-			return zb_fail(err, ZB_E_INTERNAL, "task %zu has id %u", i, t->id);
-		if (t->resource >= ZB_RES_COUNT || t->kind >= ZB_TASK_KIND_COUNT)
-			return zb_fail(err, ZB_E_INTERNAL, "task %zu has a bad kind or resource", i);
-		const uint32_t *d = zb_task_deps(g, t);
-		for (uint32_t j = 0; j < t->dep_count; j++)
-			if (d[j] >= t->id)
-				return zb_fail(err, ZB_E_INTERNAL,
-					       "task %u depends on later task %u (a cycle is possible)", t->id, d[j]);
-	}
-	/* buckets tile [0, params) */
-	int64_t covered = 0, cpu = 0;
-	for (int bk = 0; bk < g->nbuckets; bk++) {
-		covered += g->buckets[bk].params;
-		if (g->buckets[bk].on_cpu)
-			cpu += g->buckets[bk].params;
-		if (bk > 0 && g->buckets[bk].param_offset + g->buckets[bk].params !=
-				      g->buckets[bk - 1].param_offset)
-			return zb_fail(err, ZB_E_INTERNAL, "bucket %d does not abut bucket %d", bk, bk - 1);
-	}
-	if (covered != g->params || cpu != g->cpu_params)
-		return zb_fail(err, ZB_E_INTERNAL, "buckets cover %lld parameters (%lld on cpu), model has %lld",
-			       (long long)covered, (long long)cpu, (long long)g->params);
-	/* every parameter updated exactly once per step; every CPU-updated gradient
-	 * crosses PCIe down once per step */
-	for (int s = 0; s < g->steps; s++) {
-		int64_t updated = 0, down = 0;
-		for (size_t i = 0; i < g->ntasks; i++) {
-			const zb_task *t = &g->tasks[i];
-			if (t->step != s)
-				continue;
-			if (t->op == ZB_OP_ADAM)
-				updated += t->params;
-			if (t->op == ZB_OP_GRAD_DOWN)
-				down += t->params;
-		}
-		if (updated != g->params)
-			return zb_fail(err, ZB_E_INTERNAL, "step %d updates %lld of %lld parameters", s,
-				       (long long)updated, (long long)g->params);
-		if (down != g->cpu_params)
-			return zb_fail(err, ZB_E_INTERNAL, "step %d sends %lld gradients down, %lld are offloaded",
-				       s, (long long)down, (long long)g->cpu_params);
-	}
-	return ZB_OK;
-}
-
-/* ---- names ------------------------------------------------------------------ */
-
-const char *zb_resource_name(zb_resource r)
-{
-	static const char *n[] = { "gpu", "pcie_d2h", "pcie_h2d", "cpu", "gpu_opt" };
-	return r < ZB_RES_COUNT ? n[r] : "?";
-}
-
-const char *zb_task_kind_name(zb_task_kind k)
-{
-	static const char *n[] = { "gemm", "kernel", "copy", "cpu_adam", "gpu_adam" };
-	return k < ZB_TASK_KIND_COUNT ? n[k] : "?";
-}
-
-const char *zb_op_name(zb_op op)
-{
-	static const char *n[] = { "embed",   "norm1",      "qkv",       "scores",  "softmax",
-				   "context", "proj",       "resid",     "norm2",   "fc1",
-				   "act",     "fc2",        "normf",     "lmhead",  "loss",
-				   "grad_acc", "grad_down", "param_up",  "param_fetch", "act_down",
-				   "act_up",  "adam" };
-	_Static_assert(sizeof n / sizeof n[0] == ZB_OP_COUNT, "op names");
-	return op < ZB_OP_COUNT ? n[op] : "?";
-}
-
-const char *zb_pass_name(zb_pass p)
-{
-	static const char *n[] = { "fwd", "recompute", "bwd_data", "bwd_weight", "opt" };
-	return p < ZB_PASS_COUNT ? n[p] : "?";
 }
