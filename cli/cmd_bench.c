@@ -3,7 +3,6 @@
  * print a table with '#' header lines, and optionally --json. A case that cannot
  * run here is listed as waived with the reason, not silently skipped.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,50 +10,44 @@
 
 #include "bench/cases.h"
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "cli/report.h"
 
 static const zb_bench_case *const groups[] = { zb_bench_sim_cases, zb_bench_cpu_cases, zb_bench_gpu_cases,
 						zb_bench_trace_cases };
 
+static zb_bench_args a;
+static const char *filter;
+static int list, json;
+
+static const zb_flag flags[] = {
+	ZB_STRING("filter", &filter, "<prefix>", "cases whose name or group starts with <prefix>"),
+	ZB_SWITCH("list", &list, "list the cases, run nothing"),
+	ZB_INT("repeats", &a.repeats, 0, 1000000, "<n>", "timed repetitions, the median reported (0: the case's)"),
+	ZB_INT("threads", &a.threads, 0, 4096, "<n>", "CPU threads of CPU cases (0: all)"),
+	ZB_REAL("size", &a.size, 0, 1e15, "<n>", "problem size (0: the case's default)"),
+	ZB_SWITCH("quick", &a.quick, "smaller sizes, for tests"),
+	ZB_SWITCH("json", &json, "results as JSON on stdout"),
+	{ 0 },
+};
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: zbench bench [--filter <prefix>] [--list] [--repeats <n>] [--threads <n>]\n"
 		   "                    [--size <n>] [--quick] [--json]\n\n"
-		   "Run benchmark cases whose name or group starts with the filter (default: all).\n");
+		   "Run benchmark cases whose name or group starts with the filter (default: all).\n\n"
+		   "options:\n");
+	zb_flags_usage(f, flags);
 }
 
 int cmd_bench(int argc, char **argv)
 {
-	static const struct option table[] = {
-		{ "filter", required_argument, NULL, 'f' }, { "list", no_argument, NULL, 'l' },
-		{ "repeats", required_argument, NULL, 'r' }, { "threads", required_argument, NULL, 't' },
-		{ "size", required_argument, NULL, 's' },   { "quick", no_argument, NULL, 'q' },
-		{ "json", no_argument, NULL, 'j' },         { "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	zb_bench_args a = { 0 };
-	const char *filter = "";
-	int list = 0, json = 0, opt;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", table, NULL)) != -1) {
-		char *end = NULL;
-		switch (opt) {
-		case 'f': filter = optarg; break;
-		case 'l': list = 1; break;
-		case 'q': a.quick = 1; break;
-		case 'j': json = 1; break;
-		case 'h': usage(stdout); return 0;
-		case 'r': a.repeats = (int)strtol(optarg, &end, 10); break;
-		case 't': a.threads = (int)strtol(optarg, &end, 10); break;
-		case 's': a.size = strtod(optarg, &end); break;
-		default: usage(stderr); return 2;
-		}
-		if (end && (*end || end == optarg || a.repeats < 0 || a.threads < 0 || a.size < 0)) {
-			fprintf(stderr, "zbench: invalid value '%s' for --%s\n", optarg,
-				opt == 'r' ? "repeats" : opt == 't' ? "threads" : "size");
-			return 2;
-		}
-	}
+	memset(&a, 0, sizeof a);
+	filter = "";
+	list = json = 0;
+	int rc;
+	if (!zb_flags_parse(argc, argv, flags, NULL, 0, NULL, usage, &rc))
+		return rc;
 	struct utsname u;
 	uname(&u);
 	FILE *out = json ? stderr : stdout;

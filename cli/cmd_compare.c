@@ -4,7 +4,6 @@
  * the critical path, per task class (GEMMs, kernels, copies, CPU Adam, GPU Adam),
  * with the error of each (sim/compare.h does the arithmetic). --json for machines.
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +13,25 @@
 #include <jansson.h>
 
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "cli/report.h"
 #include "results/store.h"
 #include "results/timeline.h"
 #include "analysis/compare.h"
+
+static struct compare_opts {
+	int64_t config_id;
+	int warmup, json;
+	const char *db;
+} co;
+
+static const zb_flag flags[] = {
+	ZB_ID("config", &co.config_id, "<id>", "one configuration in detail"),
+	ZB_INT("warmup", &co.warmup, 0, 1000, "<n>", "steps left out of the steady state"),
+	ZB_SWITCH("json", &co.json, "every detail as JSON"),
+	ZB_STRING("db", &co.db, "<path>", "results database (default " ZB_STORE_DEFAULT_PATH ")"),
+	{ 0 },
+};
 
 static void usage(FILE *f)
 {
@@ -28,7 +42,9 @@ static void usage(FILE *f)
 		   "(runs.id); without it, the newest configuration with measured events. A run with\n"
 		   "several configurations prints one line each (--config <id> for the detail; --json\n"
 		   "gives every detail). --warmup: steps left out of the steady state (default: the\n"
-		   "run's --warmup, else 2).\n");
+		   "run's --warmup, else 2).\n\n"
+		   "options:\n");
+	zb_flags_usage(f, flags);
 }
 
 static int parse_id(const char *s, const char *what, int64_t *out)
@@ -193,43 +209,16 @@ static void detail_print(FILE *f, const zb_stored_config *info, const zb_compari
 
 int cmd_compare(int argc, char **argv)
 {
-	static const struct option table[] = {
-		{ "config", required_argument, NULL, 'c' }, { "warmup", required_argument, NULL, 'w' },
-		{ "json", no_argument, NULL, 'j' },         { "db", required_argument, NULL, 'd' },
-		{ "help", no_argument, NULL, 'h' },         { 0 },
-	};
-	int64_t config_id = 0, run_id = 0;
-	int json = 0, warmup = -1, opt;
-	const char *db = ZB_STORE_DEFAULT_PATH;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", table, NULL)) != -1) {
-		switch (opt) {
-		case 'c':
-			if (parse_id(optarg, "configuration id", &config_id))
-				return 2;
-			break;
-		case 'w': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
-			if (end == optarg || *end || v < 0 || v > 1000) {
-				fprintf(stderr, "zbench: invalid value '%s' for --warmup (expected 0..1000)\n", optarg);
-				return 2;
-			}
-			warmup = (int)v;
-			break;
-		}
-		case 'j': json = 1; break;
-		case 'd': db = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (optind < argc && parse_id(argv[optind++], "run id", &run_id))
+	co = (struct compare_opts){ .warmup = -1, .db = ZB_STORE_DEFAULT_PATH };
+	const char *run = NULL;
+	int npos, rc;
+	if (!zb_flags_parse(argc, argv, flags, &run, 1, &npos, usage, &rc))
+		return rc;
+	int64_t config_id = co.config_id, run_id = 0;
+	int json = co.json, warmup = co.warmup;
+	const char *db = co.db;
+	if (npos && parse_id(run, "run id", &run_id))
 		return 2;
-	if (optind < argc) {
-		fprintf(stderr, "zbench: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
 	if (access(db, F_OK) != 0) {
 		fprintf(stderr, "zbench: no database '%s' (run zbench run or validate first, or give --db)\n", db);
 		return 2;

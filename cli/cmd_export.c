@@ -20,7 +20,6 @@
  * failure leaves no partial file behind.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,10 +28,22 @@
 
 
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "results/query.h"
 #include "results/store.h"
 
 enum { FMT_PERFETTO, FMT_CSV };
+
+static const char *format, *path, *dbpath;
+
+static const zb_flag flags[] = {
+	{ .name = "format", .short_name = 'f', .kind = ZB_FLAG_STRING, .dest = &format, .arg = "<format>",
+	  .help = "perfetto (default) or csv" },
+	{ .name = "output", .short_name = 'o', .kind = ZB_FLAG_STRING, .dest = &path, .arg = "<file>",
+	  .help = "the file to write (written to <file>.tmp, then renamed)" },
+	ZB_STRING("db", &dbpath, "<path>", "results database (default " ZB_STORE_DEFAULT_PATH ")"),
+	{ 0 },
+};
 
 static void usage(FILE *f)
 {
@@ -42,7 +53,9 @@ static void usage(FILE *f)
 		   "one track per resource (predicted) and per CUDA stream and CPU thread (measured,\n"
 		   "from zbench run --trace); csv is one row per interval for spreadsheets.\n"
 		   "<config-id> is the configuration id `zbench run` prints and stores (latest: the\n"
-		   "newest configuration with measured events).\n");
+		   "newest configuration with measured events).\n\n"
+		   "options:\n");
+	zb_flags_usage(f, flags);
 }
 
 /* A track of the Perfetto output and its lanes: the trace event format wants the
@@ -450,34 +463,17 @@ static zb_status export_all(reader *r, out *o)
 
 int cmd_export(int argc, char **argv)
 {
-	static const struct option table[] = {
-		{ "format", required_argument, NULL, 'f' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "db", required_argument, NULL, 'd' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *format = "perfetto", *path = NULL, *dbpath = ZB_STORE_DEFAULT_PATH;
-	int opt;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "ho:f:", table, NULL)) != -1) {
-		switch (opt) {
-		case 'f': format = optarg; break;
-		case 'o': path = optarg; break;
-		case 'd': dbpath = optarg; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (optind >= argc) {
+	format = "perfetto";
+	path = NULL;
+	dbpath = ZB_STORE_DEFAULT_PATH;
+	const char *run = NULL;
+	int npos, rc;
+	if (!zb_flags_parse(argc, argv, flags, &run, 1, &npos, usage, &rc))
+		return rc;
+	if (!npos) {
 		fprintf(stderr, "zbench: export needs a configuration id (zbench export --help)\n");
 		return 2;
 	}
-	if (optind + 1 < argc) {
-		fprintf(stderr, "zbench: unexpected argument '%s'\n", argv[optind + 1]);
-		return 2;
-	}
-	const char *run = argv[optind];
 	out o = { .first = 1 };
 	if (!strcmp(format, "perfetto") || !strcmp(format, "json"))
 		o.fmt = FMT_PERFETTO;

@@ -7,15 +7,30 @@
  * in milliseconds with one line and exit 2. The database must exist: plotting never
  * creates an empty one.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "plots/plot.h"
 #include "results/store.h"
+
+static zb_plot_request req;
+static const char *db = ZB_STORE_DEFAULT_PATH;
+
+static const zb_flag flags[] = {
+	{ .name = "output", .short_name = 'o', .kind = ZB_FLAG_STRING, .dest = &req.output, .arg = "<file>",
+	  .help = "the image: .png (pngcairo) or .svg" },
+	ZB_STRING("db", &db, "<path>", "results database (default " ZB_STORE_DEFAULT_PATH ")"),
+	ZB_ID("run", &req.run_id, "<id>",
+	      "the run to draw (ratio, hardware: default the latest sweep;\n"
+	      "memory: the latest run with predictions; accuracy, timeline: only this run)"),
+	ZB_ID("config", &req.config_id, "<id>", "one configuration (timeline: default the latest with events)"),
+	ZB_STRING("data", &req.keep_dir, "<dir>", "keep the gnuplot script and data files in <dir>"),
+	{ 0 },
+};
 
 static void usage(FILE *f)
 {
@@ -26,73 +41,24 @@ static void usage(FILE *f)
 	for (int k = 0; k < ZB_PLOT_KIND_COUNT; k++)
 		fprintf(f, "  %-10s %s\n", zb_plot_kind_name((zb_plot_kind)k), zb_plot_kind_summary((zb_plot_kind)k));
 	fprintf(f, "\noptions:\n");
-	fprintf(f, "  %-26s %s\n", "-o, --output <file>", "the image: .png (pngcairo) or .svg");
-	fprintf(f, "  %-26s %s\n", "--db <path>", "results database (default " ZB_STORE_DEFAULT_PATH ")");
-	fprintf(f, "  %-26s %s\n", "--run <id>", "the run to draw (ratio, hardware: default the latest sweep;");
-	fprintf(f, "  %-26s %s\n", "", "memory: the latest run with predictions; accuracy, timeline: only this run)");
-	fprintf(f, "  %-26s %s\n", "--config <id>", "one configuration (timeline: default the latest with events)");
-	fprintf(f, "  %-26s %s\n", "--data <dir>", "keep the gnuplot script and data files in <dir>");
-}
-
-static int parse_id(const char *flag, const char *arg, int64_t *out)
-{
-	char *end;
-	long long v = strtoll(arg, &end, 10);
-	if (!*arg || *end || v <= 0) {
-		fprintf(stderr, "zbench: %s takes a positive id, not '%s'\n", flag, arg);
-		return -1;
-	}
-	*out = v;
-	return 0;
+	zb_flags_usage(f, flags);
 }
 
 int cmd_plot(int argc, char **argv)
 {
-	static const struct option table[] = {
-		{ "db", required_argument, NULL, 'd' },
-		{ "run", required_argument, NULL, 'r' },
-		{ "config", required_argument, NULL, 'c' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "data", required_argument, NULL, 'k' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	zb_plot_request req = { 0 };
-	const char *db = ZB_STORE_DEFAULT_PATH;
 	zb_error err = { 0 };
-	int opt;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "o:h", table, NULL)) != -1) {
-		switch (opt) {
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'd': db = optarg; break;
-		case 'o': req.output = optarg; break;
-		case 'k': req.keep_dir = optarg; break;
-		case 'r':
-			if (parse_id("--run", optarg, &req.run_id))
-				return 2;
-			break;
-		case 'c':
-			if (parse_id("--config", optarg, &req.config_id))
-				return 2;
-			break;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind >= argc) {
+	const char *kind = NULL;
+	int npos, rc;
+	memset(&req, 0, sizeof req);
+	db = ZB_STORE_DEFAULT_PATH;
+	if (!zb_flags_parse(argc, argv, flags, &kind, 1, &npos, usage, &rc))
+		return rc;
+	if (!npos) {
 		fprintf(stderr, "zbench: missing plot kind (known: ratio, hardware, accuracy, timeline, memory)\n");
 		return 2;
 	}
-	if (zb_plot_kind_parse(argv[optind], &req.kind, &err))
+	if (zb_plot_kind_parse(kind, &req.kind, &err))
 		return zb_report_error(&err);
-	if (optind + 1 < argc) {
-		fprintf(stderr, "zbench: unexpected argument '%s'\n", argv[optind + 1]);
-		return 2;
-	}
 	if (req.run_id && req.config_id) {
 		fprintf(stderr, "zbench: --run and --config exclude each other (got run %lld and config %lld)\n",
 			(long long)req.run_id, (long long)req.config_id);

@@ -1,5 +1,4 @@
 /* cmd_predict.c - zbench predict: one configuration, per-resource breakdown. */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -23,7 +22,7 @@ int cmd_predict(int argc, char **argv)
 	zb_options o = { 0 };
 	zb_error err = { 0 };
 	int rc;
-	if (!zb_options_parse(argc, argv, NULL, NULL, NULL, usage, &o, &rc))
+	if (!zb_options_parse(argc, argv, NULL, usage, &o, &rc))
 		return rc;
 	zb_config c;
 	zb_sources src;

@@ -23,7 +23,6 @@
  * (tests, and the GPU visit). The baseline's rows: runs.kind = 'baseline' with its
  * configs and predictions, plus baselines / baseline_results (records.h).
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +34,7 @@
 #include "common/clock.h"
 #include "common/stats.h"
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "cli/options.h"
 #include "cli/report.h"
 #include "cli/suite.h"
@@ -44,6 +44,40 @@
 #include "analysis/compare.h"
 #include "inputs/hwfile.h"
 
+typedef struct common_opts {
+	const char *suite, *hw, *db;
+	int sim, repeats, limit, force, json, warmup, steps;
+	double tolerance, plant;
+	const char *tag;
+} common_opts;
+
+/* The options of both commands, parsed into one struct (defaults set by each). */
+static common_opts co;
+
+static const zb_flag save_flags[] = {
+	ZB_STRING("suite", &co.suite, "quick | full", "the suite (default quick)"),
+	ZB_SWITCH("sim", &co.sim, "simulator only, no GPU"),
+	ZB_INT("repeats", &co.repeats, 1, ZB_BASELINE_MAX_SAMPLES, "<n>", "repeats of each configuration"),
+	ZB_STRING("hw", &co.hw, "<machine|file>", "hardware (default h200-machine)"),
+	ZB_INT("limit", &co.limit, 1, 1000, "<n>", "the first <n> configurations only"),
+	ZB_SWITCH("force", &co.force, "replace an existing tag"),
+	ZB_SWITCH("json", &co.json, NULL),
+	ZB_STRING("db", &co.db, "<path>", "results database (default " ZB_STORE_DEFAULT_PATH ")"),
+	{ 0 },
+};
+
+static const zb_flag regress_flags[] = {
+	ZB_STRING("baseline", &co.tag, "<tag>", "the baseline to rerun"),
+	ZB_REAL("tolerance", &co.tolerance, 0, 1, "<x>", "largest throughput loss that passes (default 0.03)"),
+	ZB_INT("repeats", &co.repeats, 1, ZB_BASELINE_MAX_SAMPLES, "<n>", "repeats of each configuration"),
+	ZB_SWITCH("sim", &co.sim, "simulator only, no GPU"),
+	ZB_STRING("hw", &co.hw, "<machine|file>", "hardware (default: the baseline's)"),
+	ZB_REAL("plant-slowdown", &co.plant, -0.99, 100, "<x>", "multiply every new step time by 1 + <x>"),
+	ZB_SWITCH("json", &co.json, "results as JSON"),
+	ZB_STRING("db", &co.db, "<path>", "results database (default " ZB_STORE_DEFAULT_PATH ")"),
+	{ 0 },
+};
+
 static void usage_baseline(FILE *f)
 {
 	fprintf(f, "usage: zbench baseline save <tag> [--suite quick | full] [--sim] [--repeats <n>]\n"
@@ -51,7 +85,9 @@ static void usage_baseline(FILE *f)
 		   "       zbench baseline list [--db <path>]\n\n"
 		   "Run a suite (default quick) and store each configuration's median step time over the\n"
 		   "repeats (default 3 measured, 1 with --sim) under <tag>, for zbench regress. --sim:\n"
-		   "simulator only, no GPU. --force replaces an existing tag.\n");
+		   "simulator only, no GPU. --force replaces an existing tag.\n\n"
+		   "options of save:\n");
+	zb_flags_usage(f, save_flags);
 }
 
 static void usage_regress(FILE *f)
@@ -63,87 +99,11 @@ static void usage_regress(FILE *f)
 		   "(default 0.03; with --sim any shift beyond it, up or down, fails: predictions are\n"
 		   "deterministic), 0 otherwise, 2 on bad input. The baseline's hardware is used unless\n"
 		   "--hw is given. --plant-slowdown <x> multiplies every new step time by 1 + x (a planted\n"
-		   "regression, to test regress itself).\n");
+		   "regression, to test regress itself).\n\n"
+		   "options:\n");
+	zb_flags_usage(f, regress_flags);
 }
 
-typedef struct common_opts {
-	const char *suite, *hw, *db;
-	int sim, repeats, limit, force, json, warmup, steps;
-	double tolerance, plant;
-	const char *tag;
-} common_opts;
-
-static int parse_num(const char *s, const char *flag, double lo, double hi, double *out)
-{
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || *end || !(v >= lo && v <= hi)) {
-		fprintf(stderr, "zbench: invalid value '%s' for %s (expected %g..%g)\n", s, flag, lo, hi);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-/* Parse argv; returns -1 (exit 2 printed), 1 (help printed), 0. */
-static int parse(int argc, char **argv, int regress, common_opts *o)
-{
-	static const struct option table[] = {
-		{ "suite", required_argument, NULL, 's' },      { "sim", no_argument, NULL, 'S' },
-		{ "repeats", required_argument, NULL, 'r' },    { "hw", required_argument, NULL, 'H' },
-		{ "limit", required_argument, NULL, 'l' },      { "force", no_argument, NULL, 'f' },
-		{ "db", required_argument, NULL, 'd' },         { "json", no_argument, NULL, 'j' },
-		{ "baseline", required_argument, NULL, 'b' },   { "tolerance", required_argument, NULL, 't' },
-		{ "plant-slowdown", required_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	double v;
-	int opt;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", table, NULL)) != -1) {
-		int bad = (regress && (opt == 's' || opt == 'l' || opt == 'f')) || (!regress && (opt == 'b' || opt == 't' || opt == 'p'));
-		if (bad || opt == '?') {
-			if (bad)
-				fprintf(stderr, "zbench: option %s is not one of zbench %s's\n", argv[optind - 1],
-					regress ? "regress" : "baseline save");
-			(regress ? usage_regress : usage_baseline)(stderr);
-			return -1;
-		}
-		switch (opt) {
-		case 's': o->suite = optarg; break;
-		case 'S': o->sim = 1; break;
-		case 'r':
-			if (parse_num(optarg, "--repeats", 1, ZB_BASELINE_MAX_SAMPLES, &v))
-				return -1;
-			if (v != floor(v)) {
-				fprintf(stderr, "zbench: invalid value '%s' for --repeats (expected an integer)\n", optarg);
-				return -1;
-			}
-			o->repeats = (int)v;
-			break;
-		case 'H': o->hw = optarg; break;
-		case 'l':
-			if (parse_num(optarg, "--limit", 1, 1000, &v))
-				return -1;
-			o->limit = (int)v;
-			break;
-		case 'f': o->force = 1; break;
-		case 'd': o->db = optarg; break;
-		case 'j': o->json = 1; break;
-		case 'b': o->tag = optarg; break;
-		case 't':
-			if (parse_num(optarg, "--tolerance", 0, 1, &o->tolerance))
-				return -1;
-			break;
-		case 'p':
-			if (parse_num(optarg, "--plant-slowdown", -0.99, 100, &o->plant))
-				return -1;
-			break;
-		case 'h': (regress ? usage_regress : usage_baseline)(stdout); return 1;
-		}
-	}
-	return 0;
-}
 
 /* Run one configuration `repeats` times (once with sim); the median step time. */
 static zb_status measure(const zb_config *c, const common_opts *o, zb_store *store, int64_t run_id,
@@ -225,7 +185,8 @@ static char *hw_json_of(const zb_config *c)
 
 int cmd_baseline(int argc, char **argv)
 {
-	common_opts o = { .suite = "quick", .db = ZB_STORE_DEFAULT_PATH, .warmup = 2, .steps = 3 };
+	co = (common_opts){ .suite = "quick", .db = ZB_STORE_DEFAULT_PATH, .warmup = 2, .steps = 3 };
+	common_opts o;
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage_baseline(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
@@ -235,20 +196,19 @@ int cmd_baseline(int argc, char **argv)
 		fprintf(stderr, "zbench: unknown baseline command '%s' (known: save, list)\n", sub);
 		return 2;
 	}
-	int pr = parse(argc - 1, argv + 1, 0, &o);
-	if (pr)
-		return pr < 0 ? 2 : 0;
-	if (!strcmp(sub, "list"))
+	const char *tag = NULL;
+	int npos, rc0;
+	int list = !strcmp(sub, "list");
+	if (!zb_flags_parse(argc - 1, argv + 1, save_flags, &tag, list ? 0 : 1, &npos, usage_baseline, &rc0))
+		return rc0;
+	o = co;
+	if (list)
 		return baseline_list(&o);
-	if (optind >= argc - 1) {
+	if (!npos) {
 		fprintf(stderr, "zbench: baseline save needs a tag (zbench baseline save <tag>)\n");
 		return 2;
 	}
-	o.tag = argv[1 + optind];
-	if (optind + 1 < argc - 1) {
-		fprintf(stderr, "zbench: unexpected argument '%s'\n", argv[optind + 2]);
-		return 2;
-	}
+	o.tag = tag;
 	if (!*o.tag || strlen(o.tag) >= sizeof((zb_baseline){ 0 }.tag)) {
 		fprintf(stderr, "zbench: invalid baseline tag '%s' (1 to 127 characters)\n", o.tag);
 		return 2;
@@ -357,14 +317,11 @@ int cmd_baseline(int argc, char **argv)
 
 int cmd_regress(int argc, char **argv)
 {
-	common_opts o = { .db = ZB_STORE_DEFAULT_PATH, .tolerance = 0.03, .warmup = 2, .steps = 3 };
-	int pr = parse(argc, argv, 1, &o);
-	if (pr)
-		return pr < 0 ? 2 : 0;
-	if (optind < argc) {
-		fprintf(stderr, "zbench: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
+	co = (common_opts){ .db = ZB_STORE_DEFAULT_PATH, .tolerance = 0.03, .warmup = 2, .steps = 3 };
+	int rc0;
+	if (!zb_flags_parse(argc, argv, regress_flags, NULL, 0, NULL, usage_regress, &rc0))
+		return rc0;
+	common_opts o = co;
 	if (!o.tag) {
 		fprintf(stderr, "zbench: regress needs --baseline <tag> (zbench baseline save <tag> makes one)\n");
 		return 2;

@@ -3,7 +3,6 @@
  * simulate the very same graph, and store both timelines so every measured task
  * sits beside its prediction. Options are predict's, plus --steps/--warmup.
  */
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,46 +100,20 @@ static void print_trace(const zb_trace *t, const zb_spans *spans, const zb_graph
 		       (long long)config_id, (long long)config_id);
 }
 
-/* run's own flags */
-typedef struct run_flags {
-	int warmup, check, trace;
-} run_flags;
-
-static int take_run_flag(void *ctx, int opt, const char *arg, zb_error *err)
-{
-	run_flags *f = ctx;
-	char *end;
-	long v;
-	switch (opt) {
-	case 'w':
-		v = strtol(arg, &end, 10);
-		if (*end || end == arg || v < 0 || v > 1000) {
-			zb_fail(err, ZB_E_INPUT, "invalid value '%s' for --warmup (expected 0..1000)", arg);
-			return -1;
-		}
-		f->warmup = (int)v;
-		return 1;
-	case 'c': f->check = 1; return 1;
-	case 'T': f->trace = 1; return 1;
-	}
-	return 0;
-}
-
 int cmd_run(int argc, char **argv)
 {
-	static const struct option extra[] = {
-		{ "warmup", required_argument, NULL, 'w' },
-		{ "check", no_argument, NULL, 'c' },
-		{ "trace", no_argument, NULL, 'T' },
+	int warmup = 2, check = 0, trace = 0;
+	const zb_flag extra[] = {
+		ZB_INT("warmup", &warmup, 0, 1000, "<n>", NULL),
+		ZB_SWITCH("check", &check, NULL),
+		ZB_SWITCH("trace", &trace, NULL),
 		{ 0 },
 	};
 	zb_options o = { 0 };
 	zb_error err = { 0 };
-	run_flags fl = { .warmup = 2 };
 	int rc;
-	if (!zb_options_parse(argc, argv, extra, take_run_flag, &fl, usage, &o, &rc))
+	if (!zb_options_parse(argc, argv, extra, usage, &o, &rc))
 		return rc;
-	int warmup = fl.warmup, check = fl.check, trace = fl.trace;
 	zb_config c;
 	zb_sources src;
 	if (zb_options_single_src(&o, &c, &src, &err))

@@ -8,7 +8,6 @@
  * and `zbench sweep --pcie gen4` answer "which policy and ratio, and why" for the
  * default gpt2-large example.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +74,7 @@ int cmd_sweep(int argc, char **argv)
 	zb_options o = { 0 };
 	zb_error err = { 0 };
 	int rc;
-	if (!zb_options_parse(argc, argv, NULL, NULL, NULL, usage, &o, &rc))
+	if (!zb_options_parse(argc, argv, NULL, usage, &o, &rc))
 		return rc;
 	if (o.plot) { /* fail before the sweep runs, not after */
 		if (o.no_db) {

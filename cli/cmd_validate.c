@@ -15,7 +15,6 @@
  * --budget (default 480 s, under the GPU machine's 10-minute command limit) is
  * skipped and listed as such.
  */
-#include <getopt.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +26,7 @@
 #include "common/clock.h"
 #include "common/stats.h"
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "cli/options.h"
 #include "cli/report.h"
 #include "cli/suite.h"
@@ -42,6 +42,27 @@ static void on_signal(int sig)
 	stop_requested = 1;
 }
 
+/* the command line */
+static struct validate_opts {
+	const char *hw, *suite, *db;
+	int limit, warmup, steps, budget, list, strict, json, no_db;
+} vo;
+
+static const zb_flag flags[] = {
+	ZB_STRING("hw", &vo.hw, "<machine|file>", "hardware of the simulator side (default h200-machine)"),
+	ZB_STRING("suite", &vo.suite, "full | quick", "the suite (default full)"),
+	ZB_INT("limit", &vo.limit, 1, 1000, "<n>", "the first <n> configurations only"),
+	ZB_INT("warmup", &vo.warmup, 0, 100, "<n>", "warm-up steps (default 2)"),
+	ZB_INT("steps", &vo.steps, 2, 100, "<n>", "measured steps (default 3)"),
+	ZB_INT("budget", &vo.budget, 1, 86400, "<seconds>", "skip configurations past this estimate (default 480)"),
+	ZB_SWITCH("list", &vo.list, "print the suite with estimated times, run nothing"),
+	ZB_SWITCH("strict", &vo.strict, "exit 1 when a target is missed"),
+	ZB_SWITCH("json", &vo.json, "results as JSON"),
+	ZB_STRING("db", &vo.db, "<path>", "results database (default " ZB_STORE_DEFAULT_PATH ")"),
+	ZB_SWITCH("no-db", &vo.no_db, "do not store results"),
+	{ 0 },
+};
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: zbench validate [--hw <machine|file>] [--suite full | quick] [--limit <n>]\n"
@@ -53,7 +74,9 @@ static void usage(FILE *f)
 		   "the predicted against measured speedup of each Twin-Flow ratio over plain offload\n"
 		   "(target within 5%%). --list prints the suite with estimated times and runs nothing.\n"
 		   "Defaults: suite full, 2 warm-up + 3 measured steps, budget 480 s (configurations\n"
-		   "whose estimate would exceed it are skipped). --strict: exit 1 when a target is missed.\n");
+		   "whose estimate would exceed it are skipped). --strict: exit 1 when a target is missed.\n\n"
+		   "options:\n");
+	zb_flags_usage(f, flags);
 }
 
 typedef struct item {
@@ -69,55 +92,18 @@ typedef struct item {
 	char skip_why[64];
 } item;
 
-static int parse_int(const char *s, const char *flag, int lo, int hi, int *out)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-	if (end == s || *end || v < lo || v > hi) {
-		fprintf(stderr, "zbench: invalid value '%s' for %s (expected %d..%d)\n", s, flag, lo, hi);
-		return -1;
-	}
-	*out = (int)v;
-	return 0;
-}
-
 static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 
 int cmd_validate(int argc, char **argv)
 {
-	static const struct option table[] = {
-		{ "hw", required_argument, NULL, 'H' },     { "suite", required_argument, NULL, 's' },
-		{ "limit", required_argument, NULL, 'l' },  { "warmup", required_argument, NULL, 'w' },
-		{ "steps", required_argument, NULL, 'n' },  { "budget", required_argument, NULL, 'b' },
-		{ "list", no_argument, NULL, 'L' },         { "strict", no_argument, NULL, 'S' },
-		{ "json", no_argument, NULL, 'j' },         { "db", required_argument, NULL, 'd' },
-		{ "no-db", no_argument, NULL, 'N' },        { "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *hw = NULL, *suite_name = "full", *db = ZB_STORE_DEFAULT_PATH;
-	int limit = 0, warmup = 2, steps = 3, budget = 480, list = 0, strict = 0, json = 0, no_db = 0, opt;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", table, NULL)) != -1) {
-		switch (opt) {
-		case 'H': hw = optarg; break;
-		case 's': suite_name = optarg; break;
-		case 'l': if (parse_int(optarg, "--limit", 1, 1000, &limit)) return 2; break;
-		case 'w': if (parse_int(optarg, "--warmup", 0, 100, &warmup)) return 2; break;
-		case 'n': if (parse_int(optarg, "--steps", 2, 100, &steps)) return 2; break;
-		case 'b': if (parse_int(optarg, "--budget", 1, 86400, &budget)) return 2; break;
-		case 'L': list = 1; break;
-		case 'S': strict = 1; break;
-		case 'j': json = 1; break;
-		case 'd': db = optarg; break;
-		case 'N': no_db = 1; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "zbench: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
+	vo = (struct validate_opts){ .suite = "full", .db = ZB_STORE_DEFAULT_PATH, .warmup = 2, .steps = 3,
+				     .budget = 480 };
+	int rc;
+	if (!zb_flags_parse(argc, argv, flags, NULL, 0, NULL, usage, &rc))
+		return rc;
+	const char *hw = vo.hw, *suite_name = vo.suite, *db = vo.db;
+	int limit = vo.limit, warmup = vo.warmup, steps = vo.steps, budget = vo.budget, list = vo.list,
+	    strict = vo.strict, json = vo.json, no_db = vo.no_db;
 	zb_error err = { 0 };
 	const zb_suite *suite;
 	if (zb_suite_find(suite_name, &suite, &err))

@@ -6,108 +6,75 @@
 #include <string.h>
 
 
-int zb_options_table(struct option *out, int cap, const struct option *extra)
+static zb_status set_bf16(void *dest, const char *v, zb_error *err)
 {
-	static const struct option common[] = {
-		{ "offload-param", no_argument, NULL, ZB_OPT_OFFLOAD_PARAM },
-		{ "pageable", no_argument, NULL, ZB_OPT_PAGEABLE },
-		{ "bf16", no_argument, NULL, ZB_OPT_AXIS_BASE + 500 },
-		{ "fp16", no_argument, NULL, ZB_OPT_AXIS_BASE + 501 },
-		{ "db", required_argument, NULL, ZB_OPT_DB },
-		{ "no-db", no_argument, NULL, ZB_OPT_NO_DB },
-		{ "json", no_argument, NULL, ZB_OPT_JSON },
-		{ "csv", no_argument, NULL, ZB_OPT_CSV },
-		{ "quiet", no_argument, NULL, ZB_OPT_QUIET },
-		{ "timeline", no_argument, NULL, ZB_OPT_TIMELINE },
-		{ "plot", required_argument, NULL, ZB_OPT_PLOT },
-		{ "ds-config", required_argument, NULL, ZB_OPT_DS_CONFIG },
-		{ "hf-config", required_argument, NULL, ZB_OPT_HF_CONFIG },
-		{ "help", no_argument, NULL, ZB_OPT_HELP },
+	*(const char **)dest = "bf16";
+	return ZB_OK;
+}
+
+static zb_status set_fp16(void *dest, const char *v, zb_error *err)
+{
+	*(const char **)dest = "fp16";
+	return ZB_OK;
+}
+
+/* --ds-config: read now, so a bad file fails before any work. */
+static zb_status load_ds(void *dest, const char *arg, zb_error *err)
+{
+	zb_options *o = dest;
+	zb_status st = zb_ds_load(arg, &o->ds, err);
+	if (st)
+		return st;
+	o->have_ds = 1;
+	if (o->ds.nignored)
+		fprintf(stderr, "zbench: warning: %s: %d key%s not modelled, ignored: %s\n", arg, o->ds.nignored,
+			o->ds.nignored == 1 ? "" : "s", o->ds.ignored);
+	return ZB_OK;
+}
+
+static zb_status load_hf(void *dest, const char *arg, zb_error *err)
+{
+	zb_options *o = dest;
+	zb_status st = zb_hf_load(arg, &o->hf, err);
+	if (!st)
+		o->have_hf = 1;
+	return st;
+}
+
+int zb_options_table(zb_flag *out, int cap, zb_options *o, const zb_flag *extra)
+{
+	const zb_flag common[] = {
+		ZB_SWITCH("offload-param", &o->offload_param, NULL),
+		ZB_SWITCH("pageable", &o->pageable, NULL),
+		ZB_CALL0("bf16", &o->axis[ZB_AX_DTYPE], set_bf16, NULL),
+		ZB_CALL0("fp16", &o->axis[ZB_AX_DTYPE], set_fp16, NULL),
+		ZB_STRING("db", &o->db, "<path>", NULL),
+		ZB_SWITCH("no-db", &o->no_db, NULL),
+		ZB_SWITCH("json", &o->json, NULL),
+		ZB_SWITCH("csv", &o->csv, NULL),
+		ZB_SWITCH("quiet", &o->quiet, NULL),
+		ZB_SWITCH("timeline", &o->timeline, NULL),
+		ZB_STRING("plot", &o->plot, "<file>", NULL),
+		ZB_CALL("ds-config", o, load_ds, "<file>", NULL),
+		ZB_CALL("hf-config", o, load_hf, "<file>", NULL),
 	};
 	int n = 0;
 	for (int a = 0; a < ZB_AX_COUNT && n < cap - 1; a++)
-		out[n++] = (struct option){ zb_axis_name(a), required_argument, NULL, ZB_OPT_AXIS_BASE + a };
+		out[n++] = (zb_flag)ZB_STRING(zb_axis_name(a), &o->axis[a], NULL, NULL);
 	for (size_t i = 0; i < sizeof common / sizeof common[0] && n < cap - 1; i++)
 		out[n++] = common[i];
-	for (const struct option *e = extra; e && e->name && n < cap - 1; e++)
+	for (const zb_flag *e = extra; e && e->name && n < cap - 1; e++)
 		out[n++] = *e;
-	out[n] = (struct option){ 0 };
+	out[n] = (zb_flag){ 0 };
 	return n;
 }
 
-int zb_options_take(zb_options *o, int opt, const char *arg, zb_error *err)
+int zb_options_parse(int argc, char **argv, const zb_flag *extra, void (*usage)(FILE *), zb_options *o,
+		     int *exit_code)
 {
-	if (opt >= ZB_OPT_AXIS_BASE && opt < ZB_OPT_AXIS_BASE + ZB_AX_COUNT) {
-		if (!arg || !*arg) {
-			zb_fail(err, ZB_E_INPUT, "empty value for %s", zb_axis_flag(opt - ZB_OPT_AXIS_BASE));
-			return -1;
-		}
-		o->axis[opt - ZB_OPT_AXIS_BASE] = arg;
-		return 1;
-	}
-	switch (opt) {
-	case ZB_OPT_AXIS_BASE + 500: o->axis[ZB_AX_DTYPE] = "bf16"; return 1;
-	case ZB_OPT_AXIS_BASE + 501: o->axis[ZB_AX_DTYPE] = "fp16"; return 1;
-	case ZB_OPT_OFFLOAD_PARAM: o->offload_param = 1; return 1;
-	case ZB_OPT_PAGEABLE: o->pageable = 1; return 1;
-	case ZB_OPT_DB: o->db = arg; return 1;
-	case ZB_OPT_NO_DB: o->no_db = 1; return 1;
-	case ZB_OPT_JSON: o->json = 1; return 1;
-	case ZB_OPT_CSV: o->csv = 1; return 1;
-	case ZB_OPT_QUIET: o->quiet = 1; return 1;
-	case ZB_OPT_TIMELINE: o->timeline = 1; return 1;
-	case ZB_OPT_PLOT: o->plot = arg; return 1;
-	case ZB_OPT_DS_CONFIG:
-		if (zb_ds_load(arg, &o->ds, err))
-			return -1;
-		o->have_ds = 1;
-		if (o->ds.nignored)
-			fprintf(stderr, "zbench: warning: %s: %d key%s not modelled, ignored: %s\n", arg,
-				o->ds.nignored, o->ds.nignored == 1 ? "" : "s", o->ds.ignored);
-		return 1;
-	case ZB_OPT_HF_CONFIG:
-		if (zb_hf_load(arg, &o->hf, err))
-			return -1;
-		o->have_hf = 1;
-		return 1;
-	}
-	return 0;
-}
-
-int zb_options_parse(int argc, char **argv, const struct option *extra, zb_option_fn fn, void *ctx,
-		     void (*usage)(FILE *), zb_options *o, int *exit_code)
-{
-	struct option table[96];
-	zb_error err = { 0 };
-	int opt;
-	zb_options_table(table, 96, extra);
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", table, NULL)) != -1) {
-		if (opt == 'h') {
-			usage(stdout);
-			*exit_code = 0;
-			return 0;
-		}
-		int took = zb_options_take(o, opt, optarg, &err);
-		if (!took && fn)
-			took = fn(ctx, opt, optarg, &err);
-		if (took < 0) {
-			fprintf(stderr, "zbench: %s\n", err.msg);
-			*exit_code = zb_exit_code(err.status);
-			return 0;
-		}
-		if (!took) {
-			usage(stderr);
-			*exit_code = 2;
-			return 0;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "zbench: unexpected argument '%s'\n", argv[optind]);
-		*exit_code = 2;
-		return 0;
-	}
-	return 1;
+	zb_flag table[96];
+	zb_options_table(table, 96, o, extra);
+	return zb_flags_parse(argc, argv, table, NULL, 0, NULL, usage, exit_code);
 }
 
 void zb_options_usage(FILE *f)
