@@ -27,7 +27,6 @@
  *   cpu.mem_bytes           MemTotal
  * A fit that fails (too few points, nonsense data) keeps the base value and says so.
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +39,7 @@
 #include "common/clock.h"
 #include "common/stats.h"
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "cli/options.h"
 #include "cli/report.h"
 #include "cli/session.h"
@@ -57,7 +57,7 @@
 
 #define DEFAULT_OUT "results/hw-calibrated.json"
 
-static void usage(FILE *f)
+static void usage_text(FILE *f)
 {
 	fprintf(f, "usage: zbench calibrate [--out <file>] [--name <name>] [--base <machine|file>] [--quick]\n"
 		   "                        [--cpu-only] [--threads <n>] [--model <name>[,<name>...]]\n"
@@ -240,411 +240,505 @@ typedef struct param_row {
 
 #define MAX_ROWS 24
 
-static void add_row(param_row *rows, int *n, const char *name, const char *unit, double scale, double base, double now,
-		    double rms, const char *from)
+
+/* Everything one calibration measures, fits and reports. */
+typedef struct calib {
+	/* options */
+	const char *out_path, *name, *base_name, *models;
+	int quick, cpu_only, threads, mb, seq, json;
+	zb_options o; /* --db, --no-db, --json for the session */
+	/* inputs */
+	zb_hw base, hw;
+	zb_calib_plan plan;
+	/* measurements */
+	int64_t params;
+	int reps, nt, tc[16];
+	double rate[16], task_lat, t_start;
+	zb_triad_bench tb;
+	zb_calib_gpu g;
+	/* fits */
+	param_row rows[MAX_ROWS];
+	int nrows;
+	json_t *fits, *notes;
+	char note[600];
+} calib;
+
+static calib cal; /* the flags write into it */
+
+static void add_row(calib *k, const char *name, const char *unit, double scale, double base, double now, double rms,
+		    const char *from)
 {
-	if (*n < MAX_ROWS)
-		rows[(*n)++] = (param_row){ name, unit, scale, base, now, rms, from };
+	if (k->nrows < MAX_ROWS)
+		k->rows[k->nrows++] = (param_row){ name, unit, scale, base, now, rms, from };
 }
 
-int cmd_calibrate(int argc, char **argv)
+static const zb_flag flags[] = {
+	ZB_STRING("out", &cal.out_path, "<file>", "the profile to write (default " DEFAULT_OUT ")"),
+	ZB_STRING("name", &cal.name, "<name>", "the profile's machine name (default calibrated)"),
+	ZB_STRING("base", &cal.base_name, "<machine|file>", "values where nothing is measured (default h200-machine)"),
+	ZB_SWITCH("quick", &cal.quick, "small sizes, for tests"),
+	ZB_SWITCH("cpu-only", &cal.cpu_only, "the CPU alone, no GPU needed"),
+	ZB_INT("threads", &cal.threads, 1, 1 << 20, "<n>", "CPU threads (default: all)"),
+	ZB_STRING("model", &cal.models, "<name>[,<name>...]", "GEMM shapes of these presets"),
+	ZB_INT("micro-batch", &cal.mb, 1, 1 << 20, "<n>", "micro-batch of those shapes"),
+	ZB_INT("seq", &cal.seq, 1, 1 << 20, "<n>", "sequence length of those shapes"),
+	ZB_SWITCH("json", &cal.json, "results as JSON"),
+	ZB_STRING("db", &cal.o.db, "<path>", "results database (default " ZB_STORE_DEFAULT_PATH ")"),
+	ZB_SWITCH("no-db", &cal.o.no_db, "do not store results"),
+	{ 0 },
+};
+
+static void usage(FILE *f)
 {
-	static const struct option table[] = {
-		{ "out", required_argument, NULL, 'o' },     { "name", required_argument, NULL, 'n' },
-		{ "base", required_argument, NULL, 'b' },    { "quick", no_argument, NULL, 'q' },
-		{ "cpu-only", no_argument, NULL, 'c' },      { "threads", required_argument, NULL, 't' },
-		{ "model", required_argument, NULL, 'm' },   { "micro-batch", required_argument, NULL, 'B' },
-		{ "seq", required_argument, NULL, 's' },     { "json", no_argument, NULL, 'j' },
-		{ "db", required_argument, NULL, 'd' },      { "no-db", no_argument, NULL, 'N' },
-		{ "help", no_argument, NULL, 'h' },          { 0 },
-	};
-	const char *out_path = DEFAULT_OUT, *name = NULL, *base_name = NULL, *models = NULL;
-	int quick = 0, cpu_only = 0, threads = 0, mb = 0, seq = 0, json = 0, opt;
-	zb_options o = { 0 };
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", table, NULL)) != -1) {
-		char *end = NULL;
-		long v = 0;
-		switch (opt) {
-		case 'o': out_path = optarg; break;
-		case 'n': name = optarg; break;
-		case 'b': base_name = optarg; break;
-		case 'q': quick = 1; break;
-		case 'c': cpu_only = 1; break;
-		case 'm': models = optarg; break;
-		case 'j': json = o.json = 1; break;
-		case 'd': o.db = optarg; break;
-		case 'N': o.no_db = 1; break;
-		case 't':
-		case 'B':
-		case 's':
-			v = strtol(optarg, &end, 10);
-			if (end == optarg || *end || v < 1 || v > 1 << 20) {
-				fprintf(stderr, "zbench: invalid value '%s' for --%s (expected a positive integer)\n", optarg,
-					opt == 't' ? "threads" : opt == 'B' ? "micro-batch" : "seq");
-				return 2;
-			}
-			*(opt == 't' ? &threads : opt == 'B' ? &mb : &seq) = (int)v;
-			break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "zbench: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
-	zb_error err = { 0 };
-	zb_hw base, hw;
+	usage_text(f);
+	fprintf(f, "\noptions:\n");
+	zb_flags_usage(f, flags);
+}
+
+/* ---- plan ---------------------------------------------------------------------------- */
+
+/* The base hardware, the GEMM shapes, and the checks before minutes of measuring. */
+static zb_status plan(calib *k, zb_error *err)
+{
 	zb_status st;
-	if (base_name && (strchr(base_name, '/') || strstr(base_name, ".json")))
-		st = zb_hw_load(base_name, &base, &err);
-	else if (base_name)
-		st = zb_preset_hw(base_name, &base, &err);
+	if (k->base_name && (strchr(k->base_name, '/') || strstr(k->base_name, ".json")))
+		st = zb_hw_load(k->base_name, &k->base, err);
+	else if (k->base_name)
+		st = zb_preset_hw(k->base_name, &k->base, err);
 	else
-		zb_preset_default_hw(&base), st = ZB_OK;
+		zb_preset_default_hw(&k->base), st = ZB_OK;
 	if (st)
-		return zb_report_error(&err);
-	zb_calib_plan plan;
-	memset(&plan, 0, sizeof plan);
-	plan.quick = quick;
-	if (!cpu_only && (st = plan_gemms(models, mb, seq, &plan, &err)))
-		return zb_report_error(&err);
-	if (!cpu_only && !zb_exec_available(&err)) {
-		fprintf(stderr, "zbench: %s (zbench calibrate --cpu-only measures the CPU alone)\n", err.msg);
-		return zb_exit_code(err.status);
+		return st;
+	k->plan.quick = k->quick;
+	if (!k->cpu_only && (st = plan_gemms(k->models, k->mb, k->seq, &k->plan, err)))
+		return st;
+	if (!k->cpu_only && !zb_exec_available(err)) {
+		char msg[sizeof err->msg];
+		snprintf(msg, sizeof msg, "%s", err->msg);
+		return zb_fail(err, err->status, "%s (zbench calibrate --cpu-only measures the CPU alone)", msg);
 	}
 	/* the output must be writable before minutes of measuring */
-	{
-		char probe[1024];
-		snprintf(probe, sizeof probe, "%s.probe", out_path);
-		FILE *f = fopen(probe, "w");
-		if (!f) {
-			zb_fail(&err, ZB_E_INPUT, "cannot write the profile next to %s", out_path);
-			return zb_report_error(&err);
-		}
-		fclose(f);
-		unlink(probe);
-	}
-	if (threads <= 0) {
+	char probe[1024];
+	snprintf(probe, sizeof probe, "%s.probe", k->out_path);
+	FILE *f = fopen(probe, "w");
+	if (!f)
+		return zb_fail(err, ZB_E_INPUT, "cannot write the profile next to %s", k->out_path);
+	fclose(f);
+	unlink(probe);
+	if (k->threads <= 0) {
 		long nc = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = nc > 0 ? (int)nc : 1;
+		k->threads = nc > 0 ? (int)nc : 1;
 	}
-	FILE *log = stderr;
-	double t_start = zb_wall_s();
-	fprintf(log, "# zbench calibrate: %d CPU threads%s, base %s%s\n", threads, cpu_only ? " (CPU only)" : "",
-		base.name, quick ? ", quick (small sizes: not for real use)" : "");
+	return ZB_OK;
+}
 
-	/* ---- CPU ---- */
-	int64_t params = quick ? (8LL << 20) : ZB_BENCH_ADAM_PARAMS;
-	int reps = quick ? 3 : ZB_BENCH_REPEATS;
-	int tc[16], nt = 0;
-	double rate[16];
-	for (int t = 1; nt < 16; t *= 2) {
-		tc[nt] = t < threads ? t : threads;
+/* ---- measure ------------------------------------------------------------------------- */
+
+/* CPU Adam over 1, 2, 4, ... threads, the triad, the pool's dispatch cost. */
+static zb_status measure_cpu(calib *k, FILE *log, zb_error *err)
+{
+	zb_status st;
+	k->params = k->quick ? (8LL << 20) : ZB_BENCH_ADAM_PARAMS;
+	k->reps = k->quick ? 3 : ZB_BENCH_REPEATS;
+	k->nt = 0;
+	for (int t = 1; k->nt < 16; t *= 2) {
+		int n = k->nt;
+		k->tc[n] = t < k->threads ? t : k->threads;
 		zb_cpu_adam_bench ab;
-		if ((st = zb_bench_cpu_adam(params, tc[nt], reps, &ab, &err)))
-			return zb_report_error(&err);
-		rate[nt] = ab.gparams_per_s * 1e9;
-		fprintf(log, "  cpu adam %2d threads: %.3f Gparam/s (%s, %lld M params)\n", tc[nt], ab.gparams_per_s,
-			zb_adam_isa_name(ab.isa), (long long)(params >> 20));
-		if (tc[nt++] == threads)
+		if ((st = zb_bench_cpu_adam(k->params, k->tc[n], k->reps, &ab, err)))
+			return st;
+		k->rate[n] = ab.gparams_per_s * 1e9;
+		fprintf(log, "  cpu adam %2d threads: %.3f Gparam/s (%s, %lld M params)\n", k->tc[n], ab.gparams_per_s,
+			zb_adam_isa_name(ab.isa), (long long)(k->params >> 20));
+		if (k->tc[k->nt++] == k->threads)
 			break;
 	}
-	zb_triad_bench tb;
-	if ((st = zb_bench_triad(params, threads, reps, &tb, &err)))
-		return zb_report_error(&err);
-	double task_lat;
-	if ((st = task_latency(threads, quick ? 50 : 500, &task_lat, &err)))
-		return zb_report_error(&err);
-	fprintf(log, "  triad %d threads: %.1f GB/s (12 B/element); pool dispatch %.1f us\n", threads, tb.GBps,
-		task_lat * 1e6);
+	if ((st = zb_bench_triad(k->params, k->threads, k->reps, &k->tb, err)))
+		return st;
+	if ((st = task_latency(k->threads, k->quick ? 50 : 500, &k->task_lat, err)))
+		return st;
+	fprintf(log, "  triad %d threads: %.1f GB/s (12 B/element); pool dispatch %.1f us\n", k->threads, k->tb.GBps,
+		k->task_lat * 1e6);
+	return ZB_OK;
+}
 
-	/* ---- GPU ---- */
-	zb_calib_gpu g;
-	memset(&g, 0, sizeof g);
-	if (!cpu_only) {
-		plan.threads = threads;
-		plan.adam_params = params;
-		if ((st = zb_calibrate_gpu(&plan, &g, log, &err)))
-			return zb_report_error(&err);
-	}
+static zb_status measure_gpu(calib *k, FILE *log, zb_error *err)
+{
+	memset(&k->g, 0, sizeof k->g);
+	if (k->cpu_only)
+		return ZB_OK;
+	k->plan.threads = k->threads;
+	k->plan.adam_params = k->params;
+	return zb_calibrate_gpu(&k->plan, &k->g, log, err);
+}
 
-	/* ---- fits ---- */
-	hw = base;
-	snprintf(hw.name, sizeof hw.name, "%s", name ? name : "calibrated");
-	param_row rows[MAX_ROWS];
-	int nrows = 0;
-	json_t *fits = json_object(), *notes = json_array();
-	char note[600];
-	if (!cpu_only) {
-		double b[ZB_CALIB_MAX_SIZES], h[ZB_CALIB_MAX_SIZES], d[ZB_CALIB_MAX_SIZES], bh[ZB_CALIB_MAX_SIZES],
-			bd[ZB_CALIB_MAX_SIZES];
-		for (int i = 0; i < g.npinned; i++)
-			b[i] = g.pinned[i].bytes, h[i] = g.pinned[i].h2d_s, d[i] = g.pinned[i].d2h_s,
-			bh[i] = g.pinned[i].both_h2d_s, bd[i] = g.pinned[i].both_d2h_s;
-		zb_copy_fit fh, fd, fbh, fbd;
-		zb_error fe = { 0 };
-		if (!zb_fit_copy(b, h, g.npinned, &fh, &fe) && !zb_fit_copy(b, d, g.npinned, &fd, &fe)) {
-			double lat = (fh.latency_s + fd.latency_s) / 2;
-			zb_fit_copy_bw(b, h, g.npinned, lat, &fh, NULL);
-			zb_fit_copy_bw(b, d, g.npinned, lat, &fd, NULL);
-			hw.link.copy_latency_s = lat;
-			hw.link.h2d_Bps = fh.Bps;
-			hw.link.d2h_Bps = fd.Bps;
-			add_row(rows, &nrows, "link.copy_latency_s", "us", 1e6, base.link.copy_latency_s, lat, NAN,
-				"pinned copies 4 KB..1 GB, intercept");
-			add_row(rows, &nrows, "link.h2d_Bps", "GB/s", 1e-9, base.link.h2d_Bps, fh.Bps, fh.rms_rel_err,
-				"pinned H2D alone");
-			add_row(rows, &nrows, "link.d2h_Bps", "GB/s", 1e-9, base.link.d2h_Bps, fd.Bps, fd.rms_rel_err,
-				"pinned D2H alone");
-			json_object_set_new(fits, "pinned_h2d", json_pack("{s:f, s:f, s:f, s:f}", "latency_s", lat, "Bps", fh.Bps,
-									   "rms_rel_err", fh.rms_rel_err, "max_rel_err",
-									   fh.max_rel_err));
-			json_object_set_new(fits, "pinned_d2h", json_pack("{s:f, s:f, s:f, s:f}", "latency_s", lat, "Bps", fd.Bps,
-									   "rms_rel_err", fd.rms_rel_err, "max_rel_err",
-									   fd.max_rel_err));
-			if (!zb_fit_copy_bw(b, bh, g.npinned, lat, &fbh, &fe) && !zb_fit_copy_bw(b, bd, g.npinned, lat, &fbd, &fe)) {
-				hw.link.duplex_h2d = zb_fit_duplex(fh.Bps, fbh.Bps);
-				hw.link.duplex_d2h = zb_fit_duplex(fd.Bps, fbd.Bps);
-				add_row(rows, &nrows, "link.duplex_h2d", "", 1, base.link.duplex_h2d, hw.link.duplex_h2d,
-					fbh.rms_rel_err, "both at once / alone");
-				add_row(rows, &nrows, "link.duplex_d2h", "", 1, base.link.duplex_d2h, hw.link.duplex_d2h,
-					fbd.rms_rel_err, "both at once / alone");
-				json_object_set_new(fits, "duplex", json_pack("{s:f, s:f, s:f, s:f}", "both_h2d_Bps", fbh.Bps,
-									       "both_d2h_Bps", fbd.Bps, "duplex_h2d",
-									       hw.link.duplex_h2d, "duplex_d2h", hw.link.duplex_d2h));
-			} else {
-				snprintf(note, sizeof note, "duplex not fitted: %s", fe.msg);
-				json_array_append_new(notes, json_string(note));
-			}
-			/* pageable: latency kept from the pinned fit (the model has one) */
-			for (int i = 0; i < g.npageable; i++)
-				b[i] = g.pageable[i].bytes, h[i] = g.pageable[i].h2d_s, d[i] = g.pageable[i].d2h_s;
-			zb_copy_fit ph, pd;
-			if (!zb_fit_copy_bw(b, h, g.npageable, lat, &ph, &fe) && !zb_fit_copy_bw(b, d, g.npageable, lat, &pd, &fe)) {
-				hw.link.pageable_h2d_Bps = ph.Bps;
-				hw.link.pageable_d2h_Bps = pd.Bps;
-				add_row(rows, &nrows, "link.pageable_h2d_Bps", "GB/s", 1e-9, base.link.pageable_h2d_Bps, ph.Bps,
-					ph.rms_rel_err, "pageable H2D 64 KB..1 GB");
-				add_row(rows, &nrows, "link.pageable_d2h_Bps", "GB/s", 1e-9, base.link.pageable_d2h_Bps, pd.Bps,
-					pd.rms_rel_err, "pageable D2H 64 KB..1 GB");
-				json_object_set_new(fits, "pageable", json_pack("{s:f, s:f, s:f, s:f}", "h2d_Bps", ph.Bps, "d2h_Bps",
-										 pd.Bps, "h2d_rms_rel_err", ph.rms_rel_err,
-										 "d2h_rms_rel_err", pd.rms_rel_err));
-			} else {
-				snprintf(note, sizeof note, "pageable bandwidth not fitted: %s", fe.msg);
-				json_array_append_new(notes, json_string(note));
-			}
-			snprintf(hw.link.name, sizeof hw.link.name, "%.50s-cal", base.link.name);
+/* ---- fit ----------------------------------------------------------------------------- */
+
+/* Pinned copies: latency, bandwidth each way, duplex; pageable bandwidth. */
+static void fit_link(calib *k)
+{
+	double b[ZB_CALIB_MAX_SIZES], h[ZB_CALIB_MAX_SIZES], d[ZB_CALIB_MAX_SIZES], bh[ZB_CALIB_MAX_SIZES],
+		bd[ZB_CALIB_MAX_SIZES];
+	for (int i = 0; i < k->g.npinned; i++)
+		b[i] = k->g.pinned[i].bytes, h[i] = k->g.pinned[i].h2d_s, d[i] = k->g.pinned[i].d2h_s,
+		bh[i] = k->g.pinned[i].both_h2d_s, bd[i] = k->g.pinned[i].both_d2h_s;
+	zb_copy_fit fh, fd, fbh, fbd;
+	zb_error fe = { 0 };
+	if (!zb_fit_copy(b, h, k->g.npinned, &fh, &fe) && !zb_fit_copy(b, d, k->g.npinned, &fd, &fe)) {
+		double lat = (fh.latency_s + fd.latency_s) / 2;
+		zb_fit_copy_bw(b, h, k->g.npinned, lat, &fh, NULL);
+		zb_fit_copy_bw(b, d, k->g.npinned, lat, &fd, NULL);
+		k->hw.link.copy_latency_s = lat;
+		k->hw.link.h2d_Bps = fh.Bps;
+		k->hw.link.d2h_Bps = fd.Bps;
+		add_row(k, "link.copy_latency_s", "us", 1e6, k->base.link.copy_latency_s, lat, NAN,
+			"pinned copies 4 KB..1 GB, intercept");
+		add_row(k, "link.h2d_Bps", "GB/s", 1e-9, k->base.link.h2d_Bps, fh.Bps, fh.rms_rel_err,
+			"pinned H2D alone");
+		add_row(k, "link.d2h_Bps", "GB/s", 1e-9, k->base.link.d2h_Bps, fd.Bps, fd.rms_rel_err,
+			"pinned D2H alone");
+		json_object_set_new(k->fits, "pinned_h2d", json_pack("{s:f, s:f, s:f, s:f}", "latency_s", lat, "Bps", fh.Bps,
+								   "rms_rel_err", fh.rms_rel_err, "max_rel_err",
+								   fh.max_rel_err));
+		json_object_set_new(k->fits, "pinned_d2h", json_pack("{s:f, s:f, s:f, s:f}", "latency_s", lat, "Bps", fd.Bps,
+								   "rms_rel_err", fd.rms_rel_err, "max_rel_err",
+								   fd.max_rel_err));
+		if (!zb_fit_copy_bw(b, bh, k->g.npinned, lat, &fbh, &fe) && !zb_fit_copy_bw(b, bd, k->g.npinned, lat, &fbd, &fe)) {
+			k->hw.link.duplex_h2d = zb_fit_duplex(fh.Bps, fbh.Bps);
+			k->hw.link.duplex_d2h = zb_fit_duplex(fd.Bps, fbd.Bps);
+			add_row(k, "link.duplex_h2d", "", 1, k->base.link.duplex_h2d, k->hw.link.duplex_h2d,
+				fbh.rms_rel_err, "both at once / alone");
+			add_row(k, "link.duplex_d2h", "", 1, k->base.link.duplex_d2h, k->hw.link.duplex_d2h,
+				fbd.rms_rel_err, "both at once / alone");
+			json_object_set_new(k->fits, "duplex", json_pack("{s:f, s:f, s:f, s:f}", "both_h2d_Bps", fbh.Bps,
+								       "both_d2h_Bps", fbd.Bps, "duplex_h2d",
+								       k->hw.link.duplex_h2d, "duplex_d2h", k->hw.link.duplex_d2h));
 		} else {
-			snprintf(note, sizeof note, "link not fitted: %s", fe.msg);
-			json_array_append_new(notes, json_string(note));
+			snprintf(k->note, sizeof k->note, "duplex not fitted: %s", fe.msg);
+			json_array_append_new(k->notes, json_string(k->note));
 		}
-		/* device memory: the copy kernel */
-		zb_copy_fit fm;
-		if (!zb_fit_copy(g.dev_bytes, g.dev_s, g.ndev, &fm, &fe)) {
-			hw.gpu.kernel_latency_s = fm.latency_s;
-			hw.gpu.hbm_Bps = fm.Bps;
-			add_row(rows, &nrows, "gpu.kernel_latency_s", "us", 1e6, base.gpu.kernel_latency_s, fm.latency_s, NAN,
-				"device copy kernel, intercept");
-			add_row(rows, &nrows, "gpu.hbm_Bps", "GB/s", 1e-9, base.gpu.hbm_Bps, fm.Bps, fm.rms_rel_err,
-				"device copy kernel, read + write");
-			json_object_set_new(fits, "hbm", json_pack("{s:f, s:f, s:f, s:f}", "latency_s", fm.latency_s, "Bps",
-								    fm.Bps, "rms_rel_err", fm.rms_rel_err, "max_rel_err",
-								    fm.max_rel_err));
+		/* pageable: latency kept from the pinned fit (the model has one) */
+		for (int i = 0; i < k->g.npageable; i++)
+			b[i] = k->g.pageable[i].bytes, h[i] = k->g.pageable[i].h2d_s, d[i] = k->g.pageable[i].d2h_s;
+		zb_copy_fit ph, pd;
+		if (!zb_fit_copy_bw(b, h, k->g.npageable, lat, &ph, &fe) && !zb_fit_copy_bw(b, d, k->g.npageable, lat, &pd, &fe)) {
+			k->hw.link.pageable_h2d_Bps = ph.Bps;
+			k->hw.link.pageable_d2h_Bps = pd.Bps;
+			add_row(k, "link.pageable_h2d_Bps", "GB/s", 1e-9, k->base.link.pageable_h2d_Bps, ph.Bps,
+				ph.rms_rel_err, "pageable H2D 64 KB..1 GB");
+			add_row(k, "link.pageable_d2h_Bps", "GB/s", 1e-9, k->base.link.pageable_d2h_Bps, pd.Bps,
+				pd.rms_rel_err, "pageable D2H 64 KB..1 GB");
+			json_object_set_new(k->fits, "pageable", json_pack("{s:f, s:f, s:f, s:f}", "h2d_Bps", ph.Bps, "d2h_Bps",
+									 pd.Bps, "h2d_rms_rel_err", ph.rms_rel_err,
+									 "d2h_rms_rel_err", pd.rms_rel_err));
 		} else {
-			snprintf(note, sizeof note, "device memory not fitted: %s", fe.msg);
-			json_array_append_new(notes, json_string(note));
+			snprintf(k->note, sizeof k->note, "pageable bandwidth not fitted: %s", fe.msg);
+			json_array_append_new(k->notes, json_string(k->note));
 		}
-		/* GEMMs */
-		zb_gemm_sample gs[ZB_CALIB_MAX_GEMMS];
-		for (int i = 0; i < plan.ngemm; i++)
-			gs[i] = (zb_gemm_sample){ plan.gemm[i].m, plan.gemm[i].n, plan.gemm[i].k, plan.gemm[i].batch,
-						  plan.gemm[i].flops, plan.gemm[i].time_s, plan.gemm[i].weight };
-		zb_gemm_fit gf;
-		if (!zb_fit_gemm(gs, plan.ngemm, hw.gpu.kernel_latency_s, 4096, &gf, &fe)) {
-			double ratio = base.gpu.bf16_flops > 0 ? base.gpu.fp16_flops / base.gpu.bf16_flops : 1;
-			hw.gpu.bf16_flops = gf.peak_flops;
-			hw.gpu.fp16_flops = gf.peak_flops * ratio;
-			hw.gpu.gemm_half_dim = gf.half_dim;
-			add_row(rows, &nrows, "gpu.bf16_flops", "TFLOP/s", 1e-12, base.gpu.bf16_flops, gf.peak_flops,
-				gf.rms_rel_err, "model GEMM shapes, weighted");
-			add_row(rows, &nrows, "gpu.fp16_flops", "TFLOP/s", 1e-12, base.gpu.fp16_flops, hw.gpu.fp16_flops, NAN,
-				"bf16 x the base's fp16/bf16 ratio");
-			add_row(rows, &nrows, "gpu.gemm_half_dim", "", 1, base.gpu.gemm_half_dim, gf.half_dim, gf.rms_rel_err,
-				"same fit");
-			json_object_set_new(fits, "gemm", json_pack("{s:f, s:f, s:f, s:f}", "peak_flops", gf.peak_flops,
-								     "half_dim", gf.half_dim, "rms_rel_err", gf.rms_rel_err,
-								     "max_rel_err", gf.max_rel_err));
-		} else {
-			snprintf(note, sizeof note, "GEMM efficiency not fitted: %s", fe.msg);
-			json_array_append_new(notes, json_string(note));
-		}
-		hw.gpu.mem_bytes = g.mem_bytes;
-		add_row(rows, &nrows, "gpu.mem_bytes", "GiB", 1.0 / (1 << 30), base.gpu.mem_bytes, g.mem_bytes, NAN,
-			g.device);
-		snprintf(hw.gpu.name, sizeof hw.gpu.name, "%.50s-cal", base.gpu.name);
+		snprintf(k->hw.link.name, sizeof k->hw.link.name, "%.50s-cal", k->base.link.name);
+	} else {
+		snprintf(k->note, sizeof k->note, "link not fitted: %s", fe.msg);
+		json_array_append_new(k->notes, json_string(k->note));
 	}
-	zb_cpu_samples cs = { nt, tc, rate, g.together_adam_params_per_s, g.together_copy_Bps, tb.GBps * 1e9 };
+}
+
+/* Device memory (the copy kernel): kernel latency and HBM bandwidth. */
+static void fit_device_memory(calib *k)
+{
+	zb_error fe = { 0 };
+	zb_copy_fit fm;
+	if (!zb_fit_copy(k->g.dev_bytes, k->g.dev_s, k->g.ndev, &fm, &fe)) {
+		k->hw.gpu.kernel_latency_s = fm.latency_s;
+		k->hw.gpu.hbm_Bps = fm.Bps;
+		add_row(k, "gpu.kernel_latency_s", "us", 1e6, k->base.gpu.kernel_latency_s, fm.latency_s, NAN,
+			"device copy kernel, intercept");
+		add_row(k, "gpu.hbm_Bps", "GB/s", 1e-9, k->base.gpu.hbm_Bps, fm.Bps, fm.rms_rel_err,
+			"device copy kernel, read + write");
+		json_object_set_new(k->fits, "hbm", json_pack("{s:f, s:f, s:f, s:f}", "latency_s", fm.latency_s, "Bps",
+							    fm.Bps, "rms_rel_err", fm.rms_rel_err, "max_rel_err",
+							    fm.max_rel_err));
+	} else {
+		snprintf(k->note, sizeof k->note, "device memory not fitted: %s", fe.msg);
+		json_array_append_new(k->notes, json_string(k->note));
+	}
+}
+
+/* GEMMs: achievable peak and the efficiency curve's half dimension. */
+static void fit_gemm(calib *k)
+{
+	zb_error fe = { 0 };
+	zb_gemm_sample gs[ZB_CALIB_MAX_GEMMS];
+	for (int i = 0; i < k->plan.ngemm; i++)
+		gs[i] = (zb_gemm_sample){ k->plan.gemm[i].m, k->plan.gemm[i].n, k->plan.gemm[i].k, k->plan.gemm[i].batch,
+					  k->plan.gemm[i].flops, k->plan.gemm[i].time_s, k->plan.gemm[i].weight };
+	zb_gemm_fit gf;
+	if (!zb_fit_gemm(gs, k->plan.ngemm, k->hw.gpu.kernel_latency_s, 4096, &gf, &fe)) {
+		double ratio = k->base.gpu.bf16_flops > 0 ? k->base.gpu.fp16_flops / k->base.gpu.bf16_flops : 1;
+		k->hw.gpu.bf16_flops = gf.peak_flops;
+		k->hw.gpu.fp16_flops = gf.peak_flops * ratio;
+		k->hw.gpu.gemm_half_dim = gf.half_dim;
+		add_row(k, "gpu.bf16_flops", "TFLOP/s", 1e-12, k->base.gpu.bf16_flops, gf.peak_flops,
+			gf.rms_rel_err, "model GEMM shapes, weighted");
+		add_row(k, "gpu.fp16_flops", "TFLOP/s", 1e-12, k->base.gpu.fp16_flops, k->hw.gpu.fp16_flops, NAN,
+			"bf16 x the base's fp16/bf16 ratio");
+		add_row(k, "gpu.gemm_half_dim", "", 1, k->base.gpu.gemm_half_dim, gf.half_dim, gf.rms_rel_err,
+			"same fit");
+		json_object_set_new(k->fits, "gemm", json_pack("{s:f, s:f, s:f, s:f}", "peak_flops", gf.peak_flops,
+							     "half_dim", gf.half_dim, "rms_rel_err", gf.rms_rel_err,
+							     "max_rel_err", gf.max_rel_err));
+	} else {
+		snprintf(k->note, sizeof k->note, "GEMM efficiency not fitted: %s", fe.msg);
+		json_array_append_new(k->notes, json_string(k->note));
+	}
+}
+
+static zb_status fit_cpu(calib *k, zb_error *err)
+{
+	zb_cpu_samples cs = { k->nt, k->tc, k->rate, k->g.together_adam_params_per_s, k->g.together_copy_Bps,
+			      k->tb.GBps * 1e9 };
 	zb_cpu_fit cf;
-	if ((st = zb_fit_cpu(&cs, &cf, &err)))
-		return zb_report_error(&err);
-	hw.cpu.cores = cf.cores;
-	hw.cpu.adam_params_per_core = cf.adam_params_per_core;
-	hw.cpu.adam_Bps = cf.adam_Bps;
-	hw.cpu.dram_Bps = cf.dram_Bps;
-	hw.cpu.task_latency_s = task_lat;
+	zb_status st = zb_fit_cpu(&cs, &cf, err);
+	if (st)
+		return st;
+	zb_hw *hw = &k->hw;
+	const zb_hw *base = &k->base;
+	hw->cpu.cores = cf.cores;
+	hw->cpu.adam_params_per_core = cf.adam_params_per_core;
+	hw->cpu.adam_Bps = cf.adam_Bps;
+	hw->cpu.dram_Bps = cf.dram_Bps;
+	hw->cpu.task_latency_s = k->task_lat;
 	double mt = mem_total();
 	if (mt > 0)
-		hw.cpu.mem_bytes = mt;
-	snprintf(hw.cpu.name, sizeof hw.cpu.name, "%.50s-cal", base.cpu.name);
-	add_row(rows, &nrows, "cpu.cores", "", 1, base.cpu.cores, cf.cores, NAN, "threads measured (top)");
-	add_row(rows, &nrows, "cpu.adam_params_per_core", "Gparam/s", 1e-9, base.cpu.adam_params_per_core,
+		hw->cpu.mem_bytes = mt;
+	snprintf(hw->cpu.name, sizeof hw->cpu.name, "%.50s-cal", base->cpu.name);
+	add_row(k, "cpu.cores", "", 1, base->cpu.cores, cf.cores, NAN, "threads measured (top)");
+	add_row(k, "cpu.adam_params_per_core", "Gparam/s", 1e-9, base->cpu.adam_params_per_core,
 		cf.adam_params_per_core, cf.rms_rel_err, "best Adam rate per thread (rms over thread counts)");
-	add_row(rows, &nrows, "cpu.adam_Bps", "GB/s", 1e-9, base.cpu.adam_Bps, cf.adam_Bps, NAN,
-		"fastest Adam rate x 28 B");
-	add_row(rows, &nrows, "cpu.dram_Bps", "GB/s", 1e-9, base.cpu.dram_Bps, cf.dram_Bps, NAN, cf.dram_source);
-	add_row(rows, &nrows, "cpu.task_latency_s", "us", 1e6, base.cpu.task_latency_s, task_lat, NAN, "pool dispatch median");
-	add_row(rows, &nrows, "cpu.mem_bytes", "GiB", 1.0 / (1 << 30), base.cpu.mem_bytes, hw.cpu.mem_bytes, NAN,
-		"MemTotal");
-	json_object_set_new(fits, "cpu", json_pack("{s:i, s:f, s:f, s:s, s:f, s:f}", "cores", cf.cores,
-						   "adam_params_per_core", cf.adam_params_per_core, "adam_Bps", cf.adam_Bps,
-						   "dram_Bps", cf.dram_Bps,
-						   "dram_source", cf.dram_source, "rms_rel_err", cf.rms_rel_err,
-						   "max_rel_err", cf.max_rel_err));
+	add_row(k, "cpu.adam_Bps", "GB/s", 1e-9, base->cpu.adam_Bps, cf.adam_Bps, NAN, "fastest Adam rate x 28 B");
+	add_row(k, "cpu.dram_Bps", "GB/s", 1e-9, base->cpu.dram_Bps, cf.dram_Bps, NAN, cf.dram_source);
+	add_row(k, "cpu.task_latency_s", "us", 1e6, base->cpu.task_latency_s, k->task_lat, NAN, "pool dispatch median");
+	add_row(k, "cpu.mem_bytes", "GiB", 1.0 / (1 << 30), base->cpu.mem_bytes, hw->cpu.mem_bytes, NAN, "MemTotal");
+	json_object_set_new(k->fits, "cpu", json_pack("{s:i, s:f, s:f, s:s, s:f, s:f}", "cores", cf.cores,
+						      "adam_params_per_core", cf.adam_params_per_core, "adam_Bps",
+						      cf.adam_Bps, "dram_Bps", cf.dram_Bps, "dram_source", cf.dram_source,
+						      "rms_rel_err", cf.rms_rel_err, "max_rel_err", cf.max_rel_err));
 	if (cf.max_rel_err > 0.1) {
-		snprintf(note, sizeof note,
+		snprintf(k->note, sizeof k->note,
 			 "the CPU model is linear in threads under the DRAM cap: off by up to %.0f%% at fewer threads than %d",
 			 100 * cf.max_rel_err, cf.cores);
-		json_array_append_new(notes, json_string(note));
+		json_array_append_new(k->notes, json_string(k->note));
 	}
-	if (!cpu_only && hw.gpu.hbm_Bps > 0) {
-		double adam_Bps = g.gpu_adam_params_per_s * ZB_ADAM_BYTES_PER_PARAM;
-		if (fabs(adam_Bps / hw.gpu.hbm_Bps - 1) > 0.05) {
-			snprintf(note, sizeof note,
+	return ZB_OK;
+}
+
+/* Every fit, starting from the base; anything not measured keeps the base value. */
+static zb_status fit(calib *k, zb_error *err)
+{
+	k->hw = k->base;
+	snprintf(k->hw.name, sizeof k->hw.name, "%s", k->name ? k->name : "calibrated");
+	k->nrows = 0;
+	k->fits = json_object();
+	k->notes = json_array();
+	if (!k->cpu_only) {
+		fit_link(k);
+		fit_device_memory(k);
+		fit_gemm(k);
+		k->hw.gpu.mem_bytes = k->g.mem_bytes;
+		add_row(k, "gpu.mem_bytes", "GiB", 1.0 / (1 << 30), k->base.gpu.mem_bytes, k->g.mem_bytes, NAN,
+			k->g.device);
+		snprintf(k->hw.gpu.name, sizeof k->hw.gpu.name, "%.50s-cal", k->base.gpu.name);
+	}
+	zb_status st = fit_cpu(k, err);
+	if (st)
+		return st;
+	if (!k->cpu_only && k->hw.gpu.hbm_Bps > 0) {
+		double adam_Bps = k->g.gpu_adam_params_per_s * ZB_ADAM_BYTES_PER_PARAM;
+		if (fabs(adam_Bps / k->hw.gpu.hbm_Bps - 1) > 0.05) {
+			snprintf(k->note, sizeof k->note,
 				 "GPU Adam moves %.0f GB/s at 28 B/param, %+.0f%% from the copy kernel's %.0f GB/s the model uses",
-				 adam_Bps / 1e9, 100 * (adam_Bps / hw.gpu.hbm_Bps - 1), hw.gpu.hbm_Bps / 1e9);
-			json_array_append_new(notes, json_string(note));
+				 adam_Bps / 1e9, 100 * (adam_Bps / k->hw.gpu.hbm_Bps - 1), k->hw.gpu.hbm_Bps / 1e9);
+			json_array_append_new(k->notes, json_string(k->note));
 		}
 	}
-	if ((st = zb_hw_validate(&hw, &err)) || (st = zb_hw_save(out_path, &hw, &err))) {
-		json_decref(fits);
-		json_decref(notes);
-		return zb_report_error(&err);
-	}
+	return ZB_OK;
+}
 
-	/* ---- measurements document ---- */
+/* ---- store and report ------------------------------------------------------------------ */
+
+/* The GPU measurements: copies, the device copy kernel, GEMMs, GPU Adam, CPU Adam
+ * and copies together. */
+static json_t *gpu_measurements_json(const calib *k)
+{
+	json_t *gj = json_object();
+	json_object_set_new(gj, "device", json_string(k->g.device));
+	const char *kinds[2] = { "pinned", "pageable" };
+	for (int kd = 0; kd < 2; kd++) {
+		const zb_calib_copy *rows2 = kd ? k->g.pageable : k->g.pinned;
+		int nr = kd ? k->g.npageable : k->g.npinned;
+		json_t *a = json_array();
+		for (int i = 0; i < nr; i++)
+			json_array_append_new(a, json_pack("{s:f, s:f, s:f, s:f, s:f}", "bytes", rows2[i].bytes, "h2d_s",
+							   rows2[i].h2d_s, "d2h_s", rows2[i].d2h_s, "both_h2d_s",
+							   rows2[i].both_h2d_s, "both_d2h_s", rows2[i].both_d2h_s));
+		json_object_set_new(gj, kinds[kd], a);
+	}
+	json_t *dv = json_array();
+	for (int i = 0; i < k->g.ndev; i++)
+		json_array_append_new(dv, json_pack("{s:f, s:f}", "bytes", k->g.dev_bytes[i], "time_s", k->g.dev_s[i]));
+	json_object_set_new(gj, "device_copy", dv);
+	json_t *gm = json_array();
+	for (int i = 0; i < k->plan.ngemm; i++) {
+		const zb_calib_gemm *x = &k->plan.gemm[i];
+		json_array_append_new(gm, json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:f}", "transa", x->transa,
+						    "transb", x->transb, "m", x->m, "n", x->n, "k", x->k, "batch",
+						    x->batch, "flops", x->flops, "weight", x->weight, "time_s",
+						    x->time_s));
+	}
+	json_object_set_new(gj, "gemm", gm);
+	json_object_set_new(gj, "gpu_adam", json_pack("{s:I, s:f}", "params", (json_int_t)k->g.gpu_adam_params,
+						       "params_per_s", k->g.gpu_adam_params_per_s));
+	json_object_set_new(gj, "together",
+			    json_pack("{s:i, s:f, s:f, s:f, s:f}", "threads", k->threads, "alone_adam_params_per_s",
+				      k->g.alone_adam_params_per_s, "alone_copy_Bps", k->g.alone_copy_Bps,
+				      "together_adam_params_per_s", k->g.together_adam_params_per_s, "together_copy_Bps",
+				      k->g.together_copy_Bps));
+	json_object_set_new(gj, "seconds", json_real(k->g.seconds));
+	return gj;
+}
+
+/* Every measurement behind the fits, for the hw_profiles row; takes the fits and notes. */
+static json_t *measurements_json(calib *k)
+{
 	json_t *m = json_object(), *cpu = json_object(), *arr = json_array();
-	for (int i = 0; i < nt; i++)
-		json_array_append_new(arr, json_pack("{s:i, s:f}", "threads", tc[i], "adam_params_per_s", rate[i]));
+	for (int i = 0; i < k->nt; i++)
+		json_array_append_new(arr, json_pack("{s:i, s:f}", "threads", k->tc[i], "adam_params_per_s", k->rate[i]));
 	json_object_set_new(cpu, "adam", arr);
-	json_object_set_new(cpu, "adam_params", json_integer(params));
-	json_object_set_new(cpu, "triad_GBps", json_real(tb.GBps));
-	json_object_set_new(cpu, "task_latency_s", json_real(task_lat));
+	json_object_set_new(cpu, "adam_params", json_integer(k->params));
+	json_object_set_new(cpu, "triad_GBps", json_real(k->tb.GBps));
+	json_object_set_new(cpu, "task_latency_s", json_real(k->task_lat));
 	json_object_set_new(m, "cpu", cpu);
-	if (!cpu_only) {
-		json_t *gj = json_object();
-		json_object_set_new(gj, "device", json_string(g.device));
-		const char *kinds[2] = { "pinned", "pageable" };
-		for (int k = 0; k < 2; k++) {
-			const zb_calib_copy *rows2 = k ? g.pageable : g.pinned;
-			int nr = k ? g.npageable : g.npinned;
-			json_t *a = json_array();
-			for (int i = 0; i < nr; i++)
-				json_array_append_new(a, json_pack("{s:f, s:f, s:f, s:f, s:f}", "bytes", rows2[i].bytes, "h2d_s",
-								   rows2[i].h2d_s, "d2h_s", rows2[i].d2h_s, "both_h2d_s",
-								   rows2[i].both_h2d_s, "both_d2h_s", rows2[i].both_d2h_s));
-			json_object_set_new(gj, kinds[k], a);
-		}
-		json_t *dv = json_array();
-		for (int i = 0; i < g.ndev; i++)
-			json_array_append_new(dv, json_pack("{s:f, s:f}", "bytes", g.dev_bytes[i], "time_s", g.dev_s[i]));
-		json_object_set_new(gj, "device_copy", dv);
-		json_t *gm = json_array();
-		for (int i = 0; i < plan.ngemm; i++) {
-			const zb_calib_gemm *x = &plan.gemm[i];
-			json_array_append_new(gm, json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, s:f, s:f, s:f}", "transa", x->transa,
-							    "transb", x->transb, "m", x->m, "n", x->n, "k", x->k, "batch",
-							    x->batch, "flops", x->flops, "weight", x->weight, "time_s",
-							    x->time_s));
-		}
-		json_object_set_new(gj, "gemm", gm);
-		json_object_set_new(gj, "gpu_adam", json_pack("{s:I, s:f}", "params", (json_int_t)g.gpu_adam_params,
-							       "params_per_s", g.gpu_adam_params_per_s));
-		json_object_set_new(gj, "together",
-				    json_pack("{s:i, s:f, s:f, s:f, s:f}", "threads", threads, "alone_adam_params_per_s",
-					      g.alone_adam_params_per_s, "alone_copy_Bps", g.alone_copy_Bps,
-					      "together_adam_params_per_s", g.together_adam_params_per_s, "together_copy_Bps",
-					      g.together_copy_Bps));
-		json_object_set_new(gj, "seconds", json_real(g.seconds));
-		json_object_set_new(m, "gpu", gj);
-	}
-	json_object_set_new(m, "fits", fits);
-	json_object_set_new(m, "notes", notes);
-	json_object_set_new(m, "quick", json_boolean(quick));
-	json_object_set_new(m, "seconds", json_real(zb_wall_s() - t_start));
-	char *mtext = json_dumps(m, JSON_COMPACT | JSON_REAL_PRECISION(17));
+	if (!k->cpu_only)
+		json_object_set_new(m, "gpu", gpu_measurements_json(k));
+	json_object_set_new(m, "fits", k->fits);
+	json_object_set_new(m, "notes", k->notes);
+	json_object_set_new(m, "quick", json_boolean(k->quick));
+	json_object_set_new(m, "seconds", json_real(zb_wall_s() - k->t_start));
+	return m;
+}
 
-	/* ---- database ---- */
-	FILE *pf = fopen(out_path, "r");
-	char *hw_text = NULL;
+static char *slurp(const char *path)
+{
+	FILE *pf = fopen(path, "r");
+	char *text = NULL;
 	if (pf) {
 		fseek(pf, 0, SEEK_END);
 		long len = ftell(pf);
 		fseek(pf, 0, SEEK_SET);
-		hw_text = zb_xcalloc((size_t)len + 1, 1);
-		if (fread(hw_text, 1, (size_t)len, pf) != (size_t)len)
-			hw_text[0] = 0;
+		text = zb_xcalloc((size_t)len + 1, 1);
+		if (fread(text, 1, (size_t)len, pf) != (size_t)len)
+			text[0] = 0;
 		fclose(pf);
 	}
+	return text;
+}
+
+/* The profile as written, and the measurements, into hw_profiles. */
+static zb_status store(calib *k, const char *mtext, int argc, char **argv, int64_t *run_id, zb_error *err)
+{
+	char *hw_text = slurp(k->out_path);
 	zb_session s;
 	int64_t profile_id = 0;
-	if (zb_session_open(&s, &o, "calibrate", cpu_only ? NULL : g.device, argc, argv, &err) ||
-	    (s.store && zb_hw_profile_add(s.store, s.run_id, hw.name, out_path, hw_text ? hw_text : "{}", mtext,
-					  &profile_id, &err)) ||
-	    zb_session_commit(&s, "ok", &err)) {
+	zb_status st;
+	if ((st = zb_session_open(&s, &k->o, "calibrate", k->cpu_only ? NULL : k->g.device, argc, argv, err)) ||
+	    (s.store && (st = zb_hw_profile_add(s.store, s.run_id, k->hw.name, k->out_path, hw_text ? hw_text : "{}",
+						mtext, &profile_id, err))) ||
+	    (st = zb_session_commit(&s, "ok", err)))
 		zb_session_abort(&s);
-		free(hw_text);
-		free(mtext);
-		json_decref(m);
+	*run_id = st ? 0 : s.run_id;
+	free(hw_text);
+	return st;
+}
+
+static void report_json(calib *k, json_t *m)
+{
+	json_t *root = json_object();
+	json_object_set_new(root, "profile", json_string(k->out_path));
+	json_t *p = json_object();
+	for (int i = 0; i < k->nrows; i++)
+		json_object_set_new(p, k->rows[i].name,
+				    json_pack("{s:o, s:o, s:o, s:s}", "base", num(k->rows[i].base), "calibrated",
+					      num(k->rows[i].now), "rms_rel_err", num(k->rows[i].rms), "from", k->rows[i].from));
+	json_object_set_new(root, "parameters", p);
+	json_object_set_new(root, "measurements", m);
+	zb_json_print(stdout, root);
+	json_decref(root);
+}
+
+static void report_text(calib *k, int64_t run_id)
+{
+	printf("# zbench %s%s%s calibrate: %s%s, %d CPU threads, base %s%s\n", ZB_VERSION, ZB_GIT_COMMIT[0] ? " " : "",
+	       ZB_GIT_COMMIT, k->cpu_only ? "CPU only" : "device ", k->cpu_only ? "" : k->g.device, k->threads,
+	       k->base.name, k->quick ? ", quick (small sizes: not for real use)" : "");
+	printf("%-26s %-9s %12s %12s %8s  %s\n", "parameter", "unit", "base", "calibrated", "fit rms", "from");
+	printf("%-26s %-9s %12s %12s %8s  %s\n", "", "", "", "", "%", "");
+	for (int i = 0; i < k->nrows; i++) {
+		const param_row *r = &k->rows[i];
+		char rms[16] = "-";
+		if (isfinite(r->rms))
+			snprintf(rms, sizeof rms, "%.1f", 100 * r->rms);
+		printf("%-26s %-9s %12.4g %12.4g %8s  %s\n", r->name, r->unit, r->base * r->scale, r->now * r->scale,
+		       rms, r->from);
+	}
+	for (size_t i = 0; i < json_array_size(k->notes); i++)
+		printf("# note: %s\n", json_string_value(json_array_get(k->notes, i)));
+	printf("# wrote %s (zbench predict --hw %s); %.0f s", k->out_path, k->out_path, zb_wall_s() - k->t_start);
+	if (run_id)
+		printf("; stored as run %lld (table hw_profiles)", (long long)run_id);
+	printf("\n");
+}
+
+/* ---- command ------------------------------------------------------------------------- */
+
+int cmd_calibrate(int argc, char **argv)
+{
+	calib *k = &cal;
+	memset(k, 0, sizeof *k);
+	k->out_path = DEFAULT_OUT;
+	int rc;
+	if (!zb_flags_parse(argc, argv, flags, NULL, 0, NULL, usage, &rc))
+		return rc;
+	k->o.json = k->json;
+	zb_error err = { 0 };
+	FILE *log = stderr;
+	if (plan(k, &err))
+		return zb_report_error(&err);
+	k->t_start = zb_wall_s();
+	fprintf(log, "# zbench calibrate: %d CPU threads%s, base %s%s\n", k->threads, k->cpu_only ? " (CPU only)" : "",
+		k->base.name, k->quick ? ", quick (small sizes: not for real use)" : "");
+	if (measure_cpu(k, log, &err) || measure_gpu(k, log, &err))
+		return zb_report_error(&err);
+	if (fit(k, &err) || zb_hw_validate(&k->hw, &err) || zb_hw_save(k->out_path, &k->hw, &err)) {
+		json_decref(k->fits);
+		json_decref(k->notes);
 		return zb_report_error(&err);
 	}
-	free(hw_text);
-
-	if (json) {
-		json_t *root = json_object();
-		json_object_set_new(root, "profile", json_string(out_path));
-		json_t *p = json_object();
-		for (int i = 0; i < nrows; i++)
-			json_object_set_new(p, rows[i].name,
-					    json_pack("{s:o, s:o, s:o, s:s}", "base", num(rows[i].base), "calibrated",
-						      num(rows[i].now), "rms_rel_err", num(rows[i].rms), "from", rows[i].from));
-		json_object_set_new(root, "parameters", p);
-		json_object_set_new(root, "measurements", m);
-		zb_json_print(stdout, root);
-		json_decref(root);
+	json_incref(k->notes); /* the text report reads them after the document is freed */
+	json_t *m = measurements_json(k);
+	char *mtext = json_dumps(m, JSON_COMPACT | JSON_REAL_PRECISION(17));
+	int64_t run_id = 0;
+	zb_status st = store(k, mtext, argc, argv, &run_id, &err);
+	free(mtext);
+	if (st) {
+		json_decref(m);
+		json_decref(k->notes);
+		return zb_report_error(&err);
+	}
+	if (k->json) {
+		report_json(k, m); /* takes m */
 	} else {
-		printf("# zbench %s%s%s calibrate: %s%s, %d CPU threads, base %s%s\n", ZB_VERSION, ZB_GIT_COMMIT[0] ? " " : "",
-		       ZB_GIT_COMMIT, cpu_only ? "CPU only" : "device ", cpu_only ? "" : g.device, threads, base.name,
-		       quick ? ", quick (small sizes: not for real use)" : "");
-		printf("%-26s %-9s %12s %12s %8s  %s\n", "parameter", "unit", "base", "calibrated", "fit rms", "from");
-		printf("%-26s %-9s %12s %12s %8s  %s\n", "", "", "", "", "%", "");
-		for (int i = 0; i < nrows; i++) {
-			char rms[16] = "-";
-			if (isfinite(rows[i].rms))
-				snprintf(rms, sizeof rms, "%.1f", 100 * rows[i].rms);
-			printf("%-26s %-9s %12.4g %12.4g %8s  %s\n", rows[i].name, rows[i].unit, rows[i].base * rows[i].scale,
-			       rows[i].now * rows[i].scale, rms, rows[i].from);
-		}
-		for (size_t i = 0; i < json_array_size(notes); i++)
-			printf("# note: %s\n", json_string_value(json_array_get(notes, i)));
-		printf("# wrote %s (zbench predict --hw %s); %.0f s", out_path, out_path, zb_wall_s() - t_start);
-		if (s.run_id)
-			printf("; stored as run %lld (table hw_profiles)", (long long)s.run_id);
-		printf("\n");
+		report_text(k, run_id);
 		json_decref(m);
 	}
-	free(mtext);
+	json_decref(k->notes);
 	return 0;
 }
