@@ -94,6 +94,366 @@ typedef struct item {
 
 static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 
+/* One validation: the suite's items, the run they are stored under, the clock. */
+typedef struct validation {
+	const zb_suite *suite;
+	int n;
+	item *it;
+	double total_est, t0, wall;
+	zb_store *store;
+	int64_t run_id;
+	int device_set, failed;
+} validation;
+
+/* What the suite showed: step-time errors, busy-time errors, Twin-Flow speedups. */
+typedef struct summary {
+	int used, skipped, within3, within8;
+	double mape, worst, busy_mape[ZB_RES_COUNT];
+	int nspeed, speed_ok;
+	double speed_worst;
+	json_t *speedups;
+	int met_mape, met_worst, met_speed;
+} summary;
+
+/* ---- plan ------------------------------------------------------------------------------ */
+
+/* Every configuration built and predicted: fits, predicted step, estimated cost. */
+static zb_status plan(validation *v, zb_error *err)
+{
+	zb_status st = zb_suite_find(vo.suite, &v->suite, err);
+	if (st)
+		return st;
+	v->n = vo.limit && vo.limit < v->suite->n ? vo.limit : v->suite->n;
+	v->it = zb_xcalloc((size_t)v->n, sizeof *v->it);
+	for (int i = 0; i < v->n; i++) {
+		item *x = &v->it[i];
+		x->e = &v->suite->entries[i];
+		zb_suite_key(x->e, x->key, sizeof x->key);
+		zb_prediction p;
+		if ((st = zb_suite_config(x->e, vo.hw, vo.warmup, vo.steps, &x->c, err)) || (st = zb_predict(&p, &x->c, err)))
+			return st;
+		x->fits = p.mem.fits && p.simulated;
+		snprintf(x->reason, sizeof x->reason, "%s", p.mem.reason);
+		x->est_s = zb_suite_estimate_s(&x->c, &p);
+		x->pred_s = x->fits ? zb_step_time_window(&p.graph, p.res.end, vo.warmup) : NAN;
+		v->total_est += x->est_s;
+		zb_prediction_free(&p);
+	}
+	return ZB_OK;
+}
+
+static void print_header(const validation *v, FILE *out)
+{
+	fprintf(out, "# zbench %s%s%s validate: suite %s (%d of %d configurations), hw %s, %d warm-up + %d measured "
+		     "steps\n",
+		ZB_VERSION, ZB_GIT_COMMIT[0] ? " " : "", ZB_GIT_COMMIT, v->suite->name, v->n, v->suite->n,
+		vo.hw ? vo.hw : "h200-machine (default)", vo.warmup, vo.steps);
+	fprintf(out, "# expected time %.0f s on the H200 machine (estimate: setup + predicted run + storing), budget "
+		     "%d s\n",
+		v->total_est, vo.budget);
+}
+
+/* --list: the suite with each estimate, nothing run. */
+static void print_list(const validation *v)
+{
+	printf("%3s  %-44s %10s %8s  %s\n", "#", "configuration", "predicted", "estimate", "");
+	printf("%3s  %-44s %10s %8s  %s\n", "", "", "ms/step", "s", "");
+	for (int i = 0; i < v->n; i++) {
+		const item *x = &v->it[i];
+		char note[300] = "";
+		if (!x->fits)
+			snprintf(note, sizeof note, "does not fit: %s", x->reason);
+		else if (x->e->group)
+			snprintf(note, sizeof note, "speedup group %d%s", x->e->group,
+				 zb_suite_is_reference(x->e) ? " (reference)" : "");
+		printf("%3d  %-44s %10.2f %8.1f  %s\n", i + 1, x->key, x->pred_s * 1e3, x->est_s, note);
+	}
+}
+
+/* ---- run --------------------------------------------------------------------------------- */
+
+/* The runs row every configuration is stored under (committed at once). */
+static zb_status open_run(validation *v, int argc, char **argv, zb_error *err)
+{
+	if (vo.no_db)
+		return ZB_OK;
+	char *cmd = zb_command_line(argc, argv);
+	zb_run_info info = { .kind = "validate", .command = cmd, .version = ZB_VERSION, .git_commit = ZB_GIT_COMMIT };
+	zb_status st = zb_store_open(&v->store, vo.db, 2000, err);
+	if (!st && !(st = zb_store_begin(v->store, err))) {
+		st = zb_store_add_run(v->store, &info, &v->run_id, err);
+		st = st ? st : zb_store_commit(v->store, err);
+	}
+	free(cmd);
+	if (st) {
+		zb_store_close(v->store);
+		v->store = NULL;
+	}
+	return st;
+}
+
+/* Why item x is not run now ("" to run it). */
+static void skip_reason(const validation *v, item *x)
+{
+	double elapsed = zb_wall_s() - v->t0;
+	if (stop_requested) {
+		x->skipped = 1;
+		snprintf(x->skip_why, sizeof x->skip_why, "interrupted");
+	} else if (!x->fits) {
+		x->skipped = 1;
+		snprintf(x->skip_why, sizeof x->skip_why, "does not fit");
+	} else if (elapsed + x->est_s > vo.budget) {
+		x->skipped = 1;
+		snprintf(x->skip_why, sizeof x->skip_why, "over budget (%.0f + %.0f > %d s)", elapsed, x->est_s,
+			 vo.budget);
+	}
+}
+
+/* Execute and simulate one configuration, committed on its own. A failure on the GPU
+ * marks the item and goes on (a broken CUDA context makes the rest fail fast too;
+ * exit 1 at the end); a store failure stops the suite. */
+static zb_status run_one(validation *v, item *x, zb_error *err)
+{
+	zb_suite_run_opts ro = { .execute = 1, .warmup = vo.warmup, .timeline = 1, .store = v->store,
+				 .run_id = v->run_id, .stop = &stop_requested };
+	zb_status st;
+	if (v->store && (st = zb_store_begin(v->store, err)))
+		return st;
+	st = zb_suite_run(&x->c, &ro, &x->out, err);
+	if (v->store) {
+		if (!st && !v->device_set && x->out.device[0]) {
+			/* best effort: the run's rows stand without it */
+			zb_error ignored;
+			if (zb_store_set_run_device(v->store, v->run_id, x->out.device, &ignored) == ZB_OK)
+				v->device_set = 1;
+		}
+		if (st)
+			zb_store_rollback(v->store);
+		else
+			st = zb_store_commit(v->store, err);
+	}
+	if (st && st != ZB_E_STORE) {
+		x->skipped = 1;
+		snprintf(x->skip_why, sizeof x->skip_why, "FAILED: %.55s", err->msg);
+		fprintf(stderr, "zbench: %s failed: %s\n", x->key, err->msg);
+		v->failed++;
+		return ZB_OK;
+	}
+	if (st)
+		return st;
+	x->ran = x->out.executed;
+	if (!x->out.fits) {
+		x->skipped = 1;
+		snprintf(x->skip_why, sizeof x->skip_why, "does not fit (executor)");
+		snprintf(x->reason, sizeof x->reason, "%s", x->out.reason);
+	} else if (!x->ran) {
+		x->skipped = 1;
+		snprintf(x->skip_why, sizeof x->skip_why, "interrupted");
+	}
+	return ZB_OK;
+}
+
+static void print_row(int i, const item *x)
+{
+	if (x->ran)
+		printf("%3d  %-44s %10.2f %10.2f %+8.1f %8.1f %8.1f\n", i + 1, x->key, x->out.pred_step_s * 1e3,
+		       x->out.meas_step_s * 1e3, 100 * zb_rel_err(x->out.pred_step_s, x->out.meas_step_s), x->est_s,
+		       x->out.wall_s);
+	else
+		printf("%3d  %-44s %10.2f %10s %8s %8.1f %8s  skipped: %s\n", i + 1, x->key, x->pred_s * 1e3, "-", "-",
+		       x->est_s, "-", x->skip_why);
+	fflush(stdout);
+}
+
+/* Every configuration in order, within the budget, until Ctrl-C. */
+static zb_status run_all(validation *v, zb_error *err)
+{
+	if (!vo.json) {
+		printf("%3s  %-44s %10s %10s %8s %8s %8s\n", "#", "configuration", "predicted", "measured", "error",
+		       "estimate", "wall");
+		printf("%3s  %-44s %10s %10s %8s %8s %8s\n", "", "", "ms/step", "ms/step", "%", "s", "s");
+		fflush(stdout);
+	}
+	v->t0 = zb_wall_s();
+	zb_status st = ZB_OK;
+	for (int i = 0; i < v->n && !st; i++) {
+		item *x = &v->it[i];
+		skip_reason(v, x);
+		if (!x->skipped && (st = run_one(v, x, err)))
+			break;
+		if (!vo.json)
+			print_row(i, x);
+	}
+	v->wall = zb_wall_s() - v->t0;
+	return st;
+}
+
+/* ---- summarize and report ------------------------------------------------------------------ */
+
+/* Step-time errors over the executed configurations and busy-time errors per resource. */
+static void summarize_errors(const validation *v, summary *m)
+{
+	int n = v->n;
+	double *pr = zb_xmalloc((size_t)n * sizeof *pr), *me = zb_xmalloc((size_t)n * sizeof *me);
+	int k = 0;
+	for (int i = 0; i < n; i++)
+		if (v->it[i].ran) {
+			pr[k] = v->it[i].out.pred_step_s;
+			me[k] = v->it[i].out.meas_step_s;
+			double e = fabs(zb_rel_err(pr[k], me[k]));
+			m->within3 += e <= 0.03;
+			m->within8 += e <= 0.08;
+			k++;
+		}
+	m->mape = zb_mape(pr, me, k, &m->used);
+	m->worst = zb_max_abs_err(pr, me, k);
+	/* busy time of each resource, where it was measured */
+	for (int r = 0; r < ZB_RES_COUNT; r++) {
+		int c = 0;
+		for (int i = 0; i < n; i++)
+			if (v->it[i].ran && v->it[i].out.meas_busy_s[r] > 1e-4 * v->it[i].out.meas_step_s) {
+				pr[c] = v->it[i].out.pred_busy_s[r];
+				me[c] = v->it[i].out.meas_busy_s[r];
+				c++;
+			}
+		m->busy_mape[r] = zb_mape(pr, me, c, NULL);
+	}
+	free(pr);
+	free(me);
+	for (int i = 0; i < n; i++)
+		m->skipped += !v->it[i].ran;
+}
+
+/* Each Twin-Flow setting's speedup over its group's reference (plain offload of the
+ * same shape), predicted against measured; printed as a table unless --json. */
+static void summarize_speedups(const validation *v, summary *m)
+{
+	m->speedups = json_array();
+	m->speed_worst = NAN;
+	for (int i = 0; i < v->n; i++) {
+		const item *x = &v->it[i];
+		if (!x->ran || !x->e->group || zb_suite_is_reference(x->e))
+			continue;
+		const item *ref = NULL;
+		for (int j = 0; j < v->n; j++)
+			if (v->it[j].ran && v->it[j].e->group == x->e->group && zb_suite_is_reference(v->it[j].e))
+				ref = &v->it[j];
+		if (!ref)
+			continue;
+		double ps = ref->out.pred_step_s / x->out.pred_step_s;
+		double ms = ref->out.meas_step_s / x->out.meas_step_s;
+		double e = zb_rel_err(ps, ms);
+		if (m->nspeed == 0 && !vo.json) {
+			printf("\nspeedup over plain offload (policy offload, ratio 1) of the same shape:\n");
+			printf("%3s  %-44s %10s %10s %8s\n", "#", "configuration", "predicted", "measured", "error");
+			printf("%3s  %-44s %10s %10s %8s\n", "", "", "x", "x", "%");
+		}
+		if (!vo.json)
+			printf("%3d  %-44s %10.3f %10.3f %+8.1f\n", i + 1, x->key, ps, ms, 100 * e);
+		m->nspeed++;
+		m->speed_ok += fabs(e) <= 0.05;
+		if (isnan(m->speed_worst) || fabs(e) > m->speed_worst)
+			m->speed_worst = fabs(e);
+		json_array_append_new(m->speedups, json_pack("{s:s, s:o, s:o, s:o}", "key", x->key, "predicted", num(ps),
+							     "measured", num(ms), "error", num(e)));
+	}
+}
+
+static void summarize(const validation *v, summary *m)
+{
+	memset(m, 0, sizeof *m);
+	summarize_errors(v, m);
+	summarize_speedups(v, m);
+	m->met_mape = m->used > 0 && m->mape <= 0.03;
+	m->met_worst = m->used > 0 && m->worst <= 0.08;
+	m->met_speed = m->nspeed > 0 && m->speed_ok == m->nspeed;
+}
+
+static json_t *item_json(const item *x)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "key", json_string(x->key));
+	json_object_set_new(o, "fits", json_boolean(x->fits));
+	json_object_set_new(o, "executed", json_boolean(x->ran));
+	if (!x->ran)
+		json_object_set_new(o, "skipped", json_string(x->skip_why));
+	json_object_set_new(o, "predicted_step_s", num(x->ran ? x->out.pred_step_s : x->pred_s));
+	json_object_set_new(o, "measured_step_s", num(x->ran ? x->out.meas_step_s : NAN));
+	json_object_set_new(o, "error", num(x->ran ? zb_rel_err(x->out.pred_step_s, x->out.meas_step_s) : NAN));
+	json_object_set_new(o, "estimate_s", num(x->est_s));
+	json_object_set_new(o, "wall_s", num(x->ran ? x->out.wall_s : NAN));
+	json_object_set_new(o, "config_id", json_integer(x->out.config_id));
+	json_t *b = json_object();
+	for (int r = 0; r < ZB_RES_COUNT; r++)
+		json_object_set_new(b, zb_resource_name(r),
+				    json_pack("{s:o, s:o}", "predicted", num(x->out.pred_busy_s[r]), "measured",
+					      num(x->ran ? x->out.meas_busy_s[r] : NAN)));
+	json_object_set_new(o, "busy_s", b);
+	return o;
+}
+
+/* --json: every configuration and the summary; takes m->speedups. */
+static void report_json(const validation *v, summary *m)
+{
+	json_t *root = json_object(), *arr = json_array();
+	for (int i = 0; i < v->n; i++)
+		json_array_append_new(arr, item_json(&v->it[i]));
+	json_object_set_new(root, "suite", json_string(v->suite->name));
+	json_object_set_new(root, "hw", json_string(vo.hw ? vo.hw : "h200-machine"));
+	json_object_set_new(root, "warmup", json_integer(vo.warmup));
+	json_object_set_new(root, "steps", json_integer(vo.steps));
+	json_object_set_new(root, "run_id", json_integer(v->run_id));
+	json_object_set_new(root, "configs", arr);
+	json_t *busy = json_object();
+	for (int r = 0; r < ZB_RES_COUNT; r++)
+		json_object_set_new(busy, zb_resource_name(r), num(m->busy_mape[r]));
+	json_object_set_new(root, "summary",
+			    json_pack("{s:i, s:i, s:o, s:o, s:i, s:i, s:o, s:f, s:f}", "executed", m->used, "skipped",
+				      m->skipped, "mape", num(m->mape), "max_abs_err", num(m->worst), "within_3pct",
+				      m->within3, "within_8pct", m->within8, "busy_mape", busy, "expected_s", v->total_est,
+				      "wall_s", v->wall));
+	json_object_set_new(root, "speedups", m->speedups);
+	m->speedups = NULL;
+	zb_json_print(stdout, root);
+	json_decref(root);
+}
+
+static void report_text(const validation *v, const summary *m)
+{
+	printf("\nstep time over %d executed configuration%s (%d skipped): MAPE %.2f%% (target <= 3%%: %s), worst "
+	       "%.2f%% (target <= 8%%: %s); %d within 3%%, %d within 8%%\n",
+	       m->used, m->used == 1 ? "" : "s", m->skipped, 100 * m->mape, m->met_mape ? "met" : "NOT MET",
+	       100 * m->worst, m->met_worst ? "met" : "NOT MET", m->within3, m->within8);
+	if (m->nspeed)
+		printf("speedups: %d of %d within 5%% (worst %.2f%%): %s\n", m->speed_ok, m->nspeed,
+		       100 * m->speed_worst, m->met_speed ? "met" : "NOT MET");
+	printf("busy-time MAPE by resource:");
+	for (int r = 0; r < ZB_RES_COUNT; r++)
+		if (isfinite(m->busy_mape[r]))
+			printf(" %s %.1f%%", zb_resource_name(r), 100 * m->busy_mape[r]);
+	printf("\n# wall %.0f s (expected %.0f s)%s%s\n", v->wall, v->total_est, v->run_id ? "; zbench compare " : "",
+	       v->run_id ? "<run> for per-part errors" : "");
+	if (v->run_id)
+		printf("# stored as run %lld in %s: zbench compare %lld\n", (long long)v->run_id, vo.db,
+		       (long long)v->run_id);
+}
+
+/* The run's status row, then close. */
+static void finish_run(validation *v, zb_status st)
+{
+	if (!v->store)
+		return;
+	zb_error e2 = { 0 };
+	const char *status = st || v->failed ? "failed" : stop_requested ? "interrupted" : "ok";
+	if (!zb_store_begin(v->store, &e2) && !zb_store_finish_run(v->store, v->run_id, status, &e2))
+		zb_store_commit(v->store, &e2);
+	else
+		zb_store_rollback(v->store);
+	zb_store_close(v->store);
+}
+
+/* ---- command ------------------------------------------------------------------------------ */
+
 int cmd_validate(int argc, char **argv)
 {
 	vo = (struct validate_opts){ .suite = "full", .db = ZB_STORE_DEFAULT_PATH, .warmup = 2, .steps = 3,
@@ -101,306 +461,46 @@ int cmd_validate(int argc, char **argv)
 	int rc;
 	if (!zb_flags_parse(argc, argv, flags, NULL, 0, NULL, usage, &rc))
 		return rc;
-	const char *hw = vo.hw, *suite_name = vo.suite, *db = vo.db;
-	int limit = vo.limit, warmup = vo.warmup, steps = vo.steps, budget = vo.budget, list = vo.list,
-	    strict = vo.strict, json = vo.json, no_db = vo.no_db;
 	zb_error err = { 0 };
-	const zb_suite *suite;
-	if (zb_suite_find(suite_name, &suite, &err))
+	validation v = { 0 };
+	if (plan(&v, &err)) {
+		free(v.it);
 		return zb_report_error(&err);
-	int n = limit && limit < suite->n ? limit : suite->n;
-	item *it = zb_xcalloc((size_t)n, sizeof *it);
-	double total_est = 0;
-	for (int i = 0; i < n; i++) {
-		it[i].e = &suite->entries[i];
-		zb_suite_key(it[i].e, it[i].key, sizeof it[i].key);
-		if (zb_suite_config(it[i].e, hw, warmup, steps, &it[i].c, &err)) {
-			free(it);
-			return zb_report_error(&err);
-		}
-		zb_prediction p;
-		if (zb_predict(&p, &it[i].c, &err)) {
-			free(it);
-			return zb_report_error(&err);
-		}
-		it[i].fits = p.mem.fits && p.simulated;
-		snprintf(it[i].reason, sizeof it[i].reason, "%s", p.mem.reason);
-		it[i].est_s = zb_suite_estimate_s(&it[i].c, &p);
-		it[i].pred_s = it[i].fits ? zb_step_time_window(&p.graph, p.res.end, warmup) : NAN;
-		total_est += it[i].est_s;
-		zb_prediction_free(&p);
 	}
-	FILE *out = json ? stderr : stdout;
-	fprintf(out, "# zbench %s%s%s validate: suite %s (%d of %d configurations), hw %s, %d warm-up + %d measured "
-		     "steps\n",
-		ZB_VERSION, ZB_GIT_COMMIT[0] ? " " : "", ZB_GIT_COMMIT, suite->name, n, suite->n,
-		hw ? hw : "h200-machine (default)", warmup, steps);
-	fprintf(out, "# expected time %.0f s on the H200 machine (estimate: setup + predicted run + storing), budget "
-		     "%d s\n",
-		total_est, budget);
-	if (list) {
-		printf("%3s  %-44s %10s %8s  %s\n", "#", "configuration", "predicted", "estimate", "");
-		printf("%3s  %-44s %10s %8s  %s\n", "", "", "ms/step", "s", "");
-		for (int i = 0; i < n; i++) {
-			char note[300] = "";
-			if (!it[i].fits)
-				snprintf(note, sizeof note, "does not fit: %s", it[i].reason);
-			else if (it[i].e->group)
-				snprintf(note, sizeof note, "speedup group %d%s", it[i].e->group,
-					 zb_suite_is_reference(it[i].e) ? " (reference)" : "");
-			printf("%3d  %-44s %10.2f %8.1f  %s\n", i + 1, it[i].key, it[i].pred_s * 1e3, it[i].est_s, note);
-		}
-		free(it);
+	print_header(&v, vo.json ? stderr : stdout);
+	if (vo.list) {
+		print_list(&v);
+		free(v.it);
 		return 0;
 	}
-	if (!zb_exec_available(&err)) {
-		free(it);
+	if (!zb_exec_available(&err) || open_run(&v, argc, argv, &err)) {
+		free(v.it);
 		return zb_report_error(&err);
 	}
-
-	zb_store *store = NULL;
-	int64_t run_id = 0;
-	if (!no_db) {
-		char *cmd = zb_command_line(argc, argv);
-		zb_run_info info = { .kind = "validate", .command = cmd, .version = ZB_VERSION,
-				     .git_commit = ZB_GIT_COMMIT };
-		zb_status st = zb_store_open(&store, db, 2000, &err);
-		if (!st && !(st = zb_store_begin(store, &err))) {
-			st = zb_store_add_run(store, &info, &run_id, &err);
-			st = st ? st : zb_store_commit(store, &err);
-		}
-		free(cmd);
-		if (st) {
-			zb_store_close(store);
-			free(it);
-			return zb_report_error(&err);
-		}
-	}
-
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	if (!json) {
-		printf("%3s  %-44s %10s %10s %8s %8s %8s\n", "#", "configuration", "predicted", "measured", "error",
-		       "estimate", "wall");
-		printf("%3s  %-44s %10s %10s %8s %8s %8s\n", "", "", "ms/step", "ms/step", "%", "s", "s");
-		fflush(stdout);
-	}
-	double t0 = zb_wall_s();
-	zb_status st = ZB_OK;
-	int device_set = 0, failed = 0;
-	for (int i = 0; i < n && !st; i++) {
-		item *x = &it[i];
-		double elapsed = zb_wall_s() - t0;
-		if (stop_requested) {
-			x->skipped = 1;
-			snprintf(x->skip_why, sizeof x->skip_why, "interrupted");
-		} else if (!x->fits) {
-			x->skipped = 1;
-			snprintf(x->skip_why, sizeof x->skip_why, "does not fit");
-		} else if (elapsed + x->est_s > budget) {
-			x->skipped = 1;
-			snprintf(x->skip_why, sizeof x->skip_why, "over budget (%.0f + %.0f > %d s)", elapsed, x->est_s,
-				 budget);
-		}
-		if (!x->skipped) {
-			zb_suite_run_opts ro = { .execute = 1, .warmup = warmup, .timeline = 1, .store = store,
-						 .run_id = run_id, .stop = &stop_requested };
-			if (store && (st = zb_store_begin(store, &err)))
-				break;
-			st = zb_suite_run(&x->c, &ro, &x->out, &err);
-			if (store) {
-				if (!st && !device_set && x->out.device[0]) {
-					/* best effort, as before: the run's rows stand without it */
-					zb_error ignored;
-					if (zb_store_set_run_device(store, run_id, x->out.device, &ignored) == ZB_OK)
-						device_set = 1;
-				}
-				if (st)
-					zb_store_rollback(store);
-				else
-					st = zb_store_commit(store, &err);
-			}
-			if (st && st != ZB_E_STORE) {
-				/* one configuration failed on the GPU: say so, go on with the others (a
-				 * broken CUDA context makes the rest fail fast too); exit 1 at the end */
-				x->skipped = 1;
-				snprintf(x->skip_why, sizeof x->skip_why, "FAILED: %.55s", err.msg);
-				fprintf(stderr, "zbench: %s failed: %s\n", x->key, err.msg);
-				failed++;
-				st = ZB_OK;
-				goto row;
-			}
-			if (st)
-				break;
-			x->ran = x->out.executed;
-			if (!x->out.fits) {
-				x->skipped = 1;
-				snprintf(x->skip_why, sizeof x->skip_why, "does not fit (executor)");
-				snprintf(x->reason, sizeof x->reason, "%s", x->out.reason);
-			} else if (!x->ran) {
-				x->skipped = 1;
-				snprintf(x->skip_why, sizeof x->skip_why, "interrupted");
-			}
-		}
-	row:
-		if (!json) {
-			if (x->ran)
-				printf("%3d  %-44s %10.2f %10.2f %+8.1f %8.1f %8.1f\n", i + 1, x->key, x->out.pred_step_s * 1e3,
-				       x->out.meas_step_s * 1e3, 100 * zb_rel_err(x->out.pred_step_s, x->out.meas_step_s),
-				       x->est_s, x->out.wall_s);
-			else
-				printf("%3d  %-44s %10.2f %10s %8s %8.1f %8s  skipped: %s\n", i + 1, x->key, x->pred_s * 1e3,
-				       "-", "-", x->est_s, "-", x->skip_why);
-			fflush(stdout);
-		}
-	}
-	double wall = zb_wall_s() - t0;
-
-	/* summary */
-	double *pr = zb_xmalloc((size_t)n * sizeof *pr), *me = zb_xmalloc((size_t)n * sizeof *me);
-	int k = 0, within3 = 0, within8 = 0;
-	for (int i = 0; i < n; i++)
-		if (it[i].ran) {
-			pr[k] = it[i].out.pred_step_s;
-			me[k] = it[i].out.meas_step_s;
-			double e = fabs(zb_rel_err(pr[k], me[k]));
-			within3 += e <= 0.03;
-			within8 += e <= 0.08;
-			k++;
-		}
-	int used = 0;
-	double mape = zb_mape(pr, me, k, &used), worst = zb_max_abs_err(pr, me, k);
-	/* busy time of each resource, where it was measured */
-	double busy_mape[ZB_RES_COUNT];
-	for (int r = 0; r < ZB_RES_COUNT; r++) {
-		int m = 0;
-		for (int i = 0; i < n; i++)
-			if (it[i].ran && it[i].out.meas_busy_s[r] > 1e-4 * it[i].out.meas_step_s) {
-				pr[m] = it[i].out.pred_busy_s[r];
-				me[m] = it[i].out.meas_busy_s[r];
-				m++;
-			}
-		busy_mape[r] = zb_mape(pr, me, m, NULL);
-	}
-	free(pr);
-	free(me);
-
-	json_t *jspeed = json_array();
-	int nspeed = 0, speed_ok = 0;
-	double speed_worst = NAN;
-	for (int i = 0; i < n; i++) {
-		if (!it[i].ran || !it[i].e->group || zb_suite_is_reference(it[i].e))
-			continue;
-		const item *ref = NULL;
-		for (int j = 0; j < n; j++)
-			if (it[j].ran && it[j].e->group == it[i].e->group && zb_suite_is_reference(it[j].e))
-				ref = &it[j];
-		if (!ref)
-			continue;
-		double ps = ref->out.pred_step_s / it[i].out.pred_step_s;
-		double ms = ref->out.meas_step_s / it[i].out.meas_step_s;
-		double e = zb_rel_err(ps, ms);
-		if (nspeed == 0 && !json) {
-			printf("\nspeedup over plain offload (policy offload, ratio 1) of the same shape:\n");
-			printf("%3s  %-44s %10s %10s %8s\n", "#", "configuration", "predicted", "measured", "error");
-			printf("%3s  %-44s %10s %10s %8s\n", "", "", "x", "x", "%");
-		}
-		if (!json)
-			printf("%3d  %-44s %10.3f %10.3f %+8.1f\n", i + 1, it[i].key, ps, ms, 100 * e);
-		nspeed++;
-		speed_ok += fabs(e) <= 0.05;
-		if (isnan(speed_worst) || fabs(e) > speed_worst)
-			speed_worst = fabs(e);
-		json_array_append_new(jspeed, json_pack("{s:s, s:o, s:o, s:o}", "key", it[i].key, "predicted", num(ps),
-							"measured", num(ms), "error", num(e)));
-	}
-
-	int met_mape = used > 0 && mape <= 0.03, met_worst = used > 0 && worst <= 0.08;
-	int met_speed = nspeed > 0 && speed_ok == nspeed;
-	int skipped = 0;
-	for (int i = 0; i < n; i++)
-		skipped += !it[i].ran;
-	if (json) {
-		json_t *root = json_object(), *arr = json_array();
-		for (int i = 0; i < n; i++) {
-			json_t *o = json_object();
-			json_object_set_new(o, "key", json_string(it[i].key));
-			json_object_set_new(o, "fits", json_boolean(it[i].fits));
-			json_object_set_new(o, "executed", json_boolean(it[i].ran));
-			if (!it[i].ran)
-				json_object_set_new(o, "skipped", json_string(it[i].skip_why));
-			json_object_set_new(o, "predicted_step_s", num(it[i].ran ? it[i].out.pred_step_s : it[i].pred_s));
-			json_object_set_new(o, "measured_step_s", num(it[i].ran ? it[i].out.meas_step_s : NAN));
-			json_object_set_new(o, "error",
-					    num(it[i].ran ? zb_rel_err(it[i].out.pred_step_s, it[i].out.meas_step_s) : NAN));
-			json_object_set_new(o, "estimate_s", num(it[i].est_s));
-			json_object_set_new(o, "wall_s", num(it[i].ran ? it[i].out.wall_s : NAN));
-			json_object_set_new(o, "config_id", json_integer(it[i].out.config_id));
-			json_t *b = json_object();
-			for (int r = 0; r < ZB_RES_COUNT; r++)
-				json_object_set_new(b, zb_resource_name(r),
-						    json_pack("{s:o, s:o}", "predicted", num(it[i].out.pred_busy_s[r]), "measured",
-							      num(it[i].ran ? it[i].out.meas_busy_s[r] : NAN)));
-			json_object_set_new(o, "busy_s", b);
-			json_array_append_new(arr, o);
-		}
-		json_object_set_new(root, "suite", json_string(suite->name));
-		json_object_set_new(root, "hw", json_string(hw ? hw : "h200-machine"));
-		json_object_set_new(root, "warmup", json_integer(warmup));
-		json_object_set_new(root, "steps", json_integer(steps));
-		json_object_set_new(root, "run_id", json_integer(run_id));
-		json_object_set_new(root, "configs", arr);
-		json_t *busy = json_object();
-		for (int r = 0; r < ZB_RES_COUNT; r++)
-			json_object_set_new(busy, zb_resource_name(r), num(busy_mape[r]));
-		json_object_set_new(root, "summary",
-				    json_pack("{s:i, s:i, s:o, s:o, s:i, s:i, s:o, s:f, s:f}", "executed", used, "skipped",
-					      skipped, "mape", num(mape), "max_abs_err", num(worst), "within_3pct", within3,
-					      "within_8pct", within8, "busy_mape", busy, "expected_s", total_est, "wall_s",
-					      wall));
-		json_object_set_new(root, "speedups", jspeed);
-		zb_json_print(stdout, root);
-		json_decref(root);
-	} else {
-		json_decref(jspeed);
-		printf("\nstep time over %d executed configuration%s (%d skipped): MAPE %.2f%% (target <= 3%%: %s), worst "
-		       "%.2f%% (target <= 8%%: %s); %d within 3%%, %d within 8%%\n",
-		       used, used == 1 ? "" : "s", skipped, 100 * mape, met_mape ? "met" : "NOT MET", 100 * worst,
-		       met_worst ? "met" : "NOT MET", within3, within8);
-		if (nspeed)
-			printf("speedups: %d of %d within 5%% (worst %.2f%%): %s\n", speed_ok, nspeed, 100 * speed_worst,
-			       met_speed ? "met" : "NOT MET");
-		printf("busy-time MAPE by resource:");
-		for (int r = 0; r < ZB_RES_COUNT; r++)
-			if (isfinite(busy_mape[r]))
-				printf(" %s %.1f%%", zb_resource_name(r), 100 * busy_mape[r]);
-		printf("\n# wall %.0f s (expected %.0f s)%s%s\n", wall, total_est, run_id ? "; zbench compare " : "",
-		       run_id ? "<run> for per-part errors" : "");
-		if (run_id)
-			printf("# stored as run %lld in %s: zbench compare %lld\n", (long long)run_id, db, (long long)run_id);
-	}
-	if (store) {
-		zb_error e2 = { 0 };
-		const char *status = st || failed ? "failed" : stop_requested ? "interrupted" : "ok";
-		if (!zb_store_begin(store, &e2) && !zb_store_finish_run(store, run_id, status, &e2))
-			zb_store_commit(store, &e2);
-		else
-			zb_store_rollback(store);
-		zb_store_close(store);
-	}
+	zb_status st = run_all(&v, &err);
+	summary m;
+	summarize(&v, &m);
+	if (vo.json)
+		report_json(&v, &m);
+	else
+		report_text(&v, &m);
+	json_decref(m.speedups);
+	finish_run(&v, st);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
-	free(it);
+	free(v.it);
 	if (st)
 		return zb_report_error(&err);
-	if (failed) {
-		fprintf(stderr, "zbench: %d configuration%s failed on the GPU\n", failed, failed == 1 ? "" : "s");
+	if (v.failed) {
+		fprintf(stderr, "zbench: %d configuration%s failed on the GPU\n", v.failed, v.failed == 1 ? "" : "s");
 		return 1;
 	}
-	if (strict && !(met_mape && met_worst && (met_speed || nspeed == 0)))
+	if (vo.strict && !(m.met_mape && m.met_worst && (m.met_speed || m.nspeed == 0)))
 		return 1;
 	return 0;
 }
