@@ -279,7 +279,7 @@ static const zb_flag flags[] = {
 	ZB_SWITCH("quick", &cal.quick, "small sizes, for tests"),
 	ZB_SWITCH("cpu-only", &cal.cpu_only, "the CPU alone, no GPU needed"),
 	ZB_INT("threads", &cal.threads, 1, 1 << 20, "<n>", "CPU threads (default: all)"),
-	ZB_STRING("model", &cal.models, "<name>[,<name>...]", "GEMM shapes of these presets"),
+	ZB_STRING("model", &cal.models, "<names>", "GEMM shapes of these presets (a comma list)"),
 	ZB_INT("micro-batch", &cal.mb, 1, 1 << 20, "<n>", "micro-batch of those shapes"),
 	ZB_INT("seq", &cal.seq, 1, 1 << 20, "<n>", "sequence length of those shapes"),
 	ZB_SWITCH("json", &cal.json, "results as JSON"),

@@ -390,18 +390,13 @@ static const char *dflt(const zb_ds_config *ds, zb_ds_key k)
 	return IS_AUTO(k) ? "\"auto\" (left to DeepSpeed)" : "absent";
 }
 
-zb_status zb_ds_plan_make(const zb_ds_config *ds, const zb_model *m, const zb_ds_batch *b,
-			  zb_ds_plan *out, zb_error *err)
+/* ZeRO stage, what is offloaded and the checks DeepSpeed makes; the policy kind and
+ * the Twin-Flow ratio. */
+static zb_status plan_offload(const zb_ds_config *ds, zb_ds_plan *p, int *opt_out, int *param_out, zb_error *err)
 {
-	zb_ds_plan p;
-	memset(&p, 0, sizeof p);
-	zb_policy_defaults(&p.policy);
 	const char *path = ds->path;
-	int64_t h = m->hidden;
-	char b1[32];
-
 	/* ZeRO stage and what is offloaded */
-	p.stage = IS_SET(ZB_DSK_STAGE) ? (int)V(ZB_DSK_STAGE)->num : 0;
+	p->stage = IS_SET(ZB_DSK_STAGE) ? (int)V(ZB_DSK_STAGE)->num : 0;
 	const char *odev = IS_SET(ZB_DSK_OPT_DEVICE) ? V(ZB_DSK_OPT_DEVICE)->str : "none";
 	const char *pdev = IS_SET(ZB_DSK_PARAM_DEVICE) ? V(ZB_DSK_PARAM_DEVICE)->str : "none";
 	if (strcmp(odev, "nvme") == 0 || strcmp(pdev, "nvme") == 0)
@@ -409,29 +404,31 @@ zb_status zb_ds_plan_make(const zb_ds_config *ds, const zb_model *m, const zb_ds
 			       "%s: key '%s' 'nvme' is not modelled (zbench models cpu and none)", path,
 			       zb_ds_key_path(strcmp(odev, "nvme") == 0 ? ZB_DSK_OPT_DEVICE : ZB_DSK_PARAM_DEVICE));
 	int off_opt = strcmp(odev, "cpu") == 0, off_param = strcmp(pdev, "cpu") == 0;
-	if (off_opt && p.stage == 0)
+	*opt_out = off_opt;
+	*param_out = off_param;
+	if (off_opt && p->stage == 0)
 		return zb_fail(err, ZB_E_INPUT,
 			       "%s: key 'zero_optimization.offload_optimizer': optimizer offload needs ZeRO "
 			       "stage 1, 2 or 3 (zero_optimization.stage is 0)",
 			       path);
-	if (off_param && p.stage != 3)
+	if (off_param && p->stage != 3)
 		return zb_fail(err, ZB_E_INPUT,
 			       "%s: key 'zero_optimization.offload_param': parameter offload needs ZeRO stage 3 "
 			       "(zero_optimization.stage is %d)",
-			       path, p.stage);
+			       path, p->stage);
 	if (off_param && !off_opt)
 		return zb_fail(err, ZB_E_INPUT,
 			       "%s: key 'zero_optimization.offload_param' without offload_optimizer on the cpu "
 			       "is not modelled (zbench keeps offloaded parameters with the CPU optimizer's)",
 			       path);
 	double ratio = IS_SET(ZB_DSK_RATIO) ? V(ZB_DSK_RATIO)->num : 1.0;
-	if (off_opt && ratio < 1.0 && p.stage != 3)
+	if (off_opt && ratio < 1.0 && p->stage != 3)
 		/* runtime/zero/config.py offload_ratio_check */
 		return zb_fail(err, ZB_E_INPUT,
 			       "%s: key 'zero_optimization.offload_optimizer.ratio' %g: partial offload "
 			       "(Twin-Flow) needs ZeRO stage 3 (zero_optimization.stage is %d)",
-			       path, ratio, p.stage);
-	p.offload_optimizer = off_opt;
+			       path, ratio, p->stage);
+	p->offload_optimizer = off_opt;
 
 	/* optimizer: zbench's CPU and GPU flows are Adam */
 	if (IS_SET(ZB_DSK_OPTIMIZER) && strcasecmp(V(ZB_DSK_OPTIMIZER)->str, "adam") != 0 &&
@@ -441,125 +438,156 @@ zb_status zb_ds_plan_make(const zb_ds_config *ds, const zb_model *m, const zb_ds
 			       path, V(ZB_DSK_OPTIMIZER)->str);
 
 	/* policy kind */
-	p.set[ZB_DSF_KIND] = 1;
+	p->set[ZB_DSF_KIND] = 1;
 	if (!off_opt) {
-		p.policy.kind = ZB_POLICY_NONE;
-		why(&p, ZB_DSF_KIND, "stage %d, offload_optimizer %s: no optimizer offload", p.stage,
+		p->policy.kind = ZB_POLICY_NONE;
+		why(p, ZB_DSF_KIND, "stage %d, offload_optimizer %s: no optimizer offload", p->stage,
 		    IS_SET(ZB_DSK_OPT_DEVICE) ? "device none" : "absent");
 	} else {
-		int overlap = IS_SET(ZB_DSK_OVERLAP) ? (int)V(ZB_DSK_OVERLAP)->num : p.stage == 3;
-		p.policy.kind = overlap ? ZB_POLICY_OVERLAP : ZB_POLICY_OFFLOAD;
+		int overlap = IS_SET(ZB_DSK_OVERLAP) ? (int)V(ZB_DSK_OVERLAP)->num : p->stage == 3;
+		p->policy.kind = overlap ? ZB_POLICY_OVERLAP : ZB_POLICY_OFFLOAD;
 		if (IS_SET(ZB_DSK_OVERLAP))
-			why(&p, ZB_DSF_KIND, "stage %d, offload_optimizer.device cpu, overlap_comm %s", p.stage,
+			why(p, ZB_DSF_KIND, "stage %d, offload_optimizer.device cpu, overlap_comm %s", p->stage,
 			    overlap ? "true" : "false");
 		else
-			why(&p, ZB_DSF_KIND,
+			why(p, ZB_DSF_KIND,
 			    "stage %d, offload_optimizer.device cpu, overlap_comm %s: DeepSpeed's default for "
 			    "stage %d is %s",
-			    p.stage, dflt(ds, ZB_DSK_OVERLAP), p.stage, overlap ? "true" : "false");
+			    p->stage, dflt(ds, ZB_DSK_OVERLAP), p->stage, overlap ? "true" : "false");
 	}
 	if (off_opt) {
-		p.set[ZB_DSF_RATIO] = 1;
-		p.policy.ratio = ratio;
+		p->set[ZB_DSF_RATIO] = 1;
+		p->policy.ratio = ratio;
 		if (IS_SET(ZB_DSK_RATIO))
-			why(&p, ZB_DSF_RATIO, "offload_optimizer.ratio %g", ratio);
+			why(p, ZB_DSF_RATIO, "offload_optimizer.ratio %g", ratio);
 		else
-			why(&p, ZB_DSF_RATIO, "offload_optimizer.ratio %s: 1 (all of the optimizer on the CPU)",
+			why(p, ZB_DSF_RATIO, "offload_optimizer.ratio %s: 1 (all of the optimizer on the CPU)",
 			    dflt(ds, ZB_DSK_RATIO));
 	}
 
+	return ZB_OK;
+}
+
+/* ZeRO-3 parameter offload and its prefetch window in layers. */
+static void plan_param_offload(const zb_ds_config *ds, const zb_model *m, zb_ds_plan *p, int off_param)
+{
+	int64_t h = m->hidden;
+	char b1[32];
 	/* parameter offload and its prefetch window */
-	p.set[ZB_DSF_OFFLOAD_PARAM] = 1;
-	p.policy.offload_param = off_param;
-	why(&p, ZB_DSF_OFFLOAD_PARAM, "offload_param %s",
+	p->set[ZB_DSF_OFFLOAD_PARAM] = 1;
+	p->policy.offload_param = off_param;
+	why(p, ZB_DSF_OFFLOAD_PARAM, "offload_param %s",
 	    IS_SET(ZB_DSK_PARAM_DEVICE) ? (off_param ? "device cpu" : "device none") : "absent");
 	if (IS_SET(ZB_DSK_PREFETCH_BUCKET)) {
-		p.prefetch_elements = (int64_t)V(ZB_DSK_PREFETCH_BUCKET)->num;
-	} else if (IS_AUTO(ZB_DSK_PREFETCH_BUCKET) && p.stage == 3) {
-		p.prefetch_elements = (int64_t)(0.9 * (double)h * (double)h);
+		p->prefetch_elements = (int64_t)V(ZB_DSK_PREFETCH_BUCKET)->num;
+	} else if (IS_AUTO(ZB_DSK_PREFETCH_BUCKET) && p->stage == 3) {
+		p->prefetch_elements = (int64_t)(0.9 * (double)h * (double)h);
 	} else {
-		p.prefetch_elements = 50000000;
+		p->prefetch_elements = 50000000;
 	}
 	if (off_param) {
 		int64_t block = zb_model_unit_params(m, 1);
-		int64_t layers = block > 0 ? (p.prefetch_elements + block - 1) / block : 1;
+		int64_t layers = block > 0 ? (p->prefetch_elements + block - 1) / block : 1;
 		if (layers < 1)
 			layers = 1;
 		if (layers > 1000000)
 			layers = 1000000;
-		p.set[ZB_DSF_PREFETCH] = 1;
-		p.policy.prefetch_layers = (int)layers;
+		p->set[ZB_DSF_PREFETCH] = 1;
+		p->policy.prefetch_layers = (int)layers;
 		const char *how = IS_SET(ZB_DSK_PREFETCH_BUCKET) ? ""
 				  : IS_AUTO(ZB_DSK_PREFETCH_BUCKET) ? " (\"auto\" = 0.9 x hidden^2)"
 								    : " (absent: DeepSpeed's 5e7)";
-		why(&p, ZB_DSF_PREFETCH,
+		why(p, ZB_DSF_PREFETCH,
 		    "stage3_prefetch_bucket_size %s elements%s / %lld per block, rounded up%s",
-		    count_text(p.prefetch_elements, b1, sizeof b1), how, (long long)block,
-		    p.prefetch_elements == 0 ? " (0, no prefetch, is modelled as 1 layer ahead)" : "");
+		    count_text(p->prefetch_elements, b1, sizeof b1), how, (long long)block,
+		    p->prefetch_elements == 0 ? " (0, no prefetch, is modelled as 1 layer ahead)" : "");
 	}
 
-	/* pinned or pageable host buffers (DeepSpeed's default is pageable) */
-	if (off_opt || off_param) {
-		int opin = !off_opt || (IS_SET(ZB_DSK_OPT_PIN) && V(ZB_DSK_OPT_PIN)->num);
-		int ppin = !off_param || (IS_SET(ZB_DSK_PARAM_PIN) && V(ZB_DSK_PARAM_PIN)->num);
-		p.set[ZB_DSF_PAGEABLE] = 1;
-		p.policy.pageable = !(opin && ppin);
-		char o[96] = "", q[96] = "";
-		if (off_opt)
-			snprintf(o, sizeof o, "offload_optimizer.pin_memory %s",
-				 IS_SET(ZB_DSK_OPT_PIN) ? (V(ZB_DSK_OPT_PIN)->num ? "true" : "false")
-							: "absent: false");
-		if (off_param)
-			snprintf(q, sizeof q, "offload_param.pin_memory %s",
-				 IS_SET(ZB_DSK_PARAM_PIN) ? (V(ZB_DSK_PARAM_PIN)->num ? "true" : "false")
-							  : "absent: false");
-		why(&p, ZB_DSF_PAGEABLE, "%s%s%s%s", o, o[0] && q[0] ? ", " : "", q,
-		    p.policy.pageable && off_opt && off_param && opin != ppin ? " (one setting in zbench: pageable)"
-										: "");
-	}
+}
 
-	/* gradient bucket */
-	p.set[ZB_DSF_BUCKET] = 1;
+/* Pinned or pageable host buffers (DeepSpeed's default is pageable). */
+static void plan_pinned(const zb_ds_config *ds, zb_ds_plan *p, int off_opt, int off_param)
+{
+	if (!off_opt && !off_param)
+		return;
+	int opin = !off_opt || (IS_SET(ZB_DSK_OPT_PIN) && V(ZB_DSK_OPT_PIN)->num);
+	int ppin = !off_param || (IS_SET(ZB_DSK_PARAM_PIN) && V(ZB_DSK_PARAM_PIN)->num);
+	p->set[ZB_DSF_PAGEABLE] = 1;
+	p->policy.pageable = !(opin && ppin);
+	char o[96] = "", q[96] = "";
+	if (off_opt)
+		snprintf(o, sizeof o, "offload_optimizer.pin_memory %s",
+			 IS_SET(ZB_DSK_OPT_PIN) ? (V(ZB_DSK_OPT_PIN)->num ? "true" : "false")
+						: "absent: false");
+	if (off_param)
+		snprintf(q, sizeof q, "offload_param.pin_memory %s",
+			 IS_SET(ZB_DSK_PARAM_PIN) ? (V(ZB_DSK_PARAM_PIN)->num ? "true" : "false")
+						  : "absent: false");
+	why(p, ZB_DSF_PAGEABLE, "%s%s%s%s", o, o[0] && q[0] ? ", " : "", q,
+	    p->policy.pageable && off_opt && off_param && opin != ppin ? " (one setting in zbench: pageable)"
+									: "");
+}
+
+
+static zb_status plan_bucket(const zb_ds_config *ds, const zb_model *m, zb_ds_plan *p, zb_error *err)
+{
+	const char *path = ds->path;
+	int64_t h = m->hidden;
+	p->set[ZB_DSF_BUCKET] = 1;
 	if (IS_SET(ZB_DSK_REDUCE_BUCKET)) {
-		p.policy.bucket_params = (int64_t)V(ZB_DSK_REDUCE_BUCKET)->num;
-		if (p.policy.bucket_params <= 0)
+		p->policy.bucket_params = (int64_t)V(ZB_DSK_REDUCE_BUCKET)->num;
+		if (p->policy.bucket_params <= 0)
 			return zb_fail(err, ZB_E_INPUT,
 				       "%s: key 'zero_optimization.reduce_bucket_size' 0 is not modelled (zbench "
 				       "needs a positive bucket)",
 				       path);
-		why(&p, ZB_DSF_BUCKET, "reduce_bucket_size %lld", (long long)p.policy.bucket_params);
+		why(p, ZB_DSF_BUCKET, "reduce_bucket_size %lld", (long long)p->policy.bucket_params);
 	} else if (IS_AUTO(ZB_DSK_REDUCE_BUCKET)) {
-		p.policy.bucket_params = h * h;
-		why(&p, ZB_DSF_BUCKET, "reduce_bucket_size \"auto\" = hidden^2 = %lld^2", (long long)h);
+		p->policy.bucket_params = h * h;
+		why(p, ZB_DSF_BUCKET, "reduce_bucket_size \"auto\" = hidden^2 = %lld^2", (long long)h);
 	} else {
-		p.policy.bucket_params = 500000000;
-		why(&p, ZB_DSF_BUCKET, "reduce_bucket_size absent: DeepSpeed's default 5e8");
+		p->policy.bucket_params = 500000000;
+		why(p, ZB_DSF_BUCKET, "reduce_bucket_size absent: DeepSpeed's default 5e8");
 	}
 
-	/* sub-groups and persistent parameters (ZeRO-3) */
-	p.sub_group_size = IS_SET(ZB_DSK_SUB_GROUP) ? (int64_t)V(ZB_DSK_SUB_GROUP)->num : 1000000000;
-	if (IS_SET(ZB_DSK_PERSISTENCE))
-		p.persistence_threshold = (int64_t)V(ZB_DSK_PERSISTENCE)->num;
-	else if (IS_AUTO(ZB_DSK_PERSISTENCE) && p.stage == 3)
-		p.persistence_threshold = 10 * h;
-	else
-		p.persistence_threshold = 100000;
-	below bl = { p.persistence_threshold, 0 };
-	zb_ds_tensors(m, count_small, &bl);
-	p.persistent_params = bl.params;
+	return ZB_OK;
+}
 
-	/* activation checkpointing */
+/* Sub-groups and persistent parameters (ZeRO-3). */
+static void plan_subgroups(const zb_ds_config *ds, const zb_model *m, zb_ds_plan *p)
+{
+	int64_t h = m->hidden;
+	p->sub_group_size = IS_SET(ZB_DSK_SUB_GROUP) ? (int64_t)V(ZB_DSK_SUB_GROUP)->num : 1000000000;
+	if (IS_SET(ZB_DSK_PERSISTENCE))
+		p->persistence_threshold = (int64_t)V(ZB_DSK_PERSISTENCE)->num;
+	else if (IS_AUTO(ZB_DSK_PERSISTENCE) && p->stage == 3)
+		p->persistence_threshold = 10 * h;
+	else
+		p->persistence_threshold = 100000;
+	below bl = { p->persistence_threshold, 0 };
+	zb_ds_tensors(m, count_small, &bl);
+	p->persistent_params = bl.params;
+
+}
+
+static void plan_ckpt(const zb_ds_config *ds, zb_ds_plan *p)
+{
 	if (IS_SET(ZB_DSK_ACT_CKPT)) {
 		int cpu = IS_SET(ZB_DSK_CPU_CKPT) && V(ZB_DSK_CPU_CKPT)->num;
 		int part = IS_SET(ZB_DSK_PARTITION_ACT) && V(ZB_DSK_PARTITION_ACT)->num;
-		p.set[ZB_DSF_CKPT] = 1;
-		p.policy.ckpt = cpu ? ZB_CKPT_CPU : ZB_CKPT_GPU;
-		why(&p, ZB_DSF_CKPT, "%s%s",
+		p->set[ZB_DSF_CKPT] = 1;
+		p->policy.ckpt = cpu ? ZB_CKPT_CPU : ZB_CKPT_GPU;
+		why(p, ZB_DSF_CKPT, "%s%s",
 		    cpu ? "activation_checkpointing.cpu_checkpointing true" : "activation_checkpointing present",
 		    part ? " (partition_activations: nothing to partition on one GPU)" : "");
 	}
 
-	/* precision: DeepSpeed allows one of fp16 and bf16 */
+}
+
+/* Precision: DeepSpeed allows one of fp16 and bf16; fp32 is not modelled. */
+static zb_status plan_precision(const zb_ds_config *ds, zb_ds_plan *p, zb_error *err)
+{
+	const char *path = ds->path;
 	const zb_ds_val *fp = V(ZB_DSK_FP16), *bf = V(ZB_DSK_BF16);
 	int fp_on = fp->state == ZB_DS_SET && fp->num, bf_on = bf->state == ZB_DS_SET && bf->num;
 	if (fp_on && bf_on)
@@ -567,45 +595,49 @@ zb_status zb_ds_plan_make(const zb_ds_config *ds, const zb_model *m, const zb_ds
 			       "%s: keys 'fp16.enabled' and 'bf16.enabled' are both true (DeepSpeed allows one)",
 			       path);
 	if (fp_on || bf_on) {
-		p.set[ZB_DSF_DTYPE] = 1;
-		p.policy.dtype = fp_on ? ZB_FP16 : ZB_BF16;
-		why(&p, ZB_DSF_DTYPE, "%s.enabled true", fp_on ? "fp16" : "bf16");
+		p->set[ZB_DSF_DTYPE] = 1;
+		p->policy.dtype = fp_on ? ZB_FP16 : ZB_BF16;
+		why(p, ZB_DSF_DTYPE, "%s.enabled true", fp_on ? "fp16" : "bf16");
 	} else if (fp->state == ZB_DS_AUTO || bf->state == ZB_DS_AUTO) {
-		why(&p, ZB_DSF_DTYPE, "%s.enabled \"auto\"", fp->state == ZB_DS_AUTO ? "fp16" : "bf16");
+		why(p, ZB_DSF_DTYPE, "%s.enabled \"auto\"", fp->state == ZB_DS_AUTO ? "fp16" : "bf16");
 	} else if (fp->state == ZB_DS_SET || bf->state == ZB_DS_SET) {
 		return zb_fail(err, ZB_E_INPUT,
 			       "%s: key '%s' false and no 16-bit precision enabled: fp32 training is not "
 			       "modelled (zbench computes in bf16 or fp16)",
 			       path, zb_ds_key_path(fp->state == ZB_DS_SET ? ZB_DSK_FP16 : ZB_DSK_BF16));
 	}
-	if (p.policy.dtype == ZB_FP16 && p.set[ZB_DSF_DTYPE]) {
+	if (p->policy.dtype == ZB_FP16 && p->set[ZB_DSF_DTYPE]) {
 		double ls = IS_SET(ZB_DSK_LOSS_SCALE) ? V(ZB_DSK_LOSS_SCALE)->num : 0;
 		if (ls > 0)
-			snprintf(p.precision, sizeof p.precision, "fp16, static loss scale %g", ls);
+			snprintf(p->precision, sizeof p->precision, "fp16, static loss scale %g", ls);
 		else
-			snprintf(p.precision, sizeof p.precision,
+			snprintf(p->precision, sizeof p->precision,
 				 "fp16, dynamic loss scaling (initial 2^%g, window %g, hysteresis %g, min %g)",
 				 IS_SET(ZB_DSK_INITIAL_SCALE_POWER) ? V(ZB_DSK_INITIAL_SCALE_POWER)->num : 16.0,
 				 IS_SET(ZB_DSK_LOSS_SCALE_WINDOW) ? V(ZB_DSK_LOSS_SCALE_WINDOW)->num : 1000.0,
 				 IS_SET(ZB_DSK_HYSTERESIS) ? V(ZB_DSK_HYSTERESIS)->num : 2.0,
 				 IS_SET(ZB_DSK_MIN_LOSS_SCALE) ? V(ZB_DSK_MIN_LOSS_SCALE)->num : 1.0);
-	} else if (p.set[ZB_DSF_DTYPE]) {
-		snprintf(p.precision, sizeof p.precision, "bf16, no loss scaling");
+	} else if (p->set[ZB_DSF_DTYPE]) {
+		snprintf(p->precision, sizeof p->precision, "bf16, no loss scaling");
 	}
 
-	/* batch: runtime/config.py _set_batch_related_parameters, world size 1. -1: not
-	 * given. "auto" micro/gas are the Trainer's arguments, here zbench's (flag or
-	 * default); a flag given explicitly replaces the file's value before deriving. */
+	return ZB_OK;
+}
+
+/* The batch: runtime/config.py _set_batch_related_parameters, world size 1. -1: not
+ * given. "auto" micro/gas are the Trainer's arguments, here zbench's (flag or
+ * default); a flag given explicitly replaces the file's value before deriving. */
+static zb_status plan_batch(const zb_ds_config *ds, const zb_ds_batch *b, zb_ds_plan *p, zb_error *err)
+{
+	const char *path = ds->path;
 	const zb_ds_val *tv = V(ZB_DSK_TRAIN_BATCH), *mv = V(ZB_DSK_MICRO_BATCH), *gv = V(ZB_DSK_GAS);
 	static const zb_ds_key bkeys[3] = { ZB_DSK_TRAIN_BATCH, ZB_DSK_MICRO_BATCH, ZB_DSK_GAS };
 	for (int i = 0; i < 3; i++)
 		if (IS_SET(bkeys[i]) && V(bkeys[i])->num < 1)
 			return zb_fail(err, ZB_E_INPUT, "%s: key '%s' %g must be positive", path,
 				       zb_ds_key_path(bkeys[i]), V(bkeys[i])->num);
-	if (tv->state == ZB_DS_ABSENT && mv->state == ZB_DS_ABSENT && gv->state == ZB_DS_ABSENT) {
-		*out = p; /* no batch keys: zbench's batch */
-		return ZB_OK;
-	}
+	if (tv->state == ZB_DS_ABSENT && mv->state == ZB_DS_ABSENT && gv->state == ZB_DS_ABSENT)
+		return ZB_OK; /* no batch keys: zbench's batch */
 	long long fm = mv->state == ZB_DS_SET ? (long long)mv->num : -1;
 	long long fg = gv->state == ZB_DS_SET ? (long long)gv->num : -1;
 	long long tb = tv->state == ZB_DS_SET ? (long long)tv->num : -1;
@@ -658,33 +690,54 @@ zb_status zb_ds_plan_make(const zb_ds_config *ds, const zb_model *m, const zb_ds
 	}
 	if (mb > 2147483647LL || ga > 2147483647LL)
 		return zb_fail(err, ZB_E_INPUT, "%s: batch sizes too large (micro %lld, gas %lld)", path, mb, ga);
-	p.train_batch = tb;
+	p->train_batch = tb;
 	if (tb >= 0)
-		snprintf(p.batch, sizeof p.batch, "train_batch_size %lld = %lld x %lld x 1 GPU%s", tb, mb, ga, note);
+		snprintf(p->batch, sizeof p->batch, "train_batch_size %lld = %lld x %lld x 1 GPU%s", tb, mb, ga, note);
 	if (mb >= 0) {
-		p.policy.micro_batch = (int)mb;
+		p->policy.micro_batch = (int)mb;
 		/* decided by the file: its own value (a flag may still override it), or
 		 * derived from its train_batch_size */
-		p.set[ZB_DSF_MICRO_BATCH] = fm >= 0 || mderived;
+		p->set[ZB_DSF_MICRO_BATCH] = fm >= 0 || mderived;
 		if (mderived)
-			why(&p, ZB_DSF_MICRO_BATCH, "derived: train_batch_size %lld / %s %lld", tb, gname, ga);
+			why(p, ZB_DSF_MICRO_BATCH, "derived: train_batch_size %lld / %s %lld", tb, gname, ga);
 		else if (fm >= 0)
-			why(&p, ZB_DSF_MICRO_BATCH, "train_micro_batch_size_per_gpu %lld", fm);
+			why(p, ZB_DSF_MICRO_BATCH, "train_micro_batch_size_per_gpu %lld", fm);
 		else if (mv->state == ZB_DS_AUTO)
-			why(&p, ZB_DSF_MICRO_BATCH, "train_micro_batch_size_per_gpu \"auto\"");
+			why(p, ZB_DSF_MICRO_BATCH, "train_micro_batch_size_per_gpu \"auto\"");
 	}
 	if (ga >= 0) {
-		p.policy.gas = (int)ga;
-		p.set[ZB_DSF_GAS] = fg >= 0 || gderived || (gv->state == ZB_DS_ABSENT && !b->gas_given);
+		p->policy.gas = (int)ga;
+		p->set[ZB_DSF_GAS] = fg >= 0 || gderived || (gv->state == ZB_DS_ABSENT && !b->gas_given);
 		if (gderived)
-			why(&p, ZB_DSF_GAS, "derived: train_batch_size %lld / %s %lld", tb, mname, mb);
+			why(p, ZB_DSF_GAS, "derived: train_batch_size %lld / %s %lld", tb, mname, mb);
 		else if (fg >= 0)
-			why(&p, ZB_DSF_GAS, "gradient_accumulation_steps %lld", fg);
+			why(p, ZB_DSF_GAS, "gradient_accumulation_steps %lld", fg);
 		else if (gv->state == ZB_DS_AUTO)
-			why(&p, ZB_DSF_GAS, "gradient_accumulation_steps \"auto\"");
+			why(p, ZB_DSF_GAS, "gradient_accumulation_steps \"auto\"");
 		else if (!b->gas_given)
-			why(&p, ZB_DSF_GAS, "gradient_accumulation_steps absent: 1 (DeepSpeed's rule)");
+			why(p, ZB_DSF_GAS, "gradient_accumulation_steps absent: 1 (DeepSpeed's rule)");
 	}
+	return ZB_OK;
+}
+
+zb_status zb_ds_plan_make(const zb_ds_config *ds, const zb_model *m, const zb_ds_batch *b, zb_ds_plan *out,
+			  zb_error *err)
+{
+	zb_ds_plan p;
+	memset(&p, 0, sizeof p);
+	zb_policy_defaults(&p.policy);
+	int off_opt = 0, off_param = 0;
+	zb_status st;
+	if ((st = plan_offload(ds, &p, &off_opt, &off_param, err)))
+		return st;
+	plan_param_offload(ds, m, &p, off_param);
+	plan_pinned(ds, &p, off_opt, off_param);
+	if ((st = plan_bucket(ds, m, &p, err)))
+		return st;
+	plan_subgroups(ds, m, &p);
+	plan_ckpt(ds, &p);
+	if ((st = plan_precision(ds, &p, err)) || (st = plan_batch(ds, b, &p, err)))
+		return st;
 	*out = p;
 	return ZB_OK;
 }
