@@ -1,6 +1,6 @@
 /*
  * cmd_calibrate.c - zbench calibrate: measure this machine and fit the simulator's
- * hardware model to it (sim/fit.h), writing a hardware profile (a --hw JSON file,
+ * hardware model to it (analysis/fit.h), writing a hardware profile (a --hw JSON file,
  * through zb_hw_save) and a database row (results/records.h: hw_profiles, with
  * every measurement and fit behind it).
  *

@@ -2,7 +2,7 @@
  * cmd_compare.c - zbench compare: predicted against measured for one run from the
  * database: step time, each resource's busy time, how much the flows overlapped,
  * the critical path, per task class (GEMMs, kernels, copies, CPU Adam, GPU Adam),
- * with the error of each (sim/compare.h does the arithmetic). --json for machines.
+ * with the error of each (analysis/compare.h does the arithmetic). --json for machines.
  */
 #include <math.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * commands.h - the zbench subcommands, one file each (bench/cmd_<name>.c), called
+ * commands.h - the zbench subcommands, one file each (cli/cmd_<name>.c), called
  * from the dispatch table in main.c with argv[0] = the subcommand name. Each
  * returns the process exit code: 0 success, 1 runtime failure (or a detected
  * regression), 2 bad input or a missing capability.

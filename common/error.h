@@ -4,7 +4,7 @@
  * Library code never exits and never prints: a function that can fail returns a
  * zb_status and, on failure, fills a zb_error with one line that names the problem
  * first and the value second ("unknown pcie generation 'gen7' (known: gen3, ...)").
- * Only the command layer (bench/) decides to print "zbench: <msg>" and which exit
+ * Only the command layer (cli/) decides to print "zbench: <msg>" and which exit
  * code to use, the way nccl-tests returns a status up the stack.
  */
 #ifndef ZB_ERROR_H

@@ -141,8 +141,8 @@ const char *zb_task_kind_name(zb_task_kind k); /* "gemm", "kernel", ... */
 const char *zb_op_name(zb_op op);              /* "qkv", "grad_down", ... */
 const char *zb_pass_name(zb_pass p);           /* "fwd", "bwd_data", ... */
 
-/* Bytes of Adam state traffic per parameter (see DESIGN.md: reads bf16 grad and fp32
- * master, m, v; writes fp32 master, m, v and a 16-bit copy). */
+/* Bytes of Adam state traffic per parameter: reads the 16-bit gradient (2) and the
+ * fp32 master, m, v (12); writes fp32 master, m, v (12) and a 16-bit copy (2). */
 #define ZB_ADAM_BYTES_PER_PARAM 28.0
 
 #endif

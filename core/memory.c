@@ -31,7 +31,7 @@
  *  - no offload, gas == 1: 16P here, 20P in DeepSpeed's ZeRO-2 estimator, which also
  *    counts a 4P fp32 gradient copy (its optimizer casts the reduced 16-bit
  *    gradients to fp32 before Adam). zbench's fused Adam reads the 16-bit gradient
- *    directly (DESIGN.md: "reads bf16 grad"), so at gas == 1 there is no fp32
+ *    directly (ZB_ADAM_BYTES_PER_PARAM, core/graph.h), so at gas == 1 there is no fp32
  *    gradient; the ZeRO paper's 16P is the figure. At gas > 1 zbench keeps an fp32
  *    accumulator and the figure is DeepSpeed's 20P exactly.
  *  - offload, r = 1: DeepSpeed's ZeRO-2 estimator puts only 2P on the GPU because

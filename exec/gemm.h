@@ -1,7 +1,7 @@
 /*
  * gemm.h - the executor's matrix multiplies: a small C API over cuBLASLt for bf16
  * and fp16 GEMMs with fp32 accumulation (CUBLAS_COMPUTE_32F), plain or strided
- * batched, with the layer shapes the schedule (sim/graph.h) names.
+ * batched, with the layer shapes the schedule (core/graph.h) names.
  *
  * Convention: cuBLAS's, column-major.
  *   C[m x n] = alpha * op(A) op(B) + beta * C

@@ -1,5 +1,5 @@
 /*
- * test_compare.c - the arithmetic of predicted-vs-measured (sim/compare.h) on
+ * test_compare.c - the arithmetic of predicted-vs-measured (analysis/compare.h) on
  * hand-made timelines whose every figure is computed by hand in the comments;
  * a simulated schedule compared with itself and with a stretched copy; and
  * `zbench compare` end to end on a database whose "measured" events are the
