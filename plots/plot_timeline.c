@@ -131,35 +131,57 @@ static zb_status load_bars(plot_ctx *c, int64_t id, const char *source, int64_t 
 	return ZB_OK;
 }
 
-zb_status plot_timeline(plot_ctx *c)
+static const char *const sources[2] = { "predicted", "measured" };
+
+/* One timeline plot: the step drawn, its tasks as bars per source, the rows. */
+typedef struct timeline {
+	int64_t id, step;
+	rowset rs;
+	bar *bars[2];
+	int nbars[2], lanes[2][NRES];
+	double span[2], steptime[2];
+	int rowof[2][NRES][MAX_LANES];
+	char ylabels[2 * NRES * MAX_LANES][96];
+	int nrows, nseps;
+	double seps[NRES];
+	int used[K_COUNT];
+	double xend;
+	char path[PATH_MAX + 32];
+} timeline;
+
+/* --config, the newest configuration with events of --run, or the newest with events. */
+static zb_status choose_config(plot_ctx *c, int64_t *id)
 {
 	const zb_plot_request *r = c->req;
 	zb_status st;
-	int64_t id = r->config_id;
 	int found;
-	if (id) {
-		if ((st = plot_check_config(c, id)))
-			return st;
-	} else if (r->run_id) {
+	*id = r->config_id;
+	if (*id)
+		return plot_check_config(c, *id);
+	if (r->run_id) {
 		if ((st = plot_check_run(c, r->run_id)) ||
-		    (st = plot_query_int(c, ZB_Q_RUN_LATEST_CONFIG_EVENTS, r->run_id, &id, &found)))
+		    (st = plot_query_int(c, ZB_Q_RUN_LATEST_CONFIG_EVENTS, r->run_id, id, &found)))
 			return st;
 		if (!found)
 			return zb_fail(c->err, ZB_E_INPUT,
 				       "run %lld has no timeline events (zbench predict --timeline or zbench run store them)",
 				       (long long)r->run_id);
-	} else {
-		if ((st = plot_query_int(c, ZB_Q_LATEST_CONFIG_EVENTS, 0, &id, &found)))
-			return st;
-		if (!found)
-			return zb_fail(c->err, ZB_E_INPUT,
-				       "no timeline events in database '%s' (zbench predict --timeline or zbench run store them)",
-				       c->dbpath);
+		return ZB_OK;
 	}
-	c->info->config_id = id;
+	if ((st = plot_query_int(c, ZB_Q_LATEST_CONFIG_EVENTS, 0, id, &found)))
+		return st;
+	if (!found)
+		return zb_fail(c->err, ZB_E_INPUT,
+			       "no timeline events in database '%s' (zbench predict --timeline or zbench run store them)",
+			       c->dbpath);
+	return ZB_OK;
+}
 
-	/* the middle step among those with events */
+/* The middle step among those with events. */
+static zb_status middle_step(plot_ctx *c, int64_t id, int64_t *step)
+{
 	zb_rows *q;
+	zb_status st;
 	if ((st = plot_rows_open(c, ZB_Q_STEPS_WITH_EVENTS, id, &q)))
 		return st;
 	int64_t steps[4096];
@@ -173,76 +195,71 @@ zb_status plot_timeline(plot_ctx *c)
 		return zb_fail(c->err, ZB_E_INPUT,
 			       "config %lld has no timeline events with tasks (zbench predict --timeline or zbench run store them)",
 			       (long long)id);
-	int64_t step = steps[nsteps / 2];
+	*step = steps[nsteps / 2];
+	return ZB_OK;
+}
 
-	rowset rs;
-	if ((st = plot_load_rows(c, ZB_Q_CONFIG_ROW, id, &rs)))
+/* The configuration row, both sources' bars of the step, and the step times. */
+static zb_status load(plot_ctx *c, timeline *t)
+{
+	zb_status st;
+	if ((st = plot_load_rows(c, ZB_Q_CONFIG_ROW, t->id, &t->rs)))
 		return st;
-	static const char *const sources[2] = { "predicted", "measured" };
-	bar *bars[2] = { NULL, NULL };
-	int nbars[2] = { 0, 0 }, lanes[2][NRES];
-	double span[2] = { 0, 0 }, steptime[2] = { NAN, NAN };
+	t->steptime[0] = t->steptime[1] = NAN;
 	for (int s = 0; s < 2; s++)
-		if ((st = load_bars(c, id, sources[s], step, &bars[s], &nbars[s], lanes[s], &span[s])))
-			goto out;
-	if (rs.n && rs.r[0].has_pred)
-		steptime[0] = rs.r[0].step_time_s;
-	if (nbars[1] && (st = plot_measured_step_s(c, id, &steptime[1])))
-		goto out;
+		if ((st = load_bars(c, t->id, sources[s], t->step, &t->bars[s], &t->nbars[s], t->lanes[s], &t->span[s])))
+			return st;
+	if (t->rs.n && t->rs.r[0].has_pred)
+		t->steptime[0] = t->rs.r[0].step_time_s;
+	if (t->nbars[1] && (st = plot_measured_step_s(c, t->id, &t->steptime[1])))
+		return st;
+	return ZB_OK;
+}
 
-	/* rows, top to bottom: per resource, predicted lanes then measured lanes */
-	int rowof[2][NRES][MAX_LANES];
-	char ylabels[2 * NRES * MAX_LANES][96];
-	int nrows = 0;
-	double seps[NRES];
-	int nseps = 0;
-	int threads = rs.n ? (int)(rs.r[0].num[A_THREADS] > 0 ? rs.r[0].num[A_THREADS] : rs.r[0].num[A_CORES]) : 0;
+/* Rows, top to bottom: per resource, predicted lanes then measured lanes. */
+static void layout_rows(timeline *t)
+{
+	const rowset *rs = &t->rs;
+	int threads = rs->n ? (int)(rs->r[0].num[A_THREADS] > 0 ? rs->r[0].num[A_THREADS] : rs->r[0].num[A_CORES]) : 0;
 	for (int res = 0; res < NRES; res++) {
 		if (res > 0)
-			seps[nseps++] = nrows;
+			t->seps[t->nseps++] = t->nrows;
 		for (int s = 0; s < 2; s++) {
-			if (!nbars[s])
+			if (!t->nbars[s])
 				continue;
-			int nl = lanes[s][res] ? lanes[s][res] : 1;
+			int nl = t->lanes[s][res] ? t->lanes[s][res] : 1;
 			for (int l = 0; l < nl; l++) {
-				rowof[s][res][l] = nrows;
+				char *y = t->ylabels[t->nrows];
+				t->rowof[s][res][l] = t->nrows;
 				char title[64];
 				if (res == NRES - 1 && threads > 0)
 					snprintf(title, sizeof title, "CPU Adam (%d threads)", threads);
 				else
 					snprintf(title, sizeof title, "%s", lanes_of[res].title);
-				snprintf(ylabels[nrows], sizeof ylabels[0], "%s%s%s%s", title,
-					 nbars[0] && nbars[1] ? (s ? " · measured" : " · predicted") : "",
+				snprintf(y, sizeof t->ylabels[0], "%s%s%s%s", title,
+					 t->nbars[0] && t->nbars[1] ? (s ? " · measured" : " · predicted") : "",
 					 nl > 1 ? " #" : "", "");
 				if (nl > 1)
-					snprintf(ylabels[nrows] + strlen(ylabels[nrows]),
-						 sizeof ylabels[0] - strlen(ylabels[nrows]), "%d", l + 1);
-				nrows++;
+					snprintf(y + strlen(y), sizeof t->ylabels[0] - strlen(y), "%d", l + 1);
+				t->nrows++;
 			}
 		}
 	}
+}
 
-	char path[PATH_MAX + 32];
-	FILE *f = plot_data_open(c, "timeline.dat", path, sizeof path);
-	if (!f) {
-		st = c->err->status;
-		goto out;
-	}
-	/* Resample each row at about the plot's pixel width: a bin takes the class
-	 * busiest in it, and runs of bins of one class become one box. Drawn one box a
-	 * task, a thousand sub-pixel kernels and GEMMs antialias into a pale smear that
-	 * hides which class dominates; resampled, the picture is what a reader would
-	 * see zoomed in, and the SVG stays small. A task shorter than a bin still
-	 * paints the bin where it starts. */
-	double xend = fmax(span[0], span[1]);
-	if (!(xend > 0))
-		xend = 1e-3;
-	double bw = xend / TIMELINE_BINS;
-	double *busy = zb_xcalloc((size_t)nrows * TIMELINE_BINS * K_COUNT, sizeof *busy);
+/* Resample each row at about the plot's pixel width: a bin takes the class busiest
+ * in it, and runs of bins of one class become one box. Drawn one box a task, a
+ * thousand sub-pixel kernels and GEMMs antialias into a pale smear that hides which
+ * class dominates; resampled, the picture is what a reader would see zoomed in, and
+ * the SVG stays small. A task shorter than a bin still paints the bin where it
+ * starts. Returns busy[row][bin][class] (caller frees). */
+static double *resample(const timeline *t, double bw)
+{
+	double *busy = zb_xcalloc((size_t)t->nrows * TIMELINE_BINS * K_COUNT, sizeof *busy);
 	for (int s = 0; s < 2; s++)
-		for (int i = 0; i < nbars[s]; i++) {
-			bar *b = &bars[s][i];
-			double *rowbins = busy + (size_t)rowof[s][b->res][b->lane] * TIMELINE_BINS * K_COUNT;
+		for (int i = 0; i < t->nbars[s]; i++) {
+			const bar *b = &t->bars[s][i];
+			double *rowbins = busy + (size_t)t->rowof[s][b->res][b->lane] * TIMELINE_BINS * K_COUNT;
 			int b0 = (int)(b->s / bw), b1 = (int)(b->e / bw);
 			if (b0 >= TIMELINE_BINS)
 				b0 = TIMELINE_BINS - 1;
@@ -257,59 +274,78 @@ zb_status plot_timeline(plot_ctx *c)
 				rowbins[k * K_COUNT + b->klass] += hi > lo ? hi - lo : 1e-9;
 			}
 		}
+	return busy;
+}
+
+/* The runs of bins where class k is the busiest, one box each, for row rr. */
+static int write_runs(FILE *f, const double *rowbins, int k, int y, double bw)
+{
+	int run = -1, n = 0;
+	for (int b = 0; b <= TIMELINE_BINS; b++) {
+		int mine = 0;
+		if (b < TIMELINE_BINS) {
+			int arg = -1;
+			double m = 0;
+			for (int kk = 0; kk < K_COUNT; kk++)
+				if (rowbins[b * K_COUNT + kk] > m) {
+					m = rowbins[b * K_COUNT + kk];
+					arg = kk;
+				}
+			mine = arg == k;
+		}
+		if (mine && run < 0)
+			run = b;
+		if (!mine && run >= 0) {
+			double x0 = run * bw, x1 = b * bw;
+			fprintf(f, "%.6f %d %.6f 0.38\n", 0.5 * (x0 + x1), y, 0.5 * (x1 - x0));
+			n++;
+			run = -1;
+		}
+	}
+	return n;
+}
+
+static zb_status write_data(plot_ctx *c, timeline *t)
+{
+	FILE *f = plot_data_open(c, "timeline.dat", t->path, sizeof t->path);
+	if (!f)
+		return c->err->status;
+	t->xend = fmax(t->span[0], t->span[1]);
+	if (!(t->xend > 0))
+		t->xend = 1e-3;
+	double bw = t->xend / TIMELINE_BINS;
+	double *busy = resample(t, bw);
 	fprintf(f, "# config %lld step %lld: x_center_ms y half_width_ms half_height, resampled to %d bins of"
 		   " %.4g ms a row; one block per task class\n",
-		(long long)id, (long long)step, TIMELINE_BINS, bw);
-	int used[K_COUNT] = { 0 };
+		(long long)t->id, (long long)t->step, TIMELINE_BINS, bw);
 	for (int k = 0; k < K_COUNT; k++) {
 		fprintf(f, "# %s\n", klass[k].title);
-		for (int rr = 0; rr < nrows; rr++) {
-			const double *rowbins = busy + (size_t)rr * TIMELINE_BINS * K_COUNT;
-			int run = -1;
-			for (int b = 0; b <= TIMELINE_BINS; b++) {
-				int mine = 0;
-				if (b < TIMELINE_BINS) {
-					int arg = -1;
-					double m = 0;
-					for (int kk = 0; kk < K_COUNT; kk++)
-						if (rowbins[b * K_COUNT + kk] > m) {
-							m = rowbins[b * K_COUNT + kk];
-							arg = kk;
-						}
-					mine = arg == k;
-				}
-				if (mine && run < 0)
-					run = b;
-				if (!mine && run >= 0) {
-					double x0 = run * bw, x1 = b * bw;
-					fprintf(f, "%.6f %d %.6f 0.38\n", 0.5 * (x0 + x1), nrows - 1 - rr, 0.5 * (x1 - x0));
-					used[k]++;
-					run = -1;
-				}
-			}
-		}
-		if (!used[k])
+		for (int rr = 0; rr < t->nrows; rr++)
+			t->used[k] += write_runs(f, busy + (size_t)rr * TIMELINE_BINS * K_COUNT, k, t->nrows - 1 - rr, bw);
+		if (!t->used[k])
 			fprintf(f, "NaN NaN NaN NaN\n");
 		fprintf(f, "\n\n");
 	}
 	free(busy);
-	if ((st = plot_data_close(c, f, path)))
-		goto out;
+	return plot_data_close(c, f, t->path);
+}
 
+static void write_script(plot_ctx *c, const timeline *t)
+{
 	char title[200], sub[1024], desc[512];
-	snprintf(title, sizeof title, "Timeline of step %lld of config %lld", (long long)step, (long long)id);
-	if (rs.n) {
-		plot_constants_label(&rs.r[0], 0, desc, sizeof desc);
-	} else {
+	int nrows = t->nrows;
+	snprintf(title, sizeof title, "Timeline of step %lld of config %lld", (long long)t->step, (long long)t->id);
+	if (t->rs.n)
+		plot_constants_label(&t->rs.r[0], 0, desc, sizeof desc);
+	else
 		desc[0] = 0;
-	}
 	size_t len = (size_t)snprintf(sub, sizeof sub, "%s", desc);
 	for (int s = 0; s < 2 && len < sizeof sub; s++)
-		if (nbars[s]) {
-			len += (size_t)snprintf(sub + len, sizeof sub - len, "%s%s: step time %.2f ms, this step's tasks span %.2f ms",
-						len ? (s == 0 || !nbars[0] ? "\n" : " · ") : "", sources[s],
-						steptime[s] * 1e3, span[s]);
-		}
+		if (t->nbars[s])
+			len += (size_t)snprintf(sub + len, sizeof sub - len,
+						"%s%s: step time %.2f ms, this step's tasks span %.2f ms",
+						len ? (s == 0 || !t->nbars[0] ? "\n" : " · ") : "", sources[s],
+						t->steptime[s] * 1e3, t->span[s]);
 	int height = 230 + 38 * nrows;
 	if (height < 520)
 		height = 520;
@@ -318,33 +354,50 @@ zb_status plot_timeline(plot_ctx *c)
 	plot_gp(c, "set key at screen 0.5, screen %.5f center bottom horizontal\n", 12.0 / height);
 	plot_gp(c, "set xlabel %s\n", plot_gq(c, "time from the step's first task (ms)"));
 	plot_gp(c, "set yrange [-0.7:%d.7]\n", nrows - 1);
-	plot_gp(c, "set xrange [0:%.6g]\n", xend * 1.01);
+	plot_gp(c, "set xrange [0:%.6g]\n", t->xend * 1.01);
 	plot_gp(c, "set grid xtics noytics\n");
 	plot_gp(c, "set ytics (");
 	for (int i = 0; i < nrows; i++)
-		plot_gp(c, "%s%s %d", i ? ", " : "", plot_gq(c, ylabels[i]), nrows - 1 - i);
+		plot_gp(c, "%s%s %d", i ? ", " : "", plot_gq(c, t->ylabels[i]), nrows - 1 - i);
 	plot_gp(c, ") nomirror scale 0\n");
-	for (int i = 0; i < nseps; i++)
+	for (int i = 0; i < t->nseps; i++)
 		plot_gp(c, "set arrow from graph 0, first %.1f to graph 1, first %.1f nohead lc rgb '#bbbbbb' lw 1\n",
-		   nrows - seps[i] - 0.5, nrows - seps[i] - 0.5);
+			nrows - t->seps[i] - 0.5, nrows - t->seps[i] - 0.5);
 	plot_gp(c, "set style fill solid 1.0 noborder\n");
 	plot_gp(c, "plot ");
 	int first = 1;
 	for (int k = 0; k < K_COUNT; k++) {
-		if (!used[k])
+		if (!t->used[k])
 			continue;
 		plot_gp(c, "%s%s index %d using 1:2:3:4 with boxxyerror lc rgb '%s' title %s", first ? "" : ", \\\n  ",
-		   plot_gq(c, path), k, klass[k].color, plot_gq(c, klass[k].title));
+			plot_gq(c, t->path), k, klass[k].color, plot_gq(c, klass[k].title));
 		first = 0;
 	}
 	plot_gp(c, "\n");
-	if ((st = plot_render(c)))
-		goto out;
-	snprintf(c->info->what, sizeof c->info->what, "config %lld, step %lld: %d predicted and %d measured tasks",
-		 (long long)id, (long long)step, nbars[0], nbars[1]);
-out:
-	free(bars[0]);
-	free(bars[1]);
-	plot_rowset_free(&rs);
+}
+
+zb_status plot_timeline(plot_ctx *c)
+{
+	timeline *t = zb_xcalloc(1, sizeof *t);
+	zb_status st;
+	if ((st = choose_config(c, &t->id)) || (st = middle_step(c, t->id, &t->step))) {
+		free(t);
+		return st;
+	}
+	c->info->config_id = t->id;
+	if (!(st = load(c, t))) {
+		layout_rows(t);
+		if (!(st = write_data(c, t))) {
+			write_script(c, t);
+			st = plot_render(c);
+		}
+	}
+	if (!st)
+		snprintf(c->info->what, sizeof c->info->what, "config %lld, step %lld: %d predicted and %d measured tasks",
+			 (long long)t->id, (long long)t->step, t->nbars[0], t->nbars[1]);
+	free(t->bars[0]);
+	free(t->bars[1]);
+	plot_rowset_free(&t->rs);
+	free(t);
 	return st;
 }
