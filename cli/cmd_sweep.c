@@ -69,168 +69,215 @@ static void print_row(FILE *f, const zb_prediction *p, int csv)
 			bn, bound, p->mem.gpu_bytes / GiB, p->mem.fits ? "yes" : "no");
 }
 
-int cmd_sweep(int argc, char **argv)
-{
-	zb_options o = { 0 };
-	zb_error err = { 0 };
-	int rc;
-	if (!zb_options_parse(argc, argv, NULL, usage, &o, &rc))
-		return rc;
-	if (o.plot) { /* fail before the sweep runs, not after */
-		if (o.no_db) {
-			fprintf(stderr, "zbench: --plot draws from the database: drop --no-db (got --plot '%s')\n", o.plot);
-			return 2;
-		}
-		if (zb_plot_check(o.plot, &err))
-			return zb_report_error(&err);
-	}
-	/* a DeepSpeed config decides the policy and ratio itself */
-	if (!o.axis[ZB_AX_POLICY] && !o.axis[ZB_AX_RATIO] && !o.have_ds) {
-		o.axis[ZB_AX_POLICY] = "none,offload,overlap,dpu";
-		o.axis[ZB_AX_RATIO] = "0:1:0.25";
-	}
-
-	/* expand the axes */
+/* One sweep: the axes expanded, the grid of configurations, their predictions. */
+typedef struct sweep {
+	zb_options o;
 	axis_values ax[ZB_AX_COUNT];
-	memset(ax, 0, sizeof ax);
-	long long total = 1;
-	rc = 0;
+	long long total;
+	zb_config *cfgs;
+	int ncfg;
 	zb_sources src0; /* where the first row's settings came from */
-	for (int a = 0; a < ZB_AX_COUNT; a++) {
-		ax[a].n = 1;
-		if (!o.axis[a])
-			continue;
-		ax[a].n = zb_axis_values(o.axis[a], a, &ax[a].vals, &ax[a].storage, &err);
-		if (ax[a].n < 0) {
-			rc = zb_report_error(&err);
-			goto out;
-		}
-		total *= ax[a].n;
-		if (total > MAX_ROWS) {
-			zb_fail(&err, ZB_E_INPUT, "sweep of more than %d configurations (%s has %d values)", MAX_ROWS,
-				zb_axis_flag(a), ax[a].n);
-			rc = zb_report_error(&err);
-			goto out;
-		}
-	}
+	zb_prediction *preds;
+	int npred;
+	int64_t run_id;
+} sweep;
 
-	/* build and validate every configuration first: a bad value fails the
-	 * sweep before anything is printed or stored */
-	zb_config *cfgs = zb_xmalloc((size_t)total * sizeof *cfgs);
+/* --plot draws from the database: check it before the sweep runs, not after. */
+static int check_plot(const zb_options *o, zb_error *err)
+{
+	if (!o->plot)
+		return 0;
+	if (o->no_db) {
+		fprintf(stderr, "zbench: --plot draws from the database: drop --no-db (got --plot '%s')\n", o->plot);
+		return 2;
+	}
+	if (zb_plot_check(o->plot, err))
+		return zb_report_error(err);
+	return 0;
+}
+
+/* Every axis's values (lists and ranges); at most MAX_ROWS points in all. */
+static zb_status expand_axes(sweep *w, zb_error *err)
+{
+	w->total = 1;
+	for (int a = 0; a < ZB_AX_COUNT; a++) {
+		axis_values *x = &w->ax[a];
+		x->n = 1;
+		if (!w->o.axis[a])
+			continue;
+		x->n = zb_axis_values(w->o.axis[a], a, &x->vals, &x->storage, err);
+		if (x->n < 0)
+			return err->status;
+		w->total *= x->n;
+		if (w->total > MAX_ROWS)
+			return zb_fail(err, ZB_E_INPUT, "sweep of more than %d configurations (%s has %d values)", MAX_ROWS,
+				       zb_axis_flag(a), x->n);
+	}
+	return ZB_OK;
+}
+
+/* Build and validate every configuration first: a bad value fails the sweep before
+ * anything is printed or stored. */
+static zb_status build_configs(sweep *w, zb_error *err)
+{
+	w->cfgs = zb_xmalloc((size_t)w->total * sizeof *w->cfgs);
 	int idx[ZB_AX_COUNT] = { 0 };
-	int ncfg = 0;
-	for (long long row = 0; row < total; row++) {
+	for (long long row = 0; row < w->total; row++) {
 		const char *v[ZB_AX_COUNT];
 		for (int a = 0; a < ZB_AX_COUNT; a++)
-			v[a] = ax[a].vals ? ax[a].vals[idx[a]] : NULL;
+			v[a] = w->ax[a].vals ? w->ax[a].vals[idx[a]] : NULL;
 		zb_config c;
-		if (zb_options_config_src(v, &o, &c, row == 0 ? &src0 : NULL, &err)) {
-			rc = zb_report_error(&err);
-			free(cfgs);
-			goto out;
-		}
+		zb_status st = zb_options_config_src(v, &w->o, &c, row == 0 ? &w->src0 : NULL, err);
+		if (st)
+			return st;
 		/* the ratio means nothing without offload: one row for 'none' */
-		int dup = c.policy.kind == ZB_POLICY_NONE && ax[ZB_AX_RATIO].vals && idx[ZB_AX_RATIO] > 0;
+		int dup = c.policy.kind == ZB_POLICY_NONE && w->ax[ZB_AX_RATIO].vals && idx[ZB_AX_RATIO] > 0;
 		if (!dup)
-			cfgs[ncfg++] = c;
+			w->cfgs[w->ncfg++] = c;
 		for (int a = ZB_AX_COUNT - 1; a >= 0; a--) { /* odometer, last axis fastest */
-			if (++idx[a] < ax[a].n)
+			if (++idx[a] < w->ax[a].n)
 				break;
 			idx[a] = 0;
 		}
 	}
+	return ZB_OK;
+}
 
-	zb_prediction *preds = zb_xcalloc((size_t)ncfg, sizeof *preds);
-	int npred = 0;
-	for (int i = 0; i < ncfg; i++, npred++) {
-		if (zb_predict(&preds[i], &cfgs[i], &err)) {
-			rc = zb_report_error(&err);
-			goto free_preds;
-		}
+static zb_status predict_all(sweep *w, zb_error *err)
+{
+	w->preds = zb_xcalloc((size_t)w->ncfg, sizeof *w->preds);
+	for (int i = 0; i < w->ncfg; i++, w->npred++) {
+		zb_status st = zb_predict(&w->preds[i], &w->cfgs[i], err);
+		if (st)
+			return st;
 	}
+	return ZB_OK;
+}
 
+/* Every row in one transaction: all or nothing. */
+static zb_status store_all(sweep *w, int argc, char **argv, zb_error *err)
+{
 	zb_session s;
-	if (zb_session_open(&s, &o, "sweep", NULL, argc, argv, &err)) {
-		rc = zb_report_error(&err);
-		goto free_preds;
-	}
-	for (int i = 0; i < ncfg; i++) {
+	zb_status st = zb_session_open(&s, &w->o, "sweep", NULL, argc, argv, err);
+	if (st)
+		return st;
+	for (int i = 0; i < w->ncfg; i++) {
 		int64_t id;
-		zb_prediction *p = &preds[i];
-		if (zb_session_store_prediction(&s, &p->cfg, &p->graph, p->simulated ? &p->res : NULL, &p->mem,
-						o.timeline, &id, &err)) {
+		zb_prediction *p = &w->preds[i];
+		if ((st = zb_session_store_prediction(&s, &p->cfg, &p->graph, p->simulated ? &p->res : NULL, &p->mem,
+						      w->o.timeline, &id, err))) {
 			zb_session_abort(&s);
-			rc = zb_report_error(&err);
-			goto free_preds;
+			return st;
 		}
 	}
-	if (zb_session_commit(&s, "ok", &err)) {
-		rc = zb_report_error(&err);
-		goto free_preds;
-	}
+	w->run_id = s.run_id;
+	return zb_session_commit(&s, "ok", err);
+}
 
-	if (o.json) {
-		json_t *arr = json_array();
-		for (int i = 0; i < ncfg; i++) {
-			zb_prediction *p = &preds[i];
-			json_array_append_new(arr, zb_prediction_json(&p->cfg, &p->graph,
-								      p->simulated ? &p->res : NULL, &p->mem));
-		}
-		zb_json_print(stdout, arr);
-		json_decref(arr);
-	} else if (o.csv) {
-		for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
-			printf("%s%s%s%s", i ? "," : "", cols[i], units[i][0] ? "_" : "", units[i]);
-		printf("\n");
-		for (int i = 0; i < ncfg; i++)
-			print_row(stdout, &preds[i], 1);
-	} else {
-		zb_print_header(stdout, "sweep", &cfgs[0]);
-		zb_sources_print(stdout, &cfgs[0], &src0, 1);
-		printf("# %d configurations; the lines above describe the first, the columns what varies\n", ncfg);
-		printf(fmt_head, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8],
-		       cols[9], cols[10], cols[11], cols[12], cols[13], cols[14], cols[15]);
-		printf(fmt_head, units[0], units[1], units[2], units[3], units[4], units[5], units[6], units[7],
-		       units[8], units[9], units[10], units[11], units[12], units[13], units[14], units[15]);
-		int best = -1;
-		for (int i = 0; i < ncfg; i++) {
-			print_row(stdout, &preds[i], 0);
-			if (preds[i].simulated && (best < 0 || preds[i].res.tokens_per_s > preds[best].res.tokens_per_s))
-				best = i;
-		}
-		if (best >= 0) {
-			char label[512];
-			zb_config_label(&preds[best].cfg, label, sizeof label);
-			printf("# fastest: %s: %.0f tokens/s (%.2f ms/step, bound by %s)\n", label,
-			       preds[best].res.tokens_per_s, preds[best].res.step_time_s * 1e3,
-			       zb_resource_name(preds[best].res.bottleneck));
-		}
+static void print_json(const sweep *w)
+{
+	json_t *arr = json_array();
+	for (int i = 0; i < w->ncfg; i++) {
+		const zb_prediction *p = &w->preds[i];
+		json_array_append_new(arr, zb_prediction_json(&p->cfg, &p->graph, p->simulated ? &p->res : NULL, &p->mem));
 	}
+	zb_json_print(stdout, arr);
+	json_decref(arr);
+}
 
-	if (o.plot) {
-		zb_store *db;
-		zb_plot_request req = { .kind = ZB_PLOT_RATIO, .run_id = s.run_id, .output = o.plot };
-		zb_plot_info info;
-		if (zb_store_open(&db, o.db ? o.db : ZB_STORE_DEFAULT_PATH, 2000, &err)) {
-			rc = zb_report_error(&err);
-		} else {
-			if (zb_plot_make(db, &req, &info, &err))
-				rc = zb_report_error(&err);
-			else if (!o.json && !o.csv)
-				printf("# plot: %s -> %s\n", info.what, o.plot);
-			zb_store_close(db);
-		}
+static void print_csv(const sweep *w)
+{
+	for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+		printf("%s%s%s%s", i ? "," : "", cols[i], units[i][0] ? "_" : "", units[i]);
+	printf("\n");
+	for (int i = 0; i < w->ncfg; i++)
+		print_row(stdout, &w->preds[i], 1);
+}
+
+/* The fixed-width table: header, where the settings came from, a units row, the
+ * rows, the fastest. */
+static void print_table(const sweep *w)
+{
+	const zb_prediction *preds = w->preds;
+	zb_print_header(stdout, "sweep", &w->cfgs[0]);
+	zb_sources_print(stdout, &w->cfgs[0], &w->src0, 1);
+	printf("# %d configurations; the lines above describe the first, the columns what varies\n", w->ncfg);
+	printf(fmt_head, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
+	       cols[10], cols[11], cols[12], cols[13], cols[14], cols[15]);
+	printf(fmt_head, units[0], units[1], units[2], units[3], units[4], units[5], units[6], units[7], units[8],
+	       units[9], units[10], units[11], units[12], units[13], units[14], units[15]);
+	int best = -1;
+	for (int i = 0; i < w->ncfg; i++) {
+		print_row(stdout, &preds[i], 0);
+		if (preds[i].simulated && (best < 0 || preds[i].res.tokens_per_s > preds[best].res.tokens_per_s))
+			best = i;
 	}
+	if (best >= 0) {
+		char label[512];
+		zb_config_label(&preds[best].cfg, label, sizeof label);
+		printf("# fastest: %s: %.0f tokens/s (%.2f ms/step, bound by %s)\n", label, preds[best].res.tokens_per_s,
+		       preds[best].res.step_time_s * 1e3, zb_resource_name(preds[best].res.bottleneck));
+	}
+}
 
-free_preds:
-	for (int i = 0; i < npred; i++)
-		zb_prediction_free(&preds[i]);
-	free(preds);
-	free(cfgs);
-out:
+/* --plot: the ratio plot of the run just stored. Returns an exit code. */
+static int draw_plot(const sweep *w, zb_error *err)
+{
+	const zb_options *o = &w->o;
+	zb_store *db;
+	zb_plot_request req = { .kind = ZB_PLOT_RATIO, .run_id = w->run_id, .output = o->plot };
+	zb_plot_info info;
+	int rc = 0;
+	if (zb_store_open(&db, o->db ? o->db : ZB_STORE_DEFAULT_PATH, 2000, err))
+		return zb_report_error(err);
+	if (zb_plot_make(db, &req, &info, err))
+		rc = zb_report_error(err);
+	else if (!o->json && !o->csv)
+		printf("# plot: %s -> %s\n", info.what, o->plot);
+	zb_store_close(db);
+	return rc;
+}
+
+static void sweep_free(sweep *w)
+{
+	for (int i = 0; i < w->npred; i++)
+		zb_prediction_free(&w->preds[i]);
+	free(w->preds);
+	free(w->cfgs);
 	for (int a = 0; a < ZB_AX_COUNT; a++) {
-		free(ax[a].vals);
-		free(ax[a].storage);
+		free(w->ax[a].vals);
+		free(w->ax[a].storage);
 	}
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+	sweep *w = zb_xcalloc(1, sizeof *w);
+	zb_options *o = &w->o;
+	zb_error err = { 0 };
+	int rc;
+	if (!zb_options_parse(argc, argv, NULL, usage, o, &rc) || (rc = check_plot(o, &err))) {
+		free(w);
+		return rc;
+	}
+	/* a DeepSpeed config decides the policy and ratio itself */
+	if (!o->axis[ZB_AX_POLICY] && !o->axis[ZB_AX_RATIO] && !o->have_ds) {
+		o->axis[ZB_AX_POLICY] = "none,offload,overlap,dpu";
+		o->axis[ZB_AX_RATIO] = "0:1:0.25";
+	}
+	if (expand_axes(w, &err) || build_configs(w, &err) || predict_all(w, &err) || store_all(w, argc, argv, &err)) {
+		rc = zb_report_error(&err);
+	} else {
+		if (o->json)
+			print_json(w);
+		else if (o->csv)
+			print_csv(w);
+		else
+			print_table(w);
+		if (o->plot)
+			rc = draw_plot(w, &err);
+	}
+	sweep_free(w);
+	free(w);
 	return rc;
 }
