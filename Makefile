@@ -31,12 +31,12 @@ CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I. -pthread \
            -DZB_VERSION='"$(VERSION)"' -DZB_GIT_COMMIT='"$(GIT_COMMIT)"'
 LDLIBS  := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lsqlite3 -lm -pthread
-MODULES := common sim exec profiler results bench plots
+MODULES := common core inputs config schedules sim analysis exec profiler results plots bench peers cli
 
 ALL_C   := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
 CUDA_C  := $(filter %_cuda.c,$(ALL_C))
 NOCUDA_C:= $(filter %_nocuda.c,$(ALL_C))
-PLAIN_C := $(filter-out $(CUDA_C) $(NOCUDA_C) bench/main.c,$(ALL_C))
+PLAIN_C := $(filter-out $(CUDA_C) $(NOCUDA_C) cli/main.c,$(ALL_C))
 CU_SRC  := $(foreach m,$(MODULES),$(wildcard $(m)/*.cu))
 
 ifneq ($(NVCC),)
@@ -111,7 +111,7 @@ $(LIB): $(LIB_OBJ)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(ZBENCH): $(BUILD)/bench/main.o $(LIB)
+$(ZBENCH): $(BUILD)/cli/main.o $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
 

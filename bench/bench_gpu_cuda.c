@@ -21,7 +21,7 @@
 #include "exec/executor.h"
 #include "exec/kernels.h"
 #include "sim/predict.h"
-#include "sim/presets.h"
+#include "inputs/presets.h"
 
 static const char *no_gpu(void)
 {

@@ -9,32 +9,7 @@
 
 #include "bench/cases.h"
 #include "sim/predict.h"
-#include "sim/presets.h"
-
-double zb_wall_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-double zb_median(const double *v, int n)
-{
-	if (n <= 0)
-		return 0;
-	double *c = zb_xmalloc((size_t)n * sizeof *c);
-	memcpy(c, v, (size_t)n * sizeof *c);
-	qsort(c, (size_t)n, sizeof *c, cmp_double);
-	double m = n % 2 ? c[n / 2] : 0.5 * (c[n / 2 - 1] + c[n / 2]);
-	free(c);
-	return m;
-}
+#include "inputs/presets.h"
 
 static void base_config(zb_config *c, const char *model, const char *policy, double ratio, int steps)
 {

@@ -24,7 +24,7 @@
 #include "results/store.h"
 #include "sim/engine.h"
 #include "sim/predict.h"
-#include "sim/presets.h"
+#include "inputs/presets.h"
 
 /* Rows a stored trace takes (the bulk tables; the few metadata rows aside). */
 static double trace_rows(const zb_trace *t, const zb_spans *sp)

@@ -1,7 +1,7 @@
 /*
  * calibrate.h - the GPU measurements of `zbench calibrate` (calibrate_gpu_cuda.c;
  * calibrate_gpu_nocuda.c says "built without CUDA"), handed to cmd_calibrate.c,
- * which measures the CPU itself, fits the model (sim/fit.h) and writes the profile.
+ * which measures the CPU itself, fits the model (analysis/fit.h) and writes the profile.
  *
  * What is measured, each with warm-up runs and the median of several timed ones:
  *   copies     pinned, 4 KB .. 1 GB (x4 steps): H2D alone, D2H alone, both at once;

@@ -17,7 +17,7 @@
 #include "exec/gemm.h"
 #include "exec/kernels.h"
 #include "exec/threadpool.h"
-#include "sim/compare.h"
+#include "common/stats.h"
 
 static void say(FILE *log, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void say(FILE *log, const char *fmt, ...)
@@ -111,7 +111,7 @@ static zb_status gemms(zb_calib_plan *plan, FILE *log, zb_error *err)
 		}
 		if (st)
 			break;
-		g->time_s = zb_median_of(t, reps);
+		g->time_s = zb_median(t, reps);
 		say(log, "  gemm %c%c %6d x %6d x %6d x %4d  %8.3f ms  %7.1f TFLOP/s  (weight %.3f)\n", g->transa ? 'T' : 'N',
 		    g->transb ? 'T' : 'N', g->m, g->n, g->k, g->batch, g->time_s * 1e3, g->flops / g->time_s / 1e12,
 		    g->weight);
@@ -206,7 +206,7 @@ static zb_status adam_steps(zb_pool *pool, adam_arrays *x, int64_t n, int reps, 
 		t[r] = (zb_now_ns() - a) * 1e-9;
 	}
 	*t_hi = zb_now_ns();
-	*median_s = zb_median_of(t, reps);
+	*median_s = zb_median(t, reps);
 	free(t);
 	return st;
 }

@@ -10,7 +10,9 @@
 #include <jansson.h>
 #include <stdio.h>
 
+#include "common/clock.h" /* zb_wall_s: cases time themselves */
 #include "common/error.h"
+#include "common/stats.h" /* zb_median */
 
 typedef struct zb_bench_args {
 	int repeats;        /* timed repetitions (median reported) */
@@ -33,10 +35,5 @@ extern const zb_bench_case zb_bench_sim_cases[];
 extern const zb_bench_case zb_bench_cpu_cases[];
 extern const zb_bench_case zb_bench_gpu_cases[];
 extern const zb_bench_case zb_bench_trace_cases[];
-
-/* Median of n doubles (sorts a copy). */
-double zb_median(const double *v, int n);
-/* Monotonic wall clock in seconds. */
-double zb_wall_s(void);
 
 #endif

@@ -32,6 +32,12 @@ int zb_exit_code(zb_status status)
 	}
 }
 
+int zb_report_error(const zb_error *err)
+{
+	fprintf(stderr, "zbench: %s\n", err->msg[0] ? err->msg : "unknown error");
+	return zb_exit_code(err->status);
+}
+
 static void oom(size_t size, const char *file, int line)
 {
 	fprintf(stderr, "zbench: out of memory allocating %zu bytes at %s:%d\n", size, file, line);

@@ -4,7 +4,7 @@
  * Library code never exits and never prints: a function that can fail returns a
  * zb_status and, on failure, fills a zb_error with one line that names the problem
  * first and the value second ("unknown pcie generation 'gen7' (known: gen3, ...)").
- * Only the command layer (bench/) decides to print "zbench: <msg>" and which exit
+ * Only the command layer (cli/) decides to print "zbench: <msg>" and which exit
  * code to use, the way nccl-tests returns a status up the stack.
  */
 #ifndef ZB_ERROR_H
@@ -41,6 +41,11 @@ zb_status zb_fail(zb_error *err, zb_status status, const char *fmt, ...)
 /* Exit code the command layer uses for a status: 0 ok, 2 for anything the user
  * can fix or that the machine lacks, 1 for internal and runtime failures. */
 int zb_exit_code(zb_status status);
+
+/* The command layer's one way to fail: print "zbench: <msg>" on stderr for a failed
+ * status and return its exit code (zb_exit_code). Library code fills a zb_error and
+ * returns; only a command calls this. */
+int zb_report_error(const zb_error *err);
 
 /* Allocation that cannot fail silently: aborts with file:line on out-of-memory,
  * for small bookkeeping structures where recovery is meaningless. */

@@ -11,7 +11,7 @@
 #include "exec/cuda_check.h"
 #include "exec/kernels.h"
 #include "exec/threadpool.h"
-#include "sim/compare.h"
+#include "common/stats.h"
 
 #define WARMUP 2
 
@@ -190,8 +190,8 @@ zb_status zb_copy_bench_time(zb_copy_bench *b, size_t bytes, zb_copy_dir dir, in
 	zb_status st = b->pinned ? time_pinned(b, bytes, dir, reps, t0, t1, err)
 				 : time_pageable(b, bytes, dir, reps, t0, t1, err);
 	if (!st) {
-		t[0] = dir == ZB_COPY_D2H ? 0 : zb_median_of(t0, reps);
-		t[1] = dir == ZB_COPY_H2D ? 0 : zb_median_of(t1, reps);
+		t[0] = dir == ZB_COPY_D2H ? 0 : zb_median(t0, reps);
+		t[1] = dir == ZB_COPY_H2D ? 0 : zb_median(t1, reps);
 	}
 	free(t0);
 	return st;

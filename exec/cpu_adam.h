@@ -6,7 +6,7 @@
  * a loss scale), the fp32 master weight and the fp32 moments m and v; write master,
  * m and v back in place and a 16-bit copy of the new master (the parameter the GPU
  * gets back). That is 28 bytes of DRAM traffic per parameter (ZB_ADAM_BYTES_PER_PARAM
- * in sim/graph.h), and at ~1-2 flops per byte the kernel is memory-bound on every
+ * in core/graph.h), and at ~1-2 flops per byte the kernel is memory-bound on every
  * CPU we know: the SIMD paths exist to keep up with DRAM, not to save arithmetic.
  *
  * The arithmetic, exactly (every line is one fp32 rounding; fma rounds once):

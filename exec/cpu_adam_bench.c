@@ -13,6 +13,8 @@
 
 #include <immintrin.h>
 
+#include "common/stats.h"
+
 #define VERIFY_SLICE 4096 /* elements saved at each end of the Adam arrays */
 
 /* ---- memory ------------------------------------------------------------------ */
@@ -71,19 +73,12 @@ static float noise(uint64_t i, uint64_t seed)
 	return (float)((double)(z >> 40) / 8388608.0 - 1.0);
 }
 
-static int cmp_double(const void *a, const void *b)
+/* Median, min and max of n timings (common/stats.h). */
+static void summarize(const double *t, int n, double *median, double *min, double *max)
 {
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-/* Median, min and max of n timings (sorted in place). */
-static void summarize(double *t, int n, double *median, double *min, double *max)
-{
-	qsort(t, (size_t)n, sizeof *t, cmp_double);
-	*median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-	*min = t[0];
-	*max = t[n - 1];
+	*median = zb_median(t, n);
+	*min = zb_min(t, n);
+	*max = zb_max(t, n);
 }
 
 /* ---- Adam ---------------------------------------------------------------------- */

@@ -1,5 +1,5 @@
 /*
- * executor.h - runs a schedule (sim/graph.h) on the real machine: every GEMM, copy
+ * executor.h - runs a schedule (core/graph.h) on the real machine: every GEMM, copy
  * and Adam update of the graph really happens, on real data.
  *
  *   ZB_RES_GPU      one CUDA stream: cuBLASLt bf16 GEMMs with the task's shape,
@@ -26,8 +26,8 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "sim/config.h"
-#include "sim/graph.h"
+#include "core/config.h"
+#include "core/graph.h"
 
 typedef struct zb_exec_options {
 	int quiet;                     /* no progress line on stderr */

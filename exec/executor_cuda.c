@@ -38,7 +38,7 @@
 #include "profiler/spans.h"
 #include "profiler/trace.h"
 #include "sim/engine.h"
-#include "sim/model.h"
+#include "core/model.h"
 
 enum { T_PENDING = 0, T_ISSUED, T_DONE, T_SKIPPED };
 

@@ -1,7 +1,7 @@
 /*
  * gemm.h - the executor's matrix multiplies: a small C API over cuBLASLt for bf16
  * and fp16 GEMMs with fp32 accumulation (CUBLAS_COMPUTE_32F), plain or strided
- * batched, with the layer shapes the schedule (sim/graph.h) names.
+ * batched, with the layer shapes the schedule (core/graph.h) names.
  *
  * Convention: cuBLAS's, column-major.
  *   C[m x n] = alpha * op(A) op(B) + beta * C
@@ -36,7 +36,7 @@ extern "C" {
 #endif
 
 #include "common/error.h"
-#include "sim/config.h" /* zb_dtype: ZB_BF16, ZB_FP16 */
+#include "core/config.h" /* zb_dtype: ZB_BF16, ZB_FP16 */
 
 #ifndef ZB_STREAM_DEFINED
 #define ZB_STREAM_DEFINED

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/stats.h"
 #include "exec/cuda_check.h"
 #include "exec/gemm.h"
 #include "exec/gpu_adam.h"
@@ -1413,16 +1414,15 @@ extern "C" zb_status zb_gpu_adam_step(const zb_adam_params *p, const zb_adam_buf
 
 #define BENCH_WARMUP 3
 
-static int cmp_float(const void *a, const void *b)
+/* CUDA events time in float milliseconds; the median is zbench's one (common/stats.h). */
+static float median_ms(const float *t, int n)
 {
-	float x = *(const float *)a, y = *(const float *)b;
-	return (x > y) - (x < y);
-}
-
-static float median_ms(float *t, int n)
-{
-	qsort(t, (size_t)n, sizeof *t, cmp_float);
-	return n % 2 ? t[n / 2] : 0.5f * (t[n / 2 - 1] + t[n / 2]);
+	double *v = (double *)zb_xmalloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+	for (int i = 0; i < n; i++)
+		v[i] = t[i];
+	float m = (float)zb_median(v, n);
+	free(v);
+	return m;
 }
 
 /* What every benchmark needs: a stream, two events, a table of times. */

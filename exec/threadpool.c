@@ -49,13 +49,6 @@ struct zb_pool {
 	_Alignas(64) zb_pool_span *spans;
 };
 
-int64_t zb_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void *worker_main(void *p)
 {
 	worker_arg *arg = p;

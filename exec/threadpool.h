@@ -28,6 +28,7 @@
 
 #include <stdint.h>
 
+#include "common/clock.h" /* zb_now_ns: the clock of pool spans */
 #include "common/error.h"
 
 #ifdef __cplusplus
@@ -86,9 +87,6 @@ int64_t zb_pool_auto_chunk(const zb_pool *pool, int64_t n_items);
  * zb_pool_threads() entries. */
 const zb_pool_span *zb_pool_spans(const zb_pool *pool);
 
-/* clock_gettime(CLOCK_MONOTONIC) in nanoseconds: the clock of pool spans and of the
- * CPU spans the profiler records. */
-int64_t zb_now_ns(void);
 
 #ifdef __cplusplus
 }

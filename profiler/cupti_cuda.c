@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exec/threadpool.h"
+#include "common/clock.h"
 
 /* libstdc++'s demangler (the CUDA build links -lstdc++). */
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);

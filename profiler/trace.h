@@ -51,7 +51,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "sim/graph.h"
+#include "core/graph.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -9,37 +9,10 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
-static const char SCHEMA[] =
-	"CREATE TABLE IF NOT EXISTS hw_profiles("
-	" id INTEGER PRIMARY KEY,"
-	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-	" name TEXT, path TEXT, hw_json TEXT NOT NULL, measurements_json TEXT);"
-	"CREATE TABLE IF NOT EXISTS baselines("
-	" id INTEGER PRIMARY KEY,"
-	" tag TEXT NOT NULL UNIQUE,"
-	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-	" suite TEXT NOT NULL,"
-	" source TEXT NOT NULL CHECK(source IN ('predicted', 'measured')),"
-	" repeats INTEGER NOT NULL, warmup INTEGER, steps INTEGER, hw_json TEXT,"
-	" created_at TEXT NOT NULL);"
-	"CREATE TABLE IF NOT EXISTS baseline_results("
-	" baseline_id INTEGER NOT NULL REFERENCES baselines(id) ON DELETE CASCADE,"
-	" key TEXT NOT NULL,"
-	" config_id INTEGER REFERENCES configs(id) ON DELETE SET NULL,"
-	" label TEXT, step_time_s REAL, tokens_per_s REAL, samples TEXT,"
-	" PRIMARY KEY(baseline_id, key)) WITHOUT ROWID;";
-
 static zb_status fail_sql(zb_store *s, const char *doing, zb_error *err)
 {
 	return zb_fail(err, ZB_E_STORE, "cannot %s in database '%s': %s", doing, zb_store_path(s),
 		       sqlite3_errmsg(zb_store_db(s)));
-}
-
-zb_status zb_records_ensure(zb_store *s, zb_error *err)
-{
-	if (sqlite3_exec(zb_store_db(s), SCHEMA, NULL, NULL, NULL) != SQLITE_OK)
-		return fail_sql(s, "create the baseline and profile tables", err);
-	return ZB_OK;
 }
 
 static int bind_text_or_null(sqlite3_stmt *q, int i, const char *t)
@@ -86,9 +59,7 @@ static int bind_profile(sqlite3_stmt *q, const void *ctx)
 zb_status zb_hw_profile_add(zb_store *s, int64_t run_id, const char *name, const char *path, const char *hw_json,
 			    const char *measurements_json, int64_t *id, zb_error *err)
 {
-	zb_status st = zb_records_ensure(s, err);
-	if (st)
-		return st;
+	zb_status st;
 	struct profile_row r = { run_id, name, path, hw_json, measurements_json };
 	st = exec1(s, "INSERT INTO hw_profiles(run_id, name, path, hw_json, measurements_json) VALUES(?1, ?2, ?3, ?4, ?5)",
 		   bind_profile, &r, "insert a hardware profile", err);
@@ -113,9 +84,7 @@ static int bind_baseline(sqlite3_stmt *q, const void *ctx)
 
 zb_status zb_baseline_add(zb_store *s, zb_baseline *b, zb_error *err)
 {
-	zb_status st = zb_records_ensure(s, err);
-	if (st)
-		return st;
+	zb_status st;
 	zb_baseline old;
 	if (zb_baseline_find(s, b->tag, &old, NULL) == ZB_OK) {
 		zb_baseline_clear(&old);

@@ -15,11 +15,9 @@
  *       repeat's value (samples, a JSON array of seconds)
  *
  * Why separate tables and not columns of runs: a tag must be unique and findable,
- * a profile is a document, and neither belongs to the store's versioned schema,
- * which another module migrates. They are created with CREATE TABLE IF NOT EXISTS
- * on first use (zb_records_ensure), leave PRAGMA user_version alone, and cascade
- * from runs like everything else. Writes join the caller's transaction
- * (zb_store_begin .. zb_store_commit).
+ * and a profile is a document. The tables are schema version 4 of the store
+ * (results/store.c migrations) and cascade from runs like everything else. Writes
+ * join the caller's transaction (zb_store_begin .. zb_store_commit).
  */
 #ifndef ZB_RECORDS_H
 #define ZB_RECORDS_H
@@ -28,9 +26,6 @@
 
 #include "common/error.h"
 #include "results/store.h"
-
-/* Create the three tables when missing. */
-zb_status zb_records_ensure(zb_store *s, zb_error *err);
 
 zb_status zb_hw_profile_add(zb_store *s, int64_t run_id, const char *name, const char *path, const char *hw_json,
 			    const char *measurements_json, int64_t *id, zb_error *err);

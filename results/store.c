@@ -59,7 +59,7 @@
 
 #include <sqlite3.h>
 
-#include "sim/model.h"
+#include "core/model.h"
 
 /* 'zbch' (0x7a626368): marks the file as a zbench database (PRAGMA application_id).
  * Decimal, because it is spliced into the schema SQL. */
@@ -326,6 +326,28 @@ static const char SCHEMA_V5[] =
 	" DELETE FROM ZB_THREAD_CPU WHERE zbConfigId = old.id;"
 	" END;";
 
+/* Version 6: hardware profiles and baselines (results/records.h). IF NOT EXISTS:
+ * zbench before version 6 created these tables on first use, outside the version. */
+static const char SCHEMA_V6[] =
+	"CREATE TABLE IF NOT EXISTS hw_profiles("
+	" id INTEGER PRIMARY KEY,"
+	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	" name TEXT, path TEXT, hw_json TEXT NOT NULL, measurements_json TEXT);"
+	"CREATE TABLE IF NOT EXISTS baselines("
+	" id INTEGER PRIMARY KEY,"
+	" tag TEXT NOT NULL UNIQUE,"
+	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	" suite TEXT NOT NULL,"
+	" source TEXT NOT NULL CHECK(source IN ('predicted', 'measured')),"
+	" repeats INTEGER NOT NULL, warmup INTEGER, steps INTEGER, hw_json TEXT,"
+	" created_at TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS baseline_results("
+	" baseline_id INTEGER NOT NULL REFERENCES baselines(id) ON DELETE CASCADE,"
+	" key TEXT NOT NULL,"
+	" config_id INTEGER REFERENCES configs(id) ON DELETE SET NULL,"
+	" label TEXT, step_time_s REAL, tokens_per_s REAL, samples TEXT,"
+	" PRIMARY KEY(baseline_id, key)) WITHOUT ROWID;";
+
 /* migrations[i]: version i -> i + 1. Append, never edit a shipped entry. */
 static const struct migration {
 	const char *what;
@@ -336,6 +358,7 @@ static const struct migration {
 	{ "add the Nsight-Systems-export trace tables and the trace_tasks view", SCHEMA_V3 },
 	{ "add peer_runs (measured runs of other frameworks) and the peer_vs_predicted view", SCHEMA_V4 },
 	{ "add ZB_THREAD_CPU and trace_steps for traces of other programs", SCHEMA_V5 },
+	{ "add hw_profiles, baselines and baseline_results", SCHEMA_V6 },
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == ZB_SCHEMA_VERSION,
@@ -350,6 +373,7 @@ static const char *const known_tables = "runs, configs, predictions, tasks, task
 enum {
 	ST_RUN,
 	ST_FINISH,
+	ST_DEVICE,
 	ST_CONFIG,
 	ST_PRED,
 	ST_STEP,
@@ -367,6 +391,7 @@ static const char *const stmt_sql[ST_COUNT] = {
 		   " ?2, ?3, ?4, ?5, ?6)",
 	[ST_FINISH] = "UPDATE runs SET status = ?2,"
 		      " finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?1",
+	[ST_DEVICE] = "UPDATE runs SET device = ?2 WHERE id = ?1",
 	[ST_CONFIG] = "INSERT INTO configs(run_id, hw, link, gpu, cpu, cpu_cores, model, policy,"
 		      " ratio, offload_param, prefetch_layers, ckpt, gas, micro_batch, seq, dtype,"
 		      " pageable, bucket_params, cpu_threads, steps, params, config_json)"
@@ -885,6 +910,27 @@ zb_status zb_store_finish_run(zb_store *s, int64_t run_id, const char *status, z
 		st = zb_fail(err, ZB_E_STORE, "no run %lld in database '%s'", (long long)run_id,
 			     s->path);
 	return wend(s, own, st, "finish a run", err);
+}
+
+zb_status zb_store_set_run_device(zb_store *s, int64_t run_id, const char *device, zb_error *err)
+{
+	sqlite3_stmt *q = NULL;
+	int own;
+	zb_status st = stmt(s, ST_DEVICE, &q, err);
+	if (st != ZB_OK)
+		return st;
+	st = wbegin(s, &own, "record a run's device", err);
+	if (st != ZB_OK)
+		return st;
+	int rc = sqlite3_bind_int64(q, 1, run_id);
+	rc |= bind_text(q, 2, device);
+	if (rc == SQLITE_OK)
+		rc = step_done(q);
+	else
+		rc = sqlite3_errcode(s->db);
+	if (rc != SQLITE_OK)
+		st = sql_fail(s, rc, "record a run's device", err);
+	return wend(s, own, st, "record a run's device", err);
 }
 
 zb_status zb_store_add_config(zb_store *s, int64_t run_id, const zb_config *cfg,

@@ -18,18 +18,19 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "sim/config.h"
+#include "core/config.h"
 #include "sim/engine.h"
-#include "sim/graph.h"
-#include "sim/memory.h"
+#include "core/graph.h"
+#include "core/memory.h"
 
 #define ZB_STORE_DEFAULT_PATH "results/zbench.db"
 /* 1: runs, configs, predictions, tasks, task_deps, events; 2: steps, indexes,
  * the event_pairs view; 3: the trace tables of the Nsight Systems export
  * (StringIds, CUPTI_ACTIVITY_KIND_*, NVTX_EVENTS, ...) and the trace_tasks view;
  * 4: peer_runs and the peer_vs_predicted view (results/peers.h);
- * 5: ZB_THREAD_CPU and trace_steps (traces of other programs, results/foreign.h). */
-#define ZB_SCHEMA_VERSION 5
+ * 5: ZB_THREAD_CPU and trace_steps (traces of other programs, results/foreign.h);
+ * 6: hw_profiles, baselines, baseline_results (results/records.h). */
+#define ZB_SCHEMA_VERSION 6
 
 /* An open database. It belongs to one thread at a time (the connection is opened
  * without SQLite's mutex); other threads or processes open their own. */
@@ -67,6 +68,9 @@ void zb_store_rollback(zb_store *s);
 zb_status zb_store_add_run(zb_store *s, const zb_run_info *info, int64_t *run_id, zb_error *err);
 /* Record the run's end (status text, e.g. "ok", "interrupted"). */
 zb_status zb_store_finish_run(zb_store *s, int64_t run_id, const char *status, zb_error *err);
+/* Record the device a run measured on, once it is known (validate learns it from the
+ * first configuration that ran). */
+zb_status zb_store_set_run_device(zb_store *s, int64_t run_id, const char *device, zb_error *err);
 
 /* A configuration row: the named parts of cfg as columns (hw, link, gpu, cpu,
  * model, policy, ratio, micro_batch, seq, gas, ...) plus the full JSON text. */
@@ -119,7 +123,8 @@ zb_status zb_store_latest_config(zb_store *s, const char *source, int64_t *confi
 				 zb_error *err);
 /* The path the store was opened with, for messages. */
 const char *zb_store_path(zb_store *s);
-/* The underlying handle, for read-only queries of other modules (plots, compare). */
+/* The underlying handle, for results/ and tests; other modules read through the
+ * named queries of results/query.h and write through these functions. */
 struct sqlite3 *zb_store_db(zb_store *s);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * timeline.h - a stored configuration read back: its schedule (the tasks and
  * task_deps rows rebuilt into a zb_graph) and both timelines (events rows), so
- * `zbench compare` can run the arithmetic of sim/compare.h on any run in the
+ * `zbench compare` can run the arithmetic of analysis/compare.h on any run in the
  * database without rebuilding the configuration from its JSON.
  *
  * Read-only: uses the store's connection (zb_store_db) for SELECTs only.
@@ -13,7 +13,7 @@
 
 #include "common/error.h"
 #include "results/store.h"
-#include "sim/graph.h"
+#include "core/graph.h"
 
 typedef struct zb_stored_config {
 	int64_t config_id, run_id;

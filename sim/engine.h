@@ -15,8 +15,8 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "sim/config.h"
-#include "sim/graph.h"
+#include "core/config.h"
+#include "core/graph.h"
 
 typedef struct zb_sim_result {
 	double *start;              /* per task id, seconds from time 0 */

@@ -19,7 +19,7 @@
 #ifndef ZB_NUMA_H
 #define ZB_NUMA_H
 
-#include "sim/config.h"
+#include "core/config.h"
 
 /* Fraction of the host's memory bandwidth (adam_Bps, dram_Bps) this GPU's optimizer
  * can draw: 1 / max(gpus_per_cpu, sockets). */

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "sim/framework.h"
+#include "schedules/framework.h"
 
 zb_status zb_predict(zb_prediction *p, const zb_config *c, zb_error *err)
 {

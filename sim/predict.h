@@ -6,10 +6,10 @@
 #ifndef ZB_PREDICT_H
 #define ZB_PREDICT_H
 
-#include "sim/config.h"
+#include "core/config.h"
 #include "sim/engine.h"
-#include "sim/graph.h"
-#include "sim/memory.h"
+#include "core/graph.h"
+#include "core/memory.h"
 
 typedef struct zb_prediction {
 	zb_config cfg;

@@ -4,7 +4,7 @@
 #include <math.h>
 
 #include "sim/numa.h"
-#include "sim/schedule_deepspeed.h"
+#include "schedules/deepspeed.h"
 
 double zb_gemm_efficiency(const zb_gpu *gpu, double m, double n, double k)
 {

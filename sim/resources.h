@@ -16,8 +16,8 @@
 #ifndef ZB_RESOURCES_H
 #define ZB_RESOURCES_H
 
-#include "sim/config.h"
-#include "sim/graph.h"
+#include "core/config.h"
+#include "core/graph.h"
 
 /* Fraction of the peak rate a GEMM of this shape reaches: each of m, n, k scales
  * it by d / (d + gemm_half_dim), so small dimensions waste the tensor cores. */

@@ -12,10 +12,10 @@
 #include <unistd.h>
 
 #include "exec/executor.h"
-#include "sim/fit.h"
-#include "sim/graph.h"
-#include "sim/hwfile.h"
-#include "sim/presets.h"
+#include "analysis/fit.h"
+#include "core/graph.h"
+#include "inputs/hwfile.h"
+#include "inputs/presets.h"
 
 /* ---- copies ------------------------------------------------------------------- */
 

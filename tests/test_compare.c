@@ -1,5 +1,5 @@
 /*
- * test_compare.c - the arithmetic of predicted-vs-measured (sim/compare.h) on
+ * test_compare.c - the arithmetic of predicted-vs-measured (analysis/compare.h) on
  * hand-made timelines whose every figure is computed by hand in the comments;
  * a simulated schedule compared with itself and with a stretched copy; and
  * `zbench compare` end to end on a database whose "measured" events are the
@@ -12,11 +12,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sim/compare.h"
+#include "analysis/compare.h"
 #include "sim/engine.h"
-#include "sim/graph.h"
+#include "core/graph.h"
 #include "sim/predict.h"
-#include "sim/presets.h"
+#include "inputs/presets.h"
 
 /* ---- a hand-made graph ------------------------------------------------------------ */
 
@@ -268,10 +268,10 @@ static void test_errors_and_medians(void **state)
 	assert_close(zb_max_abs_err(p, m, 4), 0.25, 1e-12);
 	assert_true(isnan(zb_mape(p, m + 2, 1, &used)));
 	double v[] = { 3, NAN, 1, 2 };
-	assert_close(zb_median_of(v, 4), 2, 1e-15);
-	assert_close(zb_median_of(v, 3), 2, 1e-15); /* 3, 1 without the NaN: mean of the middle two */
+	assert_close(zb_median(v, 4), 2, 1e-15);
+	assert_close(zb_median(v, 3), 2, 1e-15); /* 3, 1 without the NaN: mean of the middle two */
 	double w[] = { 4, 1, 3, 2 };
-	assert_close(zb_median_of(w, 4), 2.5, 1e-15);
+	assert_close(zb_median(w, 4), 2.5, 1e-15);
 	assert_int_equal(zb_task_class_of(&(zb_task){ .resource = ZB_RES_GPU, .kind = ZB_TASK_KERNEL }),
 			 ZB_CLASS_KERNEL);
 	assert_string_equal(zb_task_class_name(ZB_CLASS_CPU_ADAM), "cpu_adam");

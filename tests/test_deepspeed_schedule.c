@@ -19,20 +19,20 @@
 #include <jansson.h>
 #include <unistd.h>
 
-#include "sim/config.h"
-#include "sim/dscalib.h"
-#include "sim/dsconfig.h"
-#include "sim/dsmeasured.h"
-#include "sim/dsprofile.h"
-#include "sim/dstune.h"
+#include "core/config.h"
+#include "analysis/dscalib.h"
+#include "inputs/dsconfig.h"
+#include "inputs/dsmeasured.h"
+#include "inputs/dsprofile.h"
+#include "analysis/dstune.h"
 #include "sim/engine.h"
-#include "sim/framework.h"
-#include "sim/graph.h"
-#include "sim/hwfile.h"
-#include "sim/model.h"
+#include "schedules/framework.h"
+#include "core/graph.h"
+#include "inputs/hwfile.h"
+#include "core/model.h"
 #include "sim/predict.h"
-#include "sim/presets.h"
-#include "sim/schedule_deepspeed.h"
+#include "inputs/presets.h"
+#include "schedules/deepspeed.h"
 
 #define DATA "data/deepspeed-h200-2026-11-30.tsv"
 

@@ -19,9 +19,9 @@
 #include <sys/wait.h>
 
 #include "common/error.h"
-#include "sim/dsconfig.h"
-#include "sim/model.h"
-#include "sim/presets.h"
+#include "inputs/dsconfig.h"
+#include "core/model.h"
+#include "inputs/presets.h"
 
 static char dir[64];
 

@@ -12,9 +12,9 @@
 #include <stdarg.h>
 
 #include "sim/engine.h"
-#include "sim/graph.h"
-#include "sim/model.h"
-#include "sim/presets.h"
+#include "core/graph.h"
+#include "core/model.h"
+#include "inputs/presets.h"
 #include "sim/resources.h"
 
 #define REL 1e-12 /* the engine's arithmetic is a handful of double operations */

@@ -12,11 +12,11 @@
  */
 #include "tests/harness.h"
 
-#include "sim/config.h"
+#include "core/config.h"
 #include "sim/engine.h"
-#include "sim/graph.h"
-#include "sim/model.h"
-#include "sim/presets.h"
+#include "core/graph.h"
+#include "core/model.h"
+#include "inputs/presets.h"
 
 #define STEPS 4
 

@@ -11,9 +11,9 @@
 #include "tests/harness.h"
 
 #include "common/error.h"
-#include "sim/hfconfig.h"
-#include "sim/model.h"
-#include "sim/presets.h"
+#include "inputs/hfconfig.h"
+#include "core/model.h"
+#include "inputs/presets.h"
 
 static char dir[64];
 

@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "common/error.h"
-#include "sim/config.h"
-#include "sim/hwfile.h"
-#include "sim/presets.h"
+#include "core/config.h"
+#include "inputs/hwfile.h"
+#include "inputs/presets.h"
 
 static char dir[64];
 

@@ -1,5 +1,5 @@
 /*
- * test_memory.c - the memory model (sim/memory.c) against DeepSpeed's own
+ * test_memory.c - the memory model (core/memory.c) against DeepSpeed's own
  * estimators, the ZeRO paper's 16 bytes per parameter, Korthikanti et al.'s
  * activation formula, and the properties a user relies on: the Twin-Flow ratio
  * splits optimizer states linearly, checkpointing lowers GPU activations, CPU
@@ -10,14 +10,14 @@
  * and deepspeed/runtime/zero/stage3.py (estimate_zero3_model_states_mem_needs),
  * with DeepSpeed's defaults (additional_buffer_factor 1.5, zero_init True). Every
  * comparison is for 1 GPU on 1 node, and states the term by which zbench's figure
- * differs from DeepSpeed's on purpose (sim/memory.c says why). Figures are whole
+ * differs from DeepSpeed's on purpose (core/memory.c says why). Figures are whole
  * numbers of bytes below 2^53, so "exact" comparisons use a relative tolerance of
  * 1e-12 (double rounding only).
  */
 #include "tests/harness.h"
 
-#include "sim/memory.h"
-#include "sim/model.h"
+#include "core/memory.h"
+#include "core/model.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define EXACT 1e-12

@@ -16,10 +16,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bench/peer.h"
+#include "peers/peer.h"
 #include "results/peers.h"
 #include "results/store.h"
-#include "sim/presets.h"
+#include "inputs/presets.h"
 
 #define FIXTURE "tests/data/ds-step-output.txt"
 #define TSV "data/deepspeed-h200-2026-11-30.tsv"
@@ -512,7 +512,7 @@ static void test_cli_bad_input(void **state)
 		{ "--ds-config peers/configs/s2-off.json", "zbench: --ds-config: validate --deepspeed runs the files of" },
 		{ "--harness /nonexistent/ds_step.py", "zbench: harness '/nonexistent/ds_step.py' not found" },
 		{ "--from /nonexistent.tsv", "zbench: cannot open measurements '/nonexistent.tsv'" },
-		{ "--timeout 0", "zbench: invalid value '0' for --timeout (expected 1..86400)\n" },
+		{ "--timeout 0", "zbench: invalid value '0' for --timeout (expected an integer in 1..86400)\n" },
 		{ "--config-dir /nonexistent", "zbench: cannot list --config-dir '/nonexistent'" },
 		{ "--log-dir /nonexistent", "zbench: --log-dir '/nonexistent' is not a directory\n" },
 	};

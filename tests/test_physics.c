@@ -7,10 +7,10 @@
  */
 #include "tests/harness.h"
 
-#include "sim/config.h"
-#include "sim/model.h"
+#include "core/config.h"
+#include "core/model.h"
 #include "sim/predict.h"
-#include "sim/presets.h"
+#include "inputs/presets.h"
 
 #define STEPS 5
 

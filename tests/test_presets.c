@@ -6,9 +6,9 @@
 #include "tests/harness.h"
 
 #include "common/error.h"
-#include "sim/config.h"
-#include "sim/model.h"
-#include "sim/presets.h"
+#include "core/config.h"
+#include "core/model.h"
+#include "inputs/presets.h"
 
 static const char *const families[] = {"pcie", "gpu", "cpu", "model", "hw"};
 

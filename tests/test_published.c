@@ -15,9 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "sim/hwfile.h"
+#include "inputs/hwfile.h"
 #include "sim/numa.h"
-#include "sim/presets.h"
+#include "inputs/presets.h"
 #include "sim/resources.h"
 
 static char tmpdir[256];

@@ -13,9 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bench/suite.h"
+#include "cli/suite.h"
 #include "exec/executor.h"
-#include "sim/model.h"
+#include "core/model.h"
 
 static char dir[64], db[128];
 static const char *zbench;

@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "results/store.h"
-#include "sim/model.h"
+#include "core/model.h"
 
 /* ---- fixtures ----------------------------------------------------------------- */
 
@@ -237,7 +237,7 @@ static void test_open_creates_schema(void **state)
 	struct stat sb;
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(zb_store_schema_version(s), ZB_SCHEMA_VERSION);
-	assert_int_equal(ZB_SCHEMA_VERSION, 5);
+	assert_int_equal(ZB_SCHEMA_VERSION, 6);
 	assert_string_equal(zb_store_path(s), path);
 	sqlite3 *db = zb_store_db(s);
 	assert_int_equal(sql_int(db, "PRAGMA user_version"), ZB_SCHEMA_VERSION);

@@ -25,7 +25,7 @@
 #include "profiler/trace.h"
 #include "results/store.h"
 #include "sim/predict.h"
-#include "sim/presets.h"
+#include "inputs/presets.h"
 
 #ifdef ZB_HAVE_CUDA
 #include <cupti.h>

@@ -13,8 +13,8 @@
 #include "tests/harness.h"
 
 #include "exec/executor.h"
-#include "sim/graph.h"
-#include "sim/presets.h"
+#include "core/graph.h"
+#include "inputs/presets.h"
 
 static int g_have_gpu, g_require;
 static char g_why[512];

@@ -29,8 +29,8 @@
 #include "profiler/spans.h"
 #include "profiler/trace.h"
 #include "results/store.h"
-#include "sim/graph.h"
-#include "sim/presets.h"
+#include "core/graph.h"
+#include "inputs/presets.h"
 
 static int g_have_gpu, g_require;
 static char g_why[512];

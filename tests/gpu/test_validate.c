@@ -17,7 +17,7 @@
 
 #include "exec/copy_bench.h"
 #include "exec/executor.h"
-#include "sim/hwfile.h"
+#include "inputs/hwfile.h"
 
 static int g_have_gpu, g_require;
 static char g_why[512];

@@ -1,0 +1,41 @@
+/*
+ * dscalib.h - the DeepSpeed framework profile against measured runs: predict each
+ * measured configuration (dsmeasured.h) and fit the profile (dsprofile.h) to the
+ * measured step times by least squares (fit.h, zb_fit_lsq).
+ *
+ * The fit works on log step times (a 5 % error weighs the same at 450 ms and at
+ * 3 s) and in log space of each parameter, with a weak pull towards the profile it
+ * starts from (ZB_DS_PRIOR per e-fold), so that parameters the data cannot tell
+ * apart stay at their sourced defaults instead of wandering.
+ */
+#ifndef ZB_DSCALIB_H
+#define ZB_DSCALIB_H
+
+#include "common/error.h"
+#include "core/config.h"
+#include "inputs/dsmeasured.h"
+
+#define ZB_DS_PRIOR 0.03
+
+typedef struct zb_ds_eval {
+	double step_s;     /* predicted step time (0 when it does not fit) */
+	double gpu_B;      /* predicted GPU peak */
+	double host_B;     /* predicted host memory */
+	int fits;
+} zb_ds_eval;
+
+/* Predict row i of m with base's hardware and profile. */
+zb_status zb_ds_eval_row(const zb_ds_measured *m, int i, const zb_config *base, zb_ds_eval *out,
+			 zb_error *err);
+
+typedef struct zb_ds_fit_report {
+	double rms_before, rms_after;   /* of log(predicted / measured) step time */
+	double max_before, max_after;   /* max |predicted / measured - 1| */
+	int evaluations;
+} zb_ds_fit_report;
+
+/* Fit base->hw.ds (its defaults when unset) to m; writes the fitted profile to *out. */
+zb_status zb_ds_calibrate(const zb_ds_measured *m, const zb_config *base, zb_ds_profile *out,
+			  zb_ds_fit_report *rep, zb_error *err);
+
+#endif

@@ -1,0 +1,144 @@
+/* dstune.c - the DeepSpeed knob search; see dstune.h. */
+#include "analysis/dstune.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inputs/dsconfig.h"
+#include "sim/predict.h"
+#include "schedules/deepspeed.h"
+
+void zb_ds_knobs_of(const zb_config *c, zb_ds_knobs *k)
+{
+	const zb_policy *p = &c->policy;
+	memset(k, 0, sizeof *k);
+	k->stage = zb_ds_stage(c);
+	k->offload = p->kind != ZB_POLICY_NONE;
+	k->ratio = k->offload ? p->ratio : 0;
+	k->ratio_asked = k->ratio;
+	k->sub_group = zb_ds_sub_group(c);
+	k->overlap = p->kind == ZB_POLICY_OVERLAP;
+	k->pin = !p->pageable;
+	k->oparam = p->offload_param;
+	k->ckpt = p->ckpt;
+	k->micro_batch = p->micro_batch;
+	k->gas = p->gas;
+}
+
+void zb_ds_knobs_apply(const zb_ds_knobs *k, zb_config *c)
+{
+	zb_policy *p = &c->policy;
+	c->framework = ZB_FW_DEEPSPEED;
+	p->zero_stage = k->stage;
+	p->kind = !k->offload ? ZB_POLICY_NONE : k->overlap ? ZB_POLICY_OVERLAP : ZB_POLICY_OFFLOAD;
+	p->ratio = k->offload ? k->ratio : 1.0;
+	p->sub_group_size = k->sub_group;
+	p->pageable = !k->pin;
+	p->offload_param = k->oparam;
+	p->ckpt = (zb_ckpt)k->ckpt;
+	p->micro_batch = k->micro_batch;
+	p->gas = k->gas;
+}
+
+typedef struct list {
+	zb_ds_candidate *v;
+	int n, cap, tried;
+} list;
+
+static void try_knobs(list *l, const zb_config *base, const zb_ds_knobs *k)
+{
+	zb_config c = *base;
+	zb_ds_knobs_apply(k, &c);
+	l->tried++;
+	zb_memory mem;
+	zb_ds_memory_estimate(&c, &mem);
+	if (!mem.fits)
+		return;
+	zb_prediction p;
+	zb_error err;
+	if (zb_predict(&p, &c, &err))
+		return; /* a combination DeepSpeed refuses */
+	if (p.simulated) {
+		if (l->n == l->cap) {
+			l->cap = l->cap ? 2 * l->cap : 256;
+			l->v = zb_xrealloc(l->v, sizeof *l->v * (size_t)l->cap);
+		}
+		zb_ds_candidate *d = &l->v[l->n++];
+		d->k = *k;
+		d->step_s = p.res.step_time_s;
+		d->tokens_per_s = p.res.tokens_per_s;
+		d->gpu_B = p.mem.gpu_bytes;
+		d->host_B = p.mem.host_bytes;
+	}
+	zb_prediction_free(&p);
+}
+
+static int by_time(const void *a, const void *b)
+{
+	double x = ((const zb_ds_candidate *)a)->step_s, y = ((const zb_ds_candidate *)b)->step_s;
+	return x < y ? -1 : x > y;
+}
+
+/* Effective Twin-Flow ratios of whole sub-groups: the distinct splits of asking
+ * 1, 0.9, ..., 0.1 (DeepSpeed's rule, zb_ds_twinflow_split). */
+static int ratios(const zb_model *m, int64_t sg, double *out, double *asked)
+{
+	int n = 0;
+	for (int i = 10; i >= 1; i--) {
+		zb_ds_twinflow tf;
+		zb_ds_twinflow_split(m, sg, i / 10.0, &tf);
+		if (tf.cpu_sub_groups == 0 || (n && fabs(out[n - 1] - tf.ratio) < 1e-9))
+			continue;
+		asked[n] = i / 10.0;
+		out[n++] = tf.ratio;
+	}
+	return n;
+}
+
+zb_status zb_ds_tune(const zb_config *base, zb_ds_candidate **out, int *n, int *tried, zb_error *err)
+{
+	zb_config b = *base;
+	b.framework = ZB_FW_DEEPSPEED;
+	zb_status st = zb_config_validate(&b, err);
+	if (st)
+		return st;
+	int batch = base->policy.micro_batch * base->policy.gas;
+	static const int64_t sgs[] = { 100000000, 200000000, 500000000, 1000000000 };
+	list l = { 0 };
+	for (int mb = 1; mb <= batch && mb <= 64; mb++) {
+		if (batch % mb)
+			continue;
+		for (int ck = 0; ck < ZB_CKPT_COUNT; ck++) {
+			zb_ds_knobs k = { .micro_batch = mb, .gas = batch / mb, .ckpt = ck, .pin = 1, .ratio = 1,
+					  .ratio_asked = 1 };
+			/* no offload: stage 2 and 3 */
+			for (k.stage = 2; k.stage <= 3; k.stage++)
+				try_knobs(&l, &b, &k);
+			k.offload = 1;
+			for (k.pin = 0; k.pin <= 1; k.pin++) {
+				k.stage = 2, k.ratio = k.ratio_asked = 1, k.oparam = 0, k.sub_group = sgs[3];
+				for (k.overlap = 0; k.overlap <= 1; k.overlap++)
+					try_knobs(&l, &b, &k);
+				k.stage = 3, k.overlap = 1;
+				for (size_t s = 0; s < sizeof sgs / sizeof sgs[0]; s++) {
+					double r[10], asked[10];
+					int nr = ratios(&b.model, sgs[s], r, asked);
+					k.sub_group = sgs[s];
+					for (int i = 0; i < nr; i++) {
+						k.ratio = r[i];
+						k.ratio_asked = asked[i];
+						for (k.oparam = 0; k.oparam <= 1; k.oparam++)
+							try_knobs(&l, &b, &k);
+					}
+					k.oparam = 0;
+				}
+			}
+		}
+	}
+	qsort(l.v, (size_t)l.n, sizeof *l.v, by_time);
+	*out = l.v;
+	*n = l.n;
+	*tried = l.tried;
+	return ZB_OK;
+}

@@ -1,0 +1,46 @@
+/*
+ * dstune.h - search the DeepSpeed knobs the DeepSpeed schedule models for the
+ * fastest setting that fits (`zbench tune`).
+ *
+ * Knobs: ZeRO stage (2, 3), optimizer offload (none, cpu), Twin-Flow ratio as a
+ * number of CPU sub-groups, sub_group_size, overlap_comm (matters for stage 1/2
+ * offload), pin_memory, offload_param, activation checkpointing (none, gpu, cpu),
+ * and micro-batch x gradient accumulation at the same global batch. Each candidate
+ * is checked for memory first (zb_ds_memory_estimate) and simulated only if it fits;
+ * candidates are ranked by step time (same global batch: same tokens per step).
+ */
+#ifndef ZB_DSTUNE_H
+#define ZB_DSTUNE_H
+
+#include <stdint.h>
+
+#include "common/error.h"
+#include "core/config.h"
+
+typedef struct zb_ds_knobs {
+	int stage;
+	int offload;          /* optimizer on the CPU */
+	double ratio;         /* effective Twin-Flow ratio (whole sub-groups) */
+	double ratio_asked;   /* the offload_optimizer.ratio that gives it under DeepSpeed's rule */
+	int64_t sub_group;    /* sub_group_size */
+	int overlap;          /* overlap_comm */
+	int pin;              /* pin_memory */
+	int oparam;           /* offload_param */
+	int ckpt;             /* zb_ckpt */
+	int micro_batch, gas;
+} zb_ds_knobs;
+
+typedef struct zb_ds_candidate {
+	zb_ds_knobs k;
+	double step_s, tokens_per_s, gpu_B, host_B;
+} zb_ds_candidate;
+
+/* The knobs of a configuration, and a configuration with knobs applied. */
+void zb_ds_knobs_of(const zb_config *c, zb_ds_knobs *k);
+void zb_ds_knobs_apply(const zb_ds_knobs *k, zb_config *c);
+
+/* Every candidate around base (framework deepspeed) that fits, fastest first, in a
+ * malloc'd array (*n entries); *tried gets the number of settings looked at. */
+zb_status zb_ds_tune(const zb_config *base, zb_ds_candidate **out, int *n, int *tried, zb_error *err);
+
+#endif

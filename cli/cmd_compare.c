@@ -1,0 +1,334 @@
+/*
+ * cmd_compare.c - zbench compare: predicted against measured for one run from the
+ * database: step time, each resource's busy time, how much the flows overlapped,
+ * the critical path, per task class (GEMMs, kernels, copies, CPU Adam, GPU Adam),
+ * with the error of each (analysis/compare.h does the arithmetic). --json for machines.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "cli/report.h"
+#include "results/store.h"
+#include "results/timeline.h"
+#include "analysis/compare.h"
+
+static struct compare_opts {
+	int64_t config_id;
+	int warmup, json;
+	const char *db;
+} co;
+
+static const zb_flag flags[] = {
+	ZB_ID("config", &co.config_id, "<id>", "one configuration in detail"),
+	ZB_INT("warmup", &co.warmup, 0, 1000, "<n>", "steps left out of the steady state"),
+	ZB_SWITCH("json", &co.json, "every detail as JSON"),
+	ZB_STRING("db", &co.db, "<path>", "results database (default " ZB_STORE_DEFAULT_PATH ")"),
+	{ 0 },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: zbench compare [<run>] [--config <id>] [--warmup <n>] [--json] [--db <path>]\n\n"
+		   "Predicted against measured for a run stored by zbench run or zbench validate: step\n"
+		   "time, busy time of each resource, overlap of the flows, critical path and each task\n"
+		   "class, with the error of each ((predicted - measured) / measured). <run> is a run id\n"
+		   "(runs.id); without it, the newest configuration with measured events. A run with\n"
+		   "several configurations prints one line each (--config <id> for the detail; --json\n"
+		   "gives every detail). --warmup: steps left out of the steady state (default: the\n"
+		   "run's --warmup, else 2).\n"
+		   "A trace of another program (zbench trace, zbench import) against a prediction:\n"
+		   "zbench compare [<run>] --predict <predict's options> (zbench compare --predict --help).\n\n"
+		   "options:\n");
+	zb_flags_usage(f, flags);
+}
+
+static int parse_id(const char *s, const char *what, int64_t *out)
+{
+	char *end;
+	long long v = strtoll(s, &end, 10);
+	if (end == s || *end || v < 1) {
+		fprintf(stderr, "zbench: invalid %s '%s' (expected a positive integer)\n", what, s);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+static json_t *pme(double p, double m, double e)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "predicted", num(p));
+	json_object_set_new(o, "measured", num(m));
+	json_object_set_new(o, "error", num(e));
+	return o;
+}
+
+static void shares(const zb_timeline_stats *s, double share[ZB_RES_COUNT + 1])
+{
+	double tot = s->crit_wait_s;
+	for (int r = 0; r < ZB_RES_COUNT; r++)
+		tot += s->crit_s[r];
+	for (int r = 0; r < ZB_RES_COUNT; r++)
+		share[r] = tot > 0 ? s->crit_s[r] / tot : 0;
+	share[ZB_RES_COUNT] = tot > 0 ? s->crit_wait_s / tot : 0;
+}
+
+static void label_of(const zb_stored_config *i, char *buf, size_t n)
+{
+	char th[24] = "all cores";
+	if (i->cpu_threads > 0)
+		snprintf(th, sizeof th, "%d threads", i->cpu_threads);
+	snprintf(buf, n, "%s on %s: %s ratio %.2f, micro-batch %d, seq %d, gas %d, %s", i->model, i->hw, i->policy,
+		 i->ratio, i->micro_batch, i->seq, i->gas, th);
+}
+
+static json_t *detail_json(const zb_stored_config *info, const zb_comparison *c)
+{
+	char label[256];
+	label_of(info, label, sizeof label);
+	json_t *o = json_object();
+	json_object_set_new(o, "config_id", json_integer(info->config_id));
+	json_object_set_new(o, "run_id", json_integer(info->run_id));
+	json_object_set_new(o, "label", json_string(label));
+	json_object_set_new(o, "device", json_string(info->device));
+	json_object_set_new(o, "warmup", json_integer(c->meas.warm));
+	json_object_set_new(o, "window_steps", json_integer(c->meas.window_steps));
+	json_object_set_new(o, "step_time_s", pme(c->pred.step_time_s, c->meas.step_time_s, c->step_err));
+	json_t *busy = json_object();
+	for (int r = 0; r < ZB_RES_COUNT; r++)
+		json_object_set_new(busy, zb_resource_name(r), pme(c->pred.busy_s[r], c->meas.busy_s[r], c->busy_err[r]));
+	json_object_set_new(o, "busy_s", busy);
+	json_t *cls = json_object();
+	for (int k = 0; k < ZB_CLASS_COUNT; k++) {
+		json_t *e = pme(c->pred.class_s[k], c->meas.class_s[k], c->class_err[k]);
+		json_object_set_new(e, "tasks", json_integer(c->meas.class_n[k]));
+		json_object_set_new(e, "task_mape", num(c->class_task_mape[k]));
+		json_object_set_new(cls, zb_task_class_name(k), e);
+	}
+	json_object_set_new(o, "classes", cls);
+	json_t *ov = json_object();
+	json_object_set_new(ov, "hidden_frac",
+			    pme(c->pred.hidden_frac, c->meas.hidden_frac, c->hidden_frac_diff));
+	json_object_set_new(ov, "union_s", pme(c->pred.union_s, c->meas.union_s,
+					       zb_rel_err(c->pred.union_s, c->meas.union_s)));
+	json_object_set_new(ov, "overlap_s", pme(c->pred.overlap_s, c->meas.overlap_s,
+						 zb_rel_err(c->pred.overlap_s, c->meas.overlap_s)));
+	json_t *hid = json_object();
+	for (int r = 0; r < ZB_RES_COUNT; r++)
+		json_object_set_new(hid, zb_resource_name(r), pme(c->pred.hidden_s[r], c->meas.hidden_s[r],
+								   zb_rel_err(c->pred.hidden_s[r], c->meas.hidden_s[r])));
+	json_object_set_new(ov, "hidden_s", hid);
+	json_object_set_new(o, "overlap", ov);
+	double sp[ZB_RES_COUNT + 1], sm[ZB_RES_COUNT + 1];
+	shares(&c->pred, sp);
+	shares(&c->meas, sm);
+	json_t *cp = json_object();
+	for (int r = 0; r <= ZB_RES_COUNT; r++) {
+		int wait = r == ZB_RES_COUNT;
+		json_t *e = json_object();
+		json_object_set_new(e, "predicted_s", num(wait ? c->pred.crit_wait_s : c->pred.crit_s[r]));
+		json_object_set_new(e, "measured_s", num(wait ? c->meas.crit_wait_s : c->meas.crit_s[r]));
+		json_object_set_new(e, "predicted_share", num(sp[r]));
+		json_object_set_new(e, "measured_share", num(sm[r]));
+		json_object_set_new(cp, wait ? "wait" : zb_resource_name(r), e);
+	}
+	json_object_set_new(o, "critical_path", cp);
+	return o;
+}
+
+static void row(FILE *f, const char *what, double p, double m, double e, const char *note)
+{
+	char es[16] = "-";
+	if (isfinite(e))
+		snprintf(es, sizeof es, "%+.1f", 100 * e);
+	fprintf(f, "%-22s %12.3f %12.3f %8s  %s\n", what, p * 1e3, m * 1e3, es, note ? note : "");
+}
+
+static void detail_print(FILE *f, const zb_stored_config *info, const zb_comparison *c)
+{
+	char label[256];
+	label_of(info, label, sizeof label);
+	fprintf(f, "# run %lld (%s%s%s), config %lld: %s\n", (long long)info->run_id, info->run_kind,
+		info->device[0] ? ", " : "", info->device, (long long)info->config_id, label);
+	fprintf(f, "# steady state: %d warm-up steps left out, %d step%s in the window; error = (predicted - "
+		   "measured) / measured\n",
+		c->meas.warm, c->meas.window_steps, c->meas.window_steps == 1 ? "" : "s");
+	fprintf(f, "%-22s %12s %12s %8s  %s\n", "", "predicted", "measured", "error", "");
+	fprintf(f, "%-22s %12s %12s %8s  %s\n", "", "ms/step", "ms/step", "%", "");
+	row(f, "step", c->pred.step_time_s, c->meas.step_time_s, c->step_err, NULL);
+	for (int r = 0; r < ZB_RES_COUNT; r++) {
+		char w[40];
+		snprintf(w, sizeof w, "busy %s", zb_resource_name(r));
+		row(f, w, c->pred.busy_s[r], c->meas.busy_s[r], c->busy_err[r], NULL);
+	}
+	for (int k = 0; k < ZB_CLASS_COUNT; k++) {
+		if (!c->meas.class_n[k] && !c->pred.class_n[k])
+			continue;
+		char w[40], note[64] = "";
+		snprintf(w, sizeof w, "class %s", zb_task_class_name(k));
+		if (c->class_tasks[k])
+			snprintf(note, sizeof note, "%lld tasks, per-task MAPE %.1f%%", (long long)c->class_tasks[k],
+				 100 * c->class_task_mape[k]);
+		row(f, w, c->pred.class_s[k], c->meas.class_s[k], c->class_err[k], note);
+	}
+	row(f, "union (any busy)", c->pred.union_s, c->meas.union_s, zb_rel_err(c->pred.union_s, c->meas.union_s),
+	    NULL);
+	row(f, "overlap (saved)", c->pred.overlap_s, c->meas.overlap_s,
+	    zb_rel_err(c->pred.overlap_s, c->meas.overlap_s), "sum of busy - union");
+	fprintf(f, "%-22s %11.1f%% %11.1f%% %+8.1f  %s\n", "hidden under compute", 100 * c->pred.hidden_frac,
+		100 * c->meas.hidden_frac, 100 * c->hidden_frac_diff,
+		"of the non-compute busy time (difference in points)");
+	double sp[ZB_RES_COUNT + 1], sm[ZB_RES_COUNT + 1];
+	shares(&c->pred, sp);
+	shares(&c->meas, sm);
+	fprintf(f, "\ncritical path          %12s %12s %8s\n", "predicted", "measured", "diff");
+	fprintf(f, "%-22s %12s %12s %8s\n", "(to the end of the GPU", "% of path", "% of path", "points");
+	fprintf(f, "%-22s %12s %12s %8s\n", " step, walked back)", "", "", "");
+	for (int r = 0; r <= ZB_RES_COUNT; r++) {
+		if (sp[r] == 0 && sm[r] == 0)
+			continue;
+		fprintf(f, "  %-20s %12.1f %12.1f %+8.1f\n", r == ZB_RES_COUNT ? "wait" : zb_resource_name(r),
+			100 * sp[r], 100 * sm[r], 100 * (sp[r] - sm[r]));
+	}
+	double worst = 0;
+	const char *worst_what = "step";
+	for (int k = 0; k < ZB_CLASS_COUNT; k++)
+		if (isfinite(c->class_err[k]) && fabs(c->class_err[k]) > fabs(worst))
+			worst = c->class_err[k], worst_what = zb_task_class_name(k);
+	fprintf(f, "# verdict: step time %s by %.1f%%; largest class error %s %+.1f%%\n",
+		c->step_err > 0 ? "overpredicted" : "underpredicted", 100 * fabs(c->step_err), worst_what,
+		100 * worst);
+}
+
+int cmd_compare_trace(int argc, char **argv); /* cmd_compare_trace.c */
+
+int cmd_compare(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) /* a foreign trace against a prediction */
+		if (!strcmp(argv[i], "--predict"))
+			return cmd_compare_trace(argc, argv);
+	co = (struct compare_opts){ .warmup = -1, .db = ZB_STORE_DEFAULT_PATH };
+	const char *run = NULL;
+	int npos, rc;
+	if (!zb_flags_parse(argc, argv, flags, &run, 1, &npos, usage, &rc))
+		return rc;
+	int64_t config_id = co.config_id, run_id = 0;
+	int json = co.json, warmup = co.warmup;
+	const char *db = co.db;
+	if (npos && parse_id(run, "run id", &run_id))
+		return 2;
+	if (access(db, F_OK) != 0) {
+		fprintf(stderr, "zbench: no database '%s' (run zbench run or validate first, or give --db)\n", db);
+		return 2;
+	}
+	zb_error err = { 0 };
+	zb_store *s;
+	if (zb_store_open(&s, db, 2000, &err))
+		return zb_report_error(&err);
+
+	int64_t *ids = NULL;
+	int n = 0;
+	zb_status st = ZB_OK;
+	if (config_id) {
+		zb_stored_config info;
+		if (!(st = zb_store_config_info(s, config_id, &info, &err))) {
+			if (run_id && info.run_id != run_id)
+				st = zb_fail(&err, ZB_E_INPUT, "configuration %lld belongs to run %lld, not run %lld",
+					     (long long)config_id, (long long)info.run_id, (long long)run_id);
+			ids = zb_xmalloc(sizeof *ids);
+			ids[n++] = config_id;
+		}
+	} else if (run_id) {
+		if (!(st = zb_store_run_configs(s, run_id, "measured", &ids, &n, &err)) && n == 0)
+			st = zb_fail(&err, ZB_E_INPUT, "run %lld in database '%s' has no measured events to compare"
+						       " (only zbench run and validate measure)",
+				     (long long)run_id, db);
+	} else {
+		int64_t latest;
+		if (!(st = zb_store_latest_config(s, "measured", &latest, &err))) {
+			ids = zb_xmalloc(sizeof *ids);
+			ids[n++] = latest;
+		}
+	}
+	if (st) {
+		zb_store_close(s);
+		free(ids);
+		return zb_report_error(&err);
+	}
+
+	json_t *arr = json_array();
+	int printed_header = 0;
+	for (int i = 0; i < n && !st; i++) {
+		zb_graph g;
+		double *ps, *pe, *ms, *me;
+		zb_stored_config info;
+		if ((st = zb_store_load_timeline(s, ids[i], &g, &ps, &pe, &ms, &me, &info, &err)))
+			break;
+		zb_comparison c;
+		int w = warmup >= 0 ? warmup : info.warmup >= 0 ? info.warmup : 2;
+		if (info.measured == 0)
+			st = zb_fail(&err, ZB_E_INPUT, "configuration %lld has no measured events to compare",
+				     (long long)ids[i]);
+		else if (info.predicted == 0)
+			st = zb_fail(&err, ZB_E_INPUT, "configuration %lld has no predicted events to compare",
+				     (long long)ids[i]);
+		else
+			st = zb_compare_timelines(&g, ps, pe, ms, me, w, &c, &err);
+		if (!st) {
+			if (json) {
+				json_array_append_new(arr, detail_json(&info, &c));
+			} else if (n == 1) {
+				printf("# zbench %s%s%s compare, database %s\n", ZB_VERSION, ZB_GIT_COMMIT[0] ? " " : "",
+				       ZB_GIT_COMMIT, db);
+				detail_print(stdout, &info, &c);
+			} else {
+				if (!printed_header) {
+					printf("# zbench %s%s%s compare, database %s, run %lld (%s, %s): %d configurations "
+					       "(zbench compare --config <id> for the detail of one)\n",
+					       ZB_VERSION, ZB_GIT_COMMIT[0] ? " " : "", ZB_GIT_COMMIT, db,
+					       (long long)info.run_id, info.run_kind, info.device, n);
+					printf("%8s %10s %10s %8s %8s %8s  %s\n", "config", "predicted", "measured", "error",
+					       "hidden", "hidden", "configuration");
+					printf("%8s %10s %10s %8s %8s %8s  %s\n", "", "ms/step", "ms/step", "%", "pred %",
+					       "meas %", "");
+					printed_header = 1;
+				}
+				char label[256];
+				label_of(&info, label, sizeof label);
+				printf("%8lld %10.2f %10.2f %+8.1f %8.1f %8.1f  %s\n", (long long)info.config_id,
+				       c.pred.step_time_s * 1e3, c.meas.step_time_s * 1e3, 100 * c.step_err,
+				       100 * c.pred.hidden_frac, 100 * c.meas.hidden_frac, label);
+			}
+		}
+		zb_graph_free(&g);
+		free(ps);
+		free(pe);
+		free(ms);
+		free(me);
+	}
+	zb_store_close(s);
+	free(ids);
+	if (st) {
+		json_decref(arr);
+		return zb_report_error(&err);
+	}
+	if (json) {
+		json_t *root = json_object();
+		json_object_set_new(root, "database", json_string(db));
+		json_object_set_new(root, "configs", arr);
+		zb_json_print(stdout, root);
+		json_decref(root);
+	} else {
+		json_decref(arr);
+	}
+	return 0;
+}

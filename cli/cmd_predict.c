@@ -1,0 +1,81 @@
+/* cmd_predict.c - zbench predict: one configuration, per-resource breakdown. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/report.h"
+#include "cli/session.h"
+#include "sim/predict.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: zbench predict [options] [--json] [--timeline]\n\n"
+		   "Predict one training configuration with the discrete-event model: per-resource busy\n"
+		   "time, step time, tokens/s, TFLOP/s, bottleneck and lower bound, memory and whether it\n"
+		   "fits. --timeline prints every task's predicted start and end and stores them.\n\n");
+	zb_options_usage(f);
+}
+
+int cmd_predict(int argc, char **argv)
+{
+	zb_options o = { 0 };
+	zb_error err = { 0 };
+	int rc;
+	if (!zb_options_parse(argc, argv, NULL, usage, &o, &rc))
+		return rc;
+	zb_config c;
+	zb_sources src;
+	if (zb_options_single_src(&o, &c, &src, &err))
+		return zb_report_error(&err);
+
+	zb_prediction p;
+	if (zb_predict(&p, &c, &err))
+		return zb_report_error(&err);
+
+	zb_session s;
+	int64_t config_id;
+	if (zb_session_open(&s, &o, "predict", NULL, argc, argv, &err) ||
+	    zb_session_store_prediction(&s, &c, &p.graph, p.simulated ? &p.res : NULL, &p.mem, o.timeline,
+					&config_id, &err) ||
+	    zb_session_commit(&s, p.mem.fits ? "ok" : "does not fit", &err)) {
+		zb_session_abort(&s);
+		zb_prediction_free(&p);
+		return zb_report_error(&err);
+	}
+
+	if (o.json) {
+		json_t *j = zb_prediction_json(&c, &p.graph, p.simulated ? &p.res : NULL, &p.mem);
+		zb_sources_json(j, &c, &src);
+		if (o.timeline && p.simulated) {
+			json_t *tl = json_array();
+			for (size_t i = 0; i < p.graph.ntasks; i++) {
+				const zb_task *t = &p.graph.tasks[i];
+				json_t *e = json_pack("{s:I, s:s, s:s, s:s, s:i, s:i, s:i, s:f, s:f}", "task",
+						      (json_int_t)t->id, "resource", zb_resource_name(t->resource), "op",
+						      zb_op_name(t->op), "pass", zb_pass_name(t->pass), "step", t->step,
+						      "unit", t->unit, "bucket", t->bucket, "start_s", p.res.start[i],
+						      "end_s", p.res.end[i]);
+				json_array_append_new(tl, e);
+			}
+			json_object_set_new(j, "timeline", tl);
+		}
+		zb_json_print(stdout, j);
+		json_decref(j);
+	} else {
+		zb_print_header(stdout, "predict", &c);
+		zb_sources_print(stdout, &c, &src, 0);
+		zb_prediction_print(stdout, &c, &p.graph, p.simulated ? &p.res : NULL, &p.mem);
+		if (o.timeline && p.simulated) {
+			printf("\n");
+			zb_timeline_print(stdout, &p.graph, p.res.start, p.res.end);
+		}
+	}
+	rc = 0;
+	if (!p.mem.fits) {
+		fprintf(stderr, "zbench: configuration does not fit: %s\n", p.mem.reason);
+		rc = 2;
+	}
+	zb_prediction_free(&p);
+	return rc;
+}

@@ -1,0 +1,284 @@
+/*
+ * cmd_sweep.c - zbench sweep: predict the cartesian product of the axes given as
+ * lists or ranges; a fixed-width table with a units row (or --csv / --json), every
+ * row stored in the database in one transaction.
+ *
+ * Without --policy and --ratio the grid covers the policies none, offload,
+ * overlap and dpu and the ratios 0, 0.25, 0.5, 0.75, 1, so `zbench sweep` alone
+ * and `zbench sweep --pcie gen4` answer "which policy and ratio, and why" for the
+ * default gpt2-large example.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/report.h"
+#include "cli/session.h"
+#include "plots/plot.h"
+#include "sim/predict.h"
+
+#define MAX_ROWS 100000
+#define GiB (1024.0 * 1024.0 * 1024.0)
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: zbench sweep [options] [--csv | --json]\n\n"
+		   "Predict a grid of configurations. Any configuration option takes a list (--pcie gen3,gen5)\n"
+		   "and numeric ones a range lo:hi:step (--ratio 0:1:0.1). Default grid: policies none,\n"
+		   "offload, overlap, dpu and ratios 0:1:0.25 on gpt2-large and the H200 machine.\n\n");
+	zb_options_usage(f);
+	fprintf(f, "  %-26s %s\n", "--plot <file.png | .svg>",
+		"after storing, plot the sweep's throughput (zbench plot ratio --run <this run>)");
+}
+
+typedef struct axis_values {
+	int n;
+	char **vals;
+	char *storage;
+} axis_values;
+
+static const char *cols[] = { "model", "pcie", "gpu", "cpu", "cores", "policy", "ratio", "mb", "gas",
+			      "step", "tokens/s", "TFLOP/s", "bottleneck", "bound", "gpu_mem", "fits" };
+static const char *units[] = { "", "", "", "", "", "", "", "", "", "ms", "1/s", "per GPU", "", "ms", "GiB", "" };
+static const char *fmt_head = "%-12s %-10s %-9s %-13s %5s %-8s %5s %4s %4s %10s %10s %8s %-10s %10s %8s %s\n";
+
+static void print_row(FILE *f, const zb_prediction *p, int csv)
+{
+	const zb_config *c = &p->cfg;
+	double ratio = c->policy.kind == ZB_POLICY_NONE ? 0.0 : c->policy.ratio;
+	char step[32] = "-", tps[32] = "-", tfl[32] = "-", bound[32] = "-";
+	const char *bn = "-";
+	if (p->simulated) {
+		snprintf(step, sizeof step, "%.2f", p->res.step_time_s * 1e3);
+		snprintf(tps, sizeof tps, "%.0f", p->res.tokens_per_s);
+		snprintf(tfl, sizeof tfl, "%.1f", p->res.tflops_per_gpu);
+		snprintf(bound, sizeof bound, "%.2f", p->res.lower_bound_s * 1e3);
+		bn = zb_resource_name(p->res.bottleneck);
+	}
+	if (csv)
+		fprintf(f, "%s,%s,%s,%s,%d,%s,%.4g,%d,%d,%s,%s,%s,%s,%s,%.2f,%s\n", c->model.name, c->hw.link.name,
+			c->hw.gpu.name, c->hw.cpu.name, c->hw.cpu.cores, zb_policy_name(c->policy.kind), ratio,
+			c->policy.micro_batch, c->policy.gas, step, tps, tfl, bn, bound, p->mem.gpu_bytes / GiB,
+			p->mem.fits ? "yes" : "no");
+	else
+		fprintf(f, "%-12s %-10s %-9s %-13s %5d %-8s %5.2f %4d %4d %10s %10s %8s %-10s %10s %8.1f %s\n",
+			c->model.name, c->hw.link.name, c->hw.gpu.name, c->hw.cpu.name, c->hw.cpu.cores,
+			zb_policy_name(c->policy.kind), ratio, c->policy.micro_batch, c->policy.gas, step, tps, tfl,
+			bn, bound, p->mem.gpu_bytes / GiB, p->mem.fits ? "yes" : "no");
+}
+
+/* One sweep: the axes expanded, the grid of configurations, their predictions. */
+typedef struct sweep {
+	zb_options o;
+	axis_values ax[ZB_AX_COUNT];
+	long long total;
+	zb_config *cfgs;
+	int ncfg;
+	zb_sources src0; /* where the first row's settings came from */
+	zb_prediction *preds;
+	int npred;
+	int64_t run_id;
+} sweep;
+
+/* --plot draws from the database: check it before the sweep runs, not after. */
+static int check_plot(const zb_options *o, zb_error *err)
+{
+	if (!o->plot)
+		return 0;
+	if (o->no_db) {
+		fprintf(stderr, "zbench: --plot draws from the database: drop --no-db (got --plot '%s')\n", o->plot);
+		return 2;
+	}
+	if (zb_plot_check(o->plot, err))
+		return zb_report_error(err);
+	return 0;
+}
+
+/* Every axis's values (lists and ranges); at most MAX_ROWS points in all. */
+static zb_status expand_axes(sweep *w, zb_error *err)
+{
+	w->total = 1;
+	for (int a = 0; a < ZB_AX_COUNT; a++) {
+		axis_values *x = &w->ax[a];
+		x->n = 1;
+		if (!w->o.axis[a])
+			continue;
+		x->n = zb_axis_values(w->o.axis[a], a, &x->vals, &x->storage, err);
+		if (x->n < 0)
+			return err->status;
+		w->total *= x->n;
+		if (w->total > MAX_ROWS)
+			return zb_fail(err, ZB_E_INPUT, "sweep of more than %d configurations (%s has %d values)", MAX_ROWS,
+				       zb_axis_flag(a), x->n);
+	}
+	return ZB_OK;
+}
+
+/* Build and validate every configuration first: a bad value fails the sweep before
+ * anything is printed or stored. */
+static zb_status build_configs(sweep *w, zb_error *err)
+{
+	w->cfgs = zb_xmalloc((size_t)w->total * sizeof *w->cfgs);
+	int idx[ZB_AX_COUNT] = { 0 };
+	for (long long row = 0; row < w->total; row++) {
+		const char *v[ZB_AX_COUNT];
+		for (int a = 0; a < ZB_AX_COUNT; a++)
+			v[a] = w->ax[a].vals ? w->ax[a].vals[idx[a]] : NULL;
+		zb_config c;
+		zb_status st = zb_options_config_src(v, &w->o, &c, row == 0 ? &w->src0 : NULL, err);
+		if (st)
+			return st;
+		/* the ratio means nothing without offload: one row for 'none' */
+		int dup = c.policy.kind == ZB_POLICY_NONE && w->ax[ZB_AX_RATIO].vals && idx[ZB_AX_RATIO] > 0;
+		if (!dup)
+			w->cfgs[w->ncfg++] = c;
+		for (int a = ZB_AX_COUNT - 1; a >= 0; a--) { /* odometer, last axis fastest */
+			if (++idx[a] < w->ax[a].n)
+				break;
+			idx[a] = 0;
+		}
+	}
+	return ZB_OK;
+}
+
+static zb_status predict_all(sweep *w, zb_error *err)
+{
+	w->preds = zb_xcalloc((size_t)w->ncfg, sizeof *w->preds);
+	for (int i = 0; i < w->ncfg; i++, w->npred++) {
+		zb_status st = zb_predict(&w->preds[i], &w->cfgs[i], err);
+		if (st)
+			return st;
+	}
+	return ZB_OK;
+}
+
+/* Every row in one transaction: all or nothing. */
+static zb_status store_all(sweep *w, int argc, char **argv, zb_error *err)
+{
+	zb_session s;
+	zb_status st = zb_session_open(&s, &w->o, "sweep", NULL, argc, argv, err);
+	if (st)
+		return st;
+	for (int i = 0; i < w->ncfg; i++) {
+		int64_t id;
+		zb_prediction *p = &w->preds[i];
+		if ((st = zb_session_store_prediction(&s, &p->cfg, &p->graph, p->simulated ? &p->res : NULL, &p->mem,
+						      w->o.timeline, &id, err))) {
+			zb_session_abort(&s);
+			return st;
+		}
+	}
+	w->run_id = s.run_id;
+	return zb_session_commit(&s, "ok", err);
+}
+
+static void print_json(const sweep *w)
+{
+	json_t *arr = json_array();
+	for (int i = 0; i < w->ncfg; i++) {
+		const zb_prediction *p = &w->preds[i];
+		json_array_append_new(arr, zb_prediction_json(&p->cfg, &p->graph, p->simulated ? &p->res : NULL, &p->mem));
+	}
+	zb_json_print(stdout, arr);
+	json_decref(arr);
+}
+
+static void print_csv(const sweep *w)
+{
+	for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+		printf("%s%s%s%s", i ? "," : "", cols[i], units[i][0] ? "_" : "", units[i]);
+	printf("\n");
+	for (int i = 0; i < w->ncfg; i++)
+		print_row(stdout, &w->preds[i], 1);
+}
+
+/* The fixed-width table: header, where the settings came from, a units row, the
+ * rows, the fastest. */
+static void print_table(const sweep *w)
+{
+	const zb_prediction *preds = w->preds;
+	zb_print_header(stdout, "sweep", &w->cfgs[0]);
+	zb_sources_print(stdout, &w->cfgs[0], &w->src0, 1);
+	printf("# %d configurations; the lines above describe the first, the columns what varies\n", w->ncfg);
+	printf(fmt_head, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
+	       cols[10], cols[11], cols[12], cols[13], cols[14], cols[15], cols[16], cols[17], cols[18]);
+	printf(fmt_head, units[0], units[1], units[2], units[3], units[4], units[5], units[6], units[7], units[8],
+	       units[9], units[10], units[11], units[12], units[13], units[14], units[15], units[16], units[17],
+	       units[18]);
+	int best = -1;
+	for (int i = 0; i < w->ncfg; i++) {
+		print_row(stdout, &preds[i], 0);
+		if (preds[i].simulated && (best < 0 || preds[i].res.tokens_per_s > preds[best].res.tokens_per_s))
+			best = i;
+	}
+	if (best >= 0) {
+		char label[512];
+		zb_config_label(&preds[best].cfg, label, sizeof label);
+		printf("# fastest: %s: %.0f tokens/s (%.2f ms/step, bound by %s)\n", label, preds[best].res.tokens_per_s,
+		       preds[best].res.step_time_s * 1e3, zb_resource_name(preds[best].res.bottleneck));
+	}
+}
+
+/* --plot: the ratio plot of the run just stored. Returns an exit code. */
+static int draw_plot(const sweep *w, zb_error *err)
+{
+	const zb_options *o = &w->o;
+	zb_store *db;
+	zb_plot_request req = { .kind = ZB_PLOT_RATIO, .run_id = w->run_id, .output = o->plot };
+	zb_plot_info info;
+	int rc = 0;
+	if (zb_store_open(&db, o->db ? o->db : ZB_STORE_DEFAULT_PATH, 2000, err))
+		return zb_report_error(err);
+	if (zb_plot_make(db, &req, &info, err))
+		rc = zb_report_error(err);
+	else if (!o->json && !o->csv)
+		printf("# plot: %s -> %s\n", info.what, o->plot);
+	zb_store_close(db);
+	return rc;
+}
+
+static void sweep_free(sweep *w)
+{
+	for (int i = 0; i < w->npred; i++)
+		zb_prediction_free(&w->preds[i]);
+	free(w->preds);
+	free(w->cfgs);
+	for (int a = 0; a < ZB_AX_COUNT; a++) {
+		free(w->ax[a].vals);
+		free(w->ax[a].storage);
+	}
+}
+
+int cmd_sweep(int argc, char **argv)
+{
+	sweep *w = zb_xcalloc(1, sizeof *w);
+	zb_options *o = &w->o;
+	zb_error err = { 0 };
+	int rc;
+	if (!zb_options_parse(argc, argv, NULL, usage, o, &rc) || (rc = check_plot(o, &err))) {
+		free(w);
+		return rc;
+	}
+	/* a DeepSpeed config decides the policy and ratio itself */
+	if (!o->axis[ZB_AX_POLICY] && !o->axis[ZB_AX_RATIO] && !o->have_ds) {
+		o->axis[ZB_AX_POLICY] = "none,offload,overlap,dpu";
+		o->axis[ZB_AX_RATIO] = "0:1:0.25";
+	}
+	if (expand_axes(w, &err) || build_configs(w, &err) || predict_all(w, &err) || store_all(w, argc, argv, &err)) {
+		rc = zb_report_error(&err);
+	} else {
+		if (o->json)
+			print_json(w);
+		else if (o->csv)
+			print_csv(w);
+		else
+			print_table(w);
+		if (o->plot)
+			rc = draw_plot(w, &err);
+	}
+	sweep_free(w);
+	free(w);
+	return rc;
+}

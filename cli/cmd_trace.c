@@ -1,0 +1,381 @@
+/*
+ * cmd_trace.c - zbench trace: run any command (DeepSpeed, PyTorch, a CUDA program)
+ * with zbench's CUPTI collector injected into each of its CUDA processes
+ * (CUDA_INJECTION64_PATH = build/libzbench_inject.so, inherited by child
+ * processes), sample the CPU time of every thread of its process tree from /proc
+ * meanwhile, and store it all as one run of kind "trace" (results/foreign.h).
+ *
+ * The program's stdout and stderr are its own; zbench's report goes to stderr.
+ * Its exit status is zbench's (128 + signal when a signal ended it). SIGINT or
+ * SIGTERM sent to zbench alone are passed on to the program; Ctrl-C at a terminal
+ * reaches both already. Either way zbench waits for the program and stores what
+ * its processes wrote.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <link.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "exec/threadpool.h"
+#include "profiler/procsample.h"
+#include "profiler/spool.h"
+#include "profiler/trace.h"
+#include "results/foreign.h"
+#include "results/store.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: zbench trace [--db <path>] [--sample-ms <ms>] [--keep-spool] -- <command> [args...]\n\n"
+		   "Run <command> with zbench's CUPTI collector injected into every CUDA process it starts\n"
+		   "(kernels, copies with bytes and direction, memsets, runtime/driver API calls,\n"
+		   "synchronization, NVTX ranges), sample each thread's CPU time from /proc every\n"
+		   "--sample-ms (default 10), and store it as a run of kind 'trace' in the database\n"
+		   "(default " ZB_STORE_DEFAULT_PATH "). Then: zbench analyze <run>. The command's exit status\n"
+		   "is zbench's.\n");
+}
+
+static volatile sig_atomic_t g_child, g_signal;
+
+/* A signal sent to zbench alone (kill, timeout) goes on to the program; one from
+ * the terminal (si_code > 0, SI_KERNEL) reached the program's process group too. */
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	g_signal = sig;
+	if (g_child > 0 && si && si->si_code <= 0)
+		kill((pid_t)g_child, sig);
+}
+
+/* The libcupti zbench itself loaded, for NVTX_INJECTION64_PATH. */
+static int find_cupti(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	if (info->dlpi_name && strstr(info->dlpi_name, "libcupti.so") && info->dlpi_name[0] == '/') {
+		snprintf((char *)data, 4096, "%s", info->dlpi_name);
+		return 1;
+	}
+	return 0;
+}
+
+static int inject_path(char *buf, size_t n)
+{
+	const char *env = getenv("ZB_INJECT_LIB");
+	if (env && env[0]) {
+		snprintf(buf, n, "%s", env);
+		return access(buf, R_OK) == 0;
+	}
+	char exe[3800];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (len <= 0)
+		return 0;
+	exe[len] = 0;
+	char *slash = strrchr(exe, '/');
+	if (slash)
+		*slash = 0;
+	snprintf(buf, n, "%s/libzbench_inject.so", exe);
+	return access(buf, R_OK) == 0;
+}
+
+static void sleep_ns(int64_t ns)
+{
+	struct timespec ts = { ns / 1000000000, ns % 1000000000 };
+	nanosleep(&ts, NULL); /* EINTR: the loop looks again */
+}
+
+/* fork + exec with the injection environment; the parent samples until the child ends. */
+static int run_child(char **argv, const char *lib, const char *spool, int64_t period_ns, zb_proc_sampler **ps,
+		     int64_t *t0)
+{
+	char cupti[4096] = "";
+	dl_iterate_phdr(find_cupti, cupti);
+	*t0 = zb_now_ns();
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "zbench: cannot start '%s': fork failed: %s\n", argv[0], strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		setenv("CUDA_INJECTION64_PATH", lib, 1);
+		setenv("ZB_TRACE_SPOOL", spool, 1);
+		if (cupti[0])
+			setenv("NVTX_INJECTION64_PATH", cupti, 0);
+		execvp(argv[0], argv);
+		fprintf(stderr, "zbench: cannot run '%s': %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	g_child = pid;
+	*ps = zb_proc_sampler_create(pid);
+	int status = 0;
+	for (uint64_t tick = 0;; tick++) {
+		pid_t w = waitpid(pid, &status, WNOHANG);
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR) {
+			fprintf(stderr, "zbench: waitpid failed: %s\n", strerror(errno));
+			return -1;
+		}
+		zb_proc_sampler_tick(*ps, zb_now_ns(), tick % 10 == 0);
+		sleep_ns(period_ns);
+	}
+	g_child = 0;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+}
+
+typedef struct totals {
+	int processes, errors;
+	uint64_t kernels, memcpys, memsets, apis, nvtx, dropped, launches, parse_errors, buffer_failures, lost;
+} totals;
+
+static zb_status meta_i(zb_store *s, int64_t cfg, const char *name, int64_t v, zb_error *err)
+{
+	char b[32];
+	snprintf(b, sizeof b, "%" PRId64, v);
+	return zb_store_add_trace_meta(s, cfg, name, b, err);
+}
+
+/* Every spool file and error note of the program's processes into the store. */
+static zb_status ingest(zb_store *s, int64_t cfg, const char *spool, int64_t t0, totals *tt, zb_error *err)
+{
+	DIR *d = opendir(spool);
+	if (!d)
+		return zb_fail(err, ZB_E_INPUT, "cannot read spool directory '%s': %s", spool, strerror(errno));
+	zb_status st = ZB_OK;
+	struct dirent *e;
+	char path[4096];
+	while (!st && (e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		snprintf(path, sizeof path, "%s/%s", spool, e->d_name);
+		if (len > 4 && !strcmp(e->d_name + len - 4, ".err")) {
+			char *msg = NULL;
+			size_t cap = 0;
+			FILE *f = fopen(path, "r");
+			if (f && getline(&msg, &cap, f) > 0) {
+				msg[strcspn(msg, "\n")] = 0;
+				fprintf(stderr, "zbench trace: process %.*s was not traced: %s\n", (int)(len - 4), e->d_name, msg);
+				st = zb_store_add_trace_meta(s, cfg, "ZB_INJECT_ERROR", msg, err);
+				tt->errors++;
+			}
+			if (f)
+				fclose(f);
+			free(msg);
+			continue;
+		}
+		if (len <= 4 || strcmp(e->d_name + len - 4, ZB_SPOOL_SUFFIX))
+			continue;
+		zb_trace *t;
+		if ((st = zb_spool_read(path, &t, err)))
+			break;
+		st = zb_store_add_trace(s, cfg, NULL, t, NULL, t0, err);
+		tt->processes++;
+		tt->kernels += t->nkernels, tt->memcpys += t->nmemcpys, tt->memsets += t->nmemsets;
+		tt->apis += t->napis, tt->nvtx += t->nnvtxs, tt->dropped += t->dropped, tt->launches += t->launches;
+		tt->parse_errors += t->parse_errors, tt->buffer_failures += t->buffer_failures;
+		zb_trace_free(t);
+	}
+	closedir(d);
+	return st;
+}
+
+static void remove_spool(const char *spool)
+{
+	DIR *d = opendir(spool);
+	if (!d)
+		return;
+	struct dirent *e;
+	char path[4096];
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.') {
+			snprintf(path, sizeof path, "%s/%s", spool, e->d_name);
+			unlink(path);
+		}
+	closedir(d);
+	rmdir(spool);
+}
+
+static zb_status store_trace(const char *db, int argc, char **argv, char **cmd, const char *spool, int64_t t0,
+			     const zb_proc_sampler *ps, int code, int64_t period_ns, int64_t *run_id, totals *tt,
+			     zb_error *err)
+{
+	zb_store *s;
+	zb_status st = zb_store_open(&s, db, 5000, err);
+	if (st)
+		return st;
+	if ((st = zb_store_begin(s, err))) {
+		zb_store_close(s);
+		return st;
+	}
+	char *line = zb_command_line(argc, argv);
+	int n = 0;
+	while (cmd[n])
+		n++;
+	char *traced = zb_command_line(n, cmd);
+	zb_run_info info = { .kind = "trace", .command = line, .version = ZB_VERSION, .git_commit = ZB_GIT_COMMIT };
+	int64_t cfg = 0;
+	st = zb_store_add_run(s, &info, run_id, err);
+	char label[256], *json = NULL;
+	const char *base = strrchr(cmd[0], '/') ? strrchr(cmd[0], '/') + 1 : cmd[0];
+	snprintf(label, sizeof label, "%s%s%s", base, n > 1 ? " " : "", n > 1 ? cmd[1] : "");
+	if (!st) {
+		json_t *j = json_pack("{s:s, s:s}", "foreign", "trace", "command", traced);
+		json = json_dumps(j, JSON_COMPACT);
+		json_decref(j);
+		st = zb_store_add_foreign_config(s, *run_id, label, json, &cfg, err);
+	}
+	if (!st)
+		st = ingest(s, cfg, spool, t0, tt, err);
+	if (!st)
+		st = zb_store_add_cpu_samples(s, cfg, ps, t0, err);
+	if (!st)
+		st = meta_i(s, cfg, "ZB_TRACE_EXIT_CODE", code, err);
+	if (!st)
+		st = meta_i(s, cfg, "ZB_TRACED_PROCESSES", tt->processes, err);
+	if (!st)
+		st = meta_i(s, cfg, "ZB_DROPPED_RECORDS_TOTAL", (int64_t)tt->dropped, err);
+	if (!st)
+		st = meta_i(s, cfg, "ZB_CPU_SAMPLE_PERIOD_NS", period_ns, err);
+	if (!st)
+		st = meta_i(s, cfg, "ZB_CPU_SAMPLER_TICKS", (int64_t)ps->ticks, err);
+	char status[32];
+	snprintf(status, sizeof status, g_signal ? "interrupted" : code ? "exit %d" : "ok", code);
+	if (!st)
+		st = zb_store_finish_run(s, *run_id, status, err);
+	if (!st)
+		st = zb_store_commit(s, err);
+	if (st)
+		zb_store_rollback(s);
+	zb_store_close(s);
+	free(json);
+	free(line);
+	free(traced);
+	return st;
+}
+
+/* Options up to the command: returns -1 to go on (*cmd = its index), else the
+ * exit code. */
+static int parse_args(int argc, char **argv, const char **db, double *sample_ms, int *keep, int *cmd)
+{
+	int i = 1;
+	for (; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		}
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			usage(stdout);
+			return 0;
+		}
+		if (!strcmp(a, "--keep-spool")) {
+			*keep = 1;
+		} else if (!strcmp(a, "--db") && i + 1 < argc) {
+			*db = argv[++i];
+		} else if (!strcmp(a, "--sample-ms") && i + 1 < argc) {
+			char *end;
+			*sample_ms = strtod(argv[++i], &end);
+			if (*end || !(*sample_ms >= 1 && *sample_ms <= 10000)) {
+				fprintf(stderr, "zbench: invalid --sample-ms '%s' (expected 1 to 10000)\n", argv[i]);
+				return 2;
+			}
+		} else if (a[0] == '-') {
+			fprintf(stderr, "zbench: unknown or incomplete option '%s' for trace\n", a);
+			usage(stderr);
+			return 2;
+		} else {
+			break; /* the command, without "--" */
+		}
+	}
+	if (i >= argc) {
+		fprintf(stderr, "zbench: trace needs a command to run: zbench trace [options] -- <command> [args...]\n");
+		return 2;
+	}
+	*cmd = i;
+	return -1;
+}
+
+static void report(int64_t run_id, const char *db, const totals *tt, const zb_proc_sampler *ps)
+{
+	fprintf(stderr,
+		"zbench trace: run %" PRId64 " in %s: %d CUDA process%s traced, %" PRIu64 " kernels, %" PRIu64
+		" copies, %" PRIu64 " memsets, %" PRIu64 " API calls, %" PRIu64 " NVTX ranges/marks, %zu CPU"
+		" samples of %zu threads; dropped records: %" PRIu64 "%s\n",
+		run_id, db, tt->processes, tt->processes == 1 ? "" : "es", tt->kernels, tt->memcpys, tt->memsets,
+		tt->apis, tt->nvtx, ps->nsamples, ps->nthreads, tt->dropped,
+		tt->parse_errors || tt->buffer_failures ? " (and buffers lost or unparsable: see META_DATA_EXPORT)" : "");
+	if (tt->launches && tt->launches != tt->kernels)
+		fprintf(stderr, "zbench trace: %" PRIu64 " kernel launches counted, %" PRIu64 " kernel records\n",
+			tt->launches, tt->kernels);
+}
+
+int cmd_trace(int argc, char **argv)
+{
+	const char *db = ZB_STORE_DEFAULT_PATH;
+	double sample_ms = 10;
+	int keep = 0, i = 0, rc = parse_args(argc, argv, &db, &sample_ms, &keep, &i);
+	if (rc >= 0)
+		return rc;
+	char lib[4096];
+	if (!inject_path(lib, sizeof lib)) {
+		fprintf(stderr, "zbench: trace needs the injection library, not found at '%s' (built by make with nvcc;"
+				" or set ZB_INJECT_LIB)\n", lib);
+		return 2;
+	}
+	{ /* the database must open before the program runs for minutes */
+		zb_store *s;
+		zb_error err = { 0 };
+		if (zb_store_open(&s, db, 5000, &err))
+			return zb_report_error(&err);
+		zb_store_close(s);
+	}
+	char spool[] = "/tmp/zbench-trace-XXXXXX";
+	if (!mkdtemp(spool)) {
+		fprintf(stderr, "zbench: cannot create a spool directory in /tmp: %s\n", strerror(errno));
+		return 1;
+	}
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	int64_t period_ns = (int64_t)(sample_ms * 1e6), t0 = 0;
+	zb_proc_sampler *ps = NULL;
+	int code = run_child(argv + i, lib, spool, period_ns, &ps, &t0);
+	if (code < 0) {
+		zb_proc_sampler_free(ps);
+		remove_spool(spool);
+		return 1;
+	}
+	totals tt = { 0 };
+	int64_t run_id = 0;
+	zb_error err = { 0 };
+	zb_status st = store_trace(db, argc, argv, argv + i, spool, t0, ps, code, period_ns, &run_id, &tt, &err);
+	if (st) {
+		fprintf(stderr, "zbench: %s\n", err.msg);
+		fprintf(stderr, "zbench trace: the records stay in %s\n", spool);
+	} else {
+		report(run_id, db, &tt, ps);
+		if (!keep)
+			remove_spool(spool);
+		else
+			fprintf(stderr, "zbench trace: spool files kept in %s\n", spool);
+	}
+	zb_proc_sampler_free(ps);
+	if (st && code == 0)
+		return zb_exit_code(st);
+	return code;
+}

@@ -1,0 +1,542 @@
+/*
+ * cmd_validate.c - zbench validate: a built-in suite of configurations (suite.h)
+ * through both the executor and the simulator (with --hw, typically the profile
+ * zbench calibrate wrote), each stored with both timelines (zbench compare reads
+ * them), reporting each configuration's step-time error, the mean absolute
+ * percentage error, and the speedup of each Twin-Flow ratio over plain offload,
+ * predicted against measured.
+ *
+ * Targets (issue 5): MAPE <= 3%, worst <= 8%, speedups within 5%. --strict exits 1
+ * when one is missed; otherwise the verdict is printed and the exit code only
+ * says whether everything ran.
+ *
+ * Time: every configuration's cost is estimated before it starts (suite.h) and
+ * printed, with the total; a configuration whose estimate would take the run past
+ * --budget (default 480 s, under the GPU machine's 10-minute command limit) is
+ * skipped and listed as such.
+ */
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "common/clock.h"
+#include "common/stats.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "cli/options.h"
+#include "cli/report.h"
+#include "cli/published.h"
+#include "cli/suite.h"
+#include "exec/executor.h"
+#include "analysis/compare.h"
+#include "sim/predict.h"
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+/* the command line */
+static struct validate_opts {
+	const char *hw, *suite, *db, *check;
+	int limit, warmup, steps, budget, list, strict, json, no_db, record;
+} vo;
+
+static const zb_flag flags[] = {
+	ZB_STRING("hw", &vo.hw, "<machine|file>", "hardware of the simulator side (default h200-machine)"),
+	ZB_STRING("suite", &vo.suite, "full | quick", "the suite (default full)"),
+	ZB_INT("limit", &vo.limit, 1, 1000, "<n>", "the first <n> configurations only"),
+	ZB_INT("warmup", &vo.warmup, 0, 100, "<n>", "warm-up steps (default 2)"),
+	ZB_INT("steps", &vo.steps, 2, 100, "<n>", "measured steps (default 3)"),
+	ZB_INT("budget", &vo.budget, 1, 86400, "<seconds>", "skip configurations past this estimate (default 480)"),
+	ZB_SWITCH("list", &vo.list, "print the suite with estimated times, run nothing"),
+	ZB_SWITCH("strict", &vo.strict, "exit 1 when a target is missed"),
+	ZB_SWITCH("json", &vo.json, "results as JSON"),
+	ZB_STRING("db", &vo.db, "<path>", "results database (default " ZB_STORE_DEFAULT_PATH ")"),
+	ZB_SWITCH("no-db", &vo.no_db, "do not store results"),
+	ZB_STRING("check", &vo.check, "<errors.tsv>", "with --published: exit 1 when a case is worse than recorded"),
+	ZB_SWITCH("record", &vo.record, "with --published: print the record of the errors"),
+	{ 0 },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: zbench validate [--hw <machine|file>] [--suite full | quick] [--limit <n>]\n"
+		   "                       [--warmup <n>] [--steps <n>] [--budget <seconds>] [--list]\n"
+		   "                       [--strict] [--json] [--db <path> | --no-db]\n"
+		   "       zbench validate --published[=<file>] [--check <errors.tsv>] [--record]\n\n"
+		   "Run every configuration of a suite on the GPU and through the simulator (with --hw,\n"
+		   "e.g. the profile zbench calibrate wrote), store both timelines, and report each\n"
+		   "step-time error, the mean absolute percentage error (target <= 3%%, worst <= 8%%) and\n"
+		   "the predicted against measured speedup of each Twin-Flow ratio over plain offload\n"
+		   "(target within 5%%). --list prints the suite with estimated times and runs nothing.\n"
+		   "Defaults: suite full, 2 warm-up + 3 measured steps, budget 480 s (configurations\n"
+		   "whose estimate would exceed it are skipped). --strict: exit 1 when a target is missed.\n"
+		   "zbench validate --deepspeed [...] measures real DeepSpeed instead (--deepspeed --help).\n"
+		   "--published: predict the published offload measurements of <file> (default\n"
+		   "data/published-offload.tsv) from the presets, no GPU: each error and the single-GPU\n"
+		   "MAPE; --check exits 1 when a case is worse than recorded, --record prints the record.\n\n"
+		   "options:\n");
+	zb_flags_usage(f, flags);
+}
+
+typedef struct item {
+	const zb_suite_entry *e;
+	char key[128];
+	zb_config c;
+	int fits;
+	char reason[256];
+	double est_s;
+	double pred_s;           /* predicted step (from the estimate pass) */
+	zb_suite_outcome out;
+	int ran, skipped;
+	char skip_why[64];
+} item;
+
+static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+/* One validation: the suite's items, the run they are stored under, the clock. */
+typedef struct validation {
+	const zb_suite *suite;
+	int n;
+	item *it;
+	double total_est, t0, wall;
+	zb_store *store;
+	int64_t run_id;
+	int device_set, failed;
+} validation;
+
+/* What the suite showed: step-time errors, busy-time errors, Twin-Flow speedups. */
+typedef struct summary {
+	int used, skipped, within3, within8;
+	double mape, worst, busy_mape[ZB_RES_COUNT];
+	int nspeed, speed_ok;
+	double speed_worst;
+	json_t *speedups;
+	int met_mape, met_worst, met_speed;
+} summary;
+
+/* ---- plan ------------------------------------------------------------------------------ */
+
+/* Every configuration built and predicted: fits, predicted step, estimated cost. */
+static zb_status plan(validation *v, zb_error *err)
+{
+	zb_status st = zb_suite_find(vo.suite, &v->suite, err);
+	if (st)
+		return st;
+	v->n = vo.limit && vo.limit < v->suite->n ? vo.limit : v->suite->n;
+	v->it = zb_xcalloc((size_t)v->n, sizeof *v->it);
+	for (int i = 0; i < v->n; i++) {
+		item *x = &v->it[i];
+		x->e = &v->suite->entries[i];
+		zb_suite_key(x->e, x->key, sizeof x->key);
+		zb_prediction p;
+		if ((st = zb_suite_config(x->e, vo.hw, vo.warmup, vo.steps, &x->c, err)) || (st = zb_predict(&p, &x->c, err)))
+			return st;
+		x->fits = p.mem.fits && p.simulated;
+		snprintf(x->reason, sizeof x->reason, "%s", p.mem.reason);
+		x->est_s = zb_suite_estimate_s(&x->c, &p);
+		x->pred_s = x->fits ? zb_step_time_window(&p.graph, p.res.end, vo.warmup) : NAN;
+		v->total_est += x->est_s;
+		zb_prediction_free(&p);
+	}
+	return ZB_OK;
+}
+
+static void print_header(const validation *v, FILE *out)
+{
+	fprintf(out, "# zbench %s%s%s validate: suite %s (%d of %d configurations), hw %s, %d warm-up + %d measured "
+		     "steps\n",
+		ZB_VERSION, ZB_GIT_COMMIT[0] ? " " : "", ZB_GIT_COMMIT, v->suite->name, v->n, v->suite->n,
+		vo.hw ? vo.hw : "h200-machine (default)", vo.warmup, vo.steps);
+	fprintf(out, "# expected time %.0f s on the H200 machine (estimate: setup + predicted run + storing), budget "
+		     "%d s\n",
+		v->total_est, vo.budget);
+}
+
+/* --list: the suite with each estimate, nothing run. */
+static void print_list(const validation *v)
+{
+	printf("%3s  %-44s %10s %8s  %s\n", "#", "configuration", "predicted", "estimate", "");
+	printf("%3s  %-44s %10s %8s  %s\n", "", "", "ms/step", "s", "");
+	for (int i = 0; i < v->n; i++) {
+		const item *x = &v->it[i];
+		char note[300] = "";
+		if (!x->fits)
+			snprintf(note, sizeof note, "does not fit: %s", x->reason);
+		else if (x->e->group)
+			snprintf(note, sizeof note, "speedup group %d%s", x->e->group,
+				 zb_suite_is_reference(x->e) ? " (reference)" : "");
+		printf("%3d  %-44s %10.2f %8.1f  %s\n", i + 1, x->key, x->pred_s * 1e3, x->est_s, note);
+	}
+}
+
+/* ---- run --------------------------------------------------------------------------------- */
+
+/* The runs row every configuration is stored under (committed at once). */
+static zb_status open_run(validation *v, int argc, char **argv, zb_error *err)
+{
+	if (vo.no_db)
+		return ZB_OK;
+	char *cmd = zb_command_line(argc, argv);
+	zb_run_info info = { .kind = "validate", .command = cmd, .version = ZB_VERSION, .git_commit = ZB_GIT_COMMIT };
+	zb_status st = zb_store_open(&v->store, vo.db, 2000, err);
+	if (!st && !(st = zb_store_begin(v->store, err))) {
+		st = zb_store_add_run(v->store, &info, &v->run_id, err);
+		st = st ? st : zb_store_commit(v->store, err);
+	}
+	free(cmd);
+	if (st) {
+		zb_store_close(v->store);
+		v->store = NULL;
+	}
+	return st;
+}
+
+/* Why item x is not run now ("" to run it). */
+static void skip_reason(const validation *v, item *x)
+{
+	double elapsed = zb_wall_s() - v->t0;
+	if (stop_requested) {
+		x->skipped = 1;
+		snprintf(x->skip_why, sizeof x->skip_why, "interrupted");
+	} else if (!x->fits) {
+		x->skipped = 1;
+		snprintf(x->skip_why, sizeof x->skip_why, "does not fit");
+	} else if (elapsed + x->est_s > vo.budget) {
+		x->skipped = 1;
+		snprintf(x->skip_why, sizeof x->skip_why, "over budget (%.0f + %.0f > %d s)", elapsed, x->est_s,
+			 vo.budget);
+	}
+}
+
+/* Execute and simulate one configuration, committed on its own. A failure on the GPU
+ * marks the item and goes on (a broken CUDA context makes the rest fail fast too;
+ * exit 1 at the end); a store failure stops the suite. */
+static zb_status run_one(validation *v, item *x, zb_error *err)
+{
+	zb_suite_run_opts ro = { .execute = 1, .warmup = vo.warmup, .timeline = 1, .store = v->store,
+				 .run_id = v->run_id, .stop = &stop_requested };
+	zb_status st;
+	if (v->store && (st = zb_store_begin(v->store, err)))
+		return st;
+	st = zb_suite_run(&x->c, &ro, &x->out, err);
+	if (v->store) {
+		if (!st && !v->device_set && x->out.device[0]) {
+			/* best effort: the run's rows stand without it */
+			zb_error ignored;
+			if (zb_store_set_run_device(v->store, v->run_id, x->out.device, &ignored) == ZB_OK)
+				v->device_set = 1;
+		}
+		if (st)
+			zb_store_rollback(v->store);
+		else
+			st = zb_store_commit(v->store, err);
+	}
+	if (st && st != ZB_E_STORE) {
+		x->skipped = 1;
+		snprintf(x->skip_why, sizeof x->skip_why, "FAILED: %.55s", err->msg);
+		fprintf(stderr, "zbench: %s failed: %s\n", x->key, err->msg);
+		v->failed++;
+		return ZB_OK;
+	}
+	if (st)
+		return st;
+	x->ran = x->out.executed;
+	if (!x->out.fits) {
+		x->skipped = 1;
+		snprintf(x->skip_why, sizeof x->skip_why, "does not fit (executor)");
+		snprintf(x->reason, sizeof x->reason, "%s", x->out.reason);
+	} else if (!x->ran) {
+		x->skipped = 1;
+		snprintf(x->skip_why, sizeof x->skip_why, "interrupted");
+	}
+	return ZB_OK;
+}
+
+static void print_row(int i, const item *x)
+{
+	if (x->ran)
+		printf("%3d  %-44s %10.2f %10.2f %+8.1f %8.1f %8.1f\n", i + 1, x->key, x->out.pred_step_s * 1e3,
+		       x->out.meas_step_s * 1e3, 100 * zb_rel_err(x->out.pred_step_s, x->out.meas_step_s), x->est_s,
+		       x->out.wall_s);
+	else
+		printf("%3d  %-44s %10.2f %10s %8s %8.1f %8s  skipped: %s\n", i + 1, x->key, x->pred_s * 1e3, "-", "-",
+		       x->est_s, "-", x->skip_why);
+	fflush(stdout);
+}
+
+/* Every configuration in order, within the budget, until Ctrl-C. */
+static zb_status run_all(validation *v, zb_error *err)
+{
+	if (!vo.json) {
+		printf("%3s  %-44s %10s %10s %8s %8s %8s\n", "#", "configuration", "predicted", "measured", "error",
+		       "estimate", "wall");
+		printf("%3s  %-44s %10s %10s %8s %8s %8s\n", "", "", "ms/step", "ms/step", "%", "s", "s");
+		fflush(stdout);
+	}
+	v->t0 = zb_wall_s();
+	zb_status st = ZB_OK;
+	for (int i = 0; i < v->n && !st; i++) {
+		item *x = &v->it[i];
+		skip_reason(v, x);
+		if (!x->skipped && (st = run_one(v, x, err)))
+			break;
+		if (!vo.json)
+			print_row(i, x);
+	}
+	v->wall = zb_wall_s() - v->t0;
+	return st;
+}
+
+/* ---- summarize and report ------------------------------------------------------------------ */
+
+/* Step-time errors over the executed configurations and busy-time errors per resource. */
+static void summarize_errors(const validation *v, summary *m)
+{
+	int n = v->n;
+	double *pr = zb_xmalloc((size_t)n * sizeof *pr), *me = zb_xmalloc((size_t)n * sizeof *me);
+	int k = 0;
+	for (int i = 0; i < n; i++)
+		if (v->it[i].ran) {
+			pr[k] = v->it[i].out.pred_step_s;
+			me[k] = v->it[i].out.meas_step_s;
+			double e = fabs(zb_rel_err(pr[k], me[k]));
+			m->within3 += e <= 0.03;
+			m->within8 += e <= 0.08;
+			k++;
+		}
+	m->mape = zb_mape(pr, me, k, &m->used);
+	m->worst = zb_max_abs_err(pr, me, k);
+	/* busy time of each resource, where it was measured */
+	for (int r = 0; r < ZB_RES_COUNT; r++) {
+		int c = 0;
+		for (int i = 0; i < n; i++)
+			if (v->it[i].ran && v->it[i].out.meas_busy_s[r] > 1e-4 * v->it[i].out.meas_step_s) {
+				pr[c] = v->it[i].out.pred_busy_s[r];
+				me[c] = v->it[i].out.meas_busy_s[r];
+				c++;
+			}
+		m->busy_mape[r] = zb_mape(pr, me, c, NULL);
+	}
+	free(pr);
+	free(me);
+	for (int i = 0; i < n; i++)
+		m->skipped += !v->it[i].ran;
+}
+
+/* Each Twin-Flow setting's speedup over its group's reference (plain offload of the
+ * same shape), predicted against measured; printed as a table unless --json. */
+static void summarize_speedups(const validation *v, summary *m)
+{
+	m->speedups = json_array();
+	m->speed_worst = NAN;
+	for (int i = 0; i < v->n; i++) {
+		const item *x = &v->it[i];
+		if (!x->ran || !x->e->group || zb_suite_is_reference(x->e))
+			continue;
+		const item *ref = NULL;
+		for (int j = 0; j < v->n; j++)
+			if (v->it[j].ran && v->it[j].e->group == x->e->group && zb_suite_is_reference(v->it[j].e))
+				ref = &v->it[j];
+		if (!ref)
+			continue;
+		double ps = ref->out.pred_step_s / x->out.pred_step_s;
+		double ms = ref->out.meas_step_s / x->out.meas_step_s;
+		double e = zb_rel_err(ps, ms);
+		if (m->nspeed == 0 && !vo.json) {
+			printf("\nspeedup over plain offload (policy offload, ratio 1) of the same shape:\n");
+			printf("%3s  %-44s %10s %10s %8s\n", "#", "configuration", "predicted", "measured", "error");
+			printf("%3s  %-44s %10s %10s %8s\n", "", "", "x", "x", "%");
+		}
+		if (!vo.json)
+			printf("%3d  %-44s %10.3f %10.3f %+8.1f\n", i + 1, x->key, ps, ms, 100 * e);
+		m->nspeed++;
+		m->speed_ok += fabs(e) <= 0.05;
+		if (isnan(m->speed_worst) || fabs(e) > m->speed_worst)
+			m->speed_worst = fabs(e);
+		json_array_append_new(m->speedups, json_pack("{s:s, s:o, s:o, s:o}", "key", x->key, "predicted", num(ps),
+							     "measured", num(ms), "error", num(e)));
+	}
+}
+
+static void summarize(const validation *v, summary *m)
+{
+	memset(m, 0, sizeof *m);
+	summarize_errors(v, m);
+	summarize_speedups(v, m);
+	m->met_mape = m->used > 0 && m->mape <= 0.03;
+	m->met_worst = m->used > 0 && m->worst <= 0.08;
+	m->met_speed = m->nspeed > 0 && m->speed_ok == m->nspeed;
+}
+
+static json_t *item_json(const item *x)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "key", json_string(x->key));
+	json_object_set_new(o, "fits", json_boolean(x->fits));
+	json_object_set_new(o, "executed", json_boolean(x->ran));
+	if (!x->ran)
+		json_object_set_new(o, "skipped", json_string(x->skip_why));
+	json_object_set_new(o, "predicted_step_s", num(x->ran ? x->out.pred_step_s : x->pred_s));
+	json_object_set_new(o, "measured_step_s", num(x->ran ? x->out.meas_step_s : NAN));
+	json_object_set_new(o, "error", num(x->ran ? zb_rel_err(x->out.pred_step_s, x->out.meas_step_s) : NAN));
+	json_object_set_new(o, "estimate_s", num(x->est_s));
+	json_object_set_new(o, "wall_s", num(x->ran ? x->out.wall_s : NAN));
+	json_object_set_new(o, "config_id", json_integer(x->out.config_id));
+	json_t *b = json_object();
+	for (int r = 0; r < ZB_RES_COUNT; r++)
+		json_object_set_new(b, zb_resource_name(r),
+				    json_pack("{s:o, s:o}", "predicted", num(x->out.pred_busy_s[r]), "measured",
+					      num(x->ran ? x->out.meas_busy_s[r] : NAN)));
+	json_object_set_new(o, "busy_s", b);
+	return o;
+}
+
+/* --json: every configuration and the summary; takes m->speedups. */
+static void report_json(const validation *v, summary *m)
+{
+	json_t *root = json_object(), *arr = json_array();
+	for (int i = 0; i < v->n; i++)
+		json_array_append_new(arr, item_json(&v->it[i]));
+	json_object_set_new(root, "suite", json_string(v->suite->name));
+	json_object_set_new(root, "hw", json_string(vo.hw ? vo.hw : "h200-machine"));
+	json_object_set_new(root, "warmup", json_integer(vo.warmup));
+	json_object_set_new(root, "steps", json_integer(vo.steps));
+	json_object_set_new(root, "run_id", json_integer(v->run_id));
+	json_object_set_new(root, "configs", arr);
+	json_t *busy = json_object();
+	for (int r = 0; r < ZB_RES_COUNT; r++)
+		json_object_set_new(busy, zb_resource_name(r), num(m->busy_mape[r]));
+	json_object_set_new(root, "summary",
+			    json_pack("{s:i, s:i, s:o, s:o, s:i, s:i, s:o, s:f, s:f}", "executed", m->used, "skipped",
+				      m->skipped, "mape", num(m->mape), "max_abs_err", num(m->worst), "within_3pct",
+				      m->within3, "within_8pct", m->within8, "busy_mape", busy, "expected_s", v->total_est,
+				      "wall_s", v->wall));
+	json_object_set_new(root, "speedups", m->speedups);
+	m->speedups = NULL;
+	zb_json_print(stdout, root);
+	json_decref(root);
+}
+
+static void report_text(const validation *v, const summary *m)
+{
+	printf("\nstep time over %d executed configuration%s (%d skipped): MAPE %.2f%% (target <= 3%%: %s), worst "
+	       "%.2f%% (target <= 8%%: %s); %d within 3%%, %d within 8%%\n",
+	       m->used, m->used == 1 ? "" : "s", m->skipped, 100 * m->mape, m->met_mape ? "met" : "NOT MET",
+	       100 * m->worst, m->met_worst ? "met" : "NOT MET", m->within3, m->within8);
+	if (m->nspeed)
+		printf("speedups: %d of %d within 5%% (worst %.2f%%): %s\n", m->speed_ok, m->nspeed,
+		       100 * m->speed_worst, m->met_speed ? "met" : "NOT MET");
+	printf("busy-time MAPE by resource:");
+	for (int r = 0; r < ZB_RES_COUNT; r++)
+		if (isfinite(m->busy_mape[r]))
+			printf(" %s %.1f%%", zb_resource_name(r), 100 * m->busy_mape[r]);
+	printf("\n# wall %.0f s (expected %.0f s)%s%s\n", v->wall, v->total_est, v->run_id ? "; zbench compare " : "",
+	       v->run_id ? "<run> for per-part errors" : "");
+	if (v->run_id)
+		printf("# stored as run %lld in %s: zbench compare %lld\n", (long long)v->run_id, vo.db,
+		       (long long)v->run_id);
+}
+
+/* The run's status row, then close. */
+static void finish_run(validation *v, zb_status st)
+{
+	if (!v->store)
+		return;
+	zb_error e2 = { 0 };
+	const char *status = st || v->failed ? "failed" : stop_requested ? "interrupted" : "ok";
+	if (!zb_store_begin(v->store, &e2) && !zb_store_finish_run(v->store, v->run_id, status, &e2))
+		zb_store_commit(v->store, &e2);
+	else
+		zb_store_rollback(v->store);
+	zb_store_close(v->store);
+}
+
+/* ---- command ------------------------------------------------------------------------------ */
+
+/* --published[=<file>] takes an optional value, which the flag table does not: it is
+ * taken out of argv here and the rest parsed as usual. */
+static const char *take_published(int *argc, char **argv)
+{
+	const char *file = NULL;
+	int n = 0;
+	for (int i = 0; i < *argc; i++) {
+		if (i > 0 && !strcmp(argv[i], "--published"))
+			file = "data/published-offload.tsv";
+		else if (i > 0 && !strncmp(argv[i], "--published=", 12))
+			file = argv[i] + 12;
+		else
+			argv[n++] = argv[i];
+	}
+	*argc = n;
+	return file;
+}
+
+int cmd_validate(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--deepspeed"))
+			return cmd_validate_deepspeed(argc, argv); /* real DeepSpeed instead of the executor */
+	vo = (struct validate_opts){ .suite = "full", .db = ZB_STORE_DEFAULT_PATH, .warmup = 2, .steps = 3,
+				     .budget = 480 };
+	const char *published = take_published(&argc, argv);
+	int rc;
+	if (!zb_flags_parse(argc, argv, flags, NULL, 0, NULL, usage, &rc))
+		return rc;
+	if (published)
+		return zb_published_run(published, vo.check, vo.record);
+	if (vo.check || vo.record) {
+		fprintf(stderr, "zbench: %s needs --published\n", vo.check ? "--check" : "--record");
+		return 2;
+	}
+	zb_error err = { 0 };
+	validation v = { 0 };
+	if (plan(&v, &err)) {
+		free(v.it);
+		return zb_report_error(&err);
+	}
+	print_header(&v, vo.json ? stderr : stdout);
+	if (vo.list) {
+		print_list(&v);
+		free(v.it);
+		return 0;
+	}
+	if (!zb_exec_available(&err) || open_run(&v, argc, argv, &err)) {
+		free(v.it);
+		return zb_report_error(&err);
+	}
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	zb_status st = run_all(&v, &err);
+	summary m;
+	summarize(&v, &m);
+	if (vo.json)
+		report_json(&v, &m);
+	else
+		report_text(&v, &m);
+	json_decref(m.speedups);
+	finish_run(&v, st);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	free(v.it);
+	if (st)
+		return zb_report_error(&err);
+	if (v.failed) {
+		fprintf(stderr, "zbench: %d configuration%s failed on the GPU\n", v.failed, v.failed == 1 ? "" : "s");
+		return 1;
+	}
+	if (vo.strict && !(m.met_mape && m.met_worst && (m.met_speed || m.nspeed == 0)))
+		return 1;
+	return 0;
+}

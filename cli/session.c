@@ -1,0 +1,81 @@
+/* session.c - one invocation's database transaction; see session.h. */
+#include "cli/session.h"
+
+#include <stdlib.h>
+
+#include "inputs/hwfile.h"
+
+zb_status zb_session_open(zb_session *s, const zb_options *o, const char *kind, const char *device,
+			  int argc, char **argv, zb_error *err)
+{
+	s->store = NULL;
+	s->run_id = 0;
+	s->in_txn = 0;
+	if (o->no_db)
+		return ZB_OK;
+	zb_status st = zb_store_open(&s->store, o->db ? o->db : ZB_STORE_DEFAULT_PATH, 2000, err);
+	if (st)
+		return st;
+	if ((st = zb_store_begin(s->store, err))) {
+		zb_store_close(s->store);
+		s->store = NULL;
+		return st;
+	}
+	s->in_txn = 1;
+	char *cmd = zb_command_line(argc, argv);
+	zb_run_info info = { .kind = kind, .command = cmd, .version = ZB_VERSION,
+			     .git_commit = ZB_GIT_COMMIT, .device = device };
+	st = zb_store_add_run(s->store, &info, &s->run_id, err);
+	free(cmd);
+	if (st)
+		zb_session_abort(s);
+	return st;
+}
+
+zb_status zb_session_commit(zb_session *s, const char *status, zb_error *err)
+{
+	if (!s->store)
+		return ZB_OK;
+	zb_status st = zb_store_finish_run(s->store, s->run_id, status, err);
+	if (!st)
+		st = zb_store_commit(s->store, err);
+	if (st) {
+		zb_session_abort(s);
+		return st;
+	}
+	s->in_txn = 0;
+	zb_store_close(s->store);
+	s->store = NULL;
+	return ZB_OK;
+}
+
+void zb_session_abort(zb_session *s)
+{
+	if (!s->store)
+		return;
+	if (s->in_txn)
+		zb_store_rollback(s->store);
+	s->in_txn = 0;
+	zb_store_close(s->store);
+	s->store = NULL;
+}
+
+zb_status zb_session_store_prediction(zb_session *s, const zb_config *c, const zb_graph *g,
+				      const zb_sim_result *res, const zb_memory *mem, int timeline,
+				      int64_t *config_id, zb_error *err)
+{
+	*config_id = 0;
+	if (!s->store)
+		return ZB_OK;
+	char *json = zb_config_to_json(c);
+	zb_status st = zb_store_add_config(s->store, s->run_id, c, json, config_id, err);
+	free(json);
+	if (!st)
+		st = zb_store_add_prediction(s->store, *config_id, g, res, mem, err);
+	if (!st && timeline && res) {
+		st = zb_store_add_tasks(s->store, *config_id, g, err);
+		if (!st)
+			st = zb_store_add_events(s->store, *config_id, "predicted", g, res->start, res->end, err);
+	}
+	return st;
+}

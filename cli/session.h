@@ -1,0 +1,34 @@
+/*
+ * session.h - one zbench invocation's database work: open the store (default
+ * results/zbench.db, --db PATH, or none with --no-db), begin one write
+ * transaction, record the run, and commit at the end; any failure rolls the whole
+ * invocation back so no partial rows remain.
+ */
+#ifndef ZB_SESSION_H
+#define ZB_SESSION_H
+
+#include <stdint.h>
+
+#include "cli/options.h"
+#include "results/store.h"
+
+typedef struct zb_session {
+	zb_store *store;     /* NULL with --no-db */
+	int64_t run_id;
+	int in_txn;
+} zb_session;
+
+zb_status zb_session_open(zb_session *s, const zb_options *o, const char *kind, const char *device,
+			  int argc, char **argv, zb_error *err);
+/* Commit (status "ok") and close. */
+zb_status zb_session_commit(zb_session *s, const char *status, zb_error *err);
+/* Roll back everything of this invocation and close. */
+void zb_session_abort(zb_session *s);
+
+/* Store a configuration with its prediction (res NULL when it does not fit) and,
+ * when timeline is set, its tasks and predicted events. */
+zb_status zb_session_store_prediction(zb_session *s, const zb_config *c, const zb_graph *g,
+				      const zb_sim_result *res, const zb_memory *mem, int timeline,
+				      int64_t *config_id, zb_error *err);
+
+#endif

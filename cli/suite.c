@@ -1,0 +1,222 @@
+/* suite.c - the built-in configuration suites and their runner; see suite.h. */
+#include "cli/suite.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/stats.h"
+#include "cli/options.h"
+#include "exec/executor.h"
+#include "sim/engine.h"
+#include "inputs/hwfile.h"
+#include "inputs/presets.h"
+
+/* model, policy, ratio, threads, micro-batch, seq, gas, ckpt, offload-param, pageable, group */
+static const zb_suite_entry full[] = {
+	/* speedup group 1: gpt2-medium (0.36B), 8 threads */
+	{ "gpt2-medium", "offload", 1, 8, 8, 1024, 1, NULL, 0, 0, 1 },
+	{ "gpt2-medium", "overlap", 1, 8, 8, 1024, 1, NULL, 0, 0, 1 },
+	{ "gpt2-medium", "dpu", 1, 8, 8, 1024, 1, NULL, 0, 0, 1 },
+	{ "gpt2-medium", "dpu", 0.5, 8, 8, 1024, 1, NULL, 0, 0, 1 },
+	{ "gpt2-medium", "overlap", 0.25, 8, 8, 1024, 1, NULL, 0, 0, 1 },
+	{ "gpt2-medium", "none", 0, 8, 8, 1024, 1, NULL, 0, 0, 1 },
+	/* speedup group 2: gpt2-xl (1.56B), 16 threads */
+	{ "gpt2-xl", "offload", 1, 16, 4, 1024, 1, NULL, 0, 0, 2 },
+	{ "gpt2-xl", "overlap", 1, 16, 4, 1024, 1, NULL, 0, 0, 2 },
+	{ "gpt2-xl", "dpu", 1, 16, 4, 1024, 1, NULL, 0, 0, 2 },
+	{ "gpt2-xl", "dpu", 0.75, 16, 4, 1024, 1, NULL, 0, 0, 2 },
+	{ "gpt2-xl", "dpu", 0.5, 16, 4, 1024, 1, NULL, 0, 0, 2 },
+	{ "gpt2-xl", "dpu", 0.25, 16, 4, 1024, 1, NULL, 0, 0, 2 },
+	{ "gpt2-xl", "dpu", 0, 16, 4, 1024, 1, NULL, 0, 0, 2 },
+	{ "gpt2-xl", "overlap", 0.5, 16, 4, 1024, 1, NULL, 0, 0, 2 },
+	{ "gpt2-xl", "none", 0, 16, 4, 1024, 1, NULL, 0, 0, 2 },
+	/* speedup group 3: gpt-2.5b (2.6B), seq 2048, the e2e benchmark's shape */
+	{ "gpt-2.5b", "offload", 1, 16, 4, 2048, 1, NULL, 0, 0, 3 },
+	{ "gpt-2.5b", "dpu", 1, 16, 4, 2048, 1, NULL, 0, 0, 3 },
+	{ "gpt-2.5b", "dpu", 0.25, 16, 4, 2048, 1, NULL, 0, 0, 3 },
+	{ "gpt-2.5b", "dpu", 0.125, 16, 4, 2048, 1, NULL, 0, 0, 3 },
+	{ "gpt-2.5b", "none", 0, 16, 4, 2048, 1, NULL, 0, 0, 3 },
+	/* CPU threads 2 .. 16: gpt2-large (0.77B), full offload, the CPU flow decides */
+	{ "gpt2-large", "dpu", 1, 2, 4, 1024, 1, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 4, 4, 1024, 1, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 8, 4, 1024, 1, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 16, 4, 1024, 1, NULL, 0, 0, 0 },
+	/* micro-batch and gradient accumulation */
+	{ "gpt2-large", "overlap", 0.5, 16, 1, 1024, 1, NULL, 0, 0, 0 },
+	{ "gpt2-large", "overlap", 0.5, 16, 2, 1024, 2, NULL, 0, 0, 0 },
+	{ "gpt2-large", "overlap", 0.5, 16, 8, 1024, 1, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 0.5, 16, 2, 1024, 4, NULL, 0, 0, 0 },
+	/* checkpointing, parameter offload, pageable copies */
+	{ "gpt2-large", "overlap", 1, 16, 4, 1024, 1, NULL, 1, 0, 0 },
+	{ "gpt2-xl", "dpu", 0.5, 16, 4, 1024, 1, "gpu", 0, 0, 0 },
+	{ "opt-1.3b", "dpu", 0.5, 12, 2, 2048, 1, "cpu", 0, 0, 0 },
+	{ "opt-1.3b", "offload", 1, 12, 2, 2048, 2, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "offload", 1, 8, 4, 1024, 1, NULL, 0, 1, 0 },
+	/* llama-6b (5.9B): Twin-Flow ratios that keep the pinned host state small */
+	{ "llama-6b", "dpu", 0.25, 16, 2, 2048, 1, NULL, 0, 0, 0 },
+	{ "llama-6b", "overlap", 0.3, 16, 2, 2048, 2, NULL, 0, 0, 0 },
+	{ "llama-6b", "none", 0, 16, 1, 2048, 1, NULL, 0, 0, 0 },
+};
+
+static const zb_suite_entry quick[] = {
+	{ "gpt2-medium", "offload", 1, 8, 2, 512, 1, NULL, 0, 0, 1 },
+	{ "gpt2-medium", "dpu", 0.5, 8, 2, 512, 1, NULL, 0, 0, 1 },
+	{ "gpt2-medium", "none", 0, 8, 2, 512, 1, NULL, 0, 0, 1 },
+	{ "gpt2-large", "overlap", 0.25, 4, 2, 512, 2, NULL, 0, 0, 0 },
+};
+
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static const zb_suite suites[] = {
+	{ "full", "36 configurations: every policy, ratios 0..1, 2..16 threads, 0.36B..5.9B parameters", full, COUNT(full) },
+	{ "quick", "4 small configurations (seq 512), seconds on the GPU", quick, COUNT(quick) },
+};
+
+zb_status zb_suite_find(const char *name, const zb_suite **out, zb_error *err)
+{
+	for (int i = 0; i < COUNT(suites); i++)
+		if (!strcmp(name, suites[i].name)) {
+			*out = &suites[i];
+			return ZB_OK;
+		}
+	return zb_fail(err, ZB_E_INPUT, "unknown suite '%s' (known: full, quick)", name);
+}
+
+void zb_suite_key(const zb_suite_entry *e, char *buf, size_t n)
+{
+	snprintf(buf, n, "%s/%s/r%g/t%d/mb%d/s%d/gas%d%s%s%s%s", e->model, e->policy, e->ratio, e->threads,
+		 e->micro_batch, e->seq, e->gas, e->ckpt ? "/ckpt-" : "", e->ckpt ? e->ckpt : "",
+		 e->offload_param ? "/op" : "", e->pageable ? "/pg" : "");
+}
+
+int zb_suite_is_reference(const zb_suite_entry *e)
+{
+	return e->group && !strcmp(e->policy, "offload") && e->ratio == 1;
+}
+
+zb_status zb_suite_config(const zb_suite_entry *e, const char *hw, int warmup, int steps, zb_config *out,
+			  zb_error *err)
+{
+	char ratio[32], threads[16], mb[16], seq[16], gas[16], nsteps[16];
+	snprintf(ratio, sizeof ratio, "%.10g", e->ratio);
+	snprintf(threads, sizeof threads, "%d", e->threads);
+	snprintf(mb, sizeof mb, "%d", e->micro_batch);
+	snprintf(seq, sizeof seq, "%d", e->seq);
+	snprintf(gas, sizeof gas, "%d", e->gas);
+	snprintf(nsteps, sizeof nsteps, "%d", warmup + steps);
+	const char *v[ZB_AX_COUNT] = { 0 };
+	int llama6 = !strcmp(e->model, "llama-6b");
+	v[ZB_AX_HW] = hw;
+	v[ZB_AX_MODEL] = llama6 ? "llama2-7b" : e->model;
+	if (llama6)
+		v[ZB_AX_LAYERS] = "28"; /* 5.9B: llama2-7b's layers, 28 of them */
+	v[ZB_AX_POLICY] = e->policy;
+	v[ZB_AX_RATIO] = ratio;
+	v[ZB_AX_THREADS] = threads;
+	v[ZB_AX_MICRO_BATCH] = mb;
+	v[ZB_AX_SEQ] = seq;
+	v[ZB_AX_GAS] = gas;
+	v[ZB_AX_CKPT] = e->ckpt;
+	v[ZB_AX_STEPS] = nsteps;
+	zb_options o = { 0 };
+	o.offload_param = e->offload_param;
+	o.pageable = e->pageable;
+	zb_status st = zb_options_config(v, &o, out, err);
+	if (!st && llama6)
+		snprintf(out->model.name, sizeof out->model.name, "llama-6b");
+	return st;
+}
+
+/* Setup rates, estimates for the H200 machine (to be replaced by what validate
+ * prints as measured): cudaMallocHost pins ~4 GB/s; the executor's host
+ * initialisation writes master/m/v/grad of each CPU-updated parameter on one
+ * thread (~2.5 ns each); device fills run at ~1 TB/s; streams, one CUDA event
+ * pair per GPU task, the cuBLASLt handle and plans, the thread pool ~1 s; the
+ * store writes ~0.8 M rows/s and a task costs ~4 rows (task, dependencies, two
+ * events). */
+#define EST_FIXED_S 1.0
+#define EST_PIN_BPS 4e9
+#define EST_HOST_INIT_S_PER_PARAM 2.5e-9
+#define EST_DEVICE_FILL_BPS 1e12
+#define EST_STORE_ROWS_PER_S 0.8e6
+
+double zb_suite_estimate_s(const zb_config *c, const zb_prediction *p)
+{
+	if (!p->simulated)
+		return 0;
+	double host_params = (double)p->graph.cpu_params;
+	double t = EST_FIXED_S + p->mem.host_bytes / EST_PIN_BPS + host_params * EST_HOST_INIT_S_PER_PARAM +
+		   p->mem.gpu_bytes / EST_DEVICE_FILL_BPS + 4.0 * p->graph.ntasks / EST_STORE_ROWS_PER_S;
+	return t + p->res.total_s;
+}
+
+zb_status zb_suite_run(const zb_config *c, const zb_suite_run_opts *o, zb_suite_outcome *out, zb_error *err)
+{
+	memset(out, 0, sizeof *out);
+	out->meas_step_s = NAN;
+	for (int r = 0; r < ZB_RES_COUNT; r++)
+		out->meas_busy_s[r] = NAN;
+	double t0 = zb_wall_s();
+	zb_prediction p;
+	zb_status st = zb_predict(&p, c, err);
+	if (st)
+		return st;
+	out->fits = p.mem.fits && p.simulated;
+	snprintf(out->reason, sizeof out->reason, "%s", p.mem.fits ? "" : p.mem.reason);
+	out->tokens_per_step = p.graph.tokens_per_step;
+	if (out->fits) {
+		out->pred_step_s = zb_step_time_window(&p.graph, p.res.end, o->warmup);
+		zb_graph sub = p.graph;
+		zb_busy_window(&sub, p.res.start, p.res.end, o->warmup, out->pred_busy_s);
+	}
+	zb_exec_result r;
+	int have_r = 0;
+	if (out->fits && o->execute) {
+		zb_exec_options eo = { .quiet = 1, .seed = 1234, .stop = o->stop };
+		if ((st = zb_execute(&p.graph, c, &eo, &r, err))) {
+			if (st == ZB_E_NOFIT || st == ZB_E_NOMEM) {
+				/* the executor's own memory check: report, do not fail the suite */
+				out->fits = 0;
+				snprintf(out->reason, sizeof out->reason, "%.255s", err->msg);
+				st = ZB_OK;
+			}
+		} else {
+			have_r = 1;
+			out->executed = r.steps_done > o->warmup;
+			snprintf(out->device, sizeof out->device, "%s", r.device);
+			if (out->executed) {
+				zb_graph sub = p.graph;
+				sub.steps = r.steps_done;
+				out->meas_step_s = zb_step_time_window(&sub, r.end, o->warmup);
+				zb_busy_window(&sub, r.start, r.end, o->warmup, out->meas_busy_s);
+			}
+		}
+	}
+	out->wall_s = zb_wall_s() - t0;
+	if (!st && o->store) {
+		char *json = zb_config_to_json(c);
+		st = zb_store_add_config(o->store, o->run_id, c, json, &out->config_id, err);
+		free(json);
+		if (!st)
+			st = zb_store_add_prediction(o->store, out->config_id, &p.graph, p.simulated ? &p.res : NULL, &p.mem,
+						     err);
+		if (!st && o->timeline && p.simulated) {
+			st = zb_store_add_tasks(o->store, out->config_id, &p.graph, err);
+			if (!st)
+				st = zb_store_add_events(o->store, out->config_id, "predicted", &p.graph, p.res.start,
+							 p.res.end, err);
+			if (!st && have_r)
+				st = zb_store_add_events(o->store, out->config_id, "measured", &p.graph, r.start, r.end,
+							 err);
+			if (!st && have_r)
+				st = zb_store_add_steps(o->store, out->config_id, "measured", r.steps_done, r.step_s, err);
+		}
+	}
+	if (have_r)
+		zb_exec_result_free(&r);
+	zb_prediction_free(&p);
+	return st;
+}

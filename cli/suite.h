@@ -1,0 +1,100 @@
+/*
+ * suite.h - the built-in suites of configurations `zbench validate`, `baseline
+ * save` and `regress` run, and the one routine that runs a configuration through
+ * the simulator and (when asked) the executor, storing what it made.
+ *
+ * Suites:
+ *   full   36 configurations: every policy (none, offload, overlap, dpu), ratios 0
+ *          to 1, 2 to 16 CPU threads, models from 0.36B (gpt2-medium) to 5.9B
+ *          (llama-6b: llama2-7b's shape with 28 layers), micro-batch 1 to 8,
+ *          gradient accumulation 1 to 4, activation checkpointing, parameter
+ *          offload, pageable copies. Three speedup groups (gpt2-medium, gpt2-xl,
+ *          gpt-2.5b) each hold plain offload (policy offload, ratio 1) and
+ *          Twin-Flow ratios of the same shape, for the speedup check.
+ *   quick  4 small configurations (gpt2-medium and gpt2-large, seq 512): seconds
+ *          on the GPU, for smoke tests and regress.
+ * Every configuration runs `warmup` + `steps` optimizer steps (default 2 + 3: the
+ * engine's warm-up, and enough steady steps for a median-free pace).
+ */
+#ifndef ZB_SUITE_H
+#define ZB_SUITE_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "common/error.h"
+#include "results/store.h"
+#include "core/config.h"
+#include "sim/predict.h"
+
+typedef struct zb_suite_entry {
+	const char *model;       /* preset name, or "llama-6b" */
+	const char *policy;      /* none | offload | overlap | dpu */
+	double ratio;
+	int threads;
+	int micro_batch, seq, gas;
+	const char *ckpt;        /* NULL: none */
+	int offload_param;
+	int pageable;
+	int group;               /* speedup group (0: none); its offload ratio-1 member is the reference */
+} zb_suite_entry;
+
+typedef struct zb_suite {
+	const char *name;
+	const char *description;
+	const zb_suite_entry *entries;
+	int n;
+} zb_suite;
+
+/* A suite by name; ZB_E_INPUT naming the known ones. */
+zb_status zb_suite_find(const char *name, const zb_suite **out, zb_error *err);
+
+/* The configuration of one entry on hardware `hw` (machine preset or JSON file,
+ * NULL: the default machine) with warmup + steps steps. */
+zb_status zb_suite_config(const zb_suite_entry *e, const char *hw, int warmup, int steps, zb_config *out,
+			  zb_error *err);
+
+/* A stable key ("gpt2-xl/dpu/r0.5/t16/mb4/s1024/gas1[/ckpt-gpu][/op][/pg]"): how
+ * baselines find the same configuration again. */
+void zb_suite_key(const zb_suite_entry *e, char *buf, size_t n);
+
+/* Whether e is the reference (plain offload) of its group. */
+int zb_suite_is_reference(const zb_suite_entry *e);
+
+/* Estimated seconds the executor takes for c on the GPU machine: setup (pinning
+ * host memory, first touch, CUDA handles) plus the predicted run plus storing its
+ * timeline. An estimate from rates measured on the H200 machine (suite.c); the
+ * measured wall time is printed beside it so it can be corrected. */
+double zb_suite_estimate_s(const zb_config *c, const zb_prediction *p);
+
+typedef struct zb_suite_outcome {
+	int fits;                /* memory model says it fits (else not simulated, not run) */
+	char reason[256];
+	int executed;            /* the executor ran it */
+	double pred_step_s;      /* predicted, over the same steady window as the measurement */
+	double meas_step_s;      /* NaN when not executed */
+	double pred_busy_s[5], meas_busy_s[5];
+	double tokens_per_step;
+	double wall_s;           /* the executor's wall time including setup, or the prediction's */
+	int64_t config_id;       /* 0 without a store */
+	char device[128];
+} zb_suite_outcome;
+
+/* What zb_suite_run stores (when store is not NULL), inside the caller's
+ * transaction: the configuration and its prediction always; with timeline, the
+ * tasks and predicted events too, and the measured events and step times of an
+ * execution. */
+typedef struct zb_suite_run_opts {
+	int execute;             /* run on the GPU too */
+	int warmup;              /* steps left out of the steady state */
+	int timeline;
+	zb_store *store;
+	int64_t run_id;
+	volatile sig_atomic_t *stop;
+} zb_suite_run_opts;
+
+/* Predict c and, with o->execute, execute it. A configuration that does not fit
+ * is no error: out->fits = 0 with the reason. */
+zb_status zb_suite_run(const zb_config *c, const zb_suite_run_opts *o, zb_suite_outcome *out, zb_error *err);
+
+#endif

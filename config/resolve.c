@@ -1,0 +1,25 @@
+/*
+ * resolve.c - zb_config_resolve (resolve.h): hardware, model, policy, in that
+ * order, then the checks that need all three.
+ */
+#include "config/parts.h"
+
+#include <string.h>
+
+zb_status zb_config_resolve(const zb_config_inputs *in, zb_config *c, zb_sources *src, zb_error *err)
+{
+	zb_status st;
+	zb_sources local;
+	zb_sources *s = src ? src : &local;
+	memset(s, 0, sizeof *s);
+	memset(c, 0, sizeof *c);
+	if ((st = zb_resolve_hardware(in, c, s, err)) || (st = zb_resolve_model(in, c, s, err)) ||
+	    (st = zb_resolve_policy(in, c, s, err)))
+		return st;
+	/* rotary models have no position table, but a length they were built for */
+	const zb_hf_config *hf = in->hf;
+	if (hf && c->model.max_seq == 0 && hf->max_positions > 0 && c->policy.seq > hf->max_positions)
+		return zb_fail(err, ZB_E_INPUT, "seq %d exceeds max_position_embeddings %d of %s", c->policy.seq,
+			       hf->max_positions, hf->path);
+	return zb_config_validate(c, err);
+}

@@ -1,0 +1,160 @@
+/*
+ * config.h - the three inputs of every zbench prediction and run:
+ * the hardware (PCIe link, GPU, host CPU), the model shape, and the offload policy.
+ *
+ * These are plain value structs: presets (presets.h) and JSON files (hwfile.h)
+ * fill them, the schedule builder (graph.h) and the simulator (engine.h) read
+ * them, the executor runs what the schedule built from them says. Units are SI
+ * throughout: bytes, seconds, bytes/s, FLOP/s, parameters/s.
+ */
+#ifndef ZB_CONFIG_H
+#define ZB_CONFIG_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include <stdint.h>
+
+#include "common/error.h"
+#include "inputs/dsprofile.h"
+
+#define ZB_NAME_MAX 64
+
+/* One host<->GPU link (PCIe x16, or NVLink-C2C on Grace Hopper). */
+typedef struct zb_link {
+	char name[ZB_NAME_MAX];
+	double h2d_Bps;          /* large pinned copy, host to device, alone */
+	double d2h_Bps;          /* large pinned copy, device to host, alone */
+	double duplex_h2d;       /* fraction of h2d_Bps kept while D2H also runs (0..1] */
+	double duplex_d2h;       /* fraction of d2h_Bps kept while H2D also runs (0..1] */
+	double copy_latency_s;   /* fixed cost of one copy: t = latency + bytes / bandwidth */
+	double pageable_h2d_Bps; /* cudaMemcpy from pageable memory (staged by the driver) */
+	double pageable_d2h_Bps;
+} zb_link;
+
+typedef struct zb_gpu {
+	char name[ZB_NAME_MAX];
+	double mem_bytes;        /* device memory */
+	double bf16_flops;       /* achievable dense bf16 GEMM rate on large shapes */
+	double fp16_flops;       /* achievable dense fp16 GEMM rate on large shapes */
+	double hbm_Bps;          /* achievable device memory bandwidth (read + write) */
+	double gemm_half_dim;    /* GEMM efficiency: each dim d scales the rate by d/(d+half) */
+	double kernel_latency_s; /* launch plus tail of one kernel */
+	char builtin_link[ZB_NAME_MAX]; /* non-empty: this GPU has its own CPU link preset
+	                                   (gh200: "nvlink-c2c"), used unless --pcie is given */
+} zb_gpu;
+
+typedef struct zb_cpu {
+	char name[ZB_NAME_MAX];
+	int cores;                   /* physical cores available to the optimizer */
+	double adam_params_per_core; /* fused SIMD Adam rate of one core, params/s, DRAM not limiting */
+	double adam_Bps;             /* Adam's own memory ceiling when it runs alone, B/s at 28 B/param
+	                                (its cores saturate the memory controller before the
+	                                DRAM budget shared with DMA is reached); <= 0: dram_Bps */
+	double dram_Bps;             /* host memory bandwidth shared by Adam and PCIe DMA */
+	double mem_bytes;            /* host memory (pinned allocations must fit) */
+	double task_latency_s;       /* cost of dispatching one task to the thread pool */
+	int sockets;                 /* NUMA nodes; cores, adam_Bps and dram_Bps are totals over
+	                                all of them (0 or 1: one node); see numa.h */
+	double xsocket_Bps;          /* inter-socket link (UPI, xGMI), one direction; 0: no limit */
+} zb_cpu;
+
+typedef struct zb_hw {
+	char name[ZB_NAME_MAX];      /* "h200-machine", or the file it came from */
+	zb_link link;
+	zb_gpu gpu;
+	zb_cpu cpu;
+	int gpus_per_link;           /* GPUs whose copies share one host link (>= 1) */
+	int gpus_per_cpu;            /* GPUs whose optimizers share this CPU's cores and DRAM */
+	zb_ds_profile ds;            /* DeepSpeed's framework costs on this machine (dsprofile.h) */
+} zb_hw;
+
+/* A decoder-only transformer. GPT-2 / OPT blocks: LayerNorm, MHA, biases, GeLU MLP
+ * with two matrices. Llama / Mistral: RMSNorm, grouped-query attention (kv_heads <
+ * heads), no biases, SwiGLU MLP with three matrices, rotary positions. */
+typedef struct zb_model {
+	char name[ZB_NAME_MAX];
+	int layers;
+	int hidden;
+	int heads;
+	int kv_heads;            /* == heads for multi-head attention */
+	int ffn;                 /* MLP inner size */
+	int vocab;
+	int max_seq;             /* learned position table size (0 for rotary) */
+	int gated_mlp;           /* SwiGLU: gate, up and down matrices */
+	int bias;                /* linear layers and norms carry biases */
+	int tied_embeddings;     /* LM head shares the token embedding */
+	int embed_proj;          /* OPT-350m style word_embed_proj_dim (0: none) */
+} zb_model;
+
+typedef enum zb_policy_kind {
+	ZB_POLICY_NONE,     /* everything on the GPU, no offload */
+	ZB_POLICY_OFFLOAD,  /* ZeRO-Offload: all grads down after backward, CPU Adam, params up */
+	ZB_POLICY_OVERLAP,  /* buckets go down during backward, updated as they land, up when ready */
+	ZB_POLICY_DPU,      /* overlap + delayed parameter update */
+	ZB_POLICY_COUNT
+} zb_policy_kind;
+
+typedef enum zb_ckpt { ZB_CKPT_NONE, ZB_CKPT_GPU, ZB_CKPT_CPU, ZB_CKPT_COUNT } zb_ckpt;
+typedef enum zb_dtype { ZB_BF16, ZB_FP16, ZB_DTYPE_COUNT } zb_dtype;
+
+typedef struct zb_policy {
+	zb_policy_kind kind;
+	double ratio;            /* Twin-Flow: fraction of parameters whose optimizer runs on
+	                            the CPU; 1 = full offload; ignored for ZB_POLICY_NONE */
+	int offload_param;       /* ZeRO-3 parameter offload: weights fetched per layer */
+	int prefetch_layers;     /* how many layers ahead parameter fetches may run (>= 1) */
+	zb_ckpt ckpt;            /* activation checkpointing */
+	int gas;                 /* gradient accumulation steps per optimizer step */
+	int micro_batch;         /* sequences per micro-batch */
+	int seq;                 /* tokens per sequence */
+	zb_dtype dtype;          /* compute precision; master weights are always fp32 */
+	int pageable;            /* copies from pageable instead of pinned host memory */
+	int64_t bucket_params;   /* gradient bucket size, parameters */
+	int cpu_threads;         /* optimizer threads (0: all cores of the CPU) */
+	/* framework deepspeed only (schedule_deepspeed.h) */
+	int zero_stage;          /* 1, 2 or 3; 0: 3 with offload_param or ratio < 1, else 2 */
+	int64_t sub_group_size;  /* ZeRO-3 sub-group, parameters; 0: DeepSpeed's default 1e9 */
+} zb_policy;
+
+/* Whose schedule the task graph describes (framework.h): zbench's own executor or
+ * DeepSpeed's ZeRO engine. */
+typedef enum zb_framework { ZB_FW_ZBENCH, ZB_FW_DEEPSPEED, ZB_FW_COUNT } zb_framework;
+
+/* Everything one prediction or run needs. */
+typedef struct zb_config {
+	zb_hw hw;
+	int framework;           /* zb_framework */
+	zb_model model;
+	zb_policy policy;
+	int steps;               /* optimizer steps to schedule */
+} zb_config;
+
+/* Defaults: gpt2-large on the H200 machine, overlap, ratio 1, micro-batch 8, seq 1024. */
+void zb_policy_defaults(zb_policy *p);
+
+/* Check values a user could have got wrong: one line naming the field and value. */
+zb_status zb_hw_validate(const zb_hw *hw, zb_error *err);
+zb_status zb_model_validate(const zb_model *m, zb_error *err);
+zb_status zb_policy_validate(const zb_policy *p, const zb_model *m, zb_error *err);
+zb_status zb_config_validate(const zb_config *c, zb_error *err);
+
+/* Names used on the command line, in JSON files and in the database. */
+const char *zb_policy_name(zb_policy_kind k);
+const char *zb_ckpt_name(zb_ckpt c);
+const char *zb_dtype_name(zb_dtype d);
+zb_status zb_policy_parse(const char *s, zb_policy_kind *out, zb_error *err);
+zb_status zb_ckpt_parse(const char *s, zb_ckpt *out, zb_error *err);
+zb_status zb_dtype_parse(const char *s, zb_dtype *out, zb_error *err);
+
+/* Threads the CPU optimizer uses under this config. */
+int zb_config_cpu_threads(const zb_config *c);
+/* Achievable compute rate for the config's dtype. */
+double zb_config_gpu_flops(const zb_config *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,101 @@
+/*
+ * graph.c - what every layer does with a built schedule (graph.h): free it, check
+ * its invariants, name its resources, kinds, ops and passes. Building one is
+ * schedules/ (zb_graph_build).
+ */
+#include "core/graph.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void zb_graph_free(zb_graph *g)
+{
+	free(g->tasks);
+	free(g->deps);
+	free(g->buckets);
+	memset(g, 0, sizeof *g);
+}
+
+zb_status zb_graph_check(const zb_graph *g, zb_error *err)
+{
+	for (size_t i = 0; i < g->ntasks; i++) {
+		const zb_task *t = &g->tasks[i];
+		if (t->id != i)
+			return zb_fail(err, ZB_E_INTERNAL, "task %zu has id %u", i, t->id);
+		if (t->resource >= ZB_RES_COUNT || t->kind >= ZB_TASK_KIND_COUNT)
+			return zb_fail(err, ZB_E_INTERNAL, "task %zu has a bad kind or resource", i);
+		const uint32_t *d = zb_task_deps(g, t);
+		for (uint32_t j = 0; j < t->dep_count; j++)
+			if (d[j] >= t->id)
+				return zb_fail(err, ZB_E_INTERNAL,
+					       "task %u depends on later task %u (a cycle is possible)", t->id, d[j]);
+	}
+	/* buckets tile [0, params) */
+	int64_t covered = 0, cpu = 0;
+	for (int bk = 0; bk < g->nbuckets; bk++) {
+		covered += g->buckets[bk].params;
+		if (g->buckets[bk].on_cpu)
+			cpu += g->buckets[bk].params;
+		if (bk > 0 && g->buckets[bk].param_offset + g->buckets[bk].params !=
+				      g->buckets[bk - 1].param_offset)
+			return zb_fail(err, ZB_E_INTERNAL, "bucket %d does not abut bucket %d", bk, bk - 1);
+	}
+	if (covered != g->params || cpu != g->cpu_params)
+		return zb_fail(err, ZB_E_INTERNAL, "buckets cover %lld parameters (%lld on cpu), model has %lld",
+			       (long long)covered, (long long)cpu, (long long)g->params);
+	/* every parameter updated exactly once per step; every CPU-updated gradient
+	 * crosses PCIe down once per step */
+	for (int s = 0; s < g->steps; s++) {
+		int64_t updated = 0, down = 0;
+		for (size_t i = 0; i < g->ntasks; i++) {
+			const zb_task *t = &g->tasks[i];
+			if (t->step != s)
+				continue;
+			if (t->op == ZB_OP_ADAM)
+				updated += t->params;
+			if (t->op == ZB_OP_GRAD_DOWN)
+				down += t->params;
+		}
+		if (updated != g->params)
+			return zb_fail(err, ZB_E_INTERNAL, "step %d updates %lld of %lld parameters", s,
+				       (long long)updated, (long long)g->params);
+		if (down != g->cpu_params)
+			return zb_fail(err, ZB_E_INTERNAL, "step %d sends %lld gradients down, %lld are offloaded",
+				       s, (long long)down, (long long)g->cpu_params);
+	}
+	return ZB_OK;
+}
+
+/* ---- names ------------------------------------------------------------------ */
+
+const char *zb_resource_name(zb_resource r)
+{
+	static const char *n[] = { "gpu", "pcie_d2h", "pcie_h2d", "cpu", "gpu_opt" };
+	return r < ZB_RES_COUNT ? n[r] : "?";
+}
+
+const char *zb_task_kind_name(zb_task_kind k)
+{
+	static const char *n[] = { "gemm", "kernel", "copy", "cpu_adam", "gpu_adam", "host" };
+	_Static_assert(sizeof n / sizeof n[0] == ZB_TASK_KIND_COUNT, "kind names");
+	return k < ZB_TASK_KIND_COUNT ? n[k] : "?";
+}
+
+const char *zb_op_name(zb_op op)
+{
+	static const char *n[] = { "embed",   "norm1",      "qkv",       "scores",  "softmax",
+				   "context", "proj",       "resid",     "norm2",   "fc1",
+				   "act",     "fc2",        "normf",     "lmhead",  "loss",
+				   "grad_acc", "grad_down", "param_up",  "param_fetch", "act_down",
+				   "act_up",  "adam",
+				   "grad_copy", "cast", "fresh_pages", "hook", "grad_hook", "python",
+				   "param_up_pageable" };
+	_Static_assert(sizeof n / sizeof n[0] == ZB_OP_COUNT, "op names");
+	return op < ZB_OP_COUNT ? n[op] : "?";
+}
+
+const char *zb_pass_name(zb_pass p)
+{
+	static const char *n[] = { "fwd", "recompute", "bwd_data", "bwd_weight", "opt" };
+	return p < ZB_PASS_COUNT ? n[p] : "?";
+}

@@ -1,0 +1,28 @@
+/*
+ * hwfile.h - hardware and model descriptions as JSON files (through jansson), so a
+ * calibrated machine can be saved and reused: `--hw FILE`, `--model-file FILE`.
+ *
+ * Hardware file: {"name": ..., "link": {...}, "gpu": {...}, "cpu": {...},
+ * "gpus_per_link": 1, "gpus_per_cpu": 1}; each of link/gpu/cpu may instead be a
+ * preset name string ("link": "gen5"). Field names match the struct fields of
+ * config.h. Missing required fields, wrong types, unknown keys and values out of
+ * range are errors naming the file, the key and the value.
+ */
+#ifndef ZB_HWFILE_H
+#define ZB_HWFILE_H
+
+#include "common/error.h"
+#include "core/config.h"
+
+zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err);
+zb_status zb_model_load(const char *path, zb_model *out, zb_error *err);
+
+/* Write atomically (temp file + rename) so a failure leaves no half file. */
+zb_status zb_hw_save(const char *path, const zb_hw *hw, zb_error *err);
+zb_status zb_model_save(const char *path, const zb_model *m, zb_error *err);
+
+/* JSON text of a whole configuration (hw, model, policy, steps) for the database
+ * and for --json outputs. Caller frees with free(). */
+char *zb_config_to_json(const zb_config *c);
+
+#endif

@@ -1,0 +1,767 @@
+/*
+ * schedule_deepspeed.c - DeepSpeed's ZeRO step as a task graph; see
+ * schedule_deepspeed.h for what each configuration does and where that comes from.
+ *
+ * Resources keep the meaning they have in zbench's schedule, with one difference
+ * that is the point of this file: ZB_RES_CPU is DeepSpeed's one Python thread. Its
+ * hooks, its Python work, CPU Adam and the host casts run one after the other in id
+ * order, and a GPU task that the thread has not launched yet (the next module's
+ * kernels while a hook or a blocking copy runs) depends on the thread's last task.
+ * GPU Adam for Twin-Flow sub-groups runs on the compute stream (DeepSpeed launches
+ * it on the default stream), not on ZB_RES_GPU_OPT.
+ *
+ * Buckets are the optimizer's groups: ZeRO-3 sub-groups (top of the model first,
+ * as in graph.c: bucket 0 is the highest), one group for stages 1/2.
+ */
+#include "schedules/deepspeed.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inputs/dsconfig.h"
+#include "inputs/dsprofile.h"
+#include "core/model.h"
+
+#define NONE UINT32_MAX
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+int zb_ds_stage(const zb_config *c)
+{
+	const zb_policy *p = &c->policy;
+	if (p->zero_stage > 0)
+		return p->zero_stage;
+	return p->offload_param || (p->kind != ZB_POLICY_NONE && p->ratio < 1.0) ? 3 : 2;
+}
+
+int64_t zb_ds_sub_group(const zb_config *c)
+{
+	return c->policy.sub_group_size > 0 ? c->policy.sub_group_size : 1000000000;
+}
+
+/* Modules with hooks: GPT-2 style block = block, 2 norms, attention (+ its
+ * projections: fused QKV and output, or q, k, v, o), MLP (+ 2 or 3 linears, the
+ * activation). Embedding unit: token (+ position) embedding; last unit: final norm
+ * (+ an untied head) and the model itself. */
+int zb_ds_unit_modules(const zb_model *m, int unit)
+{
+	if (unit == 0)
+		return m->max_seq > 0 ? 2 : 1;
+	if (unit == m->layers + 1)
+		return 2 + (m->tied_embeddings ? 0 : 1);
+	int attn = m->kv_heads < m->heads || m->gated_mlp ? 4 : 2;
+	int mlp = m->gated_mlp ? 3 : 2;
+	return 1 + 2 + 1 + attn + 1 + mlp + 1;
+}
+
+int zb_ds_unit_tensors(const zb_model *m, int unit)
+{
+	int b = m->bias ? 2 : 1;
+	if (unit == 0)
+		return m->max_seq > 0 ? 2 : 1;
+	if (unit == m->layers + 1)
+		return b + (m->tied_embeddings ? 0 : 1);
+	int attn = m->kv_heads < m->heads || m->gated_mlp ? 4 : 2;
+	int mlp = m->gated_mlp ? 3 : 2;
+	return 2 * b + (attn + mlp) * b;
+}
+
+double zb_ds_host_task_s(const zb_task *t, const zb_config *c)
+{
+	zb_ds_profile scratch;
+	const zb_ds_profile *f = zb_ds_profile_of(&c->hw.ds, &scratch);
+	switch (t->op) {
+	case ZB_OP_HOOK: return (double)t->params * f->hook_s;
+	case ZB_OP_GRAD_HOOK: return (double)t->params * f->grad_hook_s;
+	case ZB_OP_PYTHON: return t->bucket >= 0 ? f->subgroup_s : f->step_s; /* a sub-group's or the step's */
+	case ZB_OP_CAST: return t->bytes / f->cast_Bps;
+	case ZB_OP_FRESH_PAGES: return t->bytes / f->fresh_Bps;
+	default: return 0;
+	}
+}
+
+/* ---- emitting ----------------------------------------------------------- */
+
+typedef struct dsb {
+	zb_graph *g;
+	const zb_config *c;
+	const zb_model *m;
+	const zb_policy *p;
+	zb_ds_profile fs;
+	const zb_ds_profile *f;
+	int units, stage, offload, oparam, overlap;
+	int64_t tokens;
+	int64_t split;               /* parameters below this run their optimizer on the GPU */
+	uint32_t deps[ZB_RES_COUNT + 4];
+	int ndeps;
+	uint32_t last[ZB_RES_COUNT]; /* last task emitted per resource */
+	uint32_t step_end_gpu, step_end_h2d; /* tasks the next step's forward waits for */
+	uint32_t *fwd_done, *bwd_done, *fetch;
+	uint32_t copy_hold;          /* a copy the compute stream waits for, NONE if none */
+} dsb;
+
+static void dep(dsb *b, uint32_t id)
+{
+	if (id == NONE)
+		return;
+	int r = b->g->tasks[id].resource;
+	for (int i = 0; i < b->ndeps; i++) {
+		if (b->g->tasks[b->deps[i]].resource == r) {
+			if (id > b->deps[i])
+				b->deps[i] = id;
+			return;
+		}
+	}
+	b->deps[b->ndeps++] = id;
+}
+
+static uint32_t emit(dsb *b, zb_task t)
+{
+	zb_graph *g = b->g;
+	if (g->ntasks == g->cap_tasks) {
+		g->cap_tasks = g->cap_tasks ? 2 * g->cap_tasks : 1024;
+		g->tasks = zb_xrealloc(g->tasks, g->cap_tasks * sizeof *g->tasks);
+	}
+	while (g->ndeps + (size_t)b->ndeps > g->cap_deps) {
+		g->cap_deps = g->cap_deps ? 2 * g->cap_deps : 4096;
+		g->deps = zb_xrealloc(g->deps, g->cap_deps * sizeof *g->deps);
+	}
+	t.id = (uint32_t)g->ntasks;
+	t.dep_begin = (uint32_t)g->ndeps;
+	t.dep_count = (uint32_t)b->ndeps;
+	if (b->ndeps)
+		memcpy(g->deps + g->ndeps, b->deps, (size_t)b->ndeps * sizeof *b->deps);
+	g->ndeps += (size_t)b->ndeps;
+	b->ndeps = 0;
+	g->tasks[g->ntasks++] = t;
+	b->last[t.resource] = t.id;
+	if (t.resource == ZB_RES_D2H || t.resource == ZB_RES_H2D)
+		g->copy_bytes[t.resource] += t.bytes;
+	return t.id;
+}
+
+static zb_task blank(int kind, int resource, int op, int pass, int step, int micro, int unit)
+{
+	zb_task t;
+	memset(&t, 0, sizeof t);
+	t.kind = (uint8_t)kind;
+	t.resource = (uint8_t)resource;
+	t.op = (uint8_t)op;
+	t.pass = (uint8_t)pass;
+	t.step = step;
+	t.micro = micro;
+	t.unit = unit;
+	t.bucket = -1;
+	t.param_offset = -1;
+	return t;
+}
+
+typedef struct ctx {
+	int step, micro, pass;
+} ctx;
+
+/* A GPU task waits for the host thread that launches it and, when a copy holds
+ * the compute stream, for that copy. */
+static void gpu_deps(dsb *b)
+{
+	dep(b, b->last[ZB_RES_CPU]);
+	dep(b, b->copy_hold);
+}
+
+static uint32_t gemm(dsb *b, ctx x, int op, int unit, int64_t m, int64_t n, int64_t k, int64_t batch,
+		     double flops)
+{
+	zb_task t = blank(ZB_TASK_GEMM, ZB_RES_GPU, op, x.pass, x.step, x.micro, unit);
+	t.m = (int32_t)m;
+	t.n = (int32_t)n;
+	t.k = (int32_t)k;
+	t.batch = (int32_t)batch;
+	t.flops = flops > 0 ? flops : 2.0 * (double)m * n * k * batch;
+	t.bytes = 2.0 * batch * ((double)m * k + (double)k * n + (double)m * n);
+	gpu_deps(b);
+	return emit(b, t);
+}
+
+static uint32_t kernel(dsb *b, ctx x, int op, int unit, double bytes)
+{
+	zb_task t = blank(ZB_TASK_KERNEL, ZB_RES_GPU, op, x.pass, x.step, x.micro, unit);
+	t.bytes = bytes;
+	gpu_deps(b);
+	return emit(b, t);
+}
+
+static uint32_t host(dsb *b, ctx x, int op, int unit, int64_t count, double bytes)
+{
+	zb_task t = blank(ZB_TASK_HOST, ZB_RES_CPU, op, x.pass, x.step, x.micro, unit);
+	t.params = count;
+	t.bytes = bytes;
+	return emit(b, t);
+}
+
+static uint32_t copy(dsb *b, ctx x, int res, int op, int unit, int64_t params, int64_t offset,
+		     double bytes)
+{
+	zb_task t = blank(ZB_TASK_COPY, res, op, x.pass, x.step, x.micro, unit);
+	t.params = params;
+	t.param_offset = offset;
+	t.bytes = bytes;
+	return emit(b, t);
+}
+
+static void linear(dsb *b, ctx x, int op, int unit, int64_t out, int64_t in)
+{
+	int64_t T = b->tokens;
+	if (x.pass == ZB_PASS_FWD || x.pass == ZB_PASS_RECOMPUTE) {
+		gemm(b, x, op, unit, out, T, in, 1, 0);
+		return;
+	}
+	ctx w = x;
+	w.pass = ZB_PASS_BWD_WEIGHT;
+	gemm(b, x, op, unit, in, T, out, 1, 0);
+	gemm(b, w, op, unit, out, in, T, 1, 0);
+}
+
+static double act(const dsb *b, int64_t width) { return 2.0 * (double)b->tokens * width; }
+
+/* Attention core of one block. SDPA flash with a causal mask computes half the
+ * score tiles; its backward recomputes the scores (2.5 x the forward's work). */
+static void attention(dsb *b, ctx x, int unit, int backward)
+{
+	const zb_model *m = b->m;
+	int64_t s = b->p->seq, bh = (int64_t)b->p->micro_batch * m->heads, d = zb_model_head_dim(m);
+	double full = 4.0 * (double)bh * s * s * d; /* QK^T and PV */
+	if (b->f->flash) {
+		gemm(b, x, ZB_OP_SCORES, unit, s, s, d, bh, (backward ? 2.5 : 1.0) * 0.5 * full);
+		return;
+	}
+	double scores = 2.0 * (double)bh * s * s;
+	if (!backward) {
+		gemm(b, x, ZB_OP_SCORES, unit, s, s, d, bh, 0);
+		kernel(b, x, ZB_OP_SOFTMAX, unit, 3 * scores); /* mask, softmax, saved probs */
+		gemm(b, x, ZB_OP_CONTEXT, unit, d, s, s, bh, 0);
+	} else {
+		gemm(b, x, ZB_OP_CONTEXT, unit, s, s, d, bh, 0);
+		gemm(b, x, ZB_OP_CONTEXT, unit, d, s, s, bh, 0);
+		kernel(b, x, ZB_OP_SOFTMAX, unit, 3 * scores);
+		gemm(b, x, ZB_OP_SCORES, unit, d, s, s, bh, 0);
+		gemm(b, x, ZB_OP_SCORES, unit, d, s, s, bh, 0);
+	}
+}
+
+static void block(dsb *b, ctx x, int unit, int backward)
+{
+	const zb_model *m = b->m;
+	int64_t h = m->hidden, kv = zb_model_kv_dim(m), f = m->ffn;
+	int64_t up = (m->gated_mlp ? 2 : 1) * f;
+	double k = backward ? 1.5 : 1.0; /* elementwise backward reads one more tensor */
+	kernel(b, x, ZB_OP_NORM1, unit, k * 2 * act(b, h));
+	linear(b, x, ZB_OP_QKV, unit, h + 2 * kv, h);
+	attention(b, x, unit, backward);
+	linear(b, x, ZB_OP_PROJ, unit, h, h);
+	kernel(b, x, ZB_OP_RESID, unit, k * 3 * act(b, h));
+	kernel(b, x, ZB_OP_NORM2, unit, k * 2 * act(b, h));
+	linear(b, x, ZB_OP_FC1, unit, up, h);
+	kernel(b, x, ZB_OP_ACT, unit, k * act(b, (m->gated_mlp ? 3 : 2) * f));
+	linear(b, x, ZB_OP_FC2, unit, h, f);
+	kernel(b, x, ZB_OP_RESID, unit, k * 3 * act(b, h));
+}
+
+static void unit_compute(dsb *b, ctx x, int u, int backward)
+{
+	const zb_model *m = b->m;
+	int L = m->layers;
+	int64_t h = m->hidden, V = m->vocab, T = b->tokens;
+	int64_t e = m->embed_proj > 0 ? m->embed_proj : h;
+	if (u == 0) {
+		kernel(b, x, ZB_OP_EMBED, u, 2 * act(b, h) + (backward ? 2.0 * V * e : 0));
+	} else if (u <= L) {
+		if (backward && b->p->ckpt != ZB_CKPT_NONE) {
+			ctx r = x;
+			r.pass = ZB_PASS_RECOMPUTE;
+			block(b, r, u, 0);
+		}
+		block(b, x, u, backward);
+	} else {
+		kernel(b, x, ZB_OP_NORMF, u, 2 * act(b, h));
+		linear(b, x, ZB_OP_LMHEAD, u, V, e);
+		/* logits upcast to fp32, log-softmax, loss and its gradient */
+		kernel(b, x, ZB_OP_LOSS, u, (double)T * V * (backward ? 10 : 8));
+	}
+}
+
+/* ---- per unit: hooks, fetches, gradients --------------------------------- */
+
+static int64_t unit_lo(const dsb *b, int u) { return zb_model_unit_offset(b->m, u); }
+static int64_t unit_n(const dsb *b, int u) { return zb_model_unit_params(b->m, u); }
+
+/* Parameters of unit u whose optimizer runs on the CPU (the top of the model). */
+static int64_t unit_cpu(const dsb *b, int u)
+{
+	if (!b->offload)
+		return 0;
+	int64_t lo = unit_lo(b, u), hi = lo + unit_n(b, u);
+	if (hi <= b->split)
+		return 0;
+	return hi - (lo > b->split ? lo : b->split);
+}
+
+/* ZeRO-3: the module hooks of unit u for this pass; with offload_param the fetch
+ * they start. window: the unit whose compute must end before this fetch, NONE if
+ * none: prefetch_layers units back, the current unit counted (DeepSpeed's
+ * stage3_prefetch_bucket_size counts the elements fetched ahead of use including
+ * the module about to run, so the default 5e7 is less than one block of a 2.5 B
+ * model: the next block's weights come while the current one computes, at most). */
+static void pre_unit(dsb *b, ctx x, int u, uint32_t window)
+{
+	b->fetch[u] = NONE;
+	if (b->stage < 3)
+		return;
+	host(b, x, ZB_OP_HOOK, u, zb_ds_unit_modules(b->m, u), 0);
+	if (!b->oparam)
+		return;
+	dep(b, b->last[ZB_RES_CPU]);
+	dep(b, window);
+	b->fetch[u] = copy(b, x, ZB_RES_H2D, ZB_OP_PARAM_FETCH, u, unit_n(b, u), unit_lo(b, u),
+			   2.0 * (double)unit_n(b, u));
+}
+
+/* Gradients of unit u after its backward. */
+/* Gradient accumulation with offload (micro-batch > 0): DeepSpeed brings the
+ * host's fp32 accumulator of the unit up, adds on the GPU and sends it back down
+ * (stage_1_and_2.py async_accumulate_grad_in_cpu_via_gpu, stage3.py
+ * partition_grads: "adding directly to cpu is very slow"). The copy down counts as
+ * the gradient's only on the last micro-batch. */
+static uint32_t accumulate_up(dsb *b, ctx o, int u, int64_t n, int64_t offset)
+{
+	if (o.micro == 0 || n == 0)
+		return NONE;
+	dep(b, b->last[ZB_RES_GPU]);
+	return copy(b, o, ZB_RES_H2D, ZB_OP_GRAD_COPY, u, n, offset, 4.0 * n);
+}
+
+static void grads_of_unit(dsb *b, ctx x, int u, int last_micro)
+{
+	int64_t n = unit_n(b, u), nc = unit_cpu(b, u);
+	int64_t lo = unit_lo(b, u);
+	int down_op = last_micro ? ZB_OP_GRAD_DOWN : ZB_OP_GRAD_COPY;
+	double add = x.micro > 0 ? 12.0 : 0; /* fp32 accumulate: read two, write one */
+	ctx o = x;
+	o.pass = ZB_PASS_BWD_WEIGHT;
+	b->copy_hold = NONE;
+	if (!b->offload) {
+		/* stage 1/2: bucket copy and fp32 partition (6 B/param moved);
+		 * stage 3: partitioned bf16 gradient (2 B/param) */
+		kernel(b, o, ZB_OP_GRAD_COPY, u, (b->stage < 3 ? 12.0 : 4.0) * n);
+		return;
+	}
+	if (b->stage < 3) {
+		uint32_t gpu_done = b->last[ZB_RES_GPU];
+		b->copy_hold = accumulate_up(b, o, u, n, lo);
+		/* bucket copy (2 B) and the bf16 -> fp32 cast (2 B in, 4 B out) */
+		uint32_t cast = kernel(b, o, ZB_OP_GRAD_COPY, u, (10.0 + add) * n);
+		b->copy_hold = NONE;
+		dep(b, cast);
+		uint32_t down = copy(b, o, ZB_RES_D2H, down_op, u, n, lo, 4.0 * n);
+		/* the hooks run when autograd reaches the unit (their norm and overflow
+		 * checks wait for its kernels) and hold the thread that launches the next
+		 * unit; without overlap_comm the copy is on the compute stream and holds
+		 * the next unit's kernels too */
+		dep(b, gpu_done);
+		if (!b->overlap)
+			b->copy_hold = down;
+		host(b, o, ZB_OP_GRAD_HOOK, u, zb_ds_unit_tensors(b->m, u), 0);
+		return;
+	}
+	/* stage 3: fp32 gradients of the GPU sub-groups stay on the GPU, those of the
+	 * CPU sub-groups go down, the bf16 partition of all goes down too (profiled) */
+	b->copy_hold = accumulate_up(b, o, u, nc, lo + n - nc);
+	uint32_t cast = kernel(b, o, ZB_OP_GRAD_COPY, u, (10.0 + add) * n);
+	b->copy_hold = NONE;
+	uint32_t down = NONE;
+	if (nc > 0) {
+		dep(b, cast);
+		down = copy(b, o, ZB_RES_D2H, down_op, u, nc, lo + n - nc, 4.0 * nc);
+	}
+	if (last_micro) {
+		dep(b, cast);
+		down = copy(b, o, ZB_RES_D2H, ZB_OP_GRAD_COPY, u, n, lo, 2.0 * n);
+	}
+	b->copy_hold = down;
+}
+
+static void micro_batch(dsb *b, int step, int micro)
+{
+	int U = b->units, w = b->p->prefetch_layers >= 1 ? b->p->prefetch_layers : 1;
+	int last = micro == b->p->gas - 1;
+	ctx f = { step, micro, ZB_PASS_FWD };
+	if (micro == 0) {
+		/* Python of the step; the previous step is over (the harness syncs) */
+		dep(b, b->step_end_gpu);
+		dep(b, b->step_end_h2d);
+		host(b, f, ZB_OP_PYTHON, -1, 1, 0);
+	}
+	int cpu_ckpt = b->p->ckpt == ZB_CKPT_CPU;
+	for (int u = 0; u < U; u++) {
+		pre_unit(b, f, u, u - w >= 0 ? b->fwd_done[u - w] : NONE);
+		dep(b, b->fetch[u]);
+		unit_compute(b, f, u, 0);
+		b->fwd_done[u] = b->last[ZB_RES_GPU];
+		b->copy_hold = NONE;
+		if (cpu_ckpt && u >= 1 && u <= b->m->layers) {
+			/* cpu_checkpointing: the block's input goes to the host with a
+			 * synchronous copy (the next block waits for it) */
+			dep(b, b->fwd_done[u]);
+			b->copy_hold = copy(b, f, ZB_RES_D2H, ZB_OP_ACT_DOWN, u, 0, -1, act(b, b->m->hidden));
+		}
+	}
+	b->copy_hold = NONE;
+	ctx bw = { step, micro, ZB_PASS_BWD_DATA };
+	for (int u = U - 1; u >= 0; u--) {
+		pre_unit(b, bw, u, u + w < U ? b->bwd_done[u + w] : NONE);
+		dep(b, b->fetch[u]);
+		if (cpu_ckpt && u >= 1 && u <= b->m->layers) {
+			dep(b, b->last[ZB_RES_GPU]); /* brought back when recompute needs it */
+			b->copy_hold = copy(b, bw, ZB_RES_H2D, ZB_OP_ACT_UP, u, 0, -1, act(b, b->m->hidden));
+		}
+		unit_compute(b, bw, u, 1);
+		b->bwd_done[u] = b->last[ZB_RES_GPU];
+		if (b->offload || last)
+			grads_of_unit(b, bw, u, last);
+	}
+	b->copy_hold = NONE;
+}
+
+/* ---- the optimizer step --------------------------------------------------- */
+
+static void gpu_adam(dsb *b, int step, int bk)
+{
+	const zb_bucket *bu = &b->g->buckets[bk];
+	ctx o = { step, -1, ZB_PASS_OPT };
+	if (b->stage == 3 && !b->offload) /* _prepare_fp32_grad_for_sub_group: flatten + fp32 */
+		kernel(b, o, ZB_OP_GRAD_COPY, bu->first_unit, 6.0 * bu->params);
+	zb_task t = blank(ZB_TASK_KERNEL, ZB_RES_GPU, ZB_OP_ADAM, ZB_PASS_OPT, step, -1, bu->first_unit);
+	t.bucket = bk;
+	t.params = bu->params;
+	t.param_offset = bu->param_offset;
+	t.bytes = b->f->torch_adam_Bpp * (double)bu->params;
+	gpu_deps(b);
+	emit(b, t);
+	kernel(b, o, ZB_OP_CAST, bu->first_unit, 6.0 * bu->params);
+}
+
+static void cpu_group(dsb *b, int step, int bk, uint32_t grads_down)
+{
+	const zb_bucket *bu = &b->g->buckets[bk];
+	ctx o = { step, -1, ZB_PASS_OPT };
+	double n = (double)bu->params;
+	dep(b, grads_down);
+	zb_task t = blank(ZB_TASK_CPU_ADAM, ZB_RES_CPU, ZB_OP_ADAM, ZB_PASS_OPT, step, -1, bu->first_unit);
+	t.bucket = bk;
+	t.params = bu->params;
+	t.param_offset = bu->param_offset;
+	t.bytes = n * ZB_ADAM_BYTES_PER_PARAM;
+	emit(b, t);
+	host(b, o, ZB_OP_CAST, bu->first_unit, 0, 6.0 * n); /* fp32 -> bf16 on the host */
+	if (b->stage < 3) {
+		/* into the pinned bf16 buffer, then one non-blocking copy up */
+		dep(b, b->last[ZB_RES_CPU]);
+		b->step_end_h2d = copy(b, o, ZB_RES_H2D, ZB_OP_PARAM_UP, bu->first_unit, bu->params,
+				       bu->param_offset, 2.0 * n);
+		return;
+	}
+	if (b->oparam)
+		return; /* the host partition is the parameter: nothing goes up */
+	/* copy_ of a CPU fp32 tensor into a GPU bf16 one: a fresh pageable
+	 * temporary, then a pageable H2D the thread waits for */
+	host(b, o, ZB_OP_FRESH_PAGES, bu->first_unit, 0, 2.0 * n);
+	dep(b, b->last[ZB_RES_CPU]);
+	uint32_t up = copy(b, o, ZB_RES_H2D, ZB_OP_PARAM_UP_PAGEABLE, bu->first_unit, bu->params,
+			   bu->param_offset, 2.0 * n);
+	dep(b, up);
+	/* a blocking copy: the thread goes on when it is done (a zero-cost marker
+	 * that orders the thread after the copy) */
+	host(b, o, ZB_OP_HOOK, bu->first_unit, 0, 0);
+}
+
+static void optimizer_step(dsb *b, int step)
+{
+	zb_graph *g = b->g;
+	uint32_t grads_down = b->last[ZB_RES_D2H];
+	/* sub-groups in model order: the bottom (GPU, Twin-Flow) first */
+	for (int bk = g->nbuckets - 1; bk >= 0; bk--) {
+		if (b->stage == 3) { /* the sub-group's Python around its optimizer step */
+			ctx o = { step, -1, ZB_PASS_OPT };
+			zb_task t = blank(ZB_TASK_HOST, ZB_RES_CPU, ZB_OP_PYTHON, ZB_PASS_OPT, step, -1,
+					  g->buckets[bk].first_unit);
+			t.bucket = bk;
+			dep(b, grads_down);
+			emit(b, t);
+			(void)o;
+		}
+		if (g->buckets[bk].on_cpu)
+			cpu_group(b, step, bk, grads_down);
+		else
+			gpu_adam(b, step, bk);
+	}
+	b->step_end_gpu = b->last[ZB_RES_GPU];
+	if (b->stage == 3 && b->offload && !b->oparam) {
+		/* the profiled 2 B/param pinned H2D of stage 3 offload, after the groups */
+		ctx o = { step, -1, ZB_PASS_OPT };
+		dep(b, b->last[ZB_RES_CPU]);
+		b->step_end_h2d = copy(b, o, ZB_RES_H2D, ZB_OP_PARAM_UP, b->units - 1, 0, 0,
+				       2.0 * (double)g->params);
+	}
+}
+
+/* ---- groups ----------------------------------------------------------------- */
+
+typedef struct grouping {
+	int64_t sg, acc, in_group, *bounds;
+	int n, cap;
+} grouping;
+
+static void close_groups(int64_t size, void *ctx)
+{
+	grouping *gr = ctx;
+	gr->acc += size;
+	gr->in_group += size;
+	if (gr->in_group < gr->sg)
+		return;
+	if (gr->n == gr->cap) {
+		gr->cap = gr->cap ? 2 * gr->cap : 64;
+		gr->bounds = zb_xrealloc(gr->bounds, sizeof(int64_t) * (size_t)gr->cap);
+	}
+	gr->bounds[gr->n++] = gr->acc; /* end offset of a sub-group */
+	gr->in_group = 0;
+}
+
+/* ZeRO-3 sub-groups in model order (whole tensors, closing at >= sub_group_size);
+ * the CPU ones are the top, chosen so their share is nearest to the ratio (a ratio
+ * from --ds-config is already one DeepSpeed's rule gives). Stages 1/2: one group. */
+static void make_groups(dsb *b)
+{
+	zb_graph *g = b->g;
+	int64_t P = g->params;
+	int64_t *ends;
+	int n;
+	if (b->stage == 3) {
+		grouping gr = { 0 };
+		gr.sg = zb_ds_sub_group(b->c);
+		zb_ds_tensors(b->m, close_groups, &gr);
+		if (gr.n == 0 || gr.bounds[gr.n - 1] != P) {
+			if (gr.n == gr.cap)
+				gr.bounds = zb_xrealloc(gr.bounds, sizeof(int64_t) * (size_t)(gr.cap = gr.n + 1));
+			gr.bounds[gr.n++] = P;
+		}
+		ends = gr.bounds;
+		n = gr.n;
+	} else {
+		ends = zb_xmalloc(sizeof(int64_t));
+		ends[0] = P;
+		n = 1;
+	}
+	/* first CPU group k: the CPU share sum(k..n-1) nearest to ratio * P */
+	double want = b->offload ? b->p->ratio * (double)P : 0;
+	int k = n;
+	double best = want;
+	for (int i = 0; i < n; i++) {
+		double cpu = (double)(P - (i ? ends[i - 1] : 0));
+		if (fabs(cpu - want) < best - 0.5) {
+			best = fabs(cpu - want);
+			k = i;
+		}
+	}
+	if (!b->offload)
+		k = n;
+	g->buckets = zb_xcalloc((size_t)n, sizeof *g->buckets);
+	g->nbuckets = n;
+	for (int i = 0; i < n; i++) {
+		zb_bucket *bu = &g->buckets[n - 1 - i]; /* bucket 0 = top */
+		bu->param_offset = i ? ends[i - 1] : 0;
+		bu->params = ends[i] - bu->param_offset;
+		bu->on_cpu = i >= k;
+	}
+	b->split = k < n ? (k ? ends[k - 1] : 0) : P;
+	g->cpu_params = P - b->split;
+	for (int bk = 0; bk < n; bk++) {
+		zb_bucket *bu = &g->buckets[bk];
+		bu->first_unit = bu->last_unit = 0;
+		for (int u = 0; u < b->units; u++) {
+			int64_t lo = unit_lo(b, u);
+			if (lo <= bu->param_offset)
+				bu->first_unit = u;
+			if (lo < bu->param_offset + bu->params)
+				bu->last_unit = u;
+		}
+	}
+	free(ends);
+}
+
+/* ---- entry point -------------------------------------------------------------- */
+
+static zb_status check(const zb_config *c, int stage, zb_error *err)
+{
+	const zb_policy *p = &c->policy;
+	if (c->steps < 1)
+		return zb_fail(err, ZB_E_INPUT, "steps %d must be at least 1", c->steps);
+	if (stage < 1 || stage > 3)
+		return zb_fail(err, ZB_E_INPUT, "zero stage %d is not one DeepSpeed offloads with (1, 2, 3)", stage);
+	if (p->kind == ZB_POLICY_DPU)
+		return zb_fail(err, ZB_E_INPUT,
+			       "policy 'dpu' has no DeepSpeed counterpart (its delayed parameter update was never "
+			       "merged); use --framework zbench");
+	if (p->offload_param && stage != 3)
+		return zb_fail(err, ZB_E_INPUT, "offload_param needs zero stage 3, not %d", stage);
+	if (p->offload_param && p->kind == ZB_POLICY_NONE)
+		return zb_fail(err, ZB_E_INPUT, "offload_param needs offload_optimizer (policy offload or overlap)");
+	if (p->kind != ZB_POLICY_NONE && p->ratio < 1.0 && stage != 3)
+		return zb_fail(err, ZB_E_INPUT, "a Twin-Flow ratio %g needs zero stage 3, not %d", p->ratio, stage);
+	if (c->policy.sub_group_size < 0)
+		return zb_fail(err, ZB_E_INPUT, "sub_group_size %lld must not be negative",
+			       (long long)c->policy.sub_group_size);
+	return ZB_OK;
+}
+
+zb_status zb_ds_graph_build(zb_graph *g, const zb_config *c, zb_error *err)
+{
+	memset(g, 0, sizeof *g);
+	zb_status st = zb_config_validate(c, err);
+	if (st)
+		return st;
+	dsb b;
+	memset(&b, 0, sizeof b);
+	b.stage = zb_ds_stage(c);
+	if ((st = check(c, b.stage, err)))
+		return st;
+	b.f = zb_ds_profile_of(&c->hw.ds, &b.fs);
+	if ((st = zb_ds_profile_validate(b.f, err)))
+		return st;
+	b.g = g;
+	b.c = c;
+	b.m = &c->model;
+	b.p = &c->policy;
+	b.units = zb_model_units(b.m);
+	b.tokens = (int64_t)b.p->micro_batch * b.p->seq;
+	b.offload = b.p->kind != ZB_POLICY_NONE;
+	b.oparam = b.p->offload_param;
+	b.overlap = b.p->kind == ZB_POLICY_OVERLAP;
+	b.step_end_gpu = b.step_end_h2d = b.copy_hold = NONE;
+	for (int r = 0; r < ZB_RES_COUNT; r++)
+		b.last[r] = NONE;
+
+	g->steps = c->steps;
+	g->params = zb_model_params(b.m);
+	g->grad_bytes_per_param = 2;
+	g->tokens_per_step = (double)b.tokens * b.p->gas;
+	g->model_flops_per_step = zb_model_flops_per_token(b.m, b.p->seq) * g->tokens_per_step;
+	make_groups(&b);
+
+	int U = b.units;
+	uint32_t *mem = zb_xmalloc(sizeof(uint32_t) * (size_t)(3 * U));
+	b.fwd_done = mem;
+	b.bwd_done = mem + U;
+	b.fetch = mem + 2 * U;
+	for (int i = 0; i < 3 * U; i++)
+		mem[i] = NONE;
+	for (int s = 0; s < c->steps; s++) {
+		for (int mb = 0; mb < b.p->gas; mb++)
+			micro_batch(&b, s, mb);
+		optimizer_step(&b, s);
+	}
+	free(mem);
+	for (int r = 0; r < ZB_RES_COUNT; r++)
+		g->copy_bytes[r] /= c->steps;
+	return ZB_OK;
+}
+
+/* ---- memory ------------------------------------------------------------------- */
+
+/* Saved activations of one block under SDPA flash, in hidden-sized bf16 tensors per
+ * token: norm inputs and outputs (4), q, k, v (1 + 2 kv/h), the attention output and
+ * its projection input (2), the MLP input, up output and activation output
+ * (1 + 2 ffn/h, gated: + ffn/h). Eager attention adds the scores and probabilities. */
+static double block_saved(const zb_config *c, const zb_ds_profile *f)
+{
+	const zb_model *m = &c->model;
+	double h = m->hidden, kv = (double)zb_model_kv_dim(m), fi = m->ffn;
+	double T = (double)c->policy.micro_batch * c->policy.seq, s = c->policy.seq;
+	double w = 4 * h + (h + 2 * kv) + 2 * h + h + (m->gated_mlp ? 3 : 2) * fi;
+	double bytes = 2.0 * T * w;
+	if (!f->flash)
+		bytes += 2.0 * 2.0 * c->policy.micro_batch * (double)m->heads * s * s;
+	return bytes;
+}
+
+void zb_ds_memory_estimate(const zb_config *c, zb_memory *out)
+{
+	zb_memory o;
+	memset(&o, 0, sizeof o);
+	zb_ds_profile fs;
+	const zb_ds_profile *f = zb_ds_profile_of(&c->hw.ds, &fs);
+	const zb_model *m = &c->model;
+	const zb_policy *p = &c->policy;
+	int stage = zb_ds_stage(c), offload = p->kind != ZB_POLICY_NONE;
+	double P = (double)zb_model_params(m);
+	double T = (double)p->micro_batch * p->seq, L = m->layers;
+	/* the share of the parameters whose optimizer is on the GPU */
+	zb_graph g;
+	double gpu_share = offload ? 1.0 - p->ratio : 1.0;
+	zb_error e;
+	zb_config cc = *c;
+	cc.steps = 1;
+	if (offload && p->ratio < 1 && zb_ds_graph_build(&g, &cc, &e) == ZB_OK) {
+		gpu_share = 1.0 - (double)g.cpu_params / P; /* whole sub-groups */
+		zb_graph_free(&g);
+	}
+
+	/* GPU: 16-bit parameters (ZeRO-3 with offload_param: the live window,
+	 * stage3_max_live_parameters 1e9), optimizer states of the GPU share (fp32
+	 * master, m, v: 12 B; with offload the GPU sub-groups also keep fp32 gradient
+	 * partitions: 16 B), stage 3 keeps bf16 gradient partitions without offload. */
+	o.gpu_params = p->offload_param ? 2.0 * fmin(P, 1e9) : 2.0 * P;
+	o.gpu_grads = stage == 3 && !offload ? 2.0 * P : 0;
+	o.gpu_optimizer = gpu_share * (offload ? 16.0 : 12.0) * P;
+	if (p->gas > 1)
+		o.gpu_grads += offload ? 0 : 4.0 * P; /* fp32 accumulation */
+	double layer = block_saved(c, f), ckpt_in = 2.0 * T * m->hidden;
+	o.gpu_activations = p->ckpt == ZB_CKPT_NONE ? L * layer
+			    : p->ckpt == ZB_CKPT_GPU ? L * ckpt_in + layer : 2 * ckpt_in + layer;
+	o.host_activations = p->ckpt == ZB_CKPT_CPU ? L * ckpt_in : 0;
+	/* logits in bf16, their fp32 upcast and its gradient: what cross-entropy holds */
+	o.gpu_workspace = T * m->vocab * (2.0 + 4.0 + 4.0) + 2.0 * T * m->hidden * 2;
+
+	/* Host: pinned fp32 master, m, v and gradient of the CPU share (16 B:
+	 * stage_1_and_2.py single_partition_of_fp32_groups and its .grad, Adam's
+	 * state). bf16 buffers: stage 1/2 offload 4 B, the pinned cast target
+	 * param_buffer_of_bit16_for_cpu_offload_groups (2 B) and 2 B more that the
+	 * measured RSS of s2-off asks for and the source does not name; stage 3 offload
+	 * 2 B (the profiled bf16 round trip); offload_param 4 B more (the pinned
+	 * param_groups_fp16_flat_cpu_memory, 2 B, and 2 B sized to s3-off-param's RSS).
+	 * The process: CUDA context and libraries, ~0.9 GiB (s2-none's RSS minus its
+	 * fp32 model), and the model as the measurement harness builds it (stages 1/2:
+	 * fp32 on the host, 4 B; stage 3 under zero.Init: bf16, 2 B; the peak RSS of
+	 * s2-none and s3-none). All of it is checked against the measured RSS
+	 * (tests/test_deepspeed_schedule.c), not fitted. */
+	double cpu_share = offload ? 1.0 - gpu_share : 0;
+	o.host_optimizer = cpu_share * 12.0 * P;
+	o.host_grads = cpu_share * 4.0 * P;
+	if (offload)
+		o.host_params = stage < 3 ? 4.0 * P : 2.0 * P + (p->offload_param ? 4.0 * P : 0);
+	o.host_process = 0.9 * GIB + (stage < 3 ? 4.0 : 2.0) * P;
+	o.gpu_bytes = o.gpu_params + o.gpu_grads + o.gpu_optimizer + o.gpu_activations + o.gpu_workspace;
+	o.host_bytes = o.host_optimizer + o.host_grads + o.host_params + o.host_activations + o.host_process;
+	/* Headroom: PyTorch's caching allocator reserves more than it hands out (the
+	 * measured max_memory_reserved exceeds max_memory_allocated by 3.4..27.7 GiB,
+	 * median ~5 GiB), and the host keeps the OS and page cache: 90 % of each. */
+	int gpu_ok = o.gpu_bytes <= 0.90 * c->hw.gpu.mem_bytes;
+	int host_ok = o.host_bytes <= 0.90 * c->hw.cpu.mem_bytes;
+	o.fits = gpu_ok && host_ok;
+	if (!gpu_ok)
+		snprintf(o.reason, sizeof o.reason, "gpu needs %.1f GiB of %.1f GiB (%s, DeepSpeed, %.1f usable)",
+			 o.gpu_bytes / GIB, c->hw.gpu.mem_bytes / GIB, c->hw.gpu.name, 0.9 * c->hw.gpu.mem_bytes / GIB);
+	else if (!host_ok)
+		snprintf(o.reason, sizeof o.reason, "host needs %.1f GiB of %.1f GiB (%s, DeepSpeed, %.1f usable)",
+			 o.host_bytes / GIB, c->hw.cpu.mem_bytes / GIB, c->hw.cpu.name, 0.9 * c->hw.cpu.mem_bytes / GIB);
+	*out = o;
+}
