@@ -5,12 +5,22 @@
  * stream, the CPU pool's queue): a task starts when it is at the head of its
  * resource's queue, the resource is idle, and all its dependencies have finished.
  * A running task is a flow (resources.h). The only event is a flow finishing;
- * whenever the set of running flows changes, every flow's rate is recomputed and
- * the flows whose rate changed get a new completion event. Old events are left in
- * the heap and skipped by their version number, which is cheaper than deleting
- * from the middle of a heap.
+ * whenever the set of running flows changes, every flow whose rate changed gets a
+ * new completion time.
  *
- * Cost: O(E log E) for E events, with at most ZB_RES_COUNT flows running at once.
+ * Why it is fast (a sweep runs millions of these): at most one flow per resource
+ * runs, so the pending events are one slot per resource and the next event is
+ * the minimum of ZB_RES_COUNT slots (ties broken by the order the slots were
+ * scheduled, exactly as a heap with sequence numbers would break them); the rates
+ * depend only on which resources are busy, so they are tabulated once per
+ * configuration for all 2^ZB_RES_COUNT busy sets; each task's fixed cost and work
+ * are computed once per configuration (and reused by the summary); the successor
+ * index depends only on the graph (zb_sim_index, shared by every configuration
+ * of that graph); the loop allocates nothing. The arithmetic is the same, in the
+ * same order, as the heap-based loop this replaced, so results are identical bit
+ * for bit (tests/test_engine_identity.c keeps that loop as its reference).
+ *
+ * Cost: O(E * ZB_RES_COUNT) for E events.
  */
 #include "sim/engine.h"
 
@@ -18,10 +28,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/event_queue.h"
 #include "sim/resources.h"
 
 #define NONE UINT32_MAX
+#define NSETS (1u << ZB_RES_COUNT)
+
+struct zb_sim_index {
+	const zb_graph *g;
+	uint32_t *succ_begin;  /* CSR of dependents */
+	uint32_t *succ;
+	uint32_t *order[ZB_RES_COUNT]; /* task ids of each resource, in id order */
+	size_t count[ZB_RES_COUNT];
+};
+
+struct zb_sim_scratch {
+	size_t cap;
+	uint32_t *waiting;     /* unfinished dependencies per task */
+	double *fixed, *work;  /* per task: fixed seconds, work to drain (zb_task_flow) */
+	double *start, *end;   /* the timeline handed out in the result */
+};
 
 typedef struct flow {
 	uint32_t task;     /* NONE when the resource is idle */
@@ -29,22 +54,116 @@ typedef struct flow {
 	double work_left;  /* work still to drain */
 	double rate;       /* work per second now */
 	double t_last;     /* time fixed_left / work_left were last brought up to date */
-	uint32_t version;
+	double due;        /* completion time at the current rate */
+	uint64_t seq;      /* when `due` was scheduled: the tie-breaker */
 } flow;
 
 typedef struct sim {
-	const zb_graph *g;
+	const zb_sim_index *ix;
 	const zb_config *c;
 	zb_sim_result *r;
-	uint32_t *waiting;     /* unfinished dependencies per task */
-	uint32_t *succ_begin;  /* CSR of dependents */
-	uint32_t *succ;
-	uint32_t *order[ZB_RES_COUNT]; /* task ids of each resource, in id order */
-	size_t count[ZB_RES_COUNT], head[ZB_RES_COUNT];
+	zb_sim_scratch *w;
+	size_t head[ZB_RES_COUNT];
 	flow flows[ZB_RES_COUNT];
-	zb_event_queue q;
+	unsigned busy;                     /* bit res: resource res runs a flow */
+	double rates[NSETS][ZB_RES_COUNT]; /* rate of each resource per busy set */
+	uint64_t next_seq;
 	double now;
 } sim;
+
+zb_sim_index *zb_sim_index_new(const zb_graph *g)
+{
+	zb_sim_index *ix = zb_xcalloc(1, sizeof *ix);
+	size_t n = g->ntasks;
+	ix->g = g;
+	ix->succ_begin = zb_xcalloc(n + 1, sizeof *ix->succ_begin);
+	ix->succ = zb_xmalloc((g->ndeps ? g->ndeps : 1) * sizeof *ix->succ);
+	for (size_t i = 0; i < n; i++) {
+		const zb_task *t = &g->tasks[i];
+		const uint32_t *d = zb_task_deps(g, t);
+		for (uint32_t j = 0; j < t->dep_count; j++)
+			ix->succ_begin[d[j] + 1]++;
+		ix->count[t->resource]++;
+	}
+	for (size_t i = 0; i < n; i++)
+		ix->succ_begin[i + 1] += ix->succ_begin[i];
+	uint32_t *fill = zb_xmalloc((n + 1) * sizeof *fill);
+	memcpy(fill, ix->succ_begin, (n + 1) * sizeof *fill);
+	for (size_t i = 0; i < n; i++) {
+		const zb_task *t = &g->tasks[i];
+		const uint32_t *d = zb_task_deps(g, t);
+		for (uint32_t j = 0; j < t->dep_count; j++)
+			ix->succ[fill[d[j]]++] = (uint32_t)i;
+	}
+	free(fill);
+	for (int res = 0; res < ZB_RES_COUNT; res++) {
+		ix->order[res] = zb_xmalloc((ix->count[res] ? ix->count[res] : 1) * sizeof(uint32_t));
+		ix->count[res] = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		int res = g->tasks[i].resource;
+		ix->order[res][ix->count[res]++] = (uint32_t)i;
+	}
+	return ix;
+}
+
+void zb_sim_index_free(zb_sim_index *ix)
+{
+	if (!ix)
+		return;
+	free(ix->succ_begin);
+	free(ix->succ);
+	for (int res = 0; res < ZB_RES_COUNT; res++)
+		free(ix->order[res]);
+	free(ix);
+}
+
+zb_sim_scratch *zb_sim_scratch_new(void) { return zb_xcalloc(1, sizeof(zb_sim_scratch)); }
+
+void zb_sim_scratch_free(zb_sim_scratch *w)
+{
+	if (!w)
+		return;
+	free(w->waiting);
+	free(w->fixed);
+	free(w->work);
+	free(w->start);
+	free(w->end);
+	free(w);
+}
+
+static void scratch_reserve(zb_sim_scratch *w, size_t n)
+{
+	if (n <= w->cap)
+		return;
+	size_t cap = n + n / 4;
+	w->waiting = zb_xrealloc(w->waiting, cap * sizeof *w->waiting);
+	w->fixed = zb_xrealloc(w->fixed, cap * sizeof *w->fixed);
+	w->work = zb_xrealloc(w->work, cap * sizeof *w->work);
+	w->start = zb_xrealloc(w->start, cap * sizeof *w->start);
+	w->end = zb_xrealloc(w->end, cap * sizeof *w->end);
+	w->cap = cap;
+}
+
+/* Everything that depends on the configuration but not on time: the rates of
+ * every busy set, each task's fixed cost and work, the dependency counters. */
+static void prepare(sim *s)
+{
+	const zb_graph *g = s->ix->g;
+	zb_sim_scratch *w = s->w;
+	for (unsigned set = 0; set < NSETS; set++) {
+		/* zb_resource_rates looks only at which entries are non-NULL */
+		const zb_task *active[ZB_RES_COUNT];
+		for (int res = 0; res < ZB_RES_COUNT; res++)
+			active[res] = set & (1u << res) ? &g->tasks[0] : NULL;
+		zb_resource_rates(s->c, active, s->rates[set]);
+	}
+	for (size_t i = 0; i < g->ntasks; i++) {
+		const zb_task *t = &g->tasks[i];
+		w->waiting[i] = t->dep_count;
+		zb_task_flow(t, s->c, &w->fixed[i], &w->work[i]);
+	}
+}
 
 static void advance(flow *f, double now)
 {
@@ -62,91 +181,70 @@ static void advance(flow *f, double now)
 	f->t_last = now;
 }
 
-/* Start every task that can start now; returns whether any did. */
-static int start_ready(sim *s)
+/* Start every task that can start now. */
+static void start_ready(sim *s)
 {
-	int started = 0;
+	const zb_sim_index *ix = s->ix;
+	zb_sim_scratch *w = s->w;
 	for (int res = 0; res < ZB_RES_COUNT; res++) {
 		flow *f = &s->flows[res];
-		if (f->task != NONE || s->head[res] == s->count[res])
+		if (f->task != NONE || s->head[res] == ix->count[res])
 			continue;
-		uint32_t id = s->order[res][s->head[res]];
-		if (s->waiting[id])
+		uint32_t id = ix->order[res][s->head[res]];
+		if (w->waiting[id])
 			continue;
-		zb_task_flow(&s->g->tasks[id], s->c, &f->fixed_left, &f->work_left);
+		f->fixed_left = w->fixed[id];
+		f->work_left = w->work[id];
 		f->task = id;
-		f->rate = -1; /* forces a completion event below */
+		f->rate = -1; /* forces a completion time below */
 		f->t_last = s->now;
-		s->r->start[id] = s->now;
-		started = 1;
+		w->start[id] = s->now;
+		s->busy |= 1u << res;
 	}
-	return started;
 }
 
-/* Recompute rates and (re)schedule the completion of flows whose rate changed. */
+/* New completion times for the flows whose rate changed with the busy set. */
 static void reschedule(sim *s)
 {
-	const zb_task *active[ZB_RES_COUNT];
-	double rate[ZB_RES_COUNT];
-	for (int res = 0; res < ZB_RES_COUNT; res++)
-		active[res] = s->flows[res].task == NONE ? NULL : &s->g->tasks[s->flows[res].task];
-	zb_resource_rates(s->c, active, rate);
+	const double *rate = s->rates[s->busy];
 	for (int res = 0; res < ZB_RES_COUNT; res++) {
 		flow *f = &s->flows[res];
 		if (f->task == NONE || f->rate == rate[res])
 			continue;
 		f->rate = rate[res];
-		f->version++;
-		double done = s->now + f->fixed_left + (f->work_left > 0 ? f->work_left / f->rate : 0);
-		zb_eq_push(&s->q, done, f->task, f->version);
+		f->due = s->now + f->fixed_left + (f->work_left > 0 ? f->work_left / f->rate : 0);
+		f->seq = s->next_seq++;
+		s->r->events++;
 	}
+}
+
+/* The busy resource whose flow completes first (-1: none busy). */
+static int next_event(const sim *s)
+{
+	int best = -1;
+	for (int res = 0; res < ZB_RES_COUNT; res++) {
+		const flow *f = &s->flows[res];
+		if (f->task == NONE)
+			continue;
+		if (best < 0 || f->due < s->flows[best].due ||
+		    (f->due == s->flows[best].due && f->seq < s->flows[best].seq))
+			best = res;
+	}
+	return best;
 }
 
 static void finish(sim *s, int res)
 {
+	const zb_sim_index *ix = s->ix;
 	flow *f = &s->flows[res];
 	uint32_t id = f->task;
-	s->r->end[id] = s->now;
+	s->w->end[id] = s->now;
 	f->task = NONE;
+	s->busy &= ~(1u << res);
 	s->head[res]++;
-	for (uint32_t i = s->succ_begin[id]; i < s->succ_begin[id + 1]; i++)
-		s->waiting[s->succ[i]]--;
-}
-
-static void build_index(sim *s)
-{
-	const zb_graph *g = s->g;
-	size_t n = g->ntasks;
-	s->waiting = zb_xmalloc(n * sizeof *s->waiting);
-	s->succ_begin = zb_xcalloc(n + 1, sizeof *s->succ_begin);
-	s->succ = zb_xmalloc((g->ndeps ? g->ndeps : 1) * sizeof *s->succ);
-	for (size_t i = 0; i < n; i++) {
-		const zb_task *t = &g->tasks[i];
-		s->waiting[i] = t->dep_count;
-		const uint32_t *d = zb_task_deps(g, t);
-		for (uint32_t j = 0; j < t->dep_count; j++)
-			s->succ_begin[d[j] + 1]++;
-		s->count[t->resource]++;
-	}
-	for (size_t i = 0; i < n; i++)
-		s->succ_begin[i + 1] += s->succ_begin[i];
-	uint32_t *fill = zb_xmalloc((n + 1) * sizeof *fill);
-	memcpy(fill, s->succ_begin, (n + 1) * sizeof *fill);
-	for (size_t i = 0; i < n; i++) {
-		const zb_task *t = &g->tasks[i];
-		const uint32_t *d = zb_task_deps(g, t);
-		for (uint32_t j = 0; j < t->dep_count; j++)
-			s->succ[fill[d[j]]++] = (uint32_t)i;
-	}
-	free(fill);
-	for (int res = 0; res < ZB_RES_COUNT; res++) {
-		s->order[res] = zb_xmalloc((s->count[res] ? s->count[res] : 1) * sizeof(uint32_t));
-		s->count[res] = 0;
-	}
-	for (size_t i = 0; i < n; i++) {
-		int res = g->tasks[i].resource;
-		s->order[res][s->count[res]++] = (uint32_t)i;
-	}
+	uint32_t *waiting = s->w->waiting;
+	for (uint32_t i = ix->succ_begin[id]; i < ix->succ_begin[id + 1]; i++)
+		waiting[ix->succ[i]]--;
 }
 
 /* Step s ends when its last GPU compute task ends: every step's boundary is then
@@ -262,7 +360,7 @@ void zb_busy_window(const zb_graph *g, const double *start, const double *end, i
 
 static void summarize(sim *s)
 {
-	const zb_graph *g = s->g;
+	const zb_graph *g = s->ix->g;
 	zb_sim_result *r = s->r;
 	int N = g->steps;
 	r->step_time_s = zb_steady_step_time(g, r->end);
@@ -270,22 +368,12 @@ static void summarize(sim *s)
 	r->tflops_per_gpu = r->step_time_s > 0 ? g->model_flops_per_step / r->step_time_s / 1e12 : 0;
 
 	zb_busy_window(g, r->start, r->end, -1, r->busy_s);
-	/* each task's time alone: the contention-free rate of its resource is the
-	 * same for every task, so compute it once per resource */
-	double alone_rate[ZB_RES_COUNT];
-	for (int res = 0; res < ZB_RES_COUNT; res++) {
-		const zb_task *active[ZB_RES_COUNT] = { 0 };
-		double rate[ZB_RES_COUNT];
-		zb_task probe = { .resource = (uint8_t)res };
-		active[res] = &probe;
-		zb_resource_rates(s->c, active, rate);
-		alone_rate[res] = rate[res];
-	}
+	/* each task's time alone: its resource's rate when only that resource is busy */
+	const double *fixed = s->w->fixed, *work = s->w->work;
 	for (size_t i = 0; i < g->ntasks; i++) {
-		const zb_task *t = &g->tasks[i];
-		double fixed, work;
-		zb_task_flow(t, s->c, &fixed, &work);
-		r->work_s[t->resource] += (fixed + (work > 0 ? work / alone_rate[t->resource] : 0)) / N;
+		int res = g->tasks[i].resource;
+		double alone = s->rates[1u << res][res];
+		r->work_s[res] += (fixed[i] + (work[i] > 0 ? work[i] / alone : 0)) / N;
 	}
 	r->lower_bound_s = 0;
 	r->bottleneck = ZB_RES_GPU;
@@ -300,36 +388,33 @@ static void summarize(sim *s)
 	}
 }
 
-zb_status zb_simulate(const zb_graph *g, const zb_config *c, zb_sim_result *r, zb_error *err)
+zb_status zb_simulate_indexed(const zb_sim_index *ix, zb_sim_scratch *w, const zb_config *c,
+			      zb_sim_result *r, zb_error *err)
 {
+	const zb_graph *g = ix->g;
 	memset(r, 0, sizeof *r);
 	r->ntasks = g->ntasks;
-	r->start = zb_xcalloc(g->ntasks, sizeof *r->start);
-	r->end = zb_xcalloc(g->ntasks, sizeof *r->end);
+	scratch_reserve(w, g->ntasks);
+	r->start = w->start;
+	r->end = w->end;
 
 	sim s;
 	memset(&s, 0, sizeof s);
-	s.g = g;
+	s.ix = ix;
 	s.c = c;
 	s.r = r;
-	build_index(&s);
+	s.w = w;
 	for (int res = 0; res < ZB_RES_COUNT; res++)
 		s.flows[res].task = NONE;
-	zb_eq_init(&s.q, 64);
+	prepare(&s);
 
 	size_t done = 0;
-	if (start_ready(&s))
-		reschedule(&s);
-	while (zb_eq_size(&s.q)) {
-		zb_event e = zb_eq_pop(&s.q);
-		r->events++;
-		int res = g->tasks[e.task].resource;
-		flow *f = &s.flows[res];
-		if (f->task != e.task || f->version != e.version)
-			continue; /* superseded by a rate change */
-		s.now = e.time;
+	start_ready(&s);
+	reschedule(&s);
+	for (int res; (res = next_event(&s)) >= 0;) {
+		s.now = s.flows[res].due;
 		for (int i = 0; i < ZB_RES_COUNT; i++)
-			if (s.flows[i].task != NONE)
+			if (s.busy & (1u << i))
 				advance(&s.flows[i], s.now);
 		finish(&s, res);
 		done++;
@@ -337,21 +422,26 @@ zb_status zb_simulate(const zb_graph *g, const zb_config *c, zb_sim_result *r, z
 		reschedule(&s);
 	}
 	r->total_s = s.now;
+	if (done != g->ntasks) {
+		r->start = r->end = NULL;
+		return zb_fail(err, ZB_E_INTERNAL, "simulation stalled after %zu of %zu tasks", done,
+			       g->ntasks);
+	}
+	summarize(&s);
+	return ZB_OK;
+}
 
-	zb_status st = ZB_OK;
-	if (done != g->ntasks)
-		st = zb_fail(err, ZB_E_INTERNAL, "simulation stalled after %zu of %zu tasks", done, g->ntasks);
-	else
-		summarize(&s);
-
-	zb_eq_free(&s.q);
-	free(s.waiting);
-	free(s.succ_begin);
-	free(s.succ);
-	for (int res = 0; res < ZB_RES_COUNT; res++)
-		free(s.order[res]);
-	if (st)
-		zb_sim_result_free(r);
+zb_status zb_simulate(const zb_graph *g, const zb_config *c, zb_sim_result *r, zb_error *err)
+{
+	zb_sim_index *ix = zb_sim_index_new(g);
+	zb_sim_scratch *w = zb_sim_scratch_new();
+	zb_status st = zb_simulate_indexed(ix, w, c, r, err);
+	if (!st) { /* the result owns its timeline: take the scratch's arrays */
+		w->start = w->end = NULL;
+		w->cap = 0;
+	}
+	zb_sim_scratch_free(w);
+	zb_sim_index_free(ix);
 	return st;
 }
 
