@@ -7,8 +7,14 @@
  * overlap and dpu and the ratios 0, 0.25, 0.5, 0.75, 1, so `zbench sweep` alone
  * and `zbench sweep --pcie gen4` answer "which policy and ratio, and why" for the
  * default gpt2-large example.
+ *
+ * Rows stream: each is printed and stored as soon as it is simulated, in one
+ * transaction committed at the end (or at Ctrl-C, with the run marked
+ * 'interrupted'), so memory stays flat for millions of rows; see sweep_run.h for
+ * the order, the threads and the shards.
  */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +23,10 @@
 #include "bench/options.h"
 #include "bench/report.h"
 #include "bench/session.h"
+#include "bench/sweep_run.h"
 #include "plots/plot.h"
 #include "sim/predict.h"
 
-#define MAX_ROWS 100000
 #define GiB (1024.0 * 1024.0 * 1024.0)
 
 static void usage(FILE *f)
@@ -32,20 +38,61 @@ static void usage(FILE *f)
 	zb_options_usage(f);
 	fprintf(f, "  %-26s %s\n", "--plot <file.png | .svg>",
 		"after storing, plot the sweep's throughput (zbench plot ratio --run <this run>)");
+	fprintf(f, "  %-26s %s\n", "-j, --jobs <n>", "threads simulating (default: the machine's cores)");
+	fprintf(f, "  %-26s %s\n", "--shard <k/n>", "only the k-th of n slices of the grid (1 <= k <= n);");
+	fprintf(f, "  %-26s %s\n", "", "combine the shards' databases with zbench merge");
+	fprintf(f, "  %-26s %s\n", "--yes", "run a sweep of more than 10^7 configurations");
 }
 
-typedef struct axis_values {
-	int n;
-	char **vals;
-	char *storage;
-} axis_values;
+enum { OPT_JOBS = 2000, OPT_SHARD, OPT_YES };
+
+static const struct option sweep_options[] = {
+	{ "jobs", required_argument, NULL, OPT_JOBS },
+	{ "shard", required_argument, NULL, OPT_SHARD },
+	{ "yes", no_argument, NULL, OPT_YES },
+	{ NULL, 0, NULL, 0 },
+};
+
+typedef struct sweep_flags {
+	int jobs, shard_k, shard_n, yes;
+} sweep_flags;
+
+static int take_option(void *ctx, int opt, const char *arg, zb_error *err)
+{
+	sweep_flags *f = ctx;
+	char *end;
+	switch (opt) {
+	case 'j':
+	case OPT_JOBS: {
+		long n = strtol(arg, &end, 10);
+		if (end == arg || *end || n < 1 || n > 1024)
+			return zb_fail(err, ZB_E_INPUT, "invalid --jobs '%s' (expected 1 to 1024)", arg), -1;
+		f->jobs = (int)n;
+		return 1;
+	}
+	case OPT_SHARD: {
+		long k, n;
+		int used = 0;
+		if (sscanf(arg, "%ld/%ld%n", &k, &n, &used) != 2 || arg[used] || n < 1 || k < 1 || k > n ||
+		    n > 1000000)
+			return zb_fail(err, ZB_E_INPUT, "invalid --shard '%s' (expected k/n with 1 <= k <= n)", arg), -1;
+		f->shard_k = (int)k;
+		f->shard_n = (int)n;
+		return 1;
+	}
+	case OPT_YES:
+		f->yes = 1;
+		return 1;
+	}
+	return 0;
+}
 
 static const char *cols[] = { "model", "pcie", "gpu", "cpu", "cores", "policy", "ratio", "mb", "gas",
 			      "step", "tokens/s", "TFLOP/s", "bottleneck", "bound", "gpu_mem", "fits" };
 static const char *units[] = { "", "", "", "", "", "", "", "", "", "ms", "1/s", "per GPU", "", "ms", "GiB", "" };
 static const char *fmt_head = "%-12s %-10s %-9s %-13s %5s %-8s %5s %4s %4s %10s %10s %8s %-10s %10s %8s %s\n";
 
-static void print_row(FILE *f, const zb_prediction *p, int csv)
+static void print_row(FILE *f, const zb_sweep_row *p, int csv)
 {
 	const zb_config *c = &p->cfg;
 	double ratio = c->policy.kind == ZB_POLICY_NONE ? 0.0 : c->policy.ratio;
@@ -70,12 +117,155 @@ static void print_row(FILE *f, const zb_prediction *p, int csv)
 			bn, bound, p->mem.gpu_bytes / GiB, p->mem.fits ? "yes" : "no");
 }
 
+/* What each row goes to. */
+typedef struct sink {
+	const zb_options *o;
+	zb_session *s;
+	long long rows;
+	int have_best;
+	zb_config best;
+	zb_sim_result best_res;
+} sink;
+
+static zb_status emit_row(void *ctx, const zb_sweep_row *row, zb_error *err)
+{
+	sink *k = ctx;
+	const zb_options *o = k->o;
+	if (k->s->store) {
+		int64_t id;
+		zb_store *db = k->s->store;
+		const zb_graph *g = row->simulated ? &row->head : NULL;
+		const zb_sim_result *res = row->simulated ? &row->res : NULL;
+		zb_status st = zb_store_add_config(db, k->s->run_id, &row->cfg, row->config_json, &id, err);
+		if (!st)
+			st = zb_store_add_prediction(db, id, g, res, &row->mem, err);
+		if (!st && o->timeline && row->simulated) {
+			st = zb_store_add_tasks(db, id, row->graph, err);
+			if (!st)
+				st = zb_store_add_events(db, id, "predicted", row->graph, row->res.start, row->res.end,
+							 err);
+		}
+		if (st)
+			return st;
+	}
+	if (o->json) {
+		/* the element as an array member: every line two spaces in */
+		fputs(k->rows ? ",\n  " : "[\n  ", stdout);
+		for (const char *c = row->pred_json; *c; c++) {
+			putchar(*c);
+			if (*c == '\n')
+				fputs("  ", stdout);
+		}
+	} else {
+		print_row(stdout, row, o->csv);
+	}
+	if (row->simulated && (!k->have_best || row->res.tokens_per_s > k->best_res.tokens_per_s)) {
+		k->have_best = 1;
+		k->best = row->cfg;
+		k->best_res = row->res;
+	}
+	k->rows++;
+	return ZB_OK;
+}
+
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig) { interrupted = 1; }
+
+static void print_head(const zb_options *o, const zb_sweep_grid *g, const sweep_flags *f, long long rows,
+		       const zb_config *first, const zb_sources *src)
+{
+	if (o->json)
+		return;
+	if (o->csv) {
+		for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+			printf("%s%s%s%s", i ? "," : "", cols[i], units[i][0] ? "_" : "", units[i]);
+		printf("\n");
+		return;
+	}
+	if (rows)
+		zb_print_header(stdout, "sweep", first);
+	if (rows)
+		zb_sources_print(stdout, first, src, 1);
+	if (f->shard_n)
+		printf("# shard %d/%d: rows %lld to %lld of %lld\n", f->shard_k, f->shard_n, g->first, g->end - 1,
+		       g->total);
+	printf("# %lld configurations; the lines above describe the first, the columns what varies\n", rows);
+	printf(fmt_head, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8],
+	       cols[9], cols[10], cols[11], cols[12], cols[13], cols[14], cols[15]);
+	printf(fmt_head, units[0], units[1], units[2], units[3], units[4], units[5], units[6], units[7],
+	       units[8], units[9], units[10], units[11], units[12], units[13], units[14], units[15]);
+}
+
+static void print_tail(const zb_options *o, const sink *k)
+{
+	if (o->json) {
+		fputs(k->rows ? "\n]\n" : "[]\n", stdout);
+	} else if (!o->csv && k->have_best) {
+		char label[512];
+		zb_config_label(&k->best, label, sizeof label);
+		printf("# fastest: %s: %.0f tokens/s (%.2f ms/step, bound by %s)\n", label, k->best_res.tokens_per_s,
+		       k->best_res.step_time_s * 1e3, zb_resource_name(k->best_res.bottleneck));
+	}
+}
+
+static int plot_sweep(const zb_options *o, int64_t run_id)
+{
+	zb_error err = { 0 };
+	zb_store *db;
+	zb_plot_request req = { .kind = ZB_PLOT_RATIO, .run_id = run_id, .output = o->plot };
+	zb_plot_info info;
+	int rc = 0;
+	if (zb_store_open(&db, o->db ? o->db : ZB_STORE_DEFAULT_PATH, 2000, &err))
+		return zb_report_error(&err);
+	if (zb_plot_make(db, &req, &info, &err))
+		rc = zb_report_error(&err);
+	else if (!o->json && !o->csv)
+		printf("# plot: %s -> %s\n", info.what, o->plot);
+	zb_store_close(db);
+	return rc;
+}
+
+/* Simulate, print and store the rows; Ctrl-C stops after the current row and
+ * keeps what was stored. */
+static int run_rows(const zb_options *o, const zb_sweep_grid *g, const sweep_flags *f, long long rows,
+		    zb_session *s)
+{
+	zb_error err = { 0 };
+	sink k = { .o = o, .s = s };
+	zb_sweep_opts so = { .jobs = f->jobs, .config_json = s->store != NULL, .pred_json = o->json,
+			     .timeline = o->timeline && s->store != NULL, .progress = 1 };
+	struct sigaction sa = { .sa_handler = on_sigint }, old;
+	sigemptyset(&sa.sa_mask);
+	interrupted = 0;
+	sigaction(SIGINT, &sa, &old);
+	long long done = 0;
+	zb_status st = zb_sweep_run(g, rows, &so, emit_row, &k, &interrupted, &done, &err);
+	sigaction(SIGINT, &old, NULL);
+	if (st && st != ZB_E_INTERRUPTED) {
+		fflush(stdout);
+		zb_session_abort(s);
+		return zb_report_error(&err);
+	}
+	print_tail(o, &k);
+	fflush(stdout);
+	zb_error cerr = { 0 };
+	if (zb_session_commit(s, st ? "interrupted" : "ok", &cerr))
+		return zb_report_error(&cerr);
+	if (st) {
+		fprintf(stderr, "zbench: interrupted after %lld of %lld configurations (%s)\n", done, rows,
+			s->run_id ? "the rows so far are stored" : "nothing stored: --no-db");
+		return 130;
+	}
+	return 0;
+}
+
 int cmd_sweep(int argc, char **argv)
 {
 	zb_options o = { 0 };
 	zb_error err = { 0 };
+	sweep_flags f = { .jobs = zb_sweep_default_jobs() };
 	int rc;
-	if (!zb_options_parse(argc, argv, NULL, NULL, NULL, usage, &o, &rc))
+	if (!zb_options_parse(argc, argv, sweep_options, take_option, &f, usage, &o, &rc))
 		return rc;
 	if (o.plot) { /* fail before the sweep runs, not after */
 		if (o.no_db) {
@@ -91,147 +281,30 @@ int cmd_sweep(int argc, char **argv)
 		o.axis[ZB_AX_RATIO] = "0:1:0.25";
 	}
 
-	/* expand the axes */
-	axis_values ax[ZB_AX_COUNT];
-	memset(ax, 0, sizeof ax);
-	long long total = 1;
-	rc = 0;
-	zb_sources src0; /* where the first row's settings came from */
-	for (int a = 0; a < ZB_AX_COUNT; a++) {
-		ax[a].n = 1;
-		if (!o.axis[a])
-			continue;
-		ax[a].n = zb_axis_values(o.axis[a], a, &ax[a].vals, &ax[a].storage, &err);
-		if (ax[a].n < 0) {
-			rc = zb_report_error(&err);
-			goto out;
-		}
-		total *= ax[a].n;
-		if (total > MAX_ROWS) {
-			zb_fail(&err, ZB_E_INPUT, "sweep of more than %d configurations (%s has %d values)", MAX_ROWS,
-				zb_axis_flag(a), ax[a].n);
-			rc = zb_report_error(&err);
-			goto out;
-		}
+	zb_sweep_grid g;
+	if (zb_sweep_grid_init(&g, &o, f.shard_k, f.shard_n, f.yes, &err))
+		return zb_report_error(&err);
+	/* check every configuration first: a bad value fails the sweep before
+	 * anything is printed or stored */
+	long long rows;
+	zb_config first;
+	zb_sources src;
+	if (zb_sweep_check(&g, &rows, &first, &src, &err)) {
+		rc = zb_report_error(&err);
+		goto out;
 	}
-
-	/* build and validate every configuration first: a bad value fails the
-	 * sweep before anything is printed or stored */
-	zb_config *cfgs = zb_xmalloc((size_t)total * sizeof *cfgs);
-	int idx[ZB_AX_COUNT] = { 0 };
-	int ncfg = 0;
-	for (long long row = 0; row < total; row++) {
-		const char *v[ZB_AX_COUNT];
-		for (int a = 0; a < ZB_AX_COUNT; a++)
-			v[a] = ax[a].vals ? ax[a].vals[idx[a]] : NULL;
-		zb_config c;
-		if (zb_options_config_src(v, &o, &c, row == 0 ? &src0 : NULL, &err)) {
-			rc = zb_report_error(&err);
-			free(cfgs);
-			goto out;
-		}
-		/* the ratio means nothing without offload: one row for 'none' */
-		int dup = c.policy.kind == ZB_POLICY_NONE && ax[ZB_AX_RATIO].vals && idx[ZB_AX_RATIO] > 0;
-		if (!dup)
-			cfgs[ncfg++] = c;
-		for (int a = ZB_AX_COUNT - 1; a >= 0; a--) { /* odometer, last axis fastest */
-			if (++idx[a] < ax[a].n)
-				break;
-			idx[a] = 0;
-		}
-	}
-
-	zb_prediction *preds = zb_xcalloc((size_t)ncfg, sizeof *preds);
-	int npred = 0;
-	for (int i = 0; i < ncfg; i++, npred++) {
-		if (zb_predict(&preds[i], &cfgs[i], &err)) {
-			rc = zb_report_error(&err);
-			goto free_preds;
-		}
-	}
-
 	zb_session s;
 	if (zb_session_open(&s, &o, "sweep", NULL, argc, argv, &err)) {
 		rc = zb_report_error(&err);
-		goto free_preds;
+		goto out;
 	}
-	for (int i = 0; i < ncfg; i++) {
-		int64_t id;
-		zb_prediction *p = &preds[i];
-		if (zb_session_store_prediction(&s, &p->cfg, &p->graph, p->simulated ? &p->res : NULL, &p->mem,
-						o.timeline, &id, &err)) {
-			zb_session_abort(&s);
-			rc = zb_report_error(&err);
-			goto free_preds;
-		}
-	}
-	if (zb_session_commit(&s, "ok", &err)) {
-		rc = zb_report_error(&err);
-		goto free_preds;
-	}
-
-	if (o.json) {
-		json_t *arr = json_array();
-		for (int i = 0; i < ncfg; i++) {
-			zb_prediction *p = &preds[i];
-			json_array_append_new(arr, zb_prediction_json(&p->cfg, &p->graph,
-								      p->simulated ? &p->res : NULL, &p->mem));
-		}
-		zb_json_print(stdout, arr);
-		json_decref(arr);
-	} else if (o.csv) {
-		for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
-			printf("%s%s%s%s", i ? "," : "", cols[i], units[i][0] ? "_" : "", units[i]);
-		printf("\n");
-		for (int i = 0; i < ncfg; i++)
-			print_row(stdout, &preds[i], 1);
-	} else {
-		zb_print_header(stdout, "sweep", &cfgs[0]);
-		zb_sources_print(stdout, &cfgs[0], &src0, 1);
-		printf("# %d configurations; the lines above describe the first, the columns what varies\n", ncfg);
-		printf(fmt_head, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8],
-		       cols[9], cols[10], cols[11], cols[12], cols[13], cols[14], cols[15]);
-		printf(fmt_head, units[0], units[1], units[2], units[3], units[4], units[5], units[6], units[7],
-		       units[8], units[9], units[10], units[11], units[12], units[13], units[14], units[15]);
-		int best = -1;
-		for (int i = 0; i < ncfg; i++) {
-			print_row(stdout, &preds[i], 0);
-			if (preds[i].simulated && (best < 0 || preds[i].res.tokens_per_s > preds[best].res.tokens_per_s))
-				best = i;
-		}
-		if (best >= 0) {
-			char label[512];
-			zb_config_label(&preds[best].cfg, label, sizeof label);
-			printf("# fastest: %s: %.0f tokens/s (%.2f ms/step, bound by %s)\n", label,
-			       preds[best].res.tokens_per_s, preds[best].res.step_time_s * 1e3,
-			       zb_resource_name(preds[best].res.bottleneck));
-		}
-	}
-
-	if (o.plot) {
-		zb_store *db;
-		zb_plot_request req = { .kind = ZB_PLOT_RATIO, .run_id = s.run_id, .output = o.plot };
-		zb_plot_info info;
-		if (zb_store_open(&db, o.db ? o.db : ZB_STORE_DEFAULT_PATH, 2000, &err)) {
-			rc = zb_report_error(&err);
-		} else {
-			if (zb_plot_make(db, &req, &info, &err))
-				rc = zb_report_error(&err);
-			else if (!o.json && !o.csv)
-				printf("# plot: %s -> %s\n", info.what, o.plot);
-			zb_store_close(db);
-		}
-	}
-
-free_preds:
-	for (int i = 0; i < npred; i++)
-		zb_prediction_free(&preds[i]);
-	free(preds);
-	free(cfgs);
+	if (s.store)
+		zb_store_set_no_savepoints(s.store, 1); /* the whole sweep rolls back on failure */
+	print_head(&o, &g, &f, rows, &first, &src);
+	rc = run_rows(&o, &g, &f, rows, &s);
+	if (!rc && o.plot)
+		rc = plot_sweep(&o, s.run_id);
 out:
-	for (int a = 0; a < ZB_AX_COUNT; a++) {
-		free(ax[a].vals);
-		free(ax[a].storage);
-	}
+	zb_sweep_grid_free(&g);
 	return rc;
 }

@@ -129,7 +129,7 @@ int zb_options_parse(int argc, char **argv, const struct option *extra, zb_optio
 	int opt;
 	zb_options_table(table, 96, extra);
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "h", table, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "hj:", table, NULL)) != -1) {
 		if (opt == 'h') {
 			usage(stdout);
 			*exit_code = 0;
