@@ -165,10 +165,11 @@ static int same_schedule(const zb_config *a, const zb_config *b)
 	       pa->cpu_threads == pb->cpu_threads;
 }
 
-static void worker_init(worker *w)
+static void worker_init(worker *w, int timeline)
 {
 	memset(w, 0, sizeof *w);
 	w->scratch = zb_sim_scratch_new();
+	zb_sim_scratch_memo(w->scratch, !timeline);
 	w->text = zb_config_text_new();
 }
 
@@ -286,7 +287,7 @@ static zb_status run_serial(const zb_sweep_grid *g, const zb_sweep_opts *so, zb_
 			    volatile sig_atomic_t *stop, long long *done, progress *pr, zb_error *err)
 {
 	worker w;
-	worker_init(&w);
+	worker_init(&w, so->timeline);
 	zb_status st = ZB_OK;
 	zb_sweep_row row;
 	for (long long r = g->first; r < g->end && !st; r++) {
@@ -338,7 +339,7 @@ static void *worker_main(void *arg)
 {
 	pool *p = arg;
 	worker w;
-	worker_init(&w);
+	worker_init(&w, p->so->timeline);
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
 		while (!p->quit && p->next_row < p->g->end && p->next_item - p->emitted >= p->nslots)

@@ -35,18 +35,44 @@
 
 struct zb_sim_index {
 	const zb_graph *g;
+	unsigned long serial;  /* tells indexes apart (an address may be reused) */
+	uint32_t *deps0;       /* dependencies per task */
 	uint32_t *succ_begin;  /* CSR of dependents */
 	uint32_t *succ;
 	uint32_t *order[ZB_RES_COUNT]; /* task ids of each resource, in id order */
 	size_t count[ZB_RES_COUNT];
+	uint32_t *last;        /* [step * ZB_RES_COUNT + res]: its last task in that step, or NONE */
 };
 
+/* Per thread. The work of each task depends on the graph and the GPU only (see
+ * zb_task_flow: copies and CPU Adam drain bytes, GPU tasks seconds at the GPU's
+ * rates), so it is kept while they stay the same: a sweep recomputes it when the
+ * GPU changes, not for every link or core count. */
 struct zb_sim_scratch {
 	size_t cap;
 	uint32_t *waiting;     /* unfinished dependencies per task */
-	double *fixed, *work;  /* per task: fixed seconds, work to drain (zb_task_flow) */
+	double *work;          /* per task: work to drain (zb_task_flow) */
 	double *start, *end;   /* the timeline handed out in the result */
+	unsigned long work_serial; /* the index `work` was computed for (0: none) */
+	zb_gpu work_gpu;       /* ... and the GPU and dtype */
+	int work_dtype;
+	int memo_on, memo_n, memo_next;
+	struct memo *memo;     /* [MEMO] recent results, see zb_sim_scratch_memo */
 };
+
+/* A simulation is a function of the graph, each task's work (graph, GPU, dtype),
+ * each resource's fixed cost and the rate table: configurations that agree on
+ * all of them bit for bit have the same result bit for bit (a sweep over core
+ * counts past the point where Adam is memory-bound is the common case). */
+#define MEMO 8
+typedef struct memo {
+	unsigned long serial;
+	int dtype;
+	zb_gpu gpu;
+	double fixed[ZB_RES_COUNT];
+	double rates[NSETS][ZB_RES_COUNT];
+	zb_sim_result res;  /* start, end NULL */
+} memo;
 
 typedef struct flow {
 	uint32_t task;     /* NONE when the resource is idle */
@@ -66,6 +92,8 @@ typedef struct sim {
 	size_t head[ZB_RES_COUNT];
 	flow flows[ZB_RES_COUNT];
 	unsigned busy;                     /* bit res: resource res runs a flow */
+	unsigned left;                     /* bit res: resource res has tasks not started */
+	double fixed[ZB_RES_COUNT];        /* fixed cost of every task of a resource */
 	double rates[NSETS][ZB_RES_COUNT]; /* rate of each resource per busy set */
 	uint64_t next_seq;
 	double now;
@@ -73,9 +101,16 @@ typedef struct sim {
 
 zb_sim_index *zb_sim_index_new(const zb_graph *g)
 {
+	static unsigned long serials;
 	zb_sim_index *ix = zb_xcalloc(1, sizeof *ix);
 	size_t n = g->ntasks;
 	ix->g = g;
+	ix->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
+	ix->deps0 = zb_xmalloc((n ? n : 1) * sizeof *ix->deps0);
+	size_t nlast = (size_t)(g->steps > 0 ? g->steps : 1) * ZB_RES_COUNT;
+	ix->last = zb_xmalloc(nlast * sizeof *ix->last);
+	for (size_t i = 0; i < nlast; i++)
+		ix->last[i] = NONE;
 	ix->succ_begin = zb_xcalloc(n + 1, sizeof *ix->succ_begin);
 	ix->succ = zb_xmalloc((g->ndeps ? g->ndeps : 1) * sizeof *ix->succ);
 	for (size_t i = 0; i < n; i++) {
@@ -84,6 +119,9 @@ zb_sim_index *zb_sim_index_new(const zb_graph *g)
 		for (uint32_t j = 0; j < t->dep_count; j++)
 			ix->succ_begin[d[j] + 1]++;
 		ix->count[t->resource]++;
+		ix->deps0[i] = t->dep_count;
+		if (t->step >= 0 && t->step < g->steps)
+			ix->last[(size_t)t->step * ZB_RES_COUNT + t->resource] = (uint32_t)i;
 	}
 	for (size_t i = 0; i < n; i++)
 		ix->succ_begin[i + 1] += ix->succ_begin[i];
@@ -111,6 +149,8 @@ void zb_sim_index_free(zb_sim_index *ix)
 {
 	if (!ix)
 		return;
+	free(ix->deps0);
+	free(ix->last);
 	free(ix->succ_begin);
 	free(ix->succ);
 	for (int res = 0; res < ZB_RES_COUNT; res++)
@@ -120,15 +160,23 @@ void zb_sim_index_free(zb_sim_index *ix)
 
 zb_sim_scratch *zb_sim_scratch_new(void) { return zb_xcalloc(1, sizeof(zb_sim_scratch)); }
 
+void zb_sim_scratch_memo(zb_sim_scratch *w, int on)
+{
+	w->memo_on = on;
+	if (on && !w->memo)
+		w->memo = zb_xcalloc(MEMO, sizeof *w->memo);
+	w->memo_n = w->memo_next = 0;
+}
+
 void zb_sim_scratch_free(zb_sim_scratch *w)
 {
 	if (!w)
 		return;
 	free(w->waiting);
-	free(w->fixed);
 	free(w->work);
 	free(w->start);
 	free(w->end);
+	free(w->memo);
 	free(w);
 }
 
@@ -138,19 +186,20 @@ static void scratch_reserve(zb_sim_scratch *w, size_t n)
 		return;
 	size_t cap = n + n / 4;
 	w->waiting = zb_xrealloc(w->waiting, cap * sizeof *w->waiting);
-	w->fixed = zb_xrealloc(w->fixed, cap * sizeof *w->fixed);
 	w->work = zb_xrealloc(w->work, cap * sizeof *w->work);
+	w->work_serial = 0;
 	w->start = zb_xrealloc(w->start, cap * sizeof *w->start);
 	w->end = zb_xrealloc(w->end, cap * sizeof *w->end);
 	w->cap = cap;
 }
 
-/* Everything that depends on the configuration but not on time: the rates of
- * every busy set, each task's fixed cost and work, the dependency counters. */
-static void prepare(sim *s)
+/* What depends on the configuration but not on time, first the small part: the
+ * rates of every busy set and each resource's fixed cost per task (a kernel
+ * launch, a copy's latency, a dispatch to the pool: the same for each of its
+ * tasks). */
+static void prepare_rates(sim *s)
 {
 	const zb_graph *g = s->ix->g;
-	zb_sim_scratch *w = s->w;
 	for (unsigned set = 0; set < NSETS; set++) {
 		/* zb_resource_rates looks only at which entries are non-NULL */
 		const zb_task *active[ZB_RES_COUNT];
@@ -158,11 +207,61 @@ static void prepare(sim *s)
 			active[res] = set & (1u << res) ? &g->tasks[0] : NULL;
 		zb_resource_rates(s->c, active, s->rates[set]);
 	}
-	for (size_t i = 0; i < g->ntasks; i++) {
-		const zb_task *t = &g->tasks[i];
-		w->waiting[i] = t->dep_count;
-		zb_task_flow(t, s->c, &w->fixed[i], &w->work[i]);
+	for (int res = 0; res < ZB_RES_COUNT; res++) {
+		zb_task probe = { .kind = ZB_TASK_KERNEL, .resource = (uint8_t)res };
+		double work;
+		zb_task_flow(&probe, s->c, &s->fixed[res], &work);
 	}
+}
+
+/* ... then the per-task part: dependency counters, and each task's work unless
+ * the scratch has it for this graph, GPU and dtype. */
+static void prepare_tasks(sim *s)
+{
+	const zb_sim_index *ix = s->ix;
+	const zb_graph *g = ix->g;
+	zb_sim_scratch *w = s->w;
+	memcpy(w->waiting, ix->deps0, g->ntasks * sizeof *w->waiting);
+	const zb_gpu *gpu = &s->c->hw.gpu;
+	if (w->work_serial != ix->serial || w->work_dtype != (int)s->c->policy.dtype ||
+	    memcmp(&w->work_gpu, gpu, sizeof *gpu)) {
+		for (size_t i = 0; i < g->ntasks; i++) {
+			double fixed;
+			zb_task_flow(&g->tasks[i], s->c, &fixed, &w->work[i]);
+		}
+		w->work_serial = ix->serial;
+		w->work_dtype = (int)s->c->policy.dtype;
+		memcpy(&w->work_gpu, gpu, sizeof *gpu);
+	}
+}
+
+static memo *memo_find(const sim *s)
+{
+	const zb_sim_scratch *w = s->w;
+	for (int i = 0; i < w->memo_n; i++) {
+		memo *m = &w->memo[i];
+		if (m->serial == s->ix->serial && m->dtype == (int)s->c->policy.dtype &&
+		    !memcmp(m->fixed, s->fixed, sizeof m->fixed) && !memcmp(m->rates, s->rates, sizeof m->rates) &&
+		    !memcmp(&m->gpu, &s->c->hw.gpu, sizeof m->gpu))
+			return m;
+	}
+	return NULL;
+}
+
+static void memo_add(const sim *s)
+{
+	zb_sim_scratch *w = s->w;
+	memo *m = &w->memo[w->memo_next];
+	w->memo_next = (w->memo_next + 1) % MEMO;
+	if (w->memo_n < MEMO)
+		w->memo_n++;
+	m->serial = s->ix->serial;
+	m->dtype = (int)s->c->policy.dtype;
+	m->gpu = s->c->hw.gpu;
+	memcpy(m->fixed, s->fixed, sizeof m->fixed);
+	memcpy(m->rates, s->rates, sizeof m->rates);
+	m->res = *s->r;
+	m->res.start = m->res.end = NULL;
 }
 
 static void advance(flow *f, double now)
@@ -181,19 +280,20 @@ static void advance(flow *f, double now)
 	f->t_last = now;
 }
 
-/* Start every task that can start now. */
+#define EACH(res, mask) for (unsigned m_ = (mask), res; m_ && (res = (unsigned)__builtin_ctz(m_), 1); m_ &= m_ - 1)
+
+/* Start every task that can start now: an idle resource with tasks left whose
+ * next task has no unfinished dependency. */
 static void start_ready(sim *s)
 {
 	const zb_sim_index *ix = s->ix;
 	zb_sim_scratch *w = s->w;
-	for (int res = 0; res < ZB_RES_COUNT; res++) {
-		flow *f = &s->flows[res];
-		if (f->task != NONE || s->head[res] == ix->count[res])
-			continue;
+	EACH(res, s->left & ~s->busy) {
 		uint32_t id = ix->order[res][s->head[res]];
 		if (w->waiting[id])
 			continue;
-		f->fixed_left = w->fixed[id];
+		flow *f = &s->flows[res];
+		f->fixed_left = s->fixed[res];
 		f->work_left = w->work[id];
 		f->task = id;
 		f->rate = -1; /* forces a completion time below */
@@ -203,13 +303,14 @@ static void start_ready(sim *s)
 	}
 }
 
-/* New completion times for the flows whose rate changed with the busy set. */
+/* New completion times for the flows whose rate changed with the busy set, in
+ * resource order (the order gives the tie-breaking sequence numbers). */
 static void reschedule(sim *s)
 {
 	const double *rate = s->rates[s->busy];
-	for (int res = 0; res < ZB_RES_COUNT; res++) {
+	EACH(res, s->busy) {
 		flow *f = &s->flows[res];
-		if (f->task == NONE || f->rate == rate[res])
+		if (f->rate == rate[res])
 			continue;
 		f->rate = rate[res];
 		f->due = s->now + f->fixed_left + (f->work_left > 0 ? f->work_left / f->rate : 0);
@@ -218,17 +319,16 @@ static void reschedule(sim *s)
 	}
 }
 
-/* The busy resource whose flow completes first (-1: none busy). */
+/* The busy resource whose flow completes first (-1: none busy): the earliest
+ * completion time, ties to the earliest scheduled. */
 static int next_event(const sim *s)
 {
 	int best = -1;
-	for (int res = 0; res < ZB_RES_COUNT; res++) {
+	EACH(res, s->busy) {
 		const flow *f = &s->flows[res];
-		if (f->task == NONE)
-			continue;
 		if (best < 0 || f->due < s->flows[best].due ||
 		    (f->due == s->flows[best].due && f->seq < s->flows[best].seq))
-			best = res;
+			best = (int)res;
 	}
 	return best;
 }
@@ -241,7 +341,8 @@ static void finish(sim *s, int res)
 	s->w->end[id] = s->now;
 	f->task = NONE;
 	s->busy &= ~(1u << res);
-	s->head[res]++;
+	if (++s->head[res] == ix->count[res])
+		s->left &= ~(1u << res);
 	uint32_t *waiting = s->w->waiting;
 	for (uint32_t i = ix->succ_begin[id]; i < ix->succ_begin[id + 1]; i++)
 		waiting[ix->succ[i]]--;
@@ -358,22 +459,88 @@ void zb_busy_window(const zb_graph *g, const double *start, const double *end, i
 	}
 }
 
+/* The steady-state figures of zb_steady_step_time and zb_busy_window (warm -1),
+ * computed from the index: a resource runs its tasks one after another, so the
+ * latest end among a resource's tasks of one step is the end of its last such
+ * task, and the per-step scans over every task become lookups. Same operations
+ * on the same values as those functions, so the same results to the bit. */
+static double last_end(const zb_sim_index *ix, const double *end, int step, int res, double none)
+{
+	uint32_t id = ix->last[(size_t)step * ZB_RES_COUNT + res];
+	return id == NONE || !(end[id] > none) ? none : end[id];
+}
+
+static double steady_step(const zb_sim_index *ix, const double *end)
+{
+	const zb_graph *g = ix->g;
+	int N = g->steps, warm = warm_steps(N);
+	if (N < 1 || g->ntasks == 0)
+		return 0;
+	if (warm > N - 2)
+		warm = N - 2;
+	if (warm < 0)
+		warm = 0;
+	double step = N == 1 ? last_end(ix, end, 0, ZB_RES_GPU, 0)
+			     : (last_end(ix, end, N - 1, ZB_RES_GPU, 0) - last_end(ix, end, warm, ZB_RES_GPU, 0)) /
+				       (N - 1 - warm);
+	int last = N - 2, first = warm < last - 1 ? warm : last - 1;
+	if (first < 0)
+		return step;
+	for (int res = 0; res < ZB_RES_COUNT; res++) {
+		double lo = last_end(ix, end, first, res, -1), hi = last_end(ix, end, last, res, -1);
+		if (res == ZB_RES_GPU || lo < 0 || hi < 0)
+			continue;
+		double pace = (hi - lo) / (last - first);
+		if (pace > step)
+			step = pace;
+	}
+	return step;
+}
+
+static void busy_window(const zb_sim_index *ix, const double *start, const double *end, double busy[ZB_RES_COUNT])
+{
+	const zb_graph *g = ix->g;
+	int N = g->steps;
+	double lo = 0, hi = 0;
+	int per = 1;
+	for (int res = 0; res < ZB_RES_COUNT; res++)
+		busy[res] = 0;
+	if (N > 1) {
+		int w = warm_steps(N);
+		lo = last_end(ix, end, w, ZB_RES_GPU, 0);
+		hi = last_end(ix, end, N - 1, ZB_RES_GPU, 0);
+		per = N - 1 - w;
+	} else {
+		for (size_t i = 0; i < g->ntasks; i++)
+			if (end[i] > hi)
+				hi = end[i];
+	}
+	for (size_t i = 0; i < g->ntasks; i++) {
+		if (start[i] < 0)
+			continue; /* not run */
+		double a = start[i] > lo ? start[i] : lo;
+		double e = end[i] < hi ? end[i] : hi;
+		if (e > a)
+			busy[g->tasks[i].resource] += (e - a) / per;
+	}
+}
+
 static void summarize(sim *s)
 {
 	const zb_graph *g = s->ix->g;
 	zb_sim_result *r = s->r;
 	int N = g->steps;
-	r->step_time_s = zb_steady_step_time(g, r->end);
+	r->step_time_s = steady_step(s->ix, r->end);
 	r->tokens_per_s = r->step_time_s > 0 ? g->tokens_per_step / r->step_time_s : 0;
 	r->tflops_per_gpu = r->step_time_s > 0 ? g->model_flops_per_step / r->step_time_s / 1e12 : 0;
 
-	zb_busy_window(g, r->start, r->end, -1, r->busy_s);
+	busy_window(s->ix, r->start, r->end, r->busy_s);
 	/* each task's time alone: its resource's rate when only that resource is busy */
-	const double *fixed = s->w->fixed, *work = s->w->work;
+	const double *work = s->w->work;
 	for (size_t i = 0; i < g->ntasks; i++) {
 		int res = g->tasks[i].resource;
 		double alone = s->rates[1u << res][res];
-		r->work_s[res] += (fixed[i] + (work[i] > 0 ? work[i] / alone : 0)) / N;
+		r->work_s[res] += (s->fixed[res] + (work[i] > 0 ? work[i] / alone : 0)) / N;
 	}
 	r->lower_bound_s = 0;
 	r->bottleneck = ZB_RES_GPU;
@@ -404,18 +571,28 @@ zb_status zb_simulate_indexed(const zb_sim_index *ix, zb_sim_scratch *w, const z
 	s.c = c;
 	s.r = r;
 	s.w = w;
-	for (int res = 0; res < ZB_RES_COUNT; res++)
+	for (int res = 0; res < ZB_RES_COUNT; res++) {
 		s.flows[res].task = NONE;
-	prepare(&s);
+		if (ix->count[res])
+			s.left |= 1u << res;
+	}
+	prepare_rates(&s);
+	if (w->memo_on) {
+		const memo *m = memo_find(&s);
+		if (m) {
+			*r = m->res;
+			return ZB_OK;
+		}
+	}
+	prepare_tasks(&s);
 
 	size_t done = 0;
 	start_ready(&s);
 	reschedule(&s);
 	for (int res; (res = next_event(&s)) >= 0;) {
 		s.now = s.flows[res].due;
-		for (int i = 0; i < ZB_RES_COUNT; i++)
-			if (s.busy & (1u << i))
-				advance(&s.flows[i], s.now);
+		EACH(i, s.busy)
+			advance(&s.flows[i], s.now);
 		finish(&s, res);
 		done++;
 		start_ready(&s);
@@ -428,6 +605,8 @@ zb_status zb_simulate_indexed(const zb_sim_index *ix, zb_sim_scratch *w, const z
 			       g->ntasks);
 	}
 	summarize(&s);
+	if (w->memo_on)
+		memo_add(&s);
 	return ZB_OK;
 }
 
