@@ -19,6 +19,7 @@ int cmd_validate(int argc, char **argv);
 int cmd_baseline(int argc, char **argv);
 int cmd_regress(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 /* Print "zbench: <msg>" for a failed status and return its exit code. */
 struct zb_error;
