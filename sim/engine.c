@@ -42,6 +42,7 @@ struct zb_sim_index {
 	uint32_t *order[ZB_RES_COUNT]; /* task ids of each resource, in id order */
 	size_t count[ZB_RES_COUNT];
 	uint32_t *last;        /* [step * ZB_RES_COUNT + res]: its last task in that step, or NONE */
+	uint8_t *res;          /* each task's resource, packed (the summary's passes read only this) */
 };
 
 /* Per thread. The work of each task depends on the graph and the GPU only (see
@@ -107,6 +108,7 @@ zb_sim_index *zb_sim_index_new(const zb_graph *g)
 	ix->g = g;
 	ix->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
 	ix->deps0 = zb_xmalloc((n ? n : 1) * sizeof *ix->deps0);
+	ix->res = zb_xmalloc(n ? n : 1);
 	size_t nlast = (size_t)(g->steps > 0 ? g->steps : 1) * ZB_RES_COUNT;
 	ix->last = zb_xmalloc(nlast * sizeof *ix->last);
 	for (size_t i = 0; i < nlast; i++)
@@ -120,6 +122,7 @@ zb_sim_index *zb_sim_index_new(const zb_graph *g)
 			ix->succ_begin[d[j] + 1]++;
 		ix->count[t->resource]++;
 		ix->deps0[i] = t->dep_count;
+		ix->res[i] = t->resource;
 		if (t->step >= 0 && t->step < g->steps)
 			ix->last[(size_t)t->step * ZB_RES_COUNT + t->resource] = (uint32_t)i;
 	}
@@ -150,6 +153,7 @@ void zb_sim_index_free(zb_sim_index *ix)
 	if (!ix)
 		return;
 	free(ix->deps0);
+	free(ix->res);
 	free(ix->last);
 	free(ix->succ_begin);
 	free(ix->succ);
@@ -515,14 +519,17 @@ static void busy_window(const zb_sim_index *ix, const double *start, const doubl
 			if (end[i] > hi)
 				hi = end[i];
 	}
+	double sum[ZB_RES_COUNT] = { 0 }; /* in registers, added in the same order */
 	for (size_t i = 0; i < g->ntasks; i++) {
 		if (start[i] < 0)
 			continue; /* not run */
 		double a = start[i] > lo ? start[i] : lo;
 		double e = end[i] < hi ? end[i] : hi;
 		if (e > a)
-			busy[g->tasks[i].resource] += (e - a) / per;
+			sum[ix->res[i]] += (e - a) / per;
 	}
+	for (int res = 0; res < ZB_RES_COUNT; res++)
+		busy[res] = sum[res];
 }
 
 static void summarize(sim *s)
@@ -537,11 +544,15 @@ static void summarize(sim *s)
 	busy_window(s->ix, r->start, r->end, r->busy_s);
 	/* each task's time alone: its resource's rate when only that resource is busy */
 	const double *work = s->w->work;
+	double alone[ZB_RES_COUNT], sum[ZB_RES_COUNT] = { 0 };
+	for (int res = 0; res < ZB_RES_COUNT; res++)
+		alone[res] = s->rates[1u << res][res];
 	for (size_t i = 0; i < g->ntasks; i++) {
-		int res = g->tasks[i].resource;
-		double alone = s->rates[1u << res][res];
-		r->work_s[res] += (s->fixed[res] + (work[i] > 0 ? work[i] / alone : 0)) / N;
+		int res = s->ix->res[i];
+		sum[res] += (s->fixed[res] + (work[i] > 0 ? work[i] / alone[res] : 0)) / N;
 	}
+	for (int res = 0; res < ZB_RES_COUNT; res++)
+		r->work_s[res] = sum[res];
 	r->lower_bound_s = 0;
 	r->bottleneck = ZB_RES_GPU;
 	r->bound_resource = ZB_RES_GPU;
