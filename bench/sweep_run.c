@@ -445,6 +445,7 @@ static zb_status run_threads(const zb_sweep_grid *g, const zb_sweep_opts *so, zb
 zb_status zb_sweep_run(const zb_sweep_grid *g, long long rows, const zb_sweep_opts *so, zb_sweep_emit_fn emit,
 		       void *ctx, volatile sig_atomic_t *stop, long long *done, zb_error *err)
 {
+	json_object_seed(0); /* jansson's hash seed, set before threads build objects */
 	progress pr = { .on = so->progress && isatty(STDERR_FILENO), .total = rows };
 	pr.t0 = now_s();
 	*done = 0;

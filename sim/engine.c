@@ -47,16 +47,23 @@ struct zb_sim_index {
 
 /* Per thread. The work of each task depends on the graph and the GPU only (see
  * zb_task_flow: copies and CPU Adam drain bytes, GPU tasks seconds at the GPU's
- * rates), so it is kept while they stay the same: a sweep recomputes it when the
- * GPU changes, not for every link or core count. */
+ * rates), so the scratch keeps it for the last WORK_SLOTS (GPU, dtype) pairs of
+ * the graph: a sweep computes it once per GPU, not for every link or core count. */
+#define WORK_SLOTS 8
+typedef struct work_slot {
+	unsigned long serial;  /* the index it was computed for (0: none) */
+	zb_gpu gpu;            /* ... and the GPU and dtype */
+	int dtype;
+	double *work;          /* per task: work to drain (zb_task_flow) */
+} work_slot;
+
 struct zb_sim_scratch {
 	size_t cap;
 	uint32_t *waiting;     /* unfinished dependencies per task */
-	double *work;          /* per task: work to drain (zb_task_flow) */
+	double *work;          /* the slot in use */
+	work_slot slots[WORK_SLOTS];
+	int next_slot;
 	double *start, *end;   /* the timeline handed out in the result */
-	unsigned long work_serial; /* the index `work` was computed for (0: none) */
-	zb_gpu work_gpu;       /* ... and the GPU and dtype */
-	int work_dtype;
 	int memo_on, memo_n, memo_next;
 	struct memo *memo;     /* [MEMO] recent results, see zb_sim_scratch_memo */
 };
@@ -177,7 +184,8 @@ void zb_sim_scratch_free(zb_sim_scratch *w)
 	if (!w)
 		return;
 	free(w->waiting);
-	free(w->work);
+	for (int i = 0; i < WORK_SLOTS; i++)
+		free(w->slots[i].work);
 	free(w->start);
 	free(w->end);
 	free(w->memo);
@@ -190,8 +198,11 @@ static void scratch_reserve(zb_sim_scratch *w, size_t n)
 		return;
 	size_t cap = n + n / 4;
 	w->waiting = zb_xrealloc(w->waiting, cap * sizeof *w->waiting);
-	w->work = zb_xrealloc(w->work, cap * sizeof *w->work);
-	w->work_serial = 0;
+	for (int i = 0; i < WORK_SLOTS; i++) {
+		free(w->slots[i].work);
+		w->slots[i].work = NULL;
+		w->slots[i].serial = 0;
+	}
 	w->start = zb_xrealloc(w->start, cap * sizeof *w->start);
 	w->end = zb_xrealloc(w->end, cap * sizeof *w->end);
 	w->cap = cap;
@@ -227,16 +238,26 @@ static void prepare_tasks(sim *s)
 	zb_sim_scratch *w = s->w;
 	memcpy(w->waiting, ix->deps0, g->ntasks * sizeof *w->waiting);
 	const zb_gpu *gpu = &s->c->hw.gpu;
-	if (w->work_serial != ix->serial || w->work_dtype != (int)s->c->policy.dtype ||
-	    memcmp(&w->work_gpu, gpu, sizeof *gpu)) {
-		for (size_t i = 0; i < g->ntasks; i++) {
-			double fixed;
-			zb_task_flow(&g->tasks[i], s->c, &fixed, &w->work[i]);
+	int dtype = (int)s->c->policy.dtype;
+	for (int i = 0; i < WORK_SLOTS; i++) {
+		work_slot *k = &w->slots[i];
+		if (k->serial == ix->serial && k->dtype == dtype && !memcmp(&k->gpu, gpu, sizeof *gpu)) {
+			w->work = k->work;
+			return;
 		}
-		w->work_serial = ix->serial;
-		w->work_dtype = (int)s->c->policy.dtype;
-		memcpy(&w->work_gpu, gpu, sizeof *gpu);
 	}
+	work_slot *k = &w->slots[w->next_slot];
+	w->next_slot = (w->next_slot + 1) % WORK_SLOTS;
+	if (!k->work)
+		k->work = zb_xmalloc((w->cap ? w->cap : 1) * sizeof *k->work);
+	for (size_t i = 0; i < g->ntasks; i++) {
+		double fixed;
+		zb_task_flow(&g->tasks[i], s->c, &fixed, &k->work[i]);
+	}
+	k->serial = ix->serial;
+	k->dtype = dtype;
+	memcpy(&k->gpu, gpu, sizeof *gpu);
+	w->work = k->work;
 }
 
 static memo *memo_find(const sim *s)
