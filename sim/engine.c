@@ -55,12 +55,18 @@ typedef struct work_slot {
 	zb_gpu gpu;            /* ... and the GPU and dtype */
 	int dtype;
 	double *work;          /* per task: work to drain (zb_task_flow) */
+	/* each resource's work timed alone (the summary's work_s), for the fixed
+	 * cost and alone rate it was last computed with: GPU compute, most of the
+	 * tasks, has the same ones for every link and core count */
+	int sum_valid[ZB_RES_COUNT];
+	double sum_fixed[ZB_RES_COUNT], sum_alone[ZB_RES_COUNT], sum[ZB_RES_COUNT];
 } work_slot;
 
 struct zb_sim_scratch {
 	size_t cap;
 	uint32_t *waiting;     /* unfinished dependencies per task */
-	double *work;          /* the slot in use */
+	double *work;          /* the work of the slot in use */
+	work_slot *slot;       /* the slot in use */
 	work_slot slots[WORK_SLOTS];
 	int next_slot;
 	double *start, *end;   /* the timeline handed out in the result */
@@ -243,6 +249,7 @@ static void prepare_tasks(sim *s)
 		work_slot *k = &w->slots[i];
 		if (k->serial == ix->serial && k->dtype == dtype && !memcmp(&k->gpu, gpu, sizeof *gpu)) {
 			w->work = k->work;
+			w->slot = k;
 			return;
 		}
 	}
@@ -257,7 +264,9 @@ static void prepare_tasks(sim *s)
 	k->serial = ix->serial;
 	k->dtype = dtype;
 	memcpy(&k->gpu, gpu, sizeof *gpu);
+	memset(k->sum_valid, 0, sizeof k->sum_valid);
 	w->work = k->work;
+	w->slot = k;
 }
 
 static memo *memo_find(const sim *s)
@@ -565,15 +574,24 @@ static void summarize(sim *s)
 	busy_window(s->ix, r->start, r->end, r->busy_s);
 	/* each task's time alone: its resource's rate when only that resource is busy */
 	const double *work = s->w->work;
-	double alone[ZB_RES_COUNT], sum[ZB_RES_COUNT] = { 0 };
-	for (int res = 0; res < ZB_RES_COUNT; res++)
-		alone[res] = s->rates[1u << res][res];
-	for (size_t i = 0; i < g->ntasks; i++) {
-		int res = s->ix->res[i];
-		sum[res] += (s->fixed[res] + (work[i] > 0 ? work[i] / alone[res] : 0)) / N;
+	work_slot *k = s->w->slot;
+	for (int res = 0; res < ZB_RES_COUNT; res++) {
+		double alone = s->rates[1u << res][res], fixed = s->fixed[res];
+		if (!k->sum_valid[res] || k->sum_fixed[res] != fixed || k->sum_alone[res] != alone) {
+			/* in id order, as one pass over every task would add them */
+			const uint32_t *ids = s->ix->order[res];
+			double sum = 0;
+			for (size_t j = 0; j < s->ix->count[res]; j++) {
+				double wk = work[ids[j]];
+				sum += (fixed + (wk > 0 ? wk / alone : 0)) / N;
+			}
+			k->sum_valid[res] = 1;
+			k->sum_fixed[res] = fixed;
+			k->sum_alone[res] = alone;
+			k->sum[res] = sum;
+		}
+		r->work_s[res] = k->sum[res];
 	}
-	for (int res = 0; res < ZB_RES_COUNT; res++)
-		r->work_s[res] = sum[res];
 	r->lower_bound_s = 0;
 	r->bottleneck = ZB_RES_GPU;
 	r->bound_resource = ZB_RES_GPU;
