@@ -192,6 +192,25 @@ static void test_refused_sizes(void **state)
 	}
 }
 
+/* A configuration that does not fit is reported and stored without a schedule
+ * (no graph is built for it: its PCIe bytes are NULL); the others are simulated. */
+static void test_does_not_fit_without_graph(void **state)
+{
+	char args[1200];
+	snprintf(args, sizeof args, "sweep --model llama2-70b --policy none,offload --gpu h100,h200 --steps 4 --csv --db %s",
+		 path("fit.db"));
+	assert_int_equal(run(args, path("fit.csv")), 0);
+	char *out = zb_test_slurp(path("fit.csv"), NULL);
+	assert_contains(out, ",no\n");
+	free(out);
+	assert_int_equal(query(path("fit.db"), "SELECT count(*) FROM predictions"), 4);
+	long long nofit = query(path("fit.db"), "SELECT count(*) FROM predictions WHERE fits = 0");
+	assert_true(nofit > 0);
+	assert_int_equal(query(path("fit.db"), "SELECT count(*) FROM predictions WHERE fits = 0 AND pcie_h2d_bytes IS NULL"
+					       " AND step_time_s IS NULL AND fit_reason IS NOT NULL"),
+			 nofit);
+}
+
 /* Ctrl-C: the sweep stops, exit 130, the run is marked interrupted and the rows
  * printed so far are stored. */
 static void test_interrupt_keeps_rows(void **state)
@@ -253,6 +272,7 @@ int main(void)
 		cmocka_unit_test(test_jobs_same_rows),
 		cmocka_unit_test(test_shards_merged_equal_one_sweep),
 		cmocka_unit_test(test_refused_sizes),
+		cmocka_unit_test(test_does_not_fit_without_graph),
 		cmocka_unit_test(test_interrupt_keeps_rows),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
