@@ -107,6 +107,7 @@ typedef struct sim {
 	flow flows[ZB_RES_COUNT];
 	unsigned busy;                     /* bit res: resource res runs a flow */
 	unsigned left;                     /* bit res: resource res has tasks not started */
+	unsigned maybe;                    /* bit res: resource res may be able to start a task */
 	double fixed[ZB_RES_COUNT];        /* fixed cost of every task of a resource */
 	double rates[NSETS][ZB_RES_COUNT]; /* rate of each resource per busy set */
 	uint64_t next_seq;
@@ -317,12 +318,16 @@ static void advance(flow *f, double now)
 #define EACH(res, mask) for (unsigned m_ = (mask), res; m_ && (res = (unsigned)__builtin_ctz(m_), 1); m_ &= m_ - 1)
 
 /* Start every task that can start now: an idle resource with tasks left whose
- * next task has no unfinished dependency. */
+ * next task has no unfinished dependency. Only resources in `maybe` can have one
+ * (the resource that just finished, those with a task whose last dependency just
+ * finished): every other idle resource was already blocked before this event. */
 static void start_ready(sim *s)
 {
 	const zb_sim_index *ix = s->ix;
 	zb_sim_scratch *w = s->w;
-	EACH(res, s->left & ~s->busy) {
+	unsigned maybe = s->maybe;
+	s->maybe = 0;
+	EACH(res, maybe & s->left & ~s->busy) {
 		uint32_t id = ix->order[res][s->head[res]];
 		if (w->waiting[id])
 			continue;
@@ -378,8 +383,13 @@ static void finish(sim *s, int res)
 	if (++s->head[res] == ix->count[res])
 		s->left &= ~(1u << res);
 	uint32_t *waiting = s->w->waiting;
-	for (uint32_t i = ix->succ_begin[id]; i < ix->succ_begin[id + 1]; i++)
-		waiting[ix->succ[i]]--;
+	unsigned maybe = 1u << res;
+	for (uint32_t i = ix->succ_begin[id]; i < ix->succ_begin[id + 1]; i++) {
+		uint32_t t = ix->succ[i];
+		if (--waiting[t] == 0)
+			maybe |= 1u << ix->res[t];
+	}
+	s->maybe |= maybe;
 }
 
 /* Step s ends when its last GPU compute task ends: every step's boundary is then
@@ -626,6 +636,7 @@ zb_status zb_simulate_indexed(const zb_sim_index *ix, zb_sim_scratch *w, const z
 		if (ix->count[res])
 			s.left |= 1u << res;
 	}
+	s.maybe = s.left;
 	prepare_rates(&s);
 	if (w->memo_on) {
 		const memo *m = memo_find(&s);
