@@ -32,6 +32,7 @@ typedef struct zb_bench_case {
 
 /* Registries of each group, terminated by a zero entry. */
 extern const zb_bench_case zb_bench_sim_cases[];
+extern const zb_bench_case zb_bench_sweep_cases[];
 extern const zb_bench_case zb_bench_cpu_cases[];
 extern const zb_bench_case zb_bench_gpu_cases[];
 extern const zb_bench_case zb_bench_trace_cases[];

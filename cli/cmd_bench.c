@@ -13,7 +13,7 @@
 #include "cli/flags.h"
 #include "cli/report.h"
 
-static const zb_bench_case *const groups[] = { zb_bench_sim_cases, zb_bench_cpu_cases, zb_bench_gpu_cases,
+static const zb_bench_case *const groups[] = { zb_bench_sim_cases, zb_bench_sweep_cases, zb_bench_cpu_cases, zb_bench_gpu_cases,
 						zb_bench_trace_cases };
 
 static zb_bench_args a;

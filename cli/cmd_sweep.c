@@ -7,7 +7,14 @@
  * overlap and dpu and the ratios 0, 0.25, 0.5, 0.75, 1, so `zbench sweep` alone
  * and `zbench sweep --pcie gen4` answer "which policy and ratio, and why" for the
  * default gpt2-large example.
+ *
+ * Rows stream: each is printed and stored as soon as it is simulated, in one
+ * transaction committed at the end (or at Ctrl-C, with the run marked
+ * 'interrupted'), so memory stays flat for millions of rows; see sweep_run.h for
+ * the order, the threads and the shards.
  */
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,10 +23,12 @@
 #include "cli/options.h"
 #include "cli/report.h"
 #include "cli/session.h"
+#include "cli/sweep_run.h"
 #include "plots/plot.h"
+#include "schedules/deepspeed.h"
+#include "schedules/framework.h"
 #include "sim/predict.h"
 
-#define MAX_ROWS 100000
 #define GiB (1024.0 * 1024.0 * 1024.0)
 
 static void usage(FILE *f)
@@ -31,20 +40,36 @@ static void usage(FILE *f)
 	zb_options_usage(f);
 	fprintf(f, "  %-26s %s\n", "--plot <file.png | .svg>",
 		"after storing, plot the sweep's throughput (zbench plot ratio --run <this run>)");
+	fprintf(f, "  %-26s %s\n", "-j, --jobs <n>", "threads simulating (default: the machine's cores)");
+	fprintf(f, "  %-26s %s\n", "--shard <k/n>", "only the k-th of n slices of the grid (1 <= k <= n);");
+	fprintf(f, "  %-26s %s\n", "", "combine the shards' databases with zbench merge");
+	fprintf(f, "  %-26s %s\n", "--yes", "run a sweep of more than 10^7 configurations");
 }
 
-typedef struct axis_values {
-	int n;
-	char **vals;
-	char *storage;
-} axis_values;
+typedef struct sweep_flags {
+	int jobs, shard_k, shard_n, yes;
+} sweep_flags;
+
+/* --shard k/n */
+static zb_status take_shard(void *dest, const char *arg, zb_error *err)
+{
+	sweep_flags *f = dest;
+	long k, n;
+	int used = 0;
+	if (sscanf(arg, "%ld/%ld%n", &k, &n, &used) != 2 || arg[used] || n < 1 || k < 1 || k > n || n > 1000000)
+		return zb_fail(err, ZB_E_INPUT, "invalid --shard '%s' (expected k/n with 1 <= k <= n)", arg);
+	f->shard_k = (int)k;
+	f->shard_n = (int)n;
+	return ZB_OK;
+}
 
 static const char *cols[] = { "model", "pcie", "gpu", "cpu", "cores", "policy", "ratio", "mb", "gas",
-			      "step", "tokens/s", "TFLOP/s", "bottleneck", "bound", "gpu_mem", "fits" };
-static const char *units[] = { "", "", "", "", "", "", "", "", "", "ms", "1/s", "per GPU", "", "ms", "GiB", "" };
-static const char *fmt_head = "%-12s %-10s %-9s %-13s %5s %-8s %5s %4s %4s %10s %10s %8s %-10s %10s %8s %s\n";
+			      "step", "tokens/s", "TFLOP/s", "bottleneck", "bound", "gpu_mem", "fits", "framework", "zero",
+			      "sub_group" };
+static const char *units[] = { "", "", "", "", "", "", "", "", "", "ms", "1/s", "per GPU", "", "ms", "GiB", "", "", "", "" };
+static const char *fmt_head = "%-12s %-10s %-9s %-13s %5s %-8s %5s %4s %4s %10s %10s %8s %-10s %10s %8s %-4s %-9s %4s %s\n";
 
-static void print_row(FILE *f, const zb_prediction *p, int csv)
+static void print_row(FILE *f, const zb_sweep_row *p, int csv)
 {
 	const zb_config *c = &p->cfg;
 	double ratio = c->policy.kind == ZB_POLICY_NONE ? 0.0 : c->policy.ratio;
@@ -57,228 +82,219 @@ static void print_row(FILE *f, const zb_prediction *p, int csv)
 		snprintf(bound, sizeof bound, "%.2f", p->res.lower_bound_s * 1e3);
 		bn = zb_resource_name(p->res.bottleneck);
 	}
+	char zero[8] = "-", sg[24] = "-";
+	if (c->framework == ZB_FW_DEEPSPEED) {
+		snprintf(zero, sizeof zero, "%d", zb_ds_stage(c));
+		snprintf(sg, sizeof sg, "%lld", (long long)zb_ds_sub_group(c));
+	}
 	if (csv)
-		fprintf(f, "%s,%s,%s,%s,%d,%s,%.4g,%d,%d,%s,%s,%s,%s,%s,%.2f,%s\n", c->model.name, c->hw.link.name,
-			c->hw.gpu.name, c->hw.cpu.name, c->hw.cpu.cores, zb_policy_name(c->policy.kind), ratio,
-			c->policy.micro_batch, c->policy.gas, step, tps, tfl, bn, bound, p->mem.gpu_bytes / GiB,
-			p->mem.fits ? "yes" : "no");
+		fprintf(f, "%s,%s,%s,%s,%d,%s,%.4g,%d,%d,%s,%s,%s,%s,%s,%.2f,%s,%s,%s,%s\n", c->model.name,
+			c->hw.link.name, c->hw.gpu.name, c->hw.cpu.name, c->hw.cpu.cores, zb_policy_name(c->policy.kind),
+			ratio, c->policy.micro_batch, c->policy.gas, step, tps, tfl, bn, bound, p->mem.gpu_bytes / GiB,
+			p->mem.fits ? "yes" : "no", zb_framework_name(c->framework), zero, sg);
 	else
-		fprintf(f, "%-12s %-10s %-9s %-13s %5d %-8s %5.2f %4d %4d %10s %10s %8s %-10s %10s %8.1f %s\n",
+		fprintf(f, "%-12s %-10s %-9s %-13s %5d %-8s %5.2f %4d %4d %10s %10s %8s %-10s %10s %8.1f %-4s %-9s %4s %s\n",
 			c->model.name, c->hw.link.name, c->hw.gpu.name, c->hw.cpu.name, c->hw.cpu.cores,
 			zb_policy_name(c->policy.kind), ratio, c->policy.micro_batch, c->policy.gas, step, tps, tfl,
-			bn, bound, p->mem.gpu_bytes / GiB, p->mem.fits ? "yes" : "no");
+			bn, bound, p->mem.gpu_bytes / GiB, p->mem.fits ? "yes" : "no", zb_framework_name(c->framework),
+			zero, sg);
 }
 
-/* One sweep: the axes expanded, the grid of configurations, their predictions. */
-typedef struct sweep {
-	zb_options o;
-	axis_values ax[ZB_AX_COUNT];
-	long long total;
-	zb_config *cfgs;
-	int ncfg;
-	zb_sources src0; /* where the first row's settings came from */
-	zb_prediction *preds;
-	int npred;
-	int64_t run_id;
-} sweep;
+/* What each row goes to. */
+typedef struct sink {
+	const zb_options *o;
+	zb_session *s;
+	long long rows;
+	int have_best;
+	zb_config best;
+	zb_sim_result best_res;
+} sink;
 
-/* --plot draws from the database: check it before the sweep runs, not after. */
-static int check_plot(const zb_options *o, zb_error *err)
+static zb_status emit_row(void *ctx, const zb_sweep_row *row, zb_error *err)
 {
-	if (!o->plot)
-		return 0;
-	if (o->no_db) {
-		fprintf(stderr, "zbench: --plot draws from the database: drop --no-db (got --plot '%s')\n", o->plot);
-		return 2;
-	}
-	if (zb_plot_check(o->plot, err))
-		return zb_report_error(err);
-	return 0;
-}
-
-/* Every axis's values (lists and ranges); at most MAX_ROWS points in all. */
-static zb_status expand_axes(sweep *w, zb_error *err)
-{
-	w->total = 1;
-	for (int a = 0; a < ZB_AX_COUNT; a++) {
-		axis_values *x = &w->ax[a];
-		x->n = 1;
-		if (!w->o.axis[a])
-			continue;
-		x->n = zb_axis_values(w->o.axis[a], a, &x->vals, &x->storage, err);
-		if (x->n < 0)
-			return err->status;
-		w->total *= x->n;
-		if (w->total > MAX_ROWS)
-			return zb_fail(err, ZB_E_INPUT, "sweep of more than %d configurations (%s has %d values)", MAX_ROWS,
-				       zb_axis_flag(a), x->n);
-	}
-	return ZB_OK;
-}
-
-/* Build and validate every configuration first: a bad value fails the sweep before
- * anything is printed or stored. */
-static zb_status build_configs(sweep *w, zb_error *err)
-{
-	w->cfgs = zb_xmalloc((size_t)w->total * sizeof *w->cfgs);
-	int idx[ZB_AX_COUNT] = { 0 };
-	for (long long row = 0; row < w->total; row++) {
-		const char *v[ZB_AX_COUNT];
-		for (int a = 0; a < ZB_AX_COUNT; a++)
-			v[a] = w->ax[a].vals ? w->ax[a].vals[idx[a]] : NULL;
-		zb_config c;
-		zb_status st = zb_options_config_src(v, &w->o, &c, row == 0 ? &w->src0 : NULL, err);
-		if (st)
-			return st;
-		/* the ratio means nothing without offload: one row for 'none' */
-		int dup = c.policy.kind == ZB_POLICY_NONE && w->ax[ZB_AX_RATIO].vals && idx[ZB_AX_RATIO] > 0;
-		if (!dup)
-			w->cfgs[w->ncfg++] = c;
-		for (int a = ZB_AX_COUNT - 1; a >= 0; a--) { /* odometer, last axis fastest */
-			if (++idx[a] < w->ax[a].n)
-				break;
-			idx[a] = 0;
-		}
-	}
-	return ZB_OK;
-}
-
-static zb_status predict_all(sweep *w, zb_error *err)
-{
-	w->preds = zb_xcalloc((size_t)w->ncfg, sizeof *w->preds);
-	for (int i = 0; i < w->ncfg; i++, w->npred++) {
-		zb_status st = zb_predict(&w->preds[i], &w->cfgs[i], err);
-		if (st)
-			return st;
-	}
-	return ZB_OK;
-}
-
-/* Every row in one transaction: all or nothing. */
-static zb_status store_all(sweep *w, int argc, char **argv, zb_error *err)
-{
-	zb_session s;
-	zb_status st = zb_session_open(&s, &w->o, "sweep", NULL, argc, argv, err);
-	if (st)
-		return st;
-	for (int i = 0; i < w->ncfg; i++) {
+	sink *k = ctx;
+	const zb_options *o = k->o;
+	if (k->s->store) {
 		int64_t id;
-		zb_prediction *p = &w->preds[i];
-		if ((st = zb_session_store_prediction(&s, &p->cfg, &p->graph, p->simulated ? &p->res : NULL, &p->mem,
-						      w->o.timeline, &id, err))) {
-			zb_session_abort(&s);
-			return st;
+		zb_store *db = k->s->store;
+		const zb_graph *g = row->simulated ? &row->head : NULL;
+		const zb_sim_result *res = row->simulated ? &row->res : NULL;
+		zb_status st = zb_store_add_config(db, k->s->run_id, &row->cfg, row->config_json, &id, err);
+		if (!st)
+			st = zb_store_add_prediction(db, id, g, res, &row->mem, err);
+		if (!st && o->timeline && row->simulated) {
+			st = zb_store_add_tasks(db, id, row->graph, err);
+			if (!st)
+				st = zb_store_add_events(db, id, "predicted", row->graph, row->res.start, row->res.end,
+							 err);
 		}
+		if (st)
+			return st;
 	}
-	w->run_id = s.run_id;
-	return zb_session_commit(&s, "ok", err);
+	if (o->json) {
+		/* the element as an array member: every line two spaces in */
+		fputs(k->rows ? ",\n  " : "[\n  ", stdout);
+		for (const char *c = row->pred_json; *c; c++) {
+			putchar(*c);
+			if (*c == '\n')
+				fputs("  ", stdout);
+		}
+	} else {
+		print_row(stdout, row, o->csv);
+	}
+	if (row->simulated && (!k->have_best || row->res.tokens_per_s > k->best_res.tokens_per_s)) {
+		k->have_best = 1;
+		k->best = row->cfg;
+		k->best_res = row->res;
+	}
+	k->rows++;
+	return ZB_OK;
 }
 
-static void print_json(const sweep *w)
+static volatile sig_atomic_t interrupted;
+static void on_sigint(int sig) { interrupted = 1; }
+
+static void print_head(const zb_options *o, const zb_sweep_grid *g, const sweep_flags *f, long long rows,
+		       const zb_config *first, const zb_sources *src)
 {
-	json_t *arr = json_array();
-	for (int i = 0; i < w->ncfg; i++) {
-		const zb_prediction *p = &w->preds[i];
-		json_array_append_new(arr, zb_prediction_json(&p->cfg, &p->graph, p->simulated ? &p->res : NULL, &p->mem));
+	if (o->json)
+		return;
+	if (o->csv) {
+		for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+			printf("%s%s%s%s", i ? "," : "", cols[i], units[i][0] ? "_" : "", units[i]);
+		printf("\n");
+		return;
 	}
-	zb_json_print(stdout, arr);
-	json_decref(arr);
+	if (rows)
+		zb_print_header(stdout, "sweep", first);
+	if (rows)
+		zb_sources_print(stdout, first, src, 1);
+	if (f->shard_n)
+		printf("# shard %d/%d: rows %lld to %lld of %lld\n", f->shard_k, f->shard_n, g->first, g->end - 1,
+		       g->total);
+	printf("# %lld configurations; the lines above describe the first, the columns what varies\n", rows);
+	printf(fmt_head, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8],
+	       cols[9], cols[10], cols[11], cols[12], cols[13], cols[14], cols[15], cols[16], cols[17], cols[18]);
+	printf(fmt_head, units[0], units[1], units[2], units[3], units[4], units[5], units[6], units[7],
+	       units[8], units[9], units[10], units[11], units[12], units[13], units[14], units[15], units[16],
+	       units[17], units[18]);
 }
 
-static void print_csv(const sweep *w)
+static void print_tail(const zb_options *o, const sink *k)
 {
-	for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
-		printf("%s%s%s%s", i ? "," : "", cols[i], units[i][0] ? "_" : "", units[i]);
-	printf("\n");
-	for (int i = 0; i < w->ncfg; i++)
-		print_row(stdout, &w->preds[i], 1);
-}
-
-/* The fixed-width table: header, where the settings came from, a units row, the
- * rows, the fastest. */
-static void print_table(const sweep *w)
-{
-	const zb_prediction *preds = w->preds;
-	zb_print_header(stdout, "sweep", &w->cfgs[0]);
-	zb_sources_print(stdout, &w->cfgs[0], &w->src0, 1);
-	printf("# %d configurations; the lines above describe the first, the columns what varies\n", w->ncfg);
-	printf(fmt_head, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8], cols[9],
-	       cols[10], cols[11], cols[12], cols[13], cols[14], cols[15], cols[16], cols[17], cols[18]);
-	printf(fmt_head, units[0], units[1], units[2], units[3], units[4], units[5], units[6], units[7], units[8],
-	       units[9], units[10], units[11], units[12], units[13], units[14], units[15], units[16], units[17],
-	       units[18]);
-	int best = -1;
-	for (int i = 0; i < w->ncfg; i++) {
-		print_row(stdout, &preds[i], 0);
-		if (preds[i].simulated && (best < 0 || preds[i].res.tokens_per_s > preds[best].res.tokens_per_s))
-			best = i;
-	}
-	if (best >= 0) {
+	if (o->json) {
+		fputs(k->rows ? "\n]\n" : "[]\n", stdout);
+	} else if (!o->csv && k->have_best) {
 		char label[512];
-		zb_config_label(&preds[best].cfg, label, sizeof label);
-		printf("# fastest: %s: %.0f tokens/s (%.2f ms/step, bound by %s)\n", label, preds[best].res.tokens_per_s,
-		       preds[best].res.step_time_s * 1e3, zb_resource_name(preds[best].res.bottleneck));
+		zb_config_label(&k->best, label, sizeof label);
+		printf("# fastest: %s: %.0f tokens/s (%.2f ms/step, bound by %s)\n", label, k->best_res.tokens_per_s,
+		       k->best_res.step_time_s * 1e3, zb_resource_name(k->best_res.bottleneck));
 	}
 }
 
-/* --plot: the ratio plot of the run just stored. Returns an exit code. */
-static int draw_plot(const sweep *w, zb_error *err)
+static int plot_sweep(const zb_options *o, int64_t run_id)
 {
-	const zb_options *o = &w->o;
+	zb_error err = { 0 };
 	zb_store *db;
-	zb_plot_request req = { .kind = ZB_PLOT_RATIO, .run_id = w->run_id, .output = o->plot };
+	zb_plot_request req = { .kind = ZB_PLOT_RATIO, .run_id = run_id, .output = o->plot };
 	zb_plot_info info;
 	int rc = 0;
-	if (zb_store_open(&db, o->db ? o->db : ZB_STORE_DEFAULT_PATH, 2000, err))
-		return zb_report_error(err);
-	if (zb_plot_make(db, &req, &info, err))
-		rc = zb_report_error(err);
+	if (zb_store_open(&db, o->db ? o->db : ZB_STORE_DEFAULT_PATH, 2000, &err))
+		return zb_report_error(&err);
+	if (zb_plot_make(db, &req, &info, &err))
+		rc = zb_report_error(&err);
 	else if (!o->json && !o->csv)
 		printf("# plot: %s -> %s\n", info.what, o->plot);
 	zb_store_close(db);
 	return rc;
 }
 
-static void sweep_free(sweep *w)
+/* Simulate, print and store the rows; Ctrl-C stops after the current row and
+ * keeps what was stored. */
+static int run_rows(const zb_options *o, const zb_sweep_grid *g, const sweep_flags *f, long long rows,
+		    zb_session *s)
 {
-	for (int i = 0; i < w->npred; i++)
-		zb_prediction_free(&w->preds[i]);
-	free(w->preds);
-	free(w->cfgs);
-	for (int a = 0; a < ZB_AX_COUNT; a++) {
-		free(w->ax[a].vals);
-		free(w->ax[a].storage);
+	zb_error err = { 0 };
+	sink k = { .o = o, .s = s };
+	zb_sweep_opts so = { .jobs = f->jobs, .config_json = s->store != NULL, .pred_json = o->json,
+			     .timeline = o->timeline && s->store != NULL, .progress = 1 };
+	struct sigaction sa = { .sa_handler = on_sigint }, old;
+	sigemptyset(&sa.sa_mask);
+	interrupted = 0;
+	sigaction(SIGINT, &sa, &old);
+	long long done = 0;
+	zb_status st = zb_sweep_run(g, rows, &so, emit_row, &k, &interrupted, &done, &err);
+	sigaction(SIGINT, &old, NULL);
+	if (st && st != ZB_E_INTERRUPTED) {
+		fflush(stdout);
+		zb_session_abort(s);
+		return zb_report_error(&err);
 	}
+	print_tail(o, &k);
+	fflush(stdout);
+	zb_error cerr = { 0 };
+	if (zb_session_commit(s, st ? "interrupted" : "ok", &cerr))
+		return zb_report_error(&cerr);
+	if (st) {
+		fprintf(stderr, "zbench: interrupted after %lld of %lld configurations (%s)\n", done, rows,
+			s->run_id ? "the rows so far are stored" : "nothing stored: --no-db");
+		return 130;
+	}
+	return 0;
 }
 
 int cmd_sweep(int argc, char **argv)
 {
-	sweep *w = zb_xcalloc(1, sizeof *w);
-	zb_options *o = &w->o;
+	zb_options o = { 0 };
 	zb_error err = { 0 };
+	sweep_flags f = { .jobs = zb_sweep_default_jobs() };
+	const zb_flag extra[] = {
+		{ .name = "jobs", .short_name = 'j', .kind = ZB_FLAG_INT, .dest = &f.jobs, .lo = 1, .hi = 1024, .arg = "<n>" },
+		ZB_CALL("shard", &f, take_shard, "<k/n>", NULL),
+		ZB_SWITCH("yes", &f.yes, NULL),
+		{ 0 },
+	};
 	int rc;
-	if (!zb_options_parse(argc, argv, NULL, usage, o, &rc) || (rc = check_plot(o, &err))) {
-		free(w);
+	if (!zb_options_parse(argc, argv, extra, usage, &o, &rc))
 		return rc;
+	if (o.plot) { /* fail before the sweep runs, not after */
+		if (o.no_db) {
+			fprintf(stderr, "zbench: --plot draws from the database: drop --no-db (got --plot '%s')\n", o.plot);
+			return 2;
+		}
+		if (zb_plot_check(o.plot, &err))
+			return zb_report_error(&err);
 	}
 	/* a DeepSpeed config decides the policy and ratio itself */
-	if (!o->axis[ZB_AX_POLICY] && !o->axis[ZB_AX_RATIO] && !o->have_ds) {
-		o->axis[ZB_AX_POLICY] = "none,offload,overlap,dpu";
-		o->axis[ZB_AX_RATIO] = "0:1:0.25";
+	if (!o.axis[ZB_AX_POLICY] && !o.axis[ZB_AX_RATIO] && !o.have_ds) {
+		o.axis[ZB_AX_POLICY] = "none,offload,overlap,dpu";
+		o.axis[ZB_AX_RATIO] = "0:1:0.25";
 	}
-	if (expand_axes(w, &err) || build_configs(w, &err) || predict_all(w, &err) || store_all(w, argc, argv, &err)) {
+
+	zb_sweep_grid g;
+	if (zb_sweep_grid_init(&g, &o, f.shard_k, f.shard_n, f.yes, &err))
+		return zb_report_error(&err);
+	/* check every configuration first: a bad value fails the sweep before
+	 * anything is printed or stored */
+	long long rows;
+	zb_config first;
+	zb_sources src;
+	if (zb_sweep_check(&g, &rows, &first, &src, &err)) {
 		rc = zb_report_error(&err);
-	} else {
-		if (o->json)
-			print_json(w);
-		else if (o->csv)
-			print_csv(w);
-		else
-			print_table(w);
-		if (o->plot)
-			rc = draw_plot(w, &err);
+		goto out;
 	}
-	sweep_free(w);
-	free(w);
+	zb_session s;
+	if (zb_session_open(&s, &o, "sweep", NULL, argc, argv, &err)) {
+		rc = zb_report_error(&err);
+		goto out;
+	}
+	if (s.store)
+		zb_store_set_no_savepoints(s.store, 1); /* the whole sweep rolls back on failure */
+	print_head(&o, &g, &f, rows, &first, &src);
+	rc = run_rows(&o, &g, &f, rows, &s);
+	if (!rc && o.plot)
+		rc = plot_sweep(&o, s.run_id);
+out:
+	zb_sweep_grid_free(&g);
 	return rc;
 }

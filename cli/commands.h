@@ -24,6 +24,7 @@ int cmd_trace(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 /* Commands report a failed status with zb_report_error (common/error.h). */
 #include "common/error.h"

@@ -15,6 +15,7 @@ static const struct command {
 } commands[] = {
 	{ "predict", cmd_predict, "predict one configuration's training step" },
 	{ "sweep", cmd_sweep, "predict a grid of configurations (lists and ranges on any axis)" },
+	{ "merge", cmd_merge, "combine databases (the shards of a sweep) into one: zbench merge OUT IN..." },
 	{ "run", cmd_run, "execute a configuration's schedule on the GPU and measure it" },
 	{ "trace", cmd_trace, "run any command with zbench's CUPTI collector injected: zbench trace -- CMD" },
 	{ "import", cmd_import, "load an Nsight Systems SQLite export (nsys export --type sqlite)" },

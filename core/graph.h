@@ -137,6 +137,10 @@ zb_status zb_graph_build(zb_graph *g, const zb_config *cfg, zb_error *err);
 /* zbench's own schedule: what the executor runs. */
 zb_status zb_graph_build_zbench(zb_graph *g, const zb_config *cfg, zb_error *err);
 void zb_graph_free(zb_graph *g);
+/* The checks zb_graph_build makes before building: whether cfg can be scheduled
+ * (a sweep checks every configuration first, and builds graphs only for those
+ * that fit in memory). */
+zb_status zb_graph_validate(const zb_config *cfg, zb_error *err);
 
 /* Verify the invariants: dependencies point backwards (so no cycles), ids are
  * dense, buckets tile the parameter vector, every parameter is updated exactly

@@ -615,16 +615,12 @@ zb_status zb_model_save(const char *path, const zb_model *m, zb_error *err)
 	return save_atomic(path, model_json(&w, m), &w, err);
 }
 
-char *zb_config_to_json(const zb_config *c)
+static json_t *policy_json(wr *w, const zb_config *c)
 {
-	wr w = {0};
 	const zb_policy *p = &c->policy;
-	json_t *root = json_object(), *pol = json_object();
-	json_object_set_new(root, "hw", hw_json(&w, &c->hw));
-	json_object_set_new(root, "model", model_json(&w, &c->model));
-
+	json_t *pol = json_object();
 	json_object_set_new(pol, "kind", json_string(zb_policy_name(p->kind)));
-	json_object_set_new(pol, "ratio", put_real(&w, p->ratio));
+	json_object_set_new(pol, "ratio", put_real(w, p->ratio));
 	json_object_set_new(pol, "offload_param", json_boolean(p->offload_param));
 	json_object_set_new(pol, "prefetch_layers", json_integer(p->prefetch_layers));
 	json_object_set_new(pol, "ckpt", json_string(zb_ckpt_name(p->ckpt)));
@@ -638,12 +634,66 @@ char *zb_config_to_json(const zb_config *c)
 	if (c->framework == ZB_FW_DEEPSPEED) {
 		json_object_set_new(pol, "zero_stage", json_integer(p->zero_stage));
 		json_object_set_new(pol, "sub_group_size", json_integer((json_int_t)p->sub_group_size));
-		json_object_set_new(root, "framework", json_string("deepspeed"));
 	}
-	json_object_set_new(root, "policy", pol);
+	return pol;
+}
+
+char *zb_config_to_json(const zb_config *c)
+{
+	wr w = {0};
+	json_t *root = json_object();
+	json_object_set_new(root, "hw", hw_json(&w, &c->hw));
+	json_object_set_new(root, "model", model_json(&w, &c->model));
+	if (c->framework == ZB_FW_DEEPSPEED)
+		json_object_set_new(root, "framework", json_string("deepspeed"));
+	json_object_set_new(root, "policy", policy_json(&w, c));
 	json_object_set_new(root, "steps", json_integer(c->steps));
 
 	char *text = json_dumps(root, JSON_COMPACT | precision_flag(&w));
 	json_decref(root);
 	return text;
+}
+
+char *zb_config_json_part(const zb_config *c, zb_config_part part, int precision, zb_json_digits *digits)
+{
+	wr w = {0};
+	json_t *o = part == ZB_PART_HW ? hw_json(&w, &c->hw)
+		  : part == ZB_PART_MODEL ? model_json(&w, &c->model) : policy_json(&w, c);
+	if (digits) {
+		digits->least = 1;
+		digits->ok = 0;
+		for (int i = 0; i < w.n; i++) {
+			int need = digits_needed(w.reals[i]);
+			if (need > digits->least)
+				digits->least = need;
+		}
+		char buf[40];
+		for (int p = 1; p < 17; p++) {
+			int all = 1;
+			for (int i = 0; i < w.n && all; i++) {
+				snprintf(buf, sizeof buf, "%.*g", p, w.reals[i]);
+				all = strtod(buf, NULL) == w.reals[i];
+			}
+			if (all)
+				digits->ok |= 1u << p;
+		}
+	}
+	char *text = precision > 0 ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(precision)) : NULL;
+	json_decref(o);
+	return text;
+}
+
+int zb_json_digits_join(const zb_json_digits *parts, int n)
+{
+	int p = 1;
+	unsigned ok = ~0u;
+	for (int i = 0; i < n; i++) {
+		if (parts[i].least > p)
+			p = parts[i].least;
+		ok &= parts[i].ok;
+	}
+	for (; p < 17; p++) /* as precision_flag: the first that suits every real */
+		if (ok & (1u << p))
+			return p;
+	return 17;
 }

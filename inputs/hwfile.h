@@ -25,4 +25,20 @@ zb_status zb_model_save(const char *path, const zb_model *m, zb_error *err);
  * and for --json outputs. Caller frees with free(). */
 char *zb_config_to_json(const zb_config *c);
 
+/* zb_config_to_json's text is {"hw":H,"model":M,"policy":P,"steps":N} with every
+ * real at one precision, the fewest digits with which all of them read back. A
+ * sweep assembles it from parts it caches (sim/config_text.h): each part's text
+ * at a given precision, and which precisions suit that part's reals (least: the
+ * most digits one of them needs; ok: bit p set when %.{p}g reads all back). */
+typedef enum zb_config_part { ZB_PART_HW, ZB_PART_MODEL, ZB_PART_POLICY, ZB_PART_COUNT } zb_config_part;
+typedef struct zb_json_digits {
+	int least;
+	unsigned ok;
+} zb_json_digits;
+/* The part's compact text at `precision` (caller frees; NULL when precision is 0)
+ * and, when digits is not NULL, its digits. */
+char *zb_config_json_part(const zb_config *c, zb_config_part part, int precision, zb_json_digits *digits);
+/* The precision zb_config_to_json uses for a document made of these parts. */
+int zb_json_digits_join(const zb_json_digits *parts, int n);
+
 #endif

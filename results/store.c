@@ -416,6 +416,7 @@ struct zb_store {
 	int busy_ms;
 	int version;
 	int in_txn; /* between zb_store_begin and zb_store_commit / rollback */
+	int no_savepoints; /* zb_store_set_no_savepoints */
 	sqlite3_stmt *st[ST_COUNT];
 	sqlite3_stmt *bulk[BULK_COUNT][2]; /* [table][one row, many rows], see bulk_insert */
 };
@@ -548,11 +549,15 @@ static zb_status wbegin(zb_store *s, int *own, const char *doing, zb_error *err)
 			       "cannot %s in database '%s': the transaction was rolled back after"
 			       " an earlier error",
 			       doing, s->path);
+	if (!*own && s->no_savepoints)
+		return ZB_OK;
 	return exec_sql(s, *own ? "BEGIN IMMEDIATE" : "SAVEPOINT zb_add", doing, err);
 }
 
 static zb_status wend(zb_store *s, int own, zb_status st, const char *doing, zb_error *err)
 {
+	if (!own && s->no_savepoints)
+		return st; /* the caller rolls the whole transaction back on failure */
 	if (st == ZB_OK) {
 		st = exec_sql(s, own ? "COMMIT" : "RELEASE zb_add", doing, err);
 		if (st == ZB_OK)
@@ -777,6 +782,8 @@ zb_status zb_store_open(zb_store **out, const char *path, int busy_timeout_ms, z
 }
 
 int zb_store_in_transaction(zb_store *s) { return s->in_txn; }
+
+void zb_store_set_no_savepoints(zb_store *s, int on) { s->no_savepoints = on; }
 
 void zb_store_close(zb_store *s)
 {

@@ -112,6 +112,11 @@ zb_status zb_store_add_trace(zb_store *s, int64_t config_id, const zb_graph *g, 
 /* Whether the caller opened a transaction with zb_store_begin that is still open
  * in zbench's view (for writers in other files of this module). */
 int zb_store_in_transaction(zb_store *s);
+/* Inside a transaction, zb_store_add_config and zb_store_add_prediction normally
+ * form a savepoint each (two statements more per row, about a third of a sweep
+ * row's cost). A caller that rolls its whole transaction back on any failure (a
+ * sweep) can turn them off: a failed call then leaves the transaction as it is. */
+void zb_store_set_no_savepoints(zb_store *s, int on);
 
 /* Readers, for tests, compare and plots. */
 /* Rows of a table or view of this database (the name must be a plain identifier

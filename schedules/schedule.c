@@ -413,9 +413,8 @@ static void make_buckets(zb_graph *g, const zb_config *c)
 
 /* ---- entry point ---------------------------------------------------------- */
 
-zb_status zb_graph_build_zbench(zb_graph *g, const zb_config *cfg, zb_error *err)
+zb_status zb_graph_validate(const zb_config *cfg, zb_error *err)
 {
-	memset(g, 0, sizeof *g);
 	zb_status st = zb_config_validate(cfg, err);
 	if (st)
 		return st;
@@ -428,6 +427,15 @@ zb_status zb_graph_build_zbench(zb_graph *g, const zb_config *cfg, zb_error *err
 	if (cfg->policy.offload_param && cfg->policy.kind == ZB_POLICY_NONE)
 		return zb_fail(err, ZB_E_INPUT,
 			       "--offload-param needs an offload policy (offload, overlap), not 'none'");
+	return ZB_OK;
+}
+
+zb_status zb_graph_build_zbench(zb_graph *g, const zb_config *cfg, zb_error *err)
+{
+	memset(g, 0, sizeof *g);
+	zb_status st = zb_graph_validate(cfg, err);
+	if (st)
+		return st;
 
 	builder b = { 0 };
 	b.g = g;

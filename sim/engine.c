@@ -5,12 +5,22 @@
  * stream, the CPU pool's queue): a task starts when it is at the head of its
  * resource's queue, the resource is idle, and all its dependencies have finished.
  * A running task is a flow (resources.h). The only event is a flow finishing;
- * whenever the set of running flows changes, every flow's rate is recomputed and
- * the flows whose rate changed get a new completion event. Old events are left in
- * the heap and skipped by their version number, which is cheaper than deleting
- * from the middle of a heap.
+ * whenever the set of running flows changes, every flow whose rate changed gets a
+ * new completion time.
  *
- * Cost: O(E log E) for E events, with at most ZB_RES_COUNT flows running at once.
+ * Why it is fast (a sweep runs millions of these): at most one flow per resource
+ * runs, so the pending events are one slot per resource and the next event is
+ * the minimum of ZB_RES_COUNT slots (ties broken by the order the slots were
+ * scheduled, exactly as a heap with sequence numbers would break them); the rates
+ * depend only on which resources are busy, so they are tabulated once per
+ * configuration for all 2^ZB_RES_COUNT busy sets; each task's fixed cost and work
+ * are computed once per configuration (and reused by the summary); the successor
+ * index depends only on the graph (zb_sim_index, shared by every configuration
+ * of that graph); the loop allocates nothing. The arithmetic is the same, in the
+ * same order, as the heap-based loop this replaced, so results are identical bit
+ * for bit (tests/test_engine_identity.c keeps that loop as its reference).
+ *
+ * Cost: O(E * ZB_RES_COUNT) for E events.
  */
 #include "sim/engine.h"
 
@@ -18,10 +28,65 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sim/event_queue.h"
 #include "sim/resources.h"
 
 #define NONE UINT32_MAX
+#define NSETS (1u << ZB_RES_COUNT)
+
+struct zb_sim_index {
+	const zb_graph *g;
+	unsigned long serial;  /* tells indexes apart (an address may be reused) */
+	uint32_t *deps0;       /* dependencies per task */
+	uint32_t *succ_begin;  /* CSR of dependents */
+	uint32_t *succ;
+	uint32_t *order[ZB_RES_COUNT]; /* task ids of each resource, in id order */
+	size_t count[ZB_RES_COUNT];
+	uint32_t *last;        /* [step * ZB_RES_COUNT + res]: its last task in that step, or NONE */
+	uint8_t *res;          /* each task's resource, packed (the summary's passes read only this) */
+};
+
+/* Per thread. The work of each task depends on the graph and the GPU only (see
+ * zb_task_flow: copies and CPU Adam drain bytes, GPU tasks seconds at the GPU's
+ * rates), so the scratch keeps it for the last WORK_SLOTS (GPU, dtype) pairs of
+ * the graph: a sweep computes it once per GPU, not for every link or core count. */
+#define WORK_SLOTS 8
+typedef struct work_slot {
+	unsigned long serial;  /* the index it was computed for (0: none) */
+	zb_gpu gpu;            /* ... and the GPU and dtype */
+	int dtype;
+	double *work;          /* per task: work to drain (zb_task_flow) */
+	/* each resource's work timed alone (the summary's work_s), for the fixed
+	 * cost and alone rate it was last computed with: GPU compute, most of the
+	 * tasks, has the same ones for every link and core count */
+	int sum_valid[ZB_RES_COUNT];
+	double sum_fixed[ZB_RES_COUNT], sum_alone[ZB_RES_COUNT], sum[ZB_RES_COUNT];
+} work_slot;
+
+struct zb_sim_scratch {
+	size_t cap;
+	uint32_t *waiting;     /* unfinished dependencies per task */
+	double *work;          /* the work of the slot in use */
+	work_slot *slot;       /* the slot in use */
+	work_slot slots[WORK_SLOTS];
+	int next_slot;
+	double *start, *end;   /* the timeline handed out in the result */
+	int memo_on, memo_n, memo_next;
+	struct memo *memo;     /* [MEMO] recent results, see zb_sim_scratch_memo */
+};
+
+/* A simulation is a function of the graph, each task's work (graph, GPU, dtype),
+ * each resource's fixed cost and the rate table: configurations that agree on
+ * all of them bit for bit have the same result bit for bit (a sweep over core
+ * counts past the point where Adam is memory-bound is the common case). */
+#define MEMO 8
+typedef struct memo {
+	unsigned long serial;
+	int dtype;
+	zb_gpu gpu;
+	double fixed[ZB_RES_COUNT];
+	double rates[NSETS][ZB_RES_COUNT];
+	zb_sim_result res;  /* start, end NULL */
+} memo;
 
 typedef struct flow {
 	uint32_t task;     /* NONE when the resource is idle */
@@ -29,22 +94,210 @@ typedef struct flow {
 	double work_left;  /* work still to drain */
 	double rate;       /* work per second now */
 	double t_last;     /* time fixed_left / work_left were last brought up to date */
-	uint32_t version;
+	double due;        /* completion time at the current rate */
+	uint64_t seq;      /* when `due` was scheduled: the tie-breaker */
 } flow;
 
 typedef struct sim {
-	const zb_graph *g;
+	const zb_sim_index *ix;
 	const zb_config *c;
 	zb_sim_result *r;
-	uint32_t *waiting;     /* unfinished dependencies per task */
-	uint32_t *succ_begin;  /* CSR of dependents */
-	uint32_t *succ;
-	uint32_t *order[ZB_RES_COUNT]; /* task ids of each resource, in id order */
-	size_t count[ZB_RES_COUNT], head[ZB_RES_COUNT];
+	zb_sim_scratch *w;
+	size_t head[ZB_RES_COUNT];
 	flow flows[ZB_RES_COUNT];
-	zb_event_queue q;
+	unsigned busy;                     /* bit res: resource res runs a flow */
+	unsigned left;                     /* bit res: resource res has tasks not started */
+	unsigned maybe;                    /* bit res: resource res may be able to start a task */
+	double fixed[ZB_RES_COUNT];        /* fixed cost of every task of a resource */
+	double rates[NSETS][ZB_RES_COUNT]; /* rate of each resource per busy set */
+	uint64_t next_seq;
 	double now;
 } sim;
+
+zb_sim_index *zb_sim_index_new(const zb_graph *g)
+{
+	static unsigned long serials;
+	zb_sim_index *ix = zb_xcalloc(1, sizeof *ix);
+	size_t n = g->ntasks;
+	ix->g = g;
+	ix->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
+	ix->deps0 = zb_xmalloc((n ? n : 1) * sizeof *ix->deps0);
+	ix->res = zb_xmalloc(n ? n : 1);
+	size_t nlast = (size_t)(g->steps > 0 ? g->steps : 1) * ZB_RES_COUNT;
+	ix->last = zb_xmalloc(nlast * sizeof *ix->last);
+	for (size_t i = 0; i < nlast; i++)
+		ix->last[i] = NONE;
+	ix->succ_begin = zb_xcalloc(n + 1, sizeof *ix->succ_begin);
+	ix->succ = zb_xmalloc((g->ndeps ? g->ndeps : 1) * sizeof *ix->succ);
+	for (size_t i = 0; i < n; i++) {
+		const zb_task *t = &g->tasks[i];
+		const uint32_t *d = zb_task_deps(g, t);
+		for (uint32_t j = 0; j < t->dep_count; j++)
+			ix->succ_begin[d[j] + 1]++;
+		ix->count[t->resource]++;
+		ix->deps0[i] = t->dep_count;
+		ix->res[i] = t->resource;
+		if (t->step >= 0 && t->step < g->steps)
+			ix->last[(size_t)t->step * ZB_RES_COUNT + t->resource] = (uint32_t)i;
+	}
+	for (size_t i = 0; i < n; i++)
+		ix->succ_begin[i + 1] += ix->succ_begin[i];
+	uint32_t *fill = zb_xmalloc((n + 1) * sizeof *fill);
+	memcpy(fill, ix->succ_begin, (n + 1) * sizeof *fill);
+	for (size_t i = 0; i < n; i++) {
+		const zb_task *t = &g->tasks[i];
+		const uint32_t *d = zb_task_deps(g, t);
+		for (uint32_t j = 0; j < t->dep_count; j++)
+			ix->succ[fill[d[j]]++] = (uint32_t)i;
+	}
+	free(fill);
+	for (int res = 0; res < ZB_RES_COUNT; res++) {
+		ix->order[res] = zb_xmalloc((ix->count[res] ? ix->count[res] : 1) * sizeof(uint32_t));
+		ix->count[res] = 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		int res = g->tasks[i].resource;
+		ix->order[res][ix->count[res]++] = (uint32_t)i;
+	}
+	return ix;
+}
+
+void zb_sim_index_free(zb_sim_index *ix)
+{
+	if (!ix)
+		return;
+	free(ix->deps0);
+	free(ix->res);
+	free(ix->last);
+	free(ix->succ_begin);
+	free(ix->succ);
+	for (int res = 0; res < ZB_RES_COUNT; res++)
+		free(ix->order[res]);
+	free(ix);
+}
+
+zb_sim_scratch *zb_sim_scratch_new(void) { return zb_xcalloc(1, sizeof(zb_sim_scratch)); }
+
+void zb_sim_scratch_memo(zb_sim_scratch *w, int on)
+{
+	w->memo_on = on;
+	if (on && !w->memo)
+		w->memo = zb_xcalloc(MEMO, sizeof *w->memo);
+	w->memo_n = w->memo_next = 0;
+}
+
+void zb_sim_scratch_free(zb_sim_scratch *w)
+{
+	if (!w)
+		return;
+	free(w->waiting);
+	for (int i = 0; i < WORK_SLOTS; i++)
+		free(w->slots[i].work);
+	free(w->start);
+	free(w->end);
+	free(w->memo);
+	free(w);
+}
+
+static void scratch_reserve(zb_sim_scratch *w, size_t n)
+{
+	if (n <= w->cap)
+		return;
+	size_t cap = n + n / 4;
+	w->waiting = zb_xrealloc(w->waiting, cap * sizeof *w->waiting);
+	for (int i = 0; i < WORK_SLOTS; i++) {
+		free(w->slots[i].work);
+		w->slots[i].work = NULL;
+		w->slots[i].serial = 0;
+	}
+	w->start = zb_xrealloc(w->start, cap * sizeof *w->start);
+	w->end = zb_xrealloc(w->end, cap * sizeof *w->end);
+	w->cap = cap;
+}
+
+/* What depends on the configuration but not on time, first the small part: the
+ * rates of every busy set and each resource's fixed cost per task (a kernel
+ * launch, a copy's latency, a dispatch to the pool: the same for each of its
+ * tasks). */
+static void prepare_rates(sim *s)
+{
+	const zb_graph *g = s->ix->g;
+	for (unsigned set = 0; set < NSETS; set++) {
+		/* zb_resource_rates looks only at which entries are non-NULL */
+		const zb_task *active[ZB_RES_COUNT];
+		for (int res = 0; res < ZB_RES_COUNT; res++)
+			active[res] = set & (1u << res) ? &g->tasks[0] : NULL;
+		zb_resource_rates(s->c, active, s->rates[set]);
+	}
+	for (int res = 0; res < ZB_RES_COUNT; res++) {
+		zb_task probe = { .kind = ZB_TASK_KERNEL, .resource = (uint8_t)res };
+		double work;
+		zb_task_flow(&probe, s->c, &s->fixed[res], &work);
+	}
+}
+
+/* ... then the per-task part: dependency counters, and each task's work unless
+ * the scratch has it for this graph, GPU and dtype. */
+static void prepare_tasks(sim *s)
+{
+	const zb_sim_index *ix = s->ix;
+	const zb_graph *g = ix->g;
+	zb_sim_scratch *w = s->w;
+	memcpy(w->waiting, ix->deps0, g->ntasks * sizeof *w->waiting);
+	const zb_gpu *gpu = &s->c->hw.gpu;
+	int dtype = (int)s->c->policy.dtype;
+	for (int i = 0; i < WORK_SLOTS; i++) {
+		work_slot *k = &w->slots[i];
+		if (k->serial == ix->serial && k->dtype == dtype && !memcmp(&k->gpu, gpu, sizeof *gpu)) {
+			w->work = k->work;
+			w->slot = k;
+			return;
+		}
+	}
+	work_slot *k = &w->slots[w->next_slot];
+	w->next_slot = (w->next_slot + 1) % WORK_SLOTS;
+	if (!k->work)
+		k->work = zb_xmalloc((w->cap ? w->cap : 1) * sizeof *k->work);
+	for (size_t i = 0; i < g->ntasks; i++) {
+		double fixed;
+		zb_task_flow(&g->tasks[i], s->c, &fixed, &k->work[i]);
+	}
+	k->serial = ix->serial;
+	k->dtype = dtype;
+	memcpy(&k->gpu, gpu, sizeof *gpu);
+	memset(k->sum_valid, 0, sizeof k->sum_valid);
+	w->work = k->work;
+	w->slot = k;
+}
+
+static memo *memo_find(const sim *s)
+{
+	const zb_sim_scratch *w = s->w;
+	for (int i = 0; i < w->memo_n; i++) {
+		memo *m = &w->memo[i];
+		if (m->serial == s->ix->serial && m->dtype == (int)s->c->policy.dtype &&
+		    !memcmp(m->fixed, s->fixed, sizeof m->fixed) && !memcmp(m->rates, s->rates, sizeof m->rates) &&
+		    !memcmp(&m->gpu, &s->c->hw.gpu, sizeof m->gpu))
+			return m;
+	}
+	return NULL;
+}
+
+static void memo_add(const sim *s)
+{
+	zb_sim_scratch *w = s->w;
+	memo *m = &w->memo[w->memo_next];
+	w->memo_next = (w->memo_next + 1) % MEMO;
+	if (w->memo_n < MEMO)
+		w->memo_n++;
+	m->serial = s->ix->serial;
+	m->dtype = (int)s->c->policy.dtype;
+	m->gpu = s->c->hw.gpu;
+	memcpy(m->fixed, s->fixed, sizeof m->fixed);
+	memcpy(m->rates, s->rates, sizeof m->rates);
+	m->res = *s->r;
+	m->res.start = m->res.end = NULL;
+}
 
 static void advance(flow *f, double now)
 {
@@ -62,91 +315,81 @@ static void advance(flow *f, double now)
 	f->t_last = now;
 }
 
-/* Start every task that can start now; returns whether any did. */
-static int start_ready(sim *s)
+#define EACH(res, mask) for (unsigned m_ = (mask), res; m_ && (res = (unsigned)__builtin_ctz(m_), 1); m_ &= m_ - 1)
+
+/* Start every task that can start now: an idle resource with tasks left whose
+ * next task has no unfinished dependency. Only resources in `maybe` can have one
+ * (the resource that just finished, those with a task whose last dependency just
+ * finished): every other idle resource was already blocked before this event. */
+static void start_ready(sim *s)
 {
-	int started = 0;
-	for (int res = 0; res < ZB_RES_COUNT; res++) {
+	const zb_sim_index *ix = s->ix;
+	zb_sim_scratch *w = s->w;
+	unsigned maybe = s->maybe;
+	s->maybe = 0;
+	EACH(res, maybe & s->left & ~s->busy) {
+		uint32_t id = ix->order[res][s->head[res]];
+		if (w->waiting[id])
+			continue;
 		flow *f = &s->flows[res];
-		if (f->task != NONE || s->head[res] == s->count[res])
-			continue;
-		uint32_t id = s->order[res][s->head[res]];
-		if (s->waiting[id])
-			continue;
-		zb_task_flow(&s->g->tasks[id], s->c, &f->fixed_left, &f->work_left);
+		f->fixed_left = s->fixed[res];
+		f->work_left = w->work[id];
 		f->task = id;
-		f->rate = -1; /* forces a completion event below */
+		f->rate = -1; /* forces a completion time below */
 		f->t_last = s->now;
-		s->r->start[id] = s->now;
-		started = 1;
+		w->start[id] = s->now;
+		s->busy |= 1u << res;
 	}
-	return started;
 }
 
-/* Recompute rates and (re)schedule the completion of flows whose rate changed. */
+/* New completion times for the flows whose rate changed with the busy set, in
+ * resource order (the order gives the tie-breaking sequence numbers). */
 static void reschedule(sim *s)
 {
-	const zb_task *active[ZB_RES_COUNT];
-	double rate[ZB_RES_COUNT];
-	for (int res = 0; res < ZB_RES_COUNT; res++)
-		active[res] = s->flows[res].task == NONE ? NULL : &s->g->tasks[s->flows[res].task];
-	zb_resource_rates(s->c, active, rate);
-	for (int res = 0; res < ZB_RES_COUNT; res++) {
+	const double *rate = s->rates[s->busy];
+	EACH(res, s->busy) {
 		flow *f = &s->flows[res];
-		if (f->task == NONE || f->rate == rate[res])
+		if (f->rate == rate[res])
 			continue;
 		f->rate = rate[res];
-		f->version++;
-		double done = s->now + f->fixed_left + (f->work_left > 0 ? f->work_left / f->rate : 0);
-		zb_eq_push(&s->q, done, f->task, f->version);
+		f->due = s->now + f->fixed_left + (f->work_left > 0 ? f->work_left / f->rate : 0);
+		f->seq = s->next_seq++;
+		s->r->events++;
 	}
+}
+
+/* The busy resource whose flow completes first (-1: none busy): the earliest
+ * completion time, ties to the earliest scheduled. */
+static int next_event(const sim *s)
+{
+	int best = -1;
+	EACH(res, s->busy) {
+		const flow *f = &s->flows[res];
+		if (best < 0 || f->due < s->flows[best].due ||
+		    (f->due == s->flows[best].due && f->seq < s->flows[best].seq))
+			best = (int)res;
+	}
+	return best;
 }
 
 static void finish(sim *s, int res)
 {
+	const zb_sim_index *ix = s->ix;
 	flow *f = &s->flows[res];
 	uint32_t id = f->task;
-	s->r->end[id] = s->now;
+	s->w->end[id] = s->now;
 	f->task = NONE;
-	s->head[res]++;
-	for (uint32_t i = s->succ_begin[id]; i < s->succ_begin[id + 1]; i++)
-		s->waiting[s->succ[i]]--;
-}
-
-static void build_index(sim *s)
-{
-	const zb_graph *g = s->g;
-	size_t n = g->ntasks;
-	s->waiting = zb_xmalloc(n * sizeof *s->waiting);
-	s->succ_begin = zb_xcalloc(n + 1, sizeof *s->succ_begin);
-	s->succ = zb_xmalloc((g->ndeps ? g->ndeps : 1) * sizeof *s->succ);
-	for (size_t i = 0; i < n; i++) {
-		const zb_task *t = &g->tasks[i];
-		s->waiting[i] = t->dep_count;
-		const uint32_t *d = zb_task_deps(g, t);
-		for (uint32_t j = 0; j < t->dep_count; j++)
-			s->succ_begin[d[j] + 1]++;
-		s->count[t->resource]++;
+	s->busy &= ~(1u << res);
+	if (++s->head[res] == ix->count[res])
+		s->left &= ~(1u << res);
+	uint32_t *waiting = s->w->waiting;
+	unsigned maybe = 1u << res;
+	for (uint32_t i = ix->succ_begin[id]; i < ix->succ_begin[id + 1]; i++) {
+		uint32_t t = ix->succ[i];
+		if (--waiting[t] == 0)
+			maybe |= 1u << ix->res[t];
 	}
-	for (size_t i = 0; i < n; i++)
-		s->succ_begin[i + 1] += s->succ_begin[i];
-	uint32_t *fill = zb_xmalloc((n + 1) * sizeof *fill);
-	memcpy(fill, s->succ_begin, (n + 1) * sizeof *fill);
-	for (size_t i = 0; i < n; i++) {
-		const zb_task *t = &g->tasks[i];
-		const uint32_t *d = zb_task_deps(g, t);
-		for (uint32_t j = 0; j < t->dep_count; j++)
-			s->succ[fill[d[j]]++] = (uint32_t)i;
-	}
-	free(fill);
-	for (int res = 0; res < ZB_RES_COUNT; res++) {
-		s->order[res] = zb_xmalloc((s->count[res] ? s->count[res] : 1) * sizeof(uint32_t));
-		s->count[res] = 0;
-	}
-	for (size_t i = 0; i < n; i++) {
-		int res = g->tasks[i].resource;
-		s->order[res][s->count[res]++] = (uint32_t)i;
-	}
+	s->maybe |= maybe;
 }
 
 /* Step s ends when its last GPU compute task ends: every step's boundary is then
@@ -260,32 +503,104 @@ void zb_busy_window(const zb_graph *g, const double *start, const double *end, i
 	}
 }
 
+/* The steady-state figures of zb_steady_step_time and zb_busy_window (warm -1),
+ * computed from the index: a resource runs its tasks one after another, so the
+ * latest end among a resource's tasks of one step is the end of its last such
+ * task, and the per-step scans over every task become lookups. Same operations
+ * on the same values as those functions, so the same results to the bit. */
+static double last_end(const zb_sim_index *ix, const double *end, int step, int res, double none)
+{
+	uint32_t id = ix->last[(size_t)step * ZB_RES_COUNT + res];
+	return id == NONE || !(end[id] > none) ? none : end[id];
+}
+
+static double steady_step(const zb_sim_index *ix, const double *end)
+{
+	const zb_graph *g = ix->g;
+	int N = g->steps, warm = warm_steps(N);
+	if (N < 1 || g->ntasks == 0)
+		return 0;
+	if (warm > N - 2)
+		warm = N - 2;
+	if (warm < 0)
+		warm = 0;
+	double step = N == 1 ? last_end(ix, end, 0, ZB_RES_GPU, 0)
+			     : (last_end(ix, end, N - 1, ZB_RES_GPU, 0) - last_end(ix, end, warm, ZB_RES_GPU, 0)) /
+				       (N - 1 - warm);
+	int last = N - 2, first = warm < last - 1 ? warm : last - 1;
+	if (first < 0)
+		return step;
+	for (int res = 0; res < ZB_RES_COUNT; res++) {
+		double lo = last_end(ix, end, first, res, -1), hi = last_end(ix, end, last, res, -1);
+		if (res == ZB_RES_GPU || lo < 0 || hi < 0)
+			continue;
+		double pace = (hi - lo) / (last - first);
+		if (pace > step)
+			step = pace;
+	}
+	return step;
+}
+
+static void busy_window(const zb_sim_index *ix, const double *start, const double *end, double busy[ZB_RES_COUNT])
+{
+	const zb_graph *g = ix->g;
+	int N = g->steps;
+	double lo = 0, hi = 0;
+	int per = 1;
+	for (int res = 0; res < ZB_RES_COUNT; res++)
+		busy[res] = 0;
+	if (N > 1) {
+		int w = warm_steps(N);
+		lo = last_end(ix, end, w, ZB_RES_GPU, 0);
+		hi = last_end(ix, end, N - 1, ZB_RES_GPU, 0);
+		per = N - 1 - w;
+	} else {
+		for (size_t i = 0; i < g->ntasks; i++)
+			if (end[i] > hi)
+				hi = end[i];
+	}
+	double sum[ZB_RES_COUNT] = { 0 }; /* in registers, added in the same order */
+	for (size_t i = 0; i < g->ntasks; i++) {
+		if (start[i] < 0)
+			continue; /* not run */
+		double a = start[i] > lo ? start[i] : lo;
+		double e = end[i] < hi ? end[i] : hi;
+		if (e > a)
+			sum[ix->res[i]] += (e - a) / per;
+	}
+	for (int res = 0; res < ZB_RES_COUNT; res++)
+		busy[res] = sum[res];
+}
+
 static void summarize(sim *s)
 {
-	const zb_graph *g = s->g;
+	const zb_graph *g = s->ix->g;
 	zb_sim_result *r = s->r;
 	int N = g->steps;
-	r->step_time_s = zb_steady_step_time(g, r->end);
+	r->step_time_s = steady_step(s->ix, r->end);
 	r->tokens_per_s = r->step_time_s > 0 ? g->tokens_per_step / r->step_time_s : 0;
 	r->tflops_per_gpu = r->step_time_s > 0 ? g->model_flops_per_step / r->step_time_s / 1e12 : 0;
 
-	zb_busy_window(g, r->start, r->end, -1, r->busy_s);
-	/* each task's time alone: the contention-free rate of its resource is the
-	 * same for every task, so compute it once per resource */
-	double alone_rate[ZB_RES_COUNT];
+	busy_window(s->ix, r->start, r->end, r->busy_s);
+	/* each task's time alone: its resource's rate when only that resource is busy */
+	const double *work = s->w->work;
+	work_slot *k = s->w->slot;
 	for (int res = 0; res < ZB_RES_COUNT; res++) {
-		const zb_task *active[ZB_RES_COUNT] = { 0 };
-		double rate[ZB_RES_COUNT];
-		zb_task probe = { .resource = (uint8_t)res };
-		active[res] = &probe;
-		zb_resource_rates(s->c, active, rate);
-		alone_rate[res] = rate[res];
-	}
-	for (size_t i = 0; i < g->ntasks; i++) {
-		const zb_task *t = &g->tasks[i];
-		double fixed, work;
-		zb_task_flow(t, s->c, &fixed, &work);
-		r->work_s[t->resource] += (fixed + (work > 0 ? work / alone_rate[t->resource] : 0)) / N;
+		double alone = s->rates[1u << res][res], fixed = s->fixed[res];
+		if (!k->sum_valid[res] || k->sum_fixed[res] != fixed || k->sum_alone[res] != alone) {
+			/* in id order, as one pass over every task would add them */
+			const uint32_t *ids = s->ix->order[res];
+			double sum = 0;
+			for (size_t j = 0; j < s->ix->count[res]; j++) {
+				double wk = work[ids[j]];
+				sum += (fixed + (wk > 0 ? wk / alone : 0)) / N;
+			}
+			k->sum_valid[res] = 1;
+			k->sum_fixed[res] = fixed;
+			k->sum_alone[res] = alone;
+			k->sum[res] = sum;
+		}
+		r->work_s[res] = k->sum[res];
 	}
 	r->lower_bound_s = 0;
 	r->bottleneck = ZB_RES_GPU;
@@ -300,58 +615,73 @@ static void summarize(sim *s)
 	}
 }
 
-zb_status zb_simulate(const zb_graph *g, const zb_config *c, zb_sim_result *r, zb_error *err)
+zb_status zb_simulate_indexed(const zb_sim_index *ix, zb_sim_scratch *w, const zb_config *c,
+			      zb_sim_result *r, zb_error *err)
 {
+	const zb_graph *g = ix->g;
 	memset(r, 0, sizeof *r);
 	r->ntasks = g->ntasks;
-	r->start = zb_xcalloc(g->ntasks, sizeof *r->start);
-	r->end = zb_xcalloc(g->ntasks, sizeof *r->end);
+	scratch_reserve(w, g->ntasks);
+	r->start = w->start;
+	r->end = w->end;
 
 	sim s;
 	memset(&s, 0, sizeof s);
-	s.g = g;
+	s.ix = ix;
 	s.c = c;
 	s.r = r;
-	build_index(&s);
-	for (int res = 0; res < ZB_RES_COUNT; res++)
+	s.w = w;
+	for (int res = 0; res < ZB_RES_COUNT; res++) {
 		s.flows[res].task = NONE;
-	zb_eq_init(&s.q, 64);
+		if (ix->count[res])
+			s.left |= 1u << res;
+	}
+	s.maybe = s.left;
+	prepare_rates(&s);
+	if (w->memo_on) {
+		const memo *m = memo_find(&s);
+		if (m) {
+			*r = m->res;
+			return ZB_OK;
+		}
+	}
+	prepare_tasks(&s);
 
 	size_t done = 0;
-	if (start_ready(&s))
-		reschedule(&s);
-	while (zb_eq_size(&s.q)) {
-		zb_event e = zb_eq_pop(&s.q);
-		r->events++;
-		int res = g->tasks[e.task].resource;
-		flow *f = &s.flows[res];
-		if (f->task != e.task || f->version != e.version)
-			continue; /* superseded by a rate change */
-		s.now = e.time;
-		for (int i = 0; i < ZB_RES_COUNT; i++)
-			if (s.flows[i].task != NONE)
-				advance(&s.flows[i], s.now);
+	start_ready(&s);
+	reschedule(&s);
+	for (int res; (res = next_event(&s)) >= 0;) {
+		s.now = s.flows[res].due;
+		EACH(i, s.busy)
+			advance(&s.flows[i], s.now);
 		finish(&s, res);
 		done++;
 		start_ready(&s);
 		reschedule(&s);
 	}
 	r->total_s = s.now;
+	if (done != g->ntasks) {
+		r->start = r->end = NULL;
+		return zb_fail(err, ZB_E_INTERNAL, "simulation stalled after %zu of %zu tasks", done,
+			       g->ntasks);
+	}
+	summarize(&s);
+	if (w->memo_on)
+		memo_add(&s);
+	return ZB_OK;
+}
 
-	zb_status st = ZB_OK;
-	if (done != g->ntasks)
-		st = zb_fail(err, ZB_E_INTERNAL, "simulation stalled after %zu of %zu tasks", done, g->ntasks);
-	else
-		summarize(&s);
-
-	zb_eq_free(&s.q);
-	free(s.waiting);
-	free(s.succ_begin);
-	free(s.succ);
-	for (int res = 0; res < ZB_RES_COUNT; res++)
-		free(s.order[res]);
-	if (st)
-		zb_sim_result_free(r);
+zb_status zb_simulate(const zb_graph *g, const zb_config *c, zb_sim_result *r, zb_error *err)
+{
+	zb_sim_index *ix = zb_sim_index_new(g);
+	zb_sim_scratch *w = zb_sim_scratch_new();
+	zb_status st = zb_simulate_indexed(ix, w, c, r, err);
+	if (!st) { /* the result owns its timeline: take the scratch's arrays */
+		w->start = w->end = NULL;
+		w->cap = 0;
+	}
+	zb_sim_scratch_free(w);
+	zb_sim_index_free(ix);
 	return st;
 }
 

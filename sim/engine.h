@@ -39,6 +39,27 @@ zb_status zb_simulate(const zb_graph *g, const zb_config *cfg, zb_sim_result *re
 		      zb_error *err);
 void zb_sim_result_free(zb_sim_result *r);
 
+/* Many configurations of one graph (a sweep over hardware): the graph's successor
+ * index is built once and shared read-only (by any number of threads); each thread
+ * has its own scratch, reused from configuration to configuration so the
+ * simulation allocates nothing once the scratch has grown to the largest graph.
+ * The result's start/end point into the scratch: valid until its next use, never
+ * passed to zb_sim_result_free. Results are identical to zb_simulate's. */
+typedef struct zb_sim_index zb_sim_index;
+typedef struct zb_sim_scratch zb_sim_scratch;
+zb_sim_index *zb_sim_index_new(const zb_graph *g); /* g must outlive the index */
+void zb_sim_index_free(zb_sim_index *ix);
+zb_sim_scratch *zb_sim_scratch_new(void);
+void zb_sim_scratch_free(zb_sim_scratch *w);
+zb_status zb_simulate_indexed(const zb_sim_index *ix, zb_sim_scratch *w, const zb_config *cfg,
+			      zb_sim_result *result, zb_error *err);
+/* With the memo on, a configuration whose simulation inputs (graph, each task's
+ * work, fixed costs, the rate of every resource in every busy set) equal bit for
+ * bit those of one of the scratch's last 8 simulations gets that result without
+ * simulating: the same figures and event count, but start and end NULL. For
+ * callers that need only the figures (a sweep without --timeline). */
+void zb_sim_scratch_memo(zb_sim_scratch *w, int on);
+
 /* Steady-state step time from per-step boundary times: the step boundary is the
  * end of the last GPU compute task of each step. Shared with the executor so that
  * predicted and measured step times are defined the same way. */

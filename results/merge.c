@@ -1,0 +1,266 @@
+/*
+ * merge.c - zb_store_merge; see merge.h.
+ *
+ * Each input is read through its own read-only connection and its rows are
+ * inserted through prepared statements on the output's connection (ATTACH would
+ * cap the inputs at SQLite's limit of attached databases, and cannot be undone
+ * inside the one transaction all inputs share). Column lists come from the
+ * output's schema, so a column added by a later migration is copied without a
+ * change here.
+ */
+#include "results/merge.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <sqlite3.h>
+
+#define ZB_APP_ID 2053268328 /* PRAGMA application_id of a zbench database, as store.c */
+
+enum { KEEP, RUN_ID, CONFIG_ID };
+
+/* The tables merged, in an order that respects their references, and which of
+ * their columns hold ids to remap. */
+static const struct {
+	const char *table;
+	const char *col[2];
+	int kind[2];
+} tables[] = {
+	{ "runs", { "id" }, { RUN_ID } },
+	{ "configs", { "id", "run_id" }, { CONFIG_ID, RUN_ID } },
+	{ "predictions", { "config_id" }, { CONFIG_ID } },
+	{ "tasks", { "config_id" }, { CONFIG_ID } },
+	{ "task_deps", { "config_id" }, { CONFIG_ID } },
+	{ "events", { "config_id" }, { CONFIG_ID } },
+	{ "steps", { "config_id" }, { CONFIG_ID } },
+};
+#define NTABLES (sizeof tables / sizeof tables[0])
+
+/* Tables whose rows merge does not copy: an input with rows in one is refused. */
+static const char *const not_merged[] = {
+	"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET",
+	"CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION", "CUPTI_ACTIVITY_KIND_OVERHEAD",
+	"NVTX_EVENTS", "hw_profiles", "baselines",
+};
+
+typedef struct ctx {
+	sqlite3 *out, *in;
+	const char *out_path, *in_path;
+	int64_t run_off, config_off;
+	zb_merge_counts *counts;
+	zb_error *err;
+} ctx;
+
+static zb_status fail_db(ctx *c, sqlite3 *db, const char *doing)
+{
+	const char *path = db == c->out ? c->out_path : c->in_path;
+	return zb_fail(c->err, ZB_E_STORE, "cannot %s in database '%s': %s", doing, path, sqlite3_errmsg(db));
+}
+
+/* One integer from a one-row query on db (bound text parameters, NULL ends). */
+static zb_status query_int(ctx *c, sqlite3 *db, const char *sql, int64_t *out, const char *doing)
+{
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK)
+		return fail_db(c, db, doing);
+	int rc = sqlite3_step(st);
+	*out = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+	zb_status s = rc == SQLITE_ROW || rc == SQLITE_DONE ? ZB_OK : fail_db(c, db, doing);
+	sqlite3_finalize(st);
+	return s;
+}
+
+static zb_status open_input(ctx *c, const struct stat *out_st)
+{
+	struct stat st;
+	if (stat(c->in_path, &st) != 0)
+		return zb_fail(c->err, ZB_E_INPUT, "cannot read database '%s': %s", c->in_path, strerror(errno));
+	if (out_st && st.st_dev == out_st->st_dev && st.st_ino == out_st->st_ino)
+		return zb_fail(c->err, ZB_E_INPUT, "'%s' is the output database: merging it into itself is refused",
+			       c->in_path);
+	if (sqlite3_open_v2(c->in_path, &c->in, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+		return fail_db(c, c->in, "open");
+	sqlite3_busy_timeout(c->in, 2000);
+	int64_t app = 0, version = 0;
+	if (query_int(c, c->in, "PRAGMA application_id", &app, "read the application id"))
+		return zb_fail(c->err, ZB_E_INPUT, "not a zbench database: '%s' (%s)", c->in_path,
+			       sqlite3_errmsg(c->in));
+	if (app != ZB_APP_ID)
+		return zb_fail(c->err, ZB_E_INPUT, "not a zbench database: '%s'", c->in_path);
+	if (query_int(c, c->in, "PRAGMA user_version", &version, "read the schema version"))
+		return c->err->status;
+	if (version != ZB_SCHEMA_VERSION)
+		return zb_fail(c->err, ZB_E_INPUT,
+			       "database '%s' has schema version %lld, this zbench writes %d: open it with a"
+			       " zbench of that version (any command migrates an older one)",
+			       c->in_path, (long long)version, ZB_SCHEMA_VERSION);
+	for (size_t i = 0; i < sizeof not_merged / sizeof not_merged[0]; i++) {
+		char sql[160];
+		int64_t exists = 0, rows = 0;
+		snprintf(sql, sizeof sql, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '%s'",
+			 not_merged[i]);
+		if (query_int(c, c->in, sql, &exists, "read the schema"))
+			return c->err->status;
+		if (!exists)
+			continue;
+		snprintf(sql, sizeof sql, "SELECT EXISTS(SELECT 1 FROM \"%s\")", not_merged[i]);
+		if (query_int(c, c->in, sql, &rows, "read a table"))
+			return c->err->status;
+		if (rows)
+			return zb_fail(c->err, ZB_E_INPUT,
+				       "database '%s' has rows in %s, which zbench merge does not copy (it merges"
+				       " runs, configurations, predictions, tasks, events and steps)",
+				       c->in_path, not_merged[i]);
+	}
+	return ZB_OK;
+}
+
+/* A run of the input that is already in the output is refused. */
+static zb_status check_duplicates(ctx *c)
+{
+	sqlite3_stmt *sel = NULL, *find = NULL;
+	zb_status s = ZB_OK;
+	if (sqlite3_prepare_v2(c->in, "SELECT id, kind, started_at, host, command FROM runs ORDER BY id", -1, &sel,
+			       NULL) != SQLITE_OK)
+		return fail_db(c, c->in, "read runs");
+	if (sqlite3_prepare_v2(c->out,
+			       "SELECT id FROM runs WHERE kind = ?1 AND started_at = ?2 AND host IS ?3"
+			       " AND command IS ?4",
+			       -1, &find, NULL) != SQLITE_OK) {
+		sqlite3_finalize(sel);
+		return fail_db(c, c->out, "read runs");
+	}
+	int rc;
+	while (!s && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
+		for (int i = 1; i <= 4; i++)
+			sqlite3_bind_value(find, i, sqlite3_column_value(sel, i));
+		int f = sqlite3_step(find);
+		if (f == SQLITE_ROW)
+			s = zb_fail(c->err, ZB_E_INPUT,
+				    "run %lld of '%s' (%s, started %s) is already in '%s' as run %lld: duplicates"
+				    " are refused",
+				    (long long)sqlite3_column_int64(sel, 0), c->in_path, sqlite3_column_text(sel, 1),
+				    sqlite3_column_text(sel, 2), c->out_path, (long long)sqlite3_column_int64(find, 0));
+		else if (f != SQLITE_DONE)
+			s = fail_db(c, c->out, "read runs");
+		sqlite3_reset(find);
+	}
+	if (!s && rc != SQLITE_DONE)
+		s = fail_db(c, c->in, "read runs");
+	sqlite3_finalize(sel);
+	sqlite3_finalize(find);
+	return s;
+}
+
+/* The column names of table t in the output, as a list and as placeholders. */
+static zb_status columns(ctx *c, const char *t, char *names, size_t nn, char *marks, size_t nm, int *ncol,
+			 int kind[64])
+{
+	char sql[128];
+	snprintf(sql, sizeof sql, "PRAGMA table_info(\"%s\")", t);
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(c->out, sql, -1, &st, NULL) != SQLITE_OK)
+		return fail_db(c, c->out, "read the schema");
+	*ncol = 0;
+	names[0] = marks[0] = 0;
+	size_t ln = 0, lm = 0;
+	int which = -1;
+	for (size_t i = 0; i < NTABLES; i++)
+		if (!strcmp(tables[i].table, t))
+			which = (int)i;
+	while (sqlite3_step(st) == SQLITE_ROW && *ncol < 64) {
+		const char *name = (const char *)sqlite3_column_text(st, 1);
+		kind[*ncol] = KEEP;
+		for (int k = 0; k < 2 && tables[which].col[k]; k++)
+			if (!strcmp(tables[which].col[k], name))
+				kind[*ncol] = tables[which].kind[k];
+		ln += snprintf(names + ln, nn - ln, "%s\"%s\"", *ncol ? ", " : "", name);
+		lm += snprintf(marks + lm, nm - lm, "%s?", *ncol ? ", " : "");
+		(*ncol)++;
+	}
+	sqlite3_finalize(st);
+	if (ln >= nn || lm >= nm || *ncol == 0)
+		return zb_fail(c->err, ZB_E_INTERNAL, "table %s: cannot list its columns", t);
+	return ZB_OK;
+}
+
+static zb_status copy_table(ctx *c, const char *t, int64_t *copied)
+{
+	char names[2048], marks[256], sql[2560];
+	int ncol, kind[64];
+	zb_status s = columns(c, t, names, sizeof names, marks, sizeof marks, &ncol, kind);
+	if (s)
+		return s;
+	sqlite3_stmt *sel = NULL, *ins = NULL;
+	snprintf(sql, sizeof sql, "SELECT %s FROM \"%s\"", names, t);
+	if (sqlite3_prepare_v2(c->in, sql, -1, &sel, NULL) != SQLITE_OK)
+		return fail_db(c, c->in, "read a table");
+	snprintf(sql, sizeof sql, "INSERT INTO \"%s\"(%s) VALUES(%s)", t, names, marks);
+	if (sqlite3_prepare_v2(c->out, sql, -1, &ins, NULL) != SQLITE_OK) {
+		sqlite3_finalize(sel);
+		return fail_db(c, c->out, "insert rows");
+	}
+	int rc;
+	*copied = 0;
+	while (!s && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
+		for (int i = 0; i < ncol; i++) {
+			if (kind[i] == KEEP || sqlite3_column_type(sel, i) == SQLITE_NULL)
+				sqlite3_bind_value(ins, i + 1, sqlite3_column_value(sel, i));
+			else
+				sqlite3_bind_int64(ins, i + 1, sqlite3_column_int64(sel, i) +
+								(kind[i] == RUN_ID ? c->run_off : c->config_off));
+		}
+		if (sqlite3_step(ins) != SQLITE_DONE)
+			s = fail_db(c, c->out, "insert rows");
+		sqlite3_reset(ins);
+		(*copied)++;
+	}
+	if (!s && rc != SQLITE_DONE)
+		s = fail_db(c, c->in, "read a table");
+	sqlite3_finalize(sel);
+	sqlite3_finalize(ins);
+	return s;
+}
+
+static zb_status merge_one(ctx *c, const struct stat *out_st)
+{
+	zb_status s = open_input(c, out_st);
+	if (!s)
+		s = check_duplicates(c);
+	if (!s)
+		s = query_int(c, c->out, "SELECT coalesce(max(id), 0) FROM runs", &c->run_off, "read runs");
+	if (!s)
+		s = query_int(c, c->out, "SELECT coalesce(max(id), 0) FROM configs", &c->config_off, "read configs");
+	int64_t n[NTABLES] = { 0 };
+	for (size_t i = 0; i < NTABLES && !s; i++)
+		s = copy_table(c, tables[i].table, &n[i]);
+	if (!s && c->counts)
+		*c->counts = (zb_merge_counts){ .runs = n[0], .configs = n[1], .predictions = n[2], .tasks = n[3],
+						 .events = n[5] };
+	sqlite3_close(c->in);
+	c->in = NULL;
+	return s;
+}
+
+zb_status zb_store_merge(zb_store *out, const char *const *inputs, int n, zb_merge_counts *per_input,
+			 zb_error *err)
+{
+	struct stat out_st;
+	int have_out = stat(zb_store_path(out), &out_st) == 0;
+	zb_status s = zb_store_begin(out, err);
+	if (s)
+		return s;
+	ctx c = { .out = zb_store_db(out), .out_path = zb_store_path(out), .err = err };
+	for (int i = 0; i < n && !s; i++) {
+		c.in_path = inputs[i];
+		c.counts = per_input ? &per_input[i] : NULL;
+		s = merge_one(&c, have_out ? &out_st : NULL);
+	}
+	if (!s)
+		return zb_store_commit(out, err);
+	zb_store_rollback(out);
+	return s;
+}
