@@ -31,7 +31,13 @@
 #include "sim/resources.h"
 
 #define NONE UINT32_MAX
-#define NSETS (1u << ZB_RES_COUNT)
+/* The rates depend on which resources are busy and, for two of them, on what kind
+ * of task runs there (resources.c): whether the CPU runs Adam (which draws on DRAM)
+ * or framework host work (a duration), and whether H2D runs a pageable upload
+ * (its own rate). A task's class bits sit above the resource bits of the busy set. */
+#define CLS_ADAM (1u << ZB_RES_COUNT)
+#define CLS_PAGEABLE (1u << (ZB_RES_COUNT + 1))
+#define NSETS (1u << (ZB_RES_COUNT + 2))
 
 struct zb_sim_index {
 	const zb_graph *g;
@@ -43,6 +49,9 @@ struct zb_sim_index {
 	size_t count[ZB_RES_COUNT];
 	uint32_t *last;        /* [step * ZB_RES_COUNT + res]: its last task in that step, or NONE */
 	uint8_t *res;          /* each task's resource, packed (the summary's passes read only this) */
+	uint8_t *cls;          /* each task's class bits (CLS_*) */
+	uint8_t *host;         /* 1: a framework host task, timed by its own duration */
+	int uniform[ZB_RES_COUNT]; /* every task of the resource has the same class and none is host work */
 };
 
 /* Per thread. The work of each task depends on the graph and the GPU only (see
@@ -54,6 +63,8 @@ typedef struct work_slot {
 	unsigned long serial;  /* the index it was computed for (0: none) */
 	zb_gpu gpu;            /* ... and the GPU and dtype */
 	int dtype;
+	int framework;         /* ... and the framework profile (DeepSpeed scales its kernels) */
+	zb_ds_profile ds;
 	double *work;          /* per task: work to drain (zb_task_flow) */
 	/* each resource's work timed alone (the summary's work_s), for the fixed
 	 * cost and alone rate it was last computed with: GPU compute, most of the
@@ -106,6 +117,7 @@ typedef struct sim {
 	size_t head[ZB_RES_COUNT];
 	flow flows[ZB_RES_COUNT];
 	unsigned busy;                     /* bit res: resource res runs a flow */
+	unsigned cls;                      /* the class bits (CLS_*) of the running flows */
 	unsigned left;                     /* bit res: resource res has tasks not started */
 	unsigned maybe;                    /* bit res: resource res may be able to start a task */
 	double fixed[ZB_RES_COUNT];        /* fixed cost of every task of a resource */
@@ -123,6 +135,13 @@ zb_sim_index *zb_sim_index_new(const zb_graph *g)
 	ix->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
 	ix->deps0 = zb_xmalloc((n ? n : 1) * sizeof *ix->deps0);
 	ix->res = zb_xmalloc(n ? n : 1);
+	ix->cls = zb_xmalloc(n ? n : 1);
+	ix->host = zb_xmalloc(n ? n : 1);
+	unsigned first_cls[ZB_RES_COUNT];
+	for (int res = 0; res < ZB_RES_COUNT; res++) {
+		ix->uniform[res] = 1;
+		first_cls[res] = NONE;
+	}
 	size_t nlast = (size_t)(g->steps > 0 ? g->steps : 1) * ZB_RES_COUNT;
 	ix->last = zb_xmalloc(nlast * sizeof *ix->last);
 	for (size_t i = 0; i < nlast; i++)
@@ -137,6 +156,13 @@ zb_sim_index *zb_sim_index_new(const zb_graph *g)
 		ix->count[t->resource]++;
 		ix->deps0[i] = t->dep_count;
 		ix->res[i] = t->resource;
+		ix->cls[i] = (uint8_t)((t->kind == ZB_TASK_CPU_ADAM ? CLS_ADAM : 0) |
+				       (t->op == ZB_OP_PARAM_UP_PAGEABLE ? CLS_PAGEABLE : 0));
+		ix->host[i] = t->kind == ZB_TASK_HOST;
+		if (first_cls[t->resource] == NONE)
+			first_cls[t->resource] = ix->cls[i];
+		if (ix->host[i] || ix->cls[i] != first_cls[t->resource])
+			ix->uniform[t->resource] = 0;
 		if (t->step >= 0 && t->step < g->steps)
 			ix->last[(size_t)t->step * ZB_RES_COUNT + t->resource] = (uint32_t)i;
 	}
@@ -168,6 +194,8 @@ void zb_sim_index_free(zb_sim_index *ix)
 		return;
 	free(ix->deps0);
 	free(ix->res);
+	free(ix->cls);
+	free(ix->host);
 	free(ix->last);
 	free(ix->succ_begin);
 	free(ix->succ);
@@ -221,12 +249,22 @@ static void scratch_reserve(zb_sim_scratch *w, size_t n)
  * tasks). */
 static void prepare_rates(sim *s)
 {
-	const zb_graph *g = s->ix->g;
+	/* zb_resource_rates looks at which entries are non-NULL, the CPU task's kind and
+	 * the H2D task's op: one stand-in task per class */
+	static const zb_task any = { .kind = ZB_TASK_KERNEL };
+	static const zb_task adam = { .kind = ZB_TASK_CPU_ADAM, .resource = ZB_RES_CPU };
+	static const zb_task host = { .kind = ZB_TASK_HOST, .resource = ZB_RES_CPU };
+	static const zb_task up = { .kind = ZB_TASK_COPY, .op = ZB_OP_PARAM_UP, .resource = ZB_RES_H2D };
+	static const zb_task up_pageable = { .kind = ZB_TASK_COPY, .op = ZB_OP_PARAM_UP_PAGEABLE,
+					     .resource = ZB_RES_H2D };
 	for (unsigned set = 0; set < NSETS; set++) {
-		/* zb_resource_rates looks only at which entries are non-NULL */
 		const zb_task *active[ZB_RES_COUNT];
 		for (int res = 0; res < ZB_RES_COUNT; res++)
-			active[res] = set & (1u << res) ? &g->tasks[0] : NULL;
+			active[res] = set & (1u << res) ? &any : NULL;
+		if (active[ZB_RES_CPU])
+			active[ZB_RES_CPU] = set & CLS_ADAM ? &adam : &host;
+		if (active[ZB_RES_H2D])
+			active[ZB_RES_H2D] = set & CLS_PAGEABLE ? &up_pageable : &up;
 		zb_resource_rates(s->c, active, s->rates[set]);
 	}
 	for (int res = 0; res < ZB_RES_COUNT; res++) {
@@ -246,9 +284,12 @@ static void prepare_tasks(sim *s)
 	memcpy(w->waiting, ix->deps0, g->ntasks * sizeof *w->waiting);
 	const zb_gpu *gpu = &s->c->hw.gpu;
 	int dtype = (int)s->c->policy.dtype;
+	int fw = (int)s->c->framework;
+	const zb_ds_profile *ds = &s->c->hw.ds;
 	for (int i = 0; i < WORK_SLOTS; i++) {
 		work_slot *k = &w->slots[i];
-		if (k->serial == ix->serial && k->dtype == dtype && !memcmp(&k->gpu, gpu, sizeof *gpu)) {
+		if (k->serial == ix->serial && k->dtype == dtype && !memcmp(&k->gpu, gpu, sizeof *gpu) &&
+		    k->framework == fw && (fw == ZB_FW_ZBENCH || !memcmp(&k->ds, ds, sizeof *ds))) {
 			w->work = k->work;
 			w->slot = k;
 			return;
@@ -265,6 +306,8 @@ static void prepare_tasks(sim *s)
 	k->serial = ix->serial;
 	k->dtype = dtype;
 	memcpy(&k->gpu, gpu, sizeof *gpu);
+	k->framework = fw;
+	memcpy(&k->ds, ds, sizeof *ds);
 	memset(k->sum_valid, 0, sizeof k->sum_valid);
 	w->work = k->work;
 	w->slot = k;
@@ -321,6 +364,14 @@ static void advance(flow *f, double now)
  * next task has no unfinished dependency. Only resources in `maybe` can have one
  * (the resource that just finished, those with a task whose last dependency just
  * finished): every other idle resource was already blocked before this event. */
+/* A framework host task's duration (its fixed cost; it has no work). */
+static double host_s(const sim *s, uint32_t id)
+{
+	double fixed, work;
+	zb_task_flow(&s->ix->g->tasks[id], s->c, &fixed, &work);
+	return fixed;
+}
+
 static void start_ready(sim *s)
 {
 	const zb_sim_index *ix = s->ix;
@@ -332,8 +383,9 @@ static void start_ready(sim *s)
 		if (w->waiting[id])
 			continue;
 		flow *f = &s->flows[res];
-		f->fixed_left = s->fixed[res];
+		f->fixed_left = ix->host[id] ? host_s(s, id) : s->fixed[res];
 		f->work_left = w->work[id];
+		s->cls |= ix->cls[id];
 		f->task = id;
 		f->rate = -1; /* forces a completion time below */
 		f->t_last = s->now;
@@ -346,7 +398,7 @@ static void start_ready(sim *s)
  * resource order (the order gives the tie-breaking sequence numbers). */
 static void reschedule(sim *s)
 {
-	const double *rate = s->rates[s->busy];
+	const double *rate = s->rates[s->busy | s->cls];
 	EACH(res, s->busy) {
 		flow *f = &s->flows[res];
 		if (f->rate == rate[res])
@@ -380,6 +432,7 @@ static void finish(sim *s, int res)
 	s->w->end[id] = s->now;
 	f->task = NONE;
 	s->busy &= ~(1u << res);
+	s->cls &= ~(unsigned)ix->cls[id];
 	if (++s->head[res] == ix->count[res])
 		s->left &= ~(1u << res);
 	uint32_t *waiting = s->w->waiting;
@@ -572,6 +625,22 @@ static void busy_window(const zb_sim_index *ix, const double *start, const doubl
 		busy[res] = sum[res];
 }
 
+/* A resource's work per step, each task timed alone at its class's rate (in id
+ * order, as one pass over every task would add them). */
+static double mixed_work(const sim *s, int res, int N)
+{
+	const zb_sim_index *ix = s->ix;
+	const double *work = s->w->work;
+	double sum = 0;
+	for (size_t j = 0; j < ix->count[res]; j++) {
+		uint32_t id = ix->order[res][j];
+		double alone = s->rates[(1u << res) | ix->cls[id]][res];
+		double fixed = ix->host[id] ? host_s(s, id) : s->fixed[res];
+		sum += (fixed + (work[id] > 0 ? work[id] / alone : 0)) / N;
+	}
+	return sum;
+}
+
 static void summarize(sim *s)
 {
 	const zb_graph *g = s->ix->g;
@@ -585,8 +654,14 @@ static void summarize(sim *s)
 	/* each task's time alone: its resource's rate when only that resource is busy */
 	const double *work = s->w->work;
 	work_slot *k = s->w->slot;
+	const zb_sim_index *ix = s->ix;
 	for (int res = 0; res < ZB_RES_COUNT; res++) {
-		double alone = s->rates[1u << res][res], fixed = s->fixed[res];
+		if (!ix->uniform[res]) { /* classes differ or host work: each task its own */
+			r->work_s[res] = mixed_work(s, res, N);
+			continue;
+		}
+		unsigned cls = ix->count[res] ? ix->cls[ix->order[res][0]] : 0;
+		double alone = s->rates[(1u << res) | cls][res], fixed = s->fixed[res];
 		if (!k->sum_valid[res] || k->sum_fixed[res] != fixed || k->sum_alone[res] != alone) {
 			/* in id order, as one pass over every task would add them */
 			const uint32_t *ids = s->ix->order[res];
@@ -638,7 +713,9 @@ zb_status zb_simulate_indexed(const zb_sim_index *ix, zb_sim_scratch *w, const z
 	}
 	s.maybe = s.left;
 	prepare_rates(&s);
-	if (w->memo_on) {
+	/* host durations come from the framework profile, which the memo does not key on */
+	int memo_on = w->memo_on && c->framework == ZB_FW_ZBENCH;
+	if (memo_on) {
 		const memo *m = memo_find(&s);
 		if (m) {
 			*r = m->res;
@@ -666,7 +743,7 @@ zb_status zb_simulate_indexed(const zb_sim_index *ix, zb_sim_scratch *w, const z
 			       g->ntasks);
 	}
 	summarize(&s);
-	if (w->memo_on)
+	if (memo_on)
 		memo_add(&s);
 	return ZB_OK;
 }

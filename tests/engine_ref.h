@@ -152,22 +152,16 @@ static void summarize(sim *s)
 	r->tflops_per_gpu = r->step_time_s > 0 ? g->model_flops_per_step / r->step_time_s / 1e12 : 0;
 
 	zb_busy_window(g, r->start, r->end, -1, r->busy_s);
-	/* each task's time alone: the contention-free rate of its resource is the
-	 * same for every task, so compute it once per resource */
-	double alone_rate[ZB_RES_COUNT];
-	for (int res = 0; res < ZB_RES_COUNT; res++) {
-		const zb_task *active[ZB_RES_COUNT] = { 0 };
-		double rate[ZB_RES_COUNT];
-		zb_task probe = { .resource = (uint8_t)res };
-		active[res] = &probe;
-		zb_resource_rates(s->c, active, rate);
-		alone_rate[res] = rate[res];
-	}
+	/* each task's time alone: the contention-free rate of its resource for that
+	 * task (the CPU's rate depends on whether it runs Adam, H2D's on pageable) */
 	for (size_t i = 0; i < g->ntasks; i++) {
 		const zb_task *t = &g->tasks[i];
-		double fixed, work;
+		const zb_task *active[ZB_RES_COUNT] = { 0 };
+		double rate[ZB_RES_COUNT], fixed, work;
+		active[t->resource] = t;
+		zb_resource_rates(s->c, active, rate);
 		zb_task_flow(t, s->c, &fixed, &work);
-		r->work_s[t->resource] += (fixed + (work > 0 ? work / alone_rate[t->resource] : 0)) / N;
+		r->work_s[t->resource] += (fixed + (work > 0 ? work / rate[t->resource] : 0)) / N;
 	}
 	r->lower_bound_s = 0;
 	r->bottleneck = ZB_RES_GPU;
