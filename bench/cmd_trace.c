@@ -9,7 +9,9 @@
  * Its exit status is zbench's (128 + signal when a signal ended it). SIGINT or
  * SIGTERM sent to zbench alone are passed on to the program; Ctrl-C at a terminal
  * reaches both already. Either way zbench waits for the program and stores what
- * its processes wrote.
+ * its processes wrote. --steps N: the injection library counts the step ranges it
+ * keeps (a byte each in <spool>/<pid>.steps), writes its trace at the N-th, and
+ * zbench, polling those files every sample tick, then sends SIGINT.
  */
 #include <dirent.h>
 #include <errno.h>

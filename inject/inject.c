@@ -9,15 +9,18 @@
  * that initializes CUDA gets its own session and file: child processes inherit the
  * environment.
  *
- * NVTX: the program's NVTX calls reach CUPTI only when NVTX_INJECTION64_PATH names
- * libcupti (NVTX reads it at its first call); zbench trace sets it, and this
- * library sets it again to the libcupti the process actually loaded (route_nvtx).
+ * NVTX (ZB_TRACE_NVTX): "all": the program's NVTX calls reach CUPTI's marker
+ * records when NVTX_INJECTION64_PATH names libcupti (NVTX reads it at its first
+ * call); zbench trace sets it, and this library sets it again to the libcupti the
+ * process actually loaded (route_nvtx). "steps": NVTX_INJECTION64_PATH names this
+ * library, whose InitializeInjectionNvtx2 (nvtx_steps.c) keeps only step ranges.
+ * "none": no NVTX. ZB_TRACE_API = 1: runtime/driver API records. Unset: all, 1.
  *
  * A failure to start is written to <pid>.err in the spool directory (one line) and
  * the program runs on untraced. A fork()ed child does not write its parent's
  * records: the exit handler only writes in the process that started the session.
- * Only InitializeInjection is exported (-fvisibility=hidden), so zbench's symbols
- * never clash with the program's.
+ * Only InitializeInjection and InitializeInjectionNvtx2 are exported
+ * (-fvisibility=hidden), so zbench's symbols never clash with the program's.
  */
 #include <cupti.h>
 #include <dlfcn.h>

@@ -24,6 +24,7 @@
 #endif
 
 static char tmpdir[128];
+/* (helpers unused in a build without NVTX headers: the tests skip there) */
 
 #define OK(call)                                                                 \
 	do {                                                                     \
@@ -39,7 +40,7 @@ static const char *zbench_bin(void)
 	return z && *z ? z : "build/zbench";
 }
 
-static int inject_lib(char *path, size_t n)
+__attribute__((unused)) static int inject_lib(char *path, size_t n)
 {
 	char bin[512];
 	if (!realpath(zbench_bin(), bin))
@@ -51,7 +52,7 @@ static int inject_lib(char *path, size_t n)
 	return access(path, R_OK) == 0;
 }
 
-static double now_s(void)
+__attribute__((unused)) static double now_s(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -126,7 +127,7 @@ static int child(const char *mode)
 
 /* Run this program as a child with the environment given ("NAME=value" pairs);
  * stdout to out (or /dev/null). Returns its pid's exit code and *pid. */
-static int spawn(const char *mode, const char *const *env, const char *out, pid_t *pid_out)
+__attribute__((unused)) static int spawn(const char *mode, const char *const *env, const char *out, pid_t *pid_out)
 {
 	pid_t pid = fork();
 	if (pid == 0) {
@@ -143,13 +144,13 @@ static int spawn(const char *mode, const char *const *env, const char *out, pid_
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static long file_size(const char *path)
+__attribute__((unused)) static long file_size(const char *path)
 {
 	struct stat st;
 	return stat(path, &st) == 0 ? (long)st.st_size : -1;
 }
 
-static size_t count_ranges(const zb_trace *t, const char *name, uint8_t type)
+__attribute__((unused)) static size_t count_ranges(const zb_trace *t, const char *name, uint8_t type)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < t->nnvtxs; i++)
