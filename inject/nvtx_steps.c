@@ -21,7 +21,7 @@ int64_t zb_now_ns(void); /* inject.c */
 typedef struct kept {
 	int64_t start, end;
 	uint64_t id;   /* start/end ranges: the id handed out, until the end */
-	uint32_t tid;
+	uint32_t pid, tid; /* pid: a fork()ed child inherits its parent's list, not its ranges */
 	uint8_t type;  /* ZB_NVTX_* */
 	char *name;
 } kept;
@@ -90,7 +90,8 @@ static void keep(const kept *k)
 		}
 		S.v = v, S.cap = cap;
 	}
-	S.v[S.n++] = *k;
+	S.v[S.n] = *k;
+	S.v[S.n++].pid = (uint32_t)getpid();
 	pthread_mutex_unlock(&S.mu);
 }
 
@@ -294,6 +295,8 @@ void zb_nvtx_steps_take(zb_trace *t)
 	uint32_t dom = zb_trace_intern(t, "");
 	for (size_t i = 0; i < S.n; i++) {
 		const kept *k = &S.v[i];
+		if (k->pid != (uint32_t)getpid())
+			continue;
 		zb_tr_nvtx r = { .start = k->start, .end = k->end, .process = (uint32_t)getpid(), .thread = k->tid,
 				 .text = zb_trace_intern(t, k->name), .domain = dom, .event_type = k->type };
 		zb_trace_add_nvtx(t, &r);
@@ -307,7 +310,9 @@ void zb_nvtx_steps_take(zb_trace *t)
 size_t zb_nvtx_steps_count(void)
 {
 	pthread_mutex_lock(&S.mu);
-	size_t n = S.n;
+	size_t n = 0;
+	for (size_t i = 0; i < S.n; i++)
+		n += S.v[i].pid == (uint32_t)getpid();
 	pthread_mutex_unlock(&S.mu);
 	return n;
 }
