@@ -65,16 +65,25 @@ static uint32_t tid(void)
 }
 
 /* Case-insensitive substring test against S.match (lower case): the only work a
- * call whose name does not match does, besides the depth counter. */
+ * call whose name does not match does, besides the depth counter. glibc's
+ * vectorized strlen and memchr find the candidates for the first character in
+ * either case (a byte-by-byte loop was 3/4 of the cost of a call, measured with
+ * perf on tests/test_nvtx_steps). */
+static int find_from(const char *s, const char *e, char c)
+{
+	for (const char *p = s; p < e && (p = memchr(p, c, (size_t)(e - p))); p++)
+		if ((size_t)(e - p) >= S.mlen && !strncasecmp(p, S.match, S.mlen))
+			return 1;
+	return 0;
+}
+
 static int matches(const char *s)
 {
 	if (!s || !atomic_load_explicit(&S.on, memory_order_relaxed))
 		return 0;
-	const char c0 = S.match[0], c1 = S.match[1];
-	for (; *s; s++)
-		if ((*s | 0x20) == c0 && (!c1 || (s[1] | 0x20) == c1) && !strncasecmp(s, S.match, S.mlen))
-			return 1;
-	return 0;
+	const char *e = s + strlen(s);
+	char lo = S.match[0], up = (char)(lo >= 'a' && lo <= 'z' ? lo - 32 : lo);
+	return find_from(s, e, lo) || (up != lo && find_from(s, e, up));
 }
 
 static void keep(const kept *k)
