@@ -7,7 +7,8 @@
 #   scripts/visit-trace.sh [tests] [torch] [overhead] [overhead-ds] [cmd -- COMMAND ARGS...]
 #
 #   tests     the GPU test of a traced child (tests/gpu/test_trace_foreign) and the
-#             CPU-side tests of tracing (tests/test_foreign)
+#             CPU-side tests of tracing (tests/test_foreign, tests/test_nvtx_steps: the
+#             NVTX filter's cost per call on this host)
 #   torch     trace scripts/trace-torch-step.py (ZeRO-Offload-like loop in PyTorch)
 #             with NVTX ranges and without; analyze both (NVTX steps; pattern steps)
 #   overhead  the same script untraced and traced, alternating, ZB_PAIRS (3) pairs:
@@ -119,8 +120,8 @@ while [ $# -gt 0 ]; do
 	tests)
 		step "tests"
 		ZBENCH=$Z ZB_REQUIRE_GPU=1 timeout 300 tests/run.sh build/tests/gpu/test_trace_foreign build/tests/test_foreign \
-			>"$OUT/tests.log" 2>&1
-		grep -E "not ok|ERROR|Failure|median step|dropped|^tests:" "$OUT/tests.log" | tee -a "$LOG"
+			build/tests/test_nvtx_steps >"$OUT/tests.log" 2>&1
+		grep -E "not ok|ERROR|Failure|median step|dropped|NVTX push|stopped the command|^tests:" "$OUT/tests.log" | tee -a "$LOG"
 		;;
 	torch)
 		step "torch, NVTX ranges"
