@@ -20,12 +20,13 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: zbench analyze [<run>] [--config <id>] [--step-range <name>] [--no-nvtx]\n"
+	fprintf(f, "usage: zbench analyze [<run> | latest] [--config <id>] [--step-range <name>] [--no-nvtx]\n"
 		   "                     [--cpu-threshold <cores>] [--steps] [--json] [--db <path>]\n\n"
 		   "Cut a stored trace into training steps (NVTX ranges named like a step, else the repeating\n"
 		   "pattern of kernels and copies) and report per step: GPU compute busy, H2D and D2H busy,\n"
 		   "bytes and GB/s, copy/compute overlap, GPU idle and how much of it waited for the CPU\n"
-		   "optimizer, CPU optimizer time and CPU time. <run>: a run id (default: the newest trace).\n"
+		   "optimizer, CPU optimizer time and CPU time. <run>: a run id or latest (default: the newest\n"
+		   "trace).\n"
 		   "--steps lists every step; the summary is the median of the steps after the first.\n");
 }
 
@@ -149,6 +150,8 @@ int cmd_analyze(int argc, char **argv)
 				fprintf(stderr, "zbench: invalid --cpu-threshold '%s' (expected cores, > 0)\n", argv[i]);
 				return 2;
 			}
+		} else if (!strcmp(a, "latest")) {
+			run = 0; /* the newest trace, as without <run> (export accepts it too) */
 		} else if (a[0] != '-' && !run) {
 			if (parse_pos(a, "run", &run))
 				return 2;

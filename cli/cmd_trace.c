@@ -9,7 +9,9 @@
  * Its exit status is zbench's (128 + signal when a signal ended it). SIGINT or
  * SIGTERM sent to zbench alone are passed on to the program; Ctrl-C at a terminal
  * reaches both already. Either way zbench waits for the program and stores what
- * its processes wrote.
+ * its processes wrote. --steps N: the injection library counts the step ranges it
+ * keeps (a byte each in <spool>/<pid>.steps), writes its trace at the N-th, and
+ * zbench, polling those files every sample tick, then sends SIGINT.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -38,16 +40,27 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: zbench trace [--db <path>] [--sample-ms <ms>] [--keep-spool] -- <command> [args...]\n\n"
+	fprintf(f, "usage: zbench trace [--db <path>] [--sample-ms <ms>] [--api] [--nvtx all|steps|none]\n"
+		   "                   [--step-match <text>] [--steps <n>] [--keep-spool] -- <command> [args...]\n\n"
 		   "Run <command> with zbench's CUPTI collector injected into every CUDA process it starts\n"
-		   "(kernels, copies with bytes and direction, memsets, runtime/driver API calls,\n"
-		   "synchronization, NVTX ranges), sample each thread's CPU time from /proc every\n"
-		   "--sample-ms (default 10), and store it as a run of kind 'trace' in the database\n"
-		   "(default " ZB_STORE_DEFAULT_PATH "). Then: zbench analyze <run>. The command's exit status\n"
-		   "is zbench's.\n");
+		   "(kernels, copies with bytes and direction, memsets, synchronization; runtime/driver API\n"
+		   "calls with --api), sample each thread's CPU time from /proc every --sample-ms (default\n"
+		   "10), and store it as a run of kind 'trace' in the database (default " ZB_STORE_DEFAULT_PATH ").\n"
+		   "Then: zbench analyze <run>. The command's exit status is zbench's.\n"
+		   "--nvtx steps (default): only NVTX ranges and marks whose name holds --step-match (default\n"
+		   "'step', any case), by zbench's own NVTX handler; all: every range, through CUPTI (costs\n"
+		   "~2 us a range); none: NVTX left alone. --steps <n>: after the n-th step range ends, the\n"
+		   "trace is written and the command gets SIGINT (zbench then exits 0).\n");
 }
 
-static volatile sig_atomic_t g_child, g_signal;
+typedef struct trace_opts {
+	const char *db, *nvtx, *step_match;
+	double sample_ms;
+	int keep, api;
+	long stop_steps;
+} trace_opts;
+
+static volatile sig_atomic_t g_child, g_signal, g_stopped;
 
 /* A signal sent to zbench alone (kill, timeout) goes on to the program; one from
  * the terminal (si_code > 0, SI_KERNEL) reached the program's process group too. */
@@ -96,8 +109,66 @@ static void sleep_ns(int64_t ns)
 }
 
 /* fork + exec with the injection environment; the parent samples until the child ends. */
-static int run_child(char **argv, const char *lib, const char *spool, int64_t period_ns, zb_proc_sampler **ps,
-		     int64_t *t0)
+/* The steps the program's processes have ended so far (the most of any process:
+ * <pid>.steps files of the spool, a byte a step). */
+static long steps_seen(const char *spool)
+{
+	DIR *d = opendir(spool);
+	if (!d)
+		return 0;
+	long most = 0;
+	struct dirent *e;
+	char path[4096];
+	struct stat st;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (len <= 6 || strcmp(e->d_name + len - 6, ".steps"))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", spool, e->d_name);
+		if (stat(path, &st) == 0 && st.st_size > most)
+			most = (long)st.st_size;
+	}
+	closedir(d);
+	return most;
+}
+
+static void child_env(const trace_opts *o, const char *lib, const char *spool, const char *cupti)
+{
+	setenv("CUDA_INJECTION64_PATH", lib, 1);
+	setenv("ZB_TRACE_SPOOL", spool, 1);
+	setenv("ZB_TRACE_API", o->api ? "1" : "0", 1);
+	setenv("ZB_TRACE_NVTX", o->nvtx, 1);
+	setenv("ZB_TRACE_STEP_MATCH", o->step_match, 1);
+	char n[32];
+	snprintf(n, sizeof n, "%ld", o->stop_steps);
+	setenv("ZB_TRACE_STOP_STEPS", n, 1);
+	if (!strcmp(o->nvtx, "steps"))
+		setenv("NVTX_INJECTION64_PATH", lib, 1); /* nvtx_steps.c in the same library */
+	else if (!strcmp(o->nvtx, "none"))
+		unsetenv("NVTX_INJECTION64_PATH");
+	else if (cupti[0])
+		setenv("NVTX_INJECTION64_PATH", cupti, 0);
+}
+
+/* --steps: SIGINT once enough steps ended; SIGTERM after 30 s more, SIGKILL after 60. */
+static void stop_when_done(const trace_opts *o, const char *spool, pid_t pid, int64_t *sent_at)
+{
+	if (o->stop_steps <= 0)
+		return;
+	int64_t now = zb_now_ns();
+	if (!*sent_at && steps_seen(spool) >= o->stop_steps) {
+		g_stopped = 1;
+		*sent_at = now;
+		kill(pid, SIGINT);
+	} else if (*sent_at && now - *sent_at > 60 * (int64_t)1000000000) {
+		kill(pid, SIGKILL);
+	} else if (*sent_at && now - *sent_at > 30 * (int64_t)1000000000) {
+		kill(pid, SIGTERM);
+	}
+}
+
+static int run_child(char **argv, const trace_opts *o, const char *lib, const char *spool, int64_t period_ns,
+		     zb_proc_sampler **ps, int64_t *t0)
 {
 	char cupti[4096] = "";
 	dl_iterate_phdr(find_cupti, cupti);
@@ -108,10 +179,7 @@ static int run_child(char **argv, const char *lib, const char *spool, int64_t pe
 		return -1;
 	}
 	if (pid == 0) {
-		setenv("CUDA_INJECTION64_PATH", lib, 1);
-		setenv("ZB_TRACE_SPOOL", spool, 1);
-		if (cupti[0])
-			setenv("NVTX_INJECTION64_PATH", cupti, 0);
+		child_env(o, lib, spool, cupti);
 		execvp(argv[0], argv);
 		fprintf(stderr, "zbench: cannot run '%s': %s\n", argv[0], strerror(errno));
 		_exit(127);
@@ -119,6 +187,7 @@ static int run_child(char **argv, const char *lib, const char *spool, int64_t pe
 	g_child = pid;
 	*ps = zb_proc_sampler_create(pid);
 	int status = 0;
+	int64_t sent_at = 0;
 	for (uint64_t tick = 0;; tick++) {
 		pid_t w = waitpid(pid, &status, WNOHANG);
 		if (w == pid)
@@ -128,6 +197,7 @@ static int run_child(char **argv, const char *lib, const char *spool, int64_t pe
 			return -1;
 		}
 		zb_proc_sampler_tick(*ps, zb_now_ns(), tick % 10 == 0);
+		stop_when_done(o, spool, pid, &sent_at);
 		sleep_ns(period_ns);
 	}
 	g_child = 0;
@@ -208,9 +278,10 @@ static void remove_spool(const char *spool)
 }
 
 static zb_status store_trace(const char *db, int argc, char **argv, char **cmd, const char *spool, int64_t t0,
-			     const zb_proc_sampler *ps, int code, int64_t period_ns, int64_t *run_id, totals *tt,
+			     const zb_proc_sampler *ps, int code, const trace_opts *o, int64_t *run_id, totals *tt,
 			     zb_error *err)
 {
+	int64_t period_ns = (int64_t)(o->sample_ms * 1e6);
 	zb_store *s;
 	zb_status st = zb_store_open(&s, db, 5000, err);
 	if (st)
@@ -250,8 +321,19 @@ static zb_status store_trace(const char *db, int argc, char **argv, char **cmd, 
 		st = meta_i(s, cfg, "ZB_CPU_SAMPLE_PERIOD_NS", period_ns, err);
 	if (!st)
 		st = meta_i(s, cfg, "ZB_CPU_SAMPLER_TICKS", (int64_t)ps->ticks, err);
-	char status[32];
-	snprintf(status, sizeof status, g_signal ? "interrupted" : code ? "exit %d" : "ok", code);
+	if (!st)
+		st = zb_store_add_trace_meta(s, cfg, "ZB_TRACE_NVTX", o->nvtx, err);
+	if (!st)
+		st = zb_store_add_trace_meta(s, cfg, "ZB_TRACE_STEP_MATCH", o->step_match, err);
+	if (!st)
+		st = meta_i(s, cfg, "ZB_TRACE_API", o->api, err);
+	if (!st && o->stop_steps)
+		st = meta_i(s, cfg, "ZB_TRACE_STOP_STEPS", o->stop_steps, err);
+	char status[48];
+	if (g_stopped)
+		snprintf(status, sizeof status, "stopped after %ld steps", o->stop_steps);
+	else
+		snprintf(status, sizeof status, g_signal ? "interrupted" : code ? "exit %d" : "ok", code);
 	if (!st)
 		st = zb_store_finish_run(s, *run_id, status, err);
 	if (!st)
@@ -265,9 +347,51 @@ static zb_status store_trace(const char *db, int argc, char **argv, char **cmd, 
 	return st;
 }
 
+static int bad_value(const char *opt, const char *v, const char *expected)
+{
+	fprintf(stderr, "zbench: invalid %s '%s' (expected %s)\n", opt, v, expected);
+	return 2;
+}
+
+/* One option at argv[*i] (its value consumed); -1 to go on, else the exit code. */
+static int parse_opt(int argc, char **argv, int *i, trace_opts *o)
+{
+	const char *a = argv[*i];
+	int more = *i + 1 < argc;
+	char *end;
+	if (!strcmp(a, "--keep-spool")) {
+		o->keep = 1;
+	} else if (!strcmp(a, "--api")) {
+		o->api = 1;
+	} else if (!strcmp(a, "--db") && more) {
+		o->db = argv[++*i];
+	} else if (!strcmp(a, "--nvtx") && more) {
+		o->nvtx = argv[++*i];
+		if (strcmp(o->nvtx, "all") && strcmp(o->nvtx, "steps") && strcmp(o->nvtx, "none"))
+			return bad_value("--nvtx", o->nvtx, "all, steps or none");
+	} else if (!strcmp(a, "--step-match") && more) {
+		o->step_match = argv[++*i];
+		if (!o->step_match[0] || strlen(o->step_match) > 63)
+			return bad_value("--step-match", o->step_match, "1 to 63 characters");
+	} else if (!strcmp(a, "--steps") && more) {
+		o->stop_steps = strtol(argv[++*i], &end, 10);
+		if (*end || end == argv[*i] || o->stop_steps < 1 || o->stop_steps > 1000000)
+			return bad_value("--steps", argv[*i], "1 to 1000000");
+	} else if (!strcmp(a, "--sample-ms") && more) {
+		o->sample_ms = strtod(argv[++*i], &end);
+		if (*end || !(o->sample_ms >= 1 && o->sample_ms <= 10000))
+			return bad_value("--sample-ms", argv[*i], "1 to 10000");
+	} else {
+		fprintf(stderr, "zbench: unknown or incomplete option '%s' for trace\n", a);
+		usage(stderr);
+		return 2;
+	}
+	return -1;
+}
+
 /* Options up to the command: returns -1 to go on (*cmd = its index), else the
  * exit code. */
-static int parse_args(int argc, char **argv, const char **db, double *sample_ms, int *keep, int *cmd)
+static int parse_args(int argc, char **argv, trace_opts *o, int *cmd)
 {
 	int i = 1;
 	for (; i < argc; i++) {
@@ -280,27 +404,19 @@ static int parse_args(int argc, char **argv, const char **db, double *sample_ms,
 			usage(stdout);
 			return 0;
 		}
-		if (!strcmp(a, "--keep-spool")) {
-			*keep = 1;
-		} else if (!strcmp(a, "--db") && i + 1 < argc) {
-			*db = argv[++i];
-		} else if (!strcmp(a, "--sample-ms") && i + 1 < argc) {
-			char *end;
-			*sample_ms = strtod(argv[++i], &end);
-			if (*end || !(*sample_ms >= 1 && *sample_ms <= 10000)) {
-				fprintf(stderr, "zbench: invalid --sample-ms '%s' (expected 1 to 10000)\n", argv[i]);
-				return 2;
-			}
-		} else if (a[0] == '-') {
-			fprintf(stderr, "zbench: unknown or incomplete option '%s' for trace\n", a);
-			usage(stderr);
-			return 2;
-		} else {
+		if (a[0] != '-')
 			break; /* the command, without "--" */
-		}
+		int rc = parse_opt(argc, argv, &i, o);
+		if (rc >= 0)
+			return rc;
 	}
 	if (i >= argc) {
 		fprintf(stderr, "zbench: trace needs a command to run: zbench trace [options] -- <command> [args...]\n");
+		return 2;
+	}
+	if (o->stop_steps && strcmp(o->nvtx, "steps")) {
+		fprintf(stderr, "zbench: --steps counts the step ranges that --nvtx steps keeps, not with --nvtx %s\n",
+			o->nvtx);
 		return 2;
 	}
 	*cmd = i;
@@ -323,11 +439,11 @@ static void report(int64_t run_id, const char *db, const totals *tt, const zb_pr
 
 int cmd_trace(int argc, char **argv)
 {
-	const char *db = ZB_STORE_DEFAULT_PATH;
-	double sample_ms = 10;
-	int keep = 0, i = 0, rc = parse_args(argc, argv, &db, &sample_ms, &keep, &i);
+	trace_opts o = { .db = ZB_STORE_DEFAULT_PATH, .nvtx = "steps", .step_match = "step", .sample_ms = 10 };
+	int i = 0, rc = parse_args(argc, argv, &o, &i);
 	if (rc >= 0)
 		return rc;
+	const char *db = o.db;
 	char lib[4096];
 	if (!inject_path(lib, sizeof lib)) {
 		fprintf(stderr, "zbench: trace needs the injection library, not found at '%s' (built by make with nvcc;"
@@ -352,9 +468,9 @@ int cmd_trace(int argc, char **argv)
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	int64_t period_ns = (int64_t)(sample_ms * 1e6), t0 = 0;
+	int64_t period_ns = (int64_t)(o.sample_ms * 1e6), t0 = 0;
 	zb_proc_sampler *ps = NULL;
-	int code = run_child(argv + i, lib, spool, period_ns, &ps, &t0);
+	int code = run_child(argv + i, &o, lib, spool, period_ns, &ps, &t0);
 	if (code < 0) {
 		zb_proc_sampler_free(ps);
 		remove_spool(spool);
@@ -363,19 +479,22 @@ int cmd_trace(int argc, char **argv)
 	totals tt = { 0 };
 	int64_t run_id = 0;
 	zb_error err = { 0 };
-	zb_status st = store_trace(db, argc, argv, argv + i, spool, t0, ps, code, period_ns, &run_id, &tt, &err);
+	zb_status st = store_trace(db, argc, argv, argv + i, spool, t0, ps, code, &o, &run_id, &tt, &err);
 	if (st) {
 		fprintf(stderr, "zbench: %s\n", err.msg);
 		fprintf(stderr, "zbench trace: the records stay in %s\n", spool);
 	} else {
 		report(run_id, db, &tt, ps);
-		if (!keep)
+		if (g_stopped)
+			fprintf(stderr, "zbench trace: stopped the command after %ld steps (SIGINT); its exit status was %d\n",
+				o.stop_steps, code);
+		if (!o.keep)
 			remove_spool(spool);
 		else
 			fprintf(stderr, "zbench trace: spool files kept in %s\n", spool);
 	}
 	zb_proc_sampler_free(ps);
-	if (st && code == 0)
+	if (st && (code == 0 || g_stopped))
 		return zb_exit_code(st);
-	return code;
+	return g_stopped ? 0 : code; /* the stop was asked for */
 }

@@ -9,15 +9,18 @@
  * that initializes CUDA gets its own session and file: child processes inherit the
  * environment.
  *
- * NVTX: the program's NVTX calls reach CUPTI only when NVTX_INJECTION64_PATH names
- * libcupti (NVTX reads it at its first call); zbench trace sets it, and this
- * library sets it again to the libcupti the process actually loaded (route_nvtx).
+ * NVTX (ZB_TRACE_NVTX): "all": the program's NVTX calls reach CUPTI's marker
+ * records when NVTX_INJECTION64_PATH names libcupti (NVTX reads it at its first
+ * call); zbench trace sets it, and this library sets it again to the libcupti the
+ * process actually loaded (route_nvtx). "steps": NVTX_INJECTION64_PATH names this
+ * library, whose InitializeInjectionNvtx2 (nvtx_steps.c) keeps only step ranges.
+ * "none": no NVTX. ZB_TRACE_API = 1: runtime/driver API records. Unset: all, 1.
  *
  * A failure to start is written to <pid>.err in the spool directory (one line) and
  * the program runs on untraced. A fork()ed child does not write its parent's
  * records: the exit handler only writes in the process that started the session.
- * Only InitializeInjection is exported (-fvisibility=hidden), so zbench's symbols
- * never clash with the program's.
+ * Only InitializeInjection and InitializeInjectionNvtx2 are exported
+ * (-fvisibility=hidden), so zbench's symbols never clash with the program's.
  */
 #include <cupti.h>
 #include <dlfcn.h>
@@ -28,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "inject/nvtx_steps.h"
 #include "profiler/spool.h"
 #include "profiler/trace.h"
 
@@ -40,7 +44,7 @@ int64_t zb_now_ns(void)
 }
 
 static zb_trace *T;
-static pid_t owner;
+static pid_t owner, exit_owner, finished;
 static pthread_mutex_t once = PTHREAD_MUTEX_INITIALIZER;
 
 static void spool_path(char *buf, size_t n, const char *suffix)
@@ -61,20 +65,55 @@ static void write_error(const char *msg)
 	fprintf(stderr, "zbench inject: pid %ld: %s\n", (long)getpid(), msg);
 }
 
+/* Once per process: stop the session, add the NVTX step ranges, write the spool
+ * file. A process without a CUDA session writes one only if it kept NVTX ranges. */
+void zb_inject_finish(void)
+{
+	pthread_mutex_lock(&once);
+	if (finished == getpid()) {
+		pthread_mutex_unlock(&once);
+		return;
+	}
+	finished = getpid();
+	zb_trace *t = T && getpid() == owner ? T : NULL;
+	zb_error err = { 0 };
+	zb_status st = ZB_OK;
+	if (t) {
+		st = zb_trace_stop_foreign(t, &err);
+	} else if (zb_nvtx_steps_count() > 0) {
+		t = zb_trace_create(); /* freed with the process */
+		t->pid = (uint32_t)getpid();
+	}
+	if (t) {
+		zb_nvtx_steps_take(t);
+		char path[4096];
+		spool_path(path, sizeof path, ZB_SPOOL_SUFFIX);
+		zb_error werr = { 0 };
+		if (zb_spool_write(t, path, &werr))
+			write_error(werr.msg);
+		else if (st)
+			write_error(err.msg); /* records written; the stop's problem noted */
+	}
+	/* T stays allocated: CUPTI threads may still hold the sink until the process ends */
+	pthread_mutex_unlock(&once);
+}
+
 static void at_exit(void)
 {
-	if (!T || getpid() != owner)
-		return;
-	zb_error err = { 0 };
-	zb_status st = zb_trace_stop_foreign(T, &err);
-	char path[4096];
-	spool_path(path, sizeof path, ZB_SPOOL_SUFFIX);
-	zb_error werr = { 0 };
-	if (zb_spool_write(T, path, &werr))
-		write_error(werr.msg);
-	else if (st)
-		write_error(err.msg); /* records written; the stop's problem noted */
-	/* T stays allocated: CUPTI threads may still hold the sink until the process ends */
+	if (getpid() == exit_owner) /* a fork()ed child inherits the handler, not the records */
+		zb_inject_finish();
+}
+
+void zb_inject_at_exit(void)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_lock(&mu);
+	if (exit_owner != getpid()) {
+		if (!exit_owner)
+			atexit(at_exit);
+		exit_owner = getpid();
+	}
+	pthread_mutex_unlock(&mu);
 }
 
 /* NVTX_INJECTION64_PATH = the libcupti this process really uses. zbench trace sets
@@ -95,7 +134,13 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		pthread_mutex_unlock(&once);
 		return 1;
 	}
-	route_nvtx();
+	/* ZB_TRACE_NVTX: all (CUPTI's markers, every range), steps (nvtx_steps.c, set up
+	 * by NVTX itself), none; ZB_TRACE_API: 1 for API records. Unset: all and 1. */
+	const char *nvtx = getenv("ZB_TRACE_NVTX"), *api = getenv("ZB_TRACE_API");
+	int all = !nvtx || !strcmp(nvtx, "all");
+	if (all)
+		route_nvtx();
+	zb_trace_set_kinds(!api || !strcmp(api, "1"), all);
 	zb_trace *t = zb_trace_create();
 	zb_error err = { 0 };
 	if (zb_trace_start(t, &err)) {
@@ -106,7 +151,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	}
 	T = t;
 	owner = getpid();
-	atexit(at_exit);
 	pthread_mutex_unlock(&once);
+	zb_inject_at_exit();
 	return 1;
 }

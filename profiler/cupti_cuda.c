@@ -51,6 +51,20 @@ static const CUpti_ActivityKind kinds[] = {
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 #define NREQUIRED 6
 
+static int want_api = 1, want_markers = 1; /* zb_trace_set_kinds */
+
+void zb_trace_set_kinds(int api, int nvtx_markers)
+{
+	want_api = api, want_markers = nvtx_markers;
+}
+
+/* Left off by zb_trace_set_kinds: neither enabled nor disabled. */
+static int unwanted(CUpti_ActivityKind k)
+{
+	return ((k == CUPTI_ACTIVITY_KIND_RUNTIME || k == CUPTI_ACTIVITY_KIND_DRIVER) && !want_api) ||
+	       (k == CUPTI_ACTIVITY_KIND_MARKER && !want_markers);
+}
+
 static const CUpti_CallbackId runtime_launches[] = {
 	CUPTI_RUNTIME_TRACE_CBID_cudaLaunch_v3020,
 	CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
@@ -372,7 +386,8 @@ static int64_t cupti_offset(int *ok)
 static void disable_all(void)
 {
 	for (size_t i = 0; i < NKINDS; i++)
-		(void)cuptiActivityDisable(kinds[i]);
+		if (!unwanted(kinds[i]))
+			(void)cuptiActivityDisable(kinds[i]);
 }
 
 static void unsubscribe(void)
@@ -439,6 +454,8 @@ zb_status zb_trace_start(zb_trace *t, zb_error *err)
 	atomic_store(&G.sink, t);
 	G.owner = t;
 	for (; nenabled < NKINDS; nenabled++) {
+		if (unwanted(kinds[nenabled]))
+			continue;
 		r = cuptiActivityEnable(kinds[nenabled]);
 		if (r != CUPTI_SUCCESS && nenabled >= NREQUIRED) {
 			t->kinds_refused++; /* noted; the session goes on */
@@ -524,6 +541,8 @@ static zb_status stop_session(zb_trace *t, zb_error *err, int use_runtime)
 		st = cupti_fail(err, r, "cuptiActivityGetNumDroppedRecords");
 	t->dropped += dropped;
 	for (size_t i = 0; i < NKINDS; i++) {
+		if (unwanted(kinds[i]))
+			continue;
 		r = cuptiActivityDisable(kinds[i]);
 		if (r != CUPTI_SUCCESS && !st && i < NREQUIRED) /* an optional kind may never have been on */
 			st = cupti_fail(err, r, "cuptiActivityDisable");

@@ -256,6 +256,13 @@ void zb_trace_fill_synthetic(zb_trace *t, size_t ntasks, int64_t t0_ns);
 
 /* ---- CUPTI (profiler/cupti_cuda.c; a build without CUDA says so) ---------------- */
 
+/* Which optional kinds the next zb_trace_start enables (default: both on, as
+ * zbench's own sessions want). api: runtime and driver API records, one per CUDA
+ * call (DeepSpeed makes ~1.3 million a step); nvtx_markers: CUPTI's NVTX marker
+ * records (NVTX_INJECTION64_PATH = libcupti). `zbench trace` leaves both off by
+ * default (--api, --nvtx all). */
+void zb_trace_set_kinds(int api, int nvtx_markers);
+
 /* Start the process's tracing session into t. Fails (ZB_E_NOCUDA, ZB_E_NOGPU,
  * ZB_E_CUDA) with one line naming the reason when CUPTI cannot trace here; nothing
  * stays enabled then. */

@@ -432,6 +432,51 @@ static void test_step_by_hand(void **state)
 	assert_contains(err.msg, "no GPU operation");
 }
 
+/* Two streams as in a Twin-Flow stage-3 step: kernels on one, uploads and
+ * gradient copies on another, the records arriving unsorted and interleaved
+ * (per-stream buffers, several processes). Per 10 ms step: kernels [1, 2] [3, 4]
+ * [5, 6] [7, 8]; H2D [1.5, 3.5]; D2H [5.5, 7.5]: overlap 4 x 0.5 = 2 ms, busy
+ * [1, 4] + [5, 8] = 6 ms, idle 4 ms, whatever the order of the records. */
+static void test_overlap_unsorted(void **state)
+{
+	(void)state;
+	builder b = { 0 };
+	int32_t st = name(&b, "step #"), k = name(&b, "gemm");
+	const int64_t us = 1000, ms = 1000 * us;
+	for (int s = 0; s < 5; s++) {
+		int64_t B = s * 10 * ms;
+		range(&b, B, B + 10 * ms, st);
+		for (int i = 0; i < 4; i++)
+			op(&b, B + (1 + 2 * i) * ms, B + (2 + 2 * i) * ms, ZB_GOP_KERNEL, 0, k);
+		op(&b, B + 1500 * us, B + 3500 * us, ZB_GOP_H2D, 8 << 20, -1);
+		op(&b, B + 5500 * us, B + 7500 * us, ZB_GOP_D2H, 4 << 20, -1);
+	}
+	for (size_t i = b.in.nops - 1; i > 0; i--) { /* shuffle: no order at all */
+		size_t j = next_rand() % (i + 1);
+		zb_gpu_op x = b.in.ops[i];
+		b.in.ops[i] = b.in.ops[j], b.in.ops[j] = x;
+	}
+	zb_range r0 = b.in.ranges[0];
+	b.in.ranges[0] = b.in.ranges[3], b.in.ranges[3] = r0;
+	zb_analysis a;
+	zb_analyze_options o = { 0 };
+	OK(zb_analyze(&b.in, &o, &a, &err_));
+	assert_string_equal(a.method, "nvtx");
+	assert_int_equal(a.nsteps, 5);
+	for (size_t i = 0; i < a.nsteps; i++) {
+		const zb_step_stats *x = &a.steps[i];
+		assert_close(x->compute_s, 0.004, 1e-9);
+		assert_close(x->copy_s, 0.004, 1e-9);
+		assert_close(x->overlap_s, 0.002, 1e-9);
+		assert_close(x->compute_only_s, 0.002, 1e-9);
+		assert_close(x->copy_only_s, 0.002, 1e-9);
+		assert_close(x->idle_s, 0.004, 1e-9);
+		assert_close(x->h2d_bytes, 8 << 20, 1e-12);
+	}
+	zb_analysis_free(&a);
+	builder_free(&b);
+}
+
 /* ---- import of the nsys fixture --------------------------------------------------- */
 
 static const char *fixture_sqlite(void)
@@ -828,6 +873,8 @@ static void test_import_analyze_cli(void **state)
 	assert_contains(out, "4 steps found by nvtx range 'train_step'");
 	assert_contains(out, "step time           10.00 ms");
 	free(out);
+	snprintf(cmd, sizeof cmd, "%s analyze latest --db %s >%s 2>&1", zbench_bin(), db, tmp("out.txt"));
+	assert_int_equal(sh(cmd), 0); /* latest: the newest trace, as export takes it */
 	snprintf(cmd, sizeof cmd, "%s analyze 1 --json --no-nvtx --db %s >%s 2>&1", zbench_bin(), db, tmp("out.txt"));
 	assert_int_equal(sh(cmd), 0);
 	out = zb_test_slurp(tmp("out.txt"), NULL);
@@ -875,6 +922,7 @@ int main(void)
 		cmocka_unit_test(test_parts_add_up),
 		cmocka_unit_test(test_step_by_hand),
 		cmocka_unit_test(test_pattern_jitter),
+		cmocka_unit_test(test_overlap_unsorted),
 		cmocka_unit_test(test_import_fixture),
 		cmocka_unit_test(test_store_foreign),
 		cmocka_unit_test(test_procsample),

@@ -8,7 +8,8 @@
  *   - the exit code 3 passes through, one CUDA process was traced, 0 records dropped,
  *     kernel records == kernel launches counted by the callback;
  *   - every copy arrived with its bytes, direction and pinned/pageable kind;
- *   - the 6 NVTX ranges arrived (NVTX_INJECTION64_PATH -> CUPTI);
+ *   - the 6 NVTX ranges arrived (--nvtx steps: zbench's NVTX filter), API records with --api;
+ *   - `zbench trace --steps 3` stops the program after 3 steps, exit 0, the 3 steps stored;
  *   - the CPU samples show the worker threads;
  *   - zbench analyze finds 6 steps by NVTX and >= 4 by the pattern (--no-nvtx), and
  *     the per-step H2D bytes are 64 MiB.
@@ -143,7 +144,7 @@ static void test_traced_child(void **state)
 	char db[256], cmd[2048], log[256];
 	snprintf(db, sizeof db, "%s/t.db", tmpdir);
 	snprintf(log, sizeof log, "%s/trace.log", tmpdir);
-	snprintf(cmd, sizeof cmd, "%s trace --db %s -- %s child 6 2>%s", z, db, self, log);
+	snprintf(cmd, sizeof cmd, "%s trace --api --db %s -- %s child 6 2>%s", z, db, self, log);
 	int rc = sh(cmd);
 	char *out = zb_test_slurp(log, NULL);
 	print_message("%s", out);
@@ -197,6 +198,24 @@ static void test_traced_child(void **state)
 	assert_string_equal(json_string_value(json_object_get(j, "method")), "pattern");
 	assert_true(json_integer_value(json_object_get(j, "nsteps")) >= 4);
 	json_decref(j);
+
+	/* --steps 3: the trace is written at the 3rd step's end, then SIGINT; exit 0 */
+	snprintf(log, sizeof log, "%s/trace3.log", tmpdir);
+	snprintf(cmd, sizeof cmd, "%s trace --steps 3 --db %s -- %s child 50 2>%s", z, db, self, log);
+	rc = sh(cmd);
+	out = zb_test_slurp(log, NULL);
+	print_message("%s", out);
+	assert_int_equal(rc, 0);
+	assert_contains(out, "stopped the command after 3 steps");
+	free(out);
+	assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+	assert_int_equal(q1(h, "SELECT count(*) FROM NVTX_EVENTS WHERE text = 'train_step' AND zbConfigId ="
+			       " (SELECT max(zbConfigId) FROM NVTX_EVENTS)"), 3);
+	assert_int_equal(q1(h, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE zbConfigId ="
+			       " (SELECT max(zbConfigId) FROM NVTX_EVENTS)"), 0); /* no --api */
+	assert_true(q1(h, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 1 AND zbConfigId ="
+			    " (SELECT max(zbConfigId) FROM NVTX_EVENTS)") >= 3);
+	sqlite3_close(h);
 }
 
 int main(int argc, char **argv)
