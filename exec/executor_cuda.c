@@ -804,14 +804,9 @@ int zb_exec_available(zb_error *err)
 
 static void *progress(void *arg);
 
-zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_options *o, zb_exec_result *r,
-		     zb_error *err)
+/* The shapes the executor's tasks use, from the configuration. */
+static void exec_init(exec *x, const zb_graph *g, const zb_config *c, const zb_exec_options *o, zb_exec_result *r)
 {
-	memset(r, 0, sizeof *r);
-	if (!zb_exec_available(err))
-		return ZB_E_NOGPU;
-	exec xs;
-	exec *x = &xs;
 	memset(x, 0, sizeof *x);
 	x->g = g, x->c = c, x->o = o, x->r = r;
 	const zb_model *m = &c->model;
@@ -824,10 +819,13 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 	x->pinned = !c->policy.pageable;
 	x->stop_step = INT32_MAX;
 	x->gpu_step = -1;
-	if (m->embed_proj > 0 && m->embed_proj != m->hidden)
-		return zb_fail(err, ZB_E_INPUT, "the executor does not run models with embed_proj (%d)", m->embed_proj);
+}
 
-	zb_status st = ZB_OK;
+/* Device 0 with blocking-sync waits, its name, and whether the run fits in GPU
+ * and host memory (refused with the figures before anything is allocated). */
+static zb_status open_device(exec *x, zb_error *err)
+{
+	zb_exec_result *r = x->r;
 	/* host waits sleep instead of spinning on a core Adam needs; too late once a
 	 * context exists (cudaErrorSetOnActiveProcess), which only costs that */
 	cudaError_t fe = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
@@ -838,8 +836,6 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 	struct cudaDeviceProp prop;
 	ZB_CUDA_TRY(err, cudaGetDeviceProperties(&prop, 0));
 	snprintf(r->device, sizeof r->device, "%.127s", prop.name);
-
-	/* refuse what does not fit, with the figures, before allocating */
 	size_t free_b = 0, total_b = 0;
 	ZB_CUDA_TRY(err, cudaMemGetInfo(&free_b, &total_b));
 	double need_dev, need_host;
@@ -851,7 +847,14 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 	if (avail > 0 && need_host > 0.9 * avail)
 		return zb_fail(err, ZB_E_NOFIT, "the run needs %.2f GiB of host memory, %.2f GiB are available",
 			       need_host / 1073741824.0, avail / 1073741824.0);
+	return ZB_OK;
+}
 
+/* Per-task bookkeeping and the result's timelines. */
+static void alloc_tasks(exec *x)
+{
+	const zb_graph *g = x->g;
+	zb_exec_result *r = x->r;
 	r->ntasks = g->ntasks;
 	r->start = zb_xmalloc(g->ntasks * sizeof *r->start);
 	r->end = zb_xmalloc(g->ntasks * sizeof *r->end);
@@ -864,21 +867,24 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 	x->coeffs = zb_xcalloc((size_t)g->steps, sizeof *x->coeffs);
 	pthread_mutex_init(&x->mu, NULL);
 	pthread_cond_init(&x->cv, NULL);
-	dispatcher dps[ZB_RES_COUNT];
-	memset(dps, 0, sizeof dps);
-	int started = 0;
-	pthread_t prog;
-	int prog_started = 0;
+}
 
+/* Adam coefficients of every step, CUDA events of every GPU task, the buffers, the
+ * CPU pool, one stream per GPU-side resource, cuBLASLt, the initial values. */
+static zb_status prepare(exec *x, dispatcher dps[ZB_RES_COUNT], zb_error *err)
+{
+	const zb_graph *g = x->g;
+	zb_exec_result *r = x->r;
+	zb_status st = ZB_OK;
 	x->adam = zb_adam_defaults();
-	x->adam.grad_type = x->adam.param_type = c->policy.dtype == ZB_FP16 ? ZB_HALF_FP16 : ZB_HALF_BF16;
+	x->adam.grad_type = x->adam.param_type = x->c->policy.dtype == ZB_FP16 ? ZB_HALF_FP16 : ZB_HALF_BF16;
 	for (int s = 0; s < g->steps && !st; s++) {
 		zb_adam_params p = x->adam;
 		p.step = s + 1;
 		st = zb_gpu_adam_coeffs_make(&p, &x->coeffs[s], err);
 	}
 	if (st)
-		goto out;
+		return st;
 	for (size_t i = 0; i < g->ntasks && !st; i++) {
 		r->start[i] = r->end[i] = -1;
 		if (is_gpu_side(g->tasks[i].resource)) {
@@ -887,40 +893,41 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 		}
 	}
 	if (st || (st = allocate(x, err)))
-		goto out;
-	if ((st = zb_pool_create(zb_config_cpu_threads(c), &x->pool, err)))
-		goto out;
+		return st;
+	if ((st = zb_pool_create(zb_config_cpu_threads(x->c), &x->pool, err)))
+		return st;
 	r->cpu_threads = zb_pool_threads(x->pool);
 	zb_adam_isa isa;
 	if ((st = zb_adam_isa_resolve(ZB_ADAM_ISA_AUTO, &isa, err)))
-		goto out;
+		return st;
 	r->adam_isa = zb_adam_isa_name(isa);
-
 	for (int res = 0; res < ZB_RES_COUNT; res++) {
 		dps[res].x = x;
 		dps[res].resource = res;
 		if (is_gpu_side(res))
-			ZB_CUDA_GOTO(st, err, cudaStreamCreateWithFlags(&dps[res].stream, cudaStreamNonBlocking), out);
-		if (o->trace && dps[res].stream)
+			ZB_CUDA_TRY(err, cudaStreamCreateWithFlags(&dps[res].stream, cudaStreamNonBlocking));
+		if (x->o->trace && dps[res].stream)
 			zb_trace_name_stream(dps[res].stream, res, zb_resource_name(res));
 	}
-	if ((st = zb_gemm_create(&dps[ZB_RES_GPU].gemm, err)) ||
-	    (st = initialize(x, dps[ZB_RES_GPU].stream, err)))
-		goto out;
+	if ((st = zb_gemm_create(&dps[ZB_RES_GPU].gemm, err)))
+		return st;
+	return initialize(x, dps[ZB_RES_GPU].stream, err);
+}
 
-	/* time zero: a reference event on the idle compute stream, placed on the
-	 * host clock by polling (a blocking sync would add its wake-up latency): of
-	 * several tries keep the one whose [record, observed] window is narrowest and
-	 * take its middle, so GPU and CPU times agree to a few microseconds */
+/* Time zero: a reference event on the idle compute stream, placed on the host
+ * clock by polling (a blocking sync would add its wake-up latency): of several
+ * tries keep the one whose [record, observed] window is narrowest and take its
+ * middle, so GPU and CPU times agree to a few microseconds. */
+static zb_status time_zero(exec *x, cudaStream_t stream, zb_error *err)
+{
 	int64_t best = INT64_MAX;
 	for (int i = 0; i < 20; i++) {
 		cudaEvent_t e;
-		ZB_CUDA_GOTO(st, err, cudaEventCreate(&e), out);
+		ZB_CUDA_TRY(err, cudaEventCreate(&e));
 		int64_t a = zb_now_ns();
-		if (cudaEventRecord(e, dps[ZB_RES_GPU].stream) != cudaSuccess) {
+		if (cudaEventRecord(e, stream) != cudaSuccess) {
 			cudaEventDestroy(e);
-			st = zb_fail(err, ZB_E_CUDA, "cudaEventRecord of the reference event failed");
-			goto out;
+			return zb_fail(err, ZB_E_CUDA, "cudaEventRecord of the reference event failed");
 		}
 		cudaError_t q;
 		while ((q = cudaEventQuery(e)) == cudaErrorNotReady)
@@ -928,8 +935,7 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 		int64_t b = zb_now_ns();
 		if (q != cudaSuccess) {
 			cudaEventDestroy(e);
-			st = zb_fail(err, ZB_E_CUDA, "cudaEventQuery failed: %s", cudaGetErrorString(q));
-			goto out;
+			return zb_fail(err, ZB_E_CUDA, "cudaEventQuery failed: %s", cudaGetErrorString(q));
 		}
 		if (b - a < best) {
 			best = b - a;
@@ -942,8 +948,18 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 		}
 	}
 	x->t0_ns = x->ref_ns;
-	r->t0_ns = x->t0_ns;
-	if (!o->quiet && pthread_create(&prog, NULL, progress, x) == 0)
+	x->r->t0_ns = x->t0_ns;
+	return ZB_OK;
+}
+
+/* One dispatcher thread per resource (and the progress line), until they end; the
+ * first dispatcher's failure is the run's. */
+static zb_status run_dispatchers(exec *x, dispatcher dps[ZB_RES_COUNT], zb_error *err)
+{
+	zb_status st = ZB_OK;
+	pthread_t prog;
+	int prog_started = 0, started = 0;
+	if (!x->o->quiet && pthread_create(&prog, NULL, progress, x) == 0)
 		prog_started = 1;
 	for (int res = 0; res < ZB_RES_COUNT; res++) {
 		if (pthread_create(&dps[res].thread, NULL, dispatch, &dps[res]) != 0) {
@@ -955,7 +971,7 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 	}
 	for (int res = 0; res < started; res++)
 		pthread_join(dps[res].thread, NULL);
-	r->wall_s = (zb_now_ns() - x->t0_ns) * 1e-9;
+	x->r->wall_s = (zb_now_ns() - x->t0_ns) * 1e-9;
 	pthread_mutex_lock(&x->mu);
 	x->failed |= 2; /* tells the progress thread to end */
 	pthread_cond_broadcast(&x->cv);
@@ -967,10 +983,15 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 			*err = dps[res].err;
 			st = dps[res].status;
 		}
-	if (st)
-		goto out;
+	return st;
+}
 
-	/* the timeline on one clock */
+/* The timeline on one clock (GPU tasks from their events, CPU tasks from the host
+ * clock), then step times, busy times and throughput of the steps that ran. */
+static zb_status collect(exec *x, zb_error *err)
+{
+	const zb_graph *g = x->g;
+	zb_exec_result *r = x->r;
 	for (size_t i = 0; i < g->ntasks; i++) {
 		if (x->state[i] == T_SKIPPED || x->state[i] == T_PENDING)
 			continue;
@@ -980,10 +1001,8 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 		} else {
 			float a = 0, b = 0;
 			if (cudaEventElapsedTime(&a, x->ref, x->ev_start[i]) != cudaSuccess ||
-			    cudaEventElapsedTime(&b, x->ref, x->ev_end[i]) != cudaSuccess) {
-				st = zb_fail(err, ZB_E_CUDA, "reading the timing of task %zu failed", i);
-				goto out;
-			}
+			    cudaEventElapsedTime(&b, x->ref, x->ev_end[i]) != cudaSuccess)
+				return zb_fail(err, ZB_E_CUDA, "reading the timing of task %zu failed", i);
 			r->start[i] = a * 1e-3;
 			r->end[i] = b * 1e-3;
 		}
@@ -1003,13 +1022,12 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 		r->tokens_per_s = r->step_time_s > 0 ? g->tokens_per_step / r->step_time_s : 0;
 		r->tflops_per_gpu = r->step_time_s > 0 ? g->model_flops_per_step / r->step_time_s / 1e12 : 0;
 	}
-	if (o->check && !r->interrupted)
-		st = precision_check(x, err);
+	return ZB_OK;
+}
 
-out:
-	if (st && prog_started == 0 && started == 0) {
-		/* nothing ran */
-	}
+static void cleanup(exec *x, dispatcher dps[ZB_RES_COUNT])
+{
+	const zb_graph *g = x->g;
 	for (int res = 0; res < ZB_RES_COUNT; res++) {
 		if (dps[res].gemm)
 			zb_gemm_destroy(dps[res].gemm, NULL);
@@ -1034,6 +1052,30 @@ out:
 	free(x->coeffs);
 	pthread_mutex_destroy(&x->mu);
 	pthread_cond_destroy(&x->cv);
+}
+
+zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_options *o, zb_exec_result *r,
+		     zb_error *err)
+{
+	memset(r, 0, sizeof *r);
+	if (!zb_exec_available(err))
+		return ZB_E_NOGPU;
+	exec xs;
+	exec *x = &xs;
+	exec_init(x, g, c, o, r);
+	const zb_model *m = &c->model;
+	if (m->embed_proj > 0 && m->embed_proj != m->hidden)
+		return zb_fail(err, ZB_E_INPUT, "the executor does not run models with embed_proj (%d)", m->embed_proj);
+	zb_status st = open_device(x, err);
+	if (st)
+		return st;
+	alloc_tasks(x);
+	dispatcher dps[ZB_RES_COUNT];
+	memset(dps, 0, sizeof dps);
+	if (!(st = prepare(x, dps, err)) && !(st = time_zero(x, dps[ZB_RES_GPU].stream, err)) &&
+	    !(st = run_dispatchers(x, dps, err)) && !(st = collect(x, err)) && o->check && !r->interrupted)
+		st = precision_check(x, err);
+	cleanup(x, dps);
 	if (st)
 		zb_exec_result_free(r);
 	return st;
