@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/stop.h"
 #include "cli/report.h"
 #include "cli/session.h"
 #include "exec/executor.h"
@@ -17,13 +18,6 @@
 #include "profiler/trace.h"
 #include "sim/predict.h"
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
 
 static void usage(FILE *f)
 {
@@ -160,17 +154,12 @@ static void start_trace(run *x)
  * stopped and mapped to tasks. */
 static zb_status execute(run *x, zb_error *err)
 {
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	zb_stop_catch();
 	start_trace(x);
 	zb_exec_options eo = { .quiet = x->o.quiet || x->o.json, .check = x->check, .seed = 1234,
-			       .stop = &stop_requested, .trace = x->tr != NULL, .spans = x->spans };
+			       .stop = &zb_stop_requested, .trace = x->tr != NULL, .spans = x->spans };
 	zb_status st = zb_execute(&x->p.graph, &x->c, &eo, &x->r, err);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
+	zb_stop_release();
 	if (x->tr) {
 		zb_error terr = { 0 };
 		if (zb_trace_stop(x->tr, &terr) && !st)
