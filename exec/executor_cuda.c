@@ -31,6 +31,7 @@
 #include "profiler/spans.h"
 #include "profiler/trace.h"
 #include "sim/engine.h"
+#include "sim/summary.h"
 
 /* ---- small helpers ------------------------------------------------------------ */
 
@@ -441,10 +442,12 @@ static zb_status collect(exec *x, zb_error *err)
 	if (r->steps_done >= 1) {
 		zb_graph sub = *g; /* the steps that ran */
 		sub.steps = r->steps_done;
-		r->step_time_s = zb_steady_step_time(&sub, r->end);
-		zb_busy_window(&sub, r->start, r->end, -1, r->busy_s);
-		r->tokens_per_s = r->step_time_s > 0 ? g->tokens_per_step / r->step_time_s : 0;
-		r->tflops_per_gpu = r->step_time_s > 0 ? g->model_flops_per_step / r->step_time_s / 1e12 : 0;
+		zb_step_summary sum;
+		zb_step_summarize(&sub, r->start, r->end, &sum);
+		r->step_time_s = sum.step_time_s;
+		r->tokens_per_s = sum.tokens_per_s;
+		r->tflops_per_gpu = sum.tflops_per_gpu;
+		memcpy(r->busy_s, sum.busy_s, sizeof r->busy_s);
 	}
 	return ZB_OK;
 }

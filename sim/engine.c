@@ -20,6 +20,7 @@
 
 #include "sim/event_queue.h"
 #include "sim/resources.h"
+#include "sim/summary.h"
 
 #define NONE UINT32_MAX
 
@@ -265,11 +266,12 @@ static void summarize(sim *s)
 	const zb_graph *g = s->g;
 	zb_sim_result *r = s->r;
 	int N = g->steps;
-	r->step_time_s = zb_steady_step_time(g, r->end);
-	r->tokens_per_s = r->step_time_s > 0 ? g->tokens_per_step / r->step_time_s : 0;
-	r->tflops_per_gpu = r->step_time_s > 0 ? g->model_flops_per_step / r->step_time_s / 1e12 : 0;
-
-	zb_busy_window(g, r->start, r->end, -1, r->busy_s);
+	zb_step_summary sum;
+	zb_step_summarize(g, r->start, r->end, &sum);
+	r->step_time_s = sum.step_time_s;
+	r->tokens_per_s = sum.tokens_per_s;
+	r->tflops_per_gpu = sum.tflops_per_gpu;
+	memcpy(r->busy_s, sum.busy_s, sizeof r->busy_s);
 	/* each task's time alone: the contention-free rate of its resource is the
 	 * same for every task, so compute it once per resource */
 	double alone_rate[ZB_RES_COUNT];
