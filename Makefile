@@ -102,7 +102,7 @@ $(BUILD)/%.o: %.c $(wildcard */*.h)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/%.cu.o: %.cu $(wildcard */*.h)
+$(BUILD)/%.cu.o: %.cu $(wildcard */*.h) $(wildcard */*.cuh)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    $<")
 	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@

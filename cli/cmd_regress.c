@@ -183,10 +183,154 @@ static char *hw_json_of(const zb_config *c)
 	return hw;
 }
 
+/* ---- baseline save ------------------------------------------------------------------- */
+
+/* What a baseline save holds while it runs. */
+typedef struct saving {
+	common_opts o;
+	const zb_suite *suite;
+	int n;
+	zb_config *cfg;
+	zb_store *s;
+	zb_baseline b;
+	json_t *arr;
+} saving;
+
+/* The tag, the suite, every configuration built (bad --hw fails here, before
+ * anything is written). Returns an exit code (0: go on). */
+static int save_plan(saving *v, const char *tag, int npos, zb_error *err)
+{
+	common_opts *o = &v->o;
+	if (!npos) {
+		fprintf(stderr, "zbench: baseline save needs a tag (zbench baseline save <tag>)\n");
+		return 2;
+	}
+	o->tag = tag;
+	if (!*o->tag || strlen(o->tag) >= sizeof((zb_baseline){ 0 }.tag)) {
+		fprintf(stderr, "zbench: invalid baseline tag '%s' (1 to 127 characters)\n", o->tag);
+		return 2;
+	}
+	if (!o->repeats)
+		o->repeats = o->sim ? 1 : 3;
+	if (zb_suite_find(o->suite, &v->suite, err))
+		return zb_report_error(err);
+	v->n = o->limit && o->limit < v->suite->n ? o->limit : v->suite->n;
+	v->cfg = zb_xcalloc((size_t)v->n, sizeof *v->cfg);
+	for (int i = 0; i < v->n; i++)
+		if (zb_suite_config(&v->suite->entries[i], o->hw, o->warmup, o->steps, &v->cfg[i], err))
+			return zb_report_error(err);
+	if (!o->sim && !zb_exec_available(err))
+		return zb_report_error(err);
+	return 0;
+}
+
+/* The run and baselines rows, in the transaction the results join. */
+static zb_status save_begin(saving *v, int argc, char **argv, zb_error *err)
+{
+	const common_opts *o = &v->o;
+	char *cmd = zb_command_line(argc, argv);
+	zb_run_info info = { .kind = "baseline", .command = cmd, .version = ZB_VERSION, .git_commit = ZB_GIT_COMMIT };
+	zb_baseline *b = &v->b;
+	snprintf(b->tag, sizeof b->tag, "%s", o->tag);
+	snprintf(b->suite, sizeof b->suite, "%s", v->suite->name);
+	snprintf(b->source, sizeof b->source, "%s", o->sim ? "predicted" : "measured");
+	b->repeats = o->sim ? 1 : o->repeats;
+	b->warmup = o->warmup;
+	b->steps = o->steps;
+	b->hw_json = hw_json_of(&v->cfg[0]);
+	zb_status st = zb_store_begin(v->s, err);
+	if (!st && o->force)
+		st = zb_baseline_delete(v->s, o->tag, err);
+	if (!st)
+		st = zb_store_add_run(v->s, &info, &b->run_id, err);
+	if (!st)
+		st = zb_baseline_add(v->s, b, err);
+	free(cmd);
+	if (st)
+		zb_store_rollback(v->s);
+	return st;
+}
+
+/* Measure every configuration and store its result; a table on stdout (stderr with
+ * --json), rows for --json in v->arr. */
+static zb_status save_results(saving *v, zb_error *err)
+{
+	const common_opts *o = &v->o;
+	FILE *out = o->json ? stderr : stdout;
+	zb_status st = ZB_OK;
+	fprintf(out, "# zbench %s%s%s baseline save '%s': suite %s (%d configurations), %s, %d repeat%s\n", ZB_VERSION,
+		ZB_GIT_COMMIT[0] ? " " : "", ZB_GIT_COMMIT, o->tag, v->suite->name, v->n,
+		o->sim ? "simulator" : "measured on the GPU", v->b.repeats, v->b.repeats == 1 ? "" : "s");
+	fprintf(out, "%3s  %-44s %12s %12s\n", "#", "configuration", "step", "throughput");
+	fprintf(out, "%3s  %-44s %12s %12s\n", "", "", "ms (median)", "tokens/s");
+	for (int i = 0; i < v->n && !st; i++) {
+		zb_baseline_result r = { 0 };
+		zb_suite_key(&v->suite->entries[i], r.key, sizeof r.key);
+		zb_config_label(&v->cfg[i], r.label, sizeof r.label);
+		int fits;
+		char reason[256];
+		st = measure(&v->cfg[i], o, v->s, v->b.run_id, &r, &fits, reason, sizeof reason, err);
+		if (!st)
+			st = zb_baseline_add_result(v->s, v->b.id, &r, err);
+		if (st)
+			break;
+		if (fits)
+			fprintf(out, "%3d  %-44s %12.3f %12.0f\n", i + 1, r.key, r.step_time_s * 1e3, r.tokens_per_s);
+		else
+			fprintf(out, "%3d  %-44s %12s %12s  does not fit: %s\n", i + 1, r.key, "-", "-", reason);
+		json_array_append_new(v->arr, json_pack("{s:s, s:o, s:o}", "key", r.key, "step_time_s",
+							fits ? json_real(r.step_time_s) : json_null(), "tokens_per_s",
+							fits ? json_real(r.tokens_per_s) : json_null()));
+	}
+	if (!st)
+		st = zb_store_finish_run(v->s, v->b.run_id, "ok", err);
+	if (!st)
+		st = zb_store_commit(v->s, err);
+	else
+		zb_store_rollback(v->s);
+	return st;
+}
+
+static void save_report(saving *v)
+{
+	const common_opts *o = &v->o;
+	if (o->json) {
+		json_t *root = json_pack("{s:s, s:s, s:s, s:i, s:o}", "tag", o->tag, "suite", v->suite->name, "source",
+					 o->sim ? "predicted" : "measured", "repeats", o->sim ? 1 : o->repeats, "configs",
+					 v->arr);
+		v->arr = NULL;
+		zb_json_print(stdout, root);
+		json_decref(root);
+	} else {
+		printf("# saved baseline '%s' in %s\n", o->tag, o->db);
+	}
+}
+
+static int baseline_save(int argc, char **argv, const char *tag, int npos)
+{
+	saving v = { .o = co };
+	zb_error err = { 0 };
+	int rc = save_plan(&v, tag, npos, &err);
+	if (!rc)
+		rc = open_db(&v.o, 0, &v.s, &err);
+	if (!rc) {
+		v.arr = json_array();
+		zb_status st = save_begin(&v, argc, argv, &err);
+		if (!st && !(st = save_results(&v, &err)))
+			save_report(&v);
+		zb_store_close(v.s);
+		if (st)
+			rc = zb_report_error(&err);
+	}
+	json_decref(v.arr);
+	zb_baseline_clear(&v.b);
+	free(v.cfg);
+	return rc;
+}
+
 int cmd_baseline(int argc, char **argv)
 {
 	co = (common_opts){ .suite = "quick", .db = ZB_STORE_DEFAULT_PATH, .warmup = 2, .steps = 3 };
-	common_opts o;
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		usage_baseline(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
@@ -197,294 +341,230 @@ int cmd_baseline(int argc, char **argv)
 		return 2;
 	}
 	const char *tag = NULL;
-	int npos, rc0;
+	int npos, rc;
 	int list = !strcmp(sub, "list");
-	if (!zb_flags_parse(argc - 1, argv + 1, save_flags, &tag, list ? 0 : 1, &npos, usage_baseline, &rc0))
-		return rc0;
-	o = co;
-	if (list)
-		return baseline_list(&o);
-	if (!npos) {
-		fprintf(stderr, "zbench: baseline save needs a tag (zbench baseline save <tag>)\n");
-		return 2;
-	}
-	o.tag = tag;
-	if (!*o.tag || strlen(o.tag) >= sizeof((zb_baseline){ 0 }.tag)) {
-		fprintf(stderr, "zbench: invalid baseline tag '%s' (1 to 127 characters)\n", o.tag);
-		return 2;
-	}
-	if (!o.repeats)
-		o.repeats = o.sim ? 1 : 3;
-	zb_error err = { 0 };
-	const zb_suite *suite;
-	if (zb_suite_find(o.suite, &suite, &err))
-		return zb_report_error(&err);
-	int n = o.limit && o.limit < suite->n ? o.limit : suite->n;
-	/* every configuration is built before anything is written: bad --hw fails here */
-	zb_config *cfg = zb_xcalloc((size_t)n, sizeof *cfg);
-	for (int i = 0; i < n; i++)
-		if (zb_suite_config(&suite->entries[i], o.hw, o.warmup, o.steps, &cfg[i], &err)) {
-			free(cfg);
-			return zb_report_error(&err);
-		}
-	if (!o.sim && !zb_exec_available(&err)) {
-		free(cfg);
-		return zb_report_error(&err);
-	}
-	zb_store *s;
-	int rc = open_db(&o, 0, &s, &err);
-	if (rc) {
-		free(cfg);
+	if (!zb_flags_parse(argc - 1, argv + 1, save_flags, &tag, list ? 0 : 1, &npos, usage_baseline, &rc))
 		return rc;
-	}
-	char *cmd = zb_command_line(argc, argv);
-	zb_run_info info = { .kind = "baseline", .command = cmd, .version = ZB_VERSION, .git_commit = ZB_GIT_COMMIT };
-	zb_baseline b = { 0 };
-	snprintf(b.tag, sizeof b.tag, "%s", o.tag);
-	snprintf(b.suite, sizeof b.suite, "%s", suite->name);
-	snprintf(b.source, sizeof b.source, "%s", o.sim ? "predicted" : "measured");
-	b.repeats = o.sim ? 1 : o.repeats;
-	b.warmup = o.warmup;
-	b.steps = o.steps;
-	b.hw_json = hw_json_of(&cfg[0]);
-	zb_status st = zb_store_begin(s, &err);
-	if (!st && o.force)
-		st = zb_baseline_delete(s, o.tag, &err);
-	if (!st)
-		st = zb_store_add_run(s, &info, &b.run_id, &err);
-	if (!st)
-		st = zb_baseline_add(s, &b, &err);
-	free(cmd);
-	if (st) {
-		zb_store_rollback(s);
-		zb_store_close(s);
-		zb_baseline_clear(&b);
-		free(cfg);
-		return zb_report_error(&err);
-	}
-	FILE *out = o.json ? stderr : stdout;
-	fprintf(out, "# zbench %s%s%s baseline save '%s': suite %s (%d configurations), %s, %d repeat%s\n", ZB_VERSION,
-		ZB_GIT_COMMIT[0] ? " " : "", ZB_GIT_COMMIT, o.tag, suite->name, n,
-		o.sim ? "simulator" : "measured on the GPU", b.repeats, b.repeats == 1 ? "" : "s");
-	fprintf(out, "%3s  %-44s %12s %12s\n", "#", "configuration", "step", "throughput");
-	fprintf(out, "%3s  %-44s %12s %12s\n", "", "", "ms (median)", "tokens/s");
-	json_t *arr = json_array();
-	for (int i = 0; i < n && !st; i++) {
-		zb_baseline_result r = { 0 };
-		zb_suite_key(&suite->entries[i], r.key, sizeof r.key);
-		zb_config_label(&cfg[i], r.label, sizeof r.label);
-		int fits;
-		char reason[256];
-		st = measure(&cfg[i], &o, s, b.run_id, &r, &fits, reason, sizeof reason, &err);
-		if (!st)
-			st = zb_baseline_add_result(s, b.id, &r, &err);
-		if (st)
-			break;
-		if (fits)
-			fprintf(out, "%3d  %-44s %12.3f %12.0f\n", i + 1, r.key, r.step_time_s * 1e3, r.tokens_per_s);
-		else
-			fprintf(out, "%3d  %-44s %12s %12s  does not fit: %s\n", i + 1, r.key, "-", "-", reason);
-		json_array_append_new(arr, json_pack("{s:s, s:o, s:o}", "key", r.key, "step_time_s",
-						     fits ? json_real(r.step_time_s) : json_null(), "tokens_per_s",
-						     fits ? json_real(r.tokens_per_s) : json_null()));
-	}
-	if (!st)
-		st = zb_store_finish_run(s, b.run_id, "ok", &err);
-	if (!st)
-		st = zb_store_commit(s, &err);
-	else
-		zb_store_rollback(s);
-	zb_store_close(s);
-	zb_baseline_clear(&b);
-	free(cfg);
-	if (st) {
-		json_decref(arr);
-		return zb_report_error(&err);
-	}
-	if (o.json) {
-		json_t *root = json_pack("{s:s, s:s, s:s, s:i, s:o}", "tag", o.tag, "suite", suite->name, "source",
-					 o.sim ? "predicted" : "measured", "repeats", o.sim ? 1 : o.repeats, "configs", arr);
-		zb_json_print(stdout, root);
-		json_decref(root);
-	} else {
-		json_decref(arr);
-		printf("# saved baseline '%s' in %s\n", o.tag, o.db);
-	}
-	return 0;
+	if (list)
+		return baseline_list(&co);
+	return baseline_save(argc, argv, tag, npos);
 }
 
 /* ---- regress ------------------------------------------------------------------------- */
 
-int cmd_regress(int argc, char **argv)
+/* What a regress run compares against, and its tallies. */
+typedef struct regressing {
+	common_opts o;
+	zb_baseline b;
+	zb_baseline_result *base;
+	int nbase;
+	const zb_suite *suite;
+	char hw_path[64]; /* the baseline's hardware as a file, unless --hw */
+	const char *hw;
+	int regressions, improved, missing, compared;
+	json_t *arr;
+} regressing;
+
+/* The baseline, its results and suite; the run repeats it the way it was made.
+ * Returns an exit code (0: go on). */
+static int regress_load(regressing *g, zb_error *err)
 {
-	co = (common_opts){ .db = ZB_STORE_DEFAULT_PATH, .tolerance = 0.03, .warmup = 2, .steps = 3 };
-	int rc0;
-	if (!zb_flags_parse(argc, argv, regress_flags, NULL, 0, NULL, usage_regress, &rc0))
-		return rc0;
-	common_opts o = co;
-	if (!o.tag) {
-		fprintf(stderr, "zbench: regress needs --baseline <tag> (zbench baseline save <tag> makes one)\n");
-		return 2;
-	}
-	zb_error err = { 0 };
+	common_opts *o = &g->o;
 	zb_store *s;
-	int rc = open_db(&o, 1, &s, &err);
+	int rc = open_db(o, 1, &s, err);
 	if (rc)
 		return rc;
-	zb_baseline b;
-	zb_baseline_result *base = NULL;
-	int nbase = 0;
-	if (zb_baseline_find(s, o.tag, &b, &err) || zb_baseline_results(s, b.id, &base, &nbase, &err)) {
+	if (zb_baseline_find(s, o->tag, &g->b, err) || zb_baseline_results(s, g->b.id, &g->base, &g->nbase, err)) {
 		zb_store_close(s);
-		return zb_report_error(&err);
+		return zb_report_error(err);
 	}
 	zb_store_close(s); /* regress writes nothing */
-	int base_sim = !strcmp(b.source, "predicted");
-	if (base_sim != o.sim) {
-		zb_fail(&err, ZB_E_INPUT, "baseline '%s' holds %s results: regress %s", o.tag, b.source,
+	int base_sim = !strcmp(g->b.source, "predicted");
+	if (base_sim != o->sim) {
+		zb_fail(err, ZB_E_INPUT, "baseline '%s' holds %s results: regress %s", o->tag, g->b.source,
 			base_sim ? "with --sim" : "without --sim (on the GPU)");
-		zb_baseline_clear(&b);
-		free(base);
-		return zb_report_error(&err);
+		return zb_report_error(err);
 	}
-	if (!o.repeats)
-		o.repeats = o.sim ? 1 : b.repeats > 0 ? b.repeats : 3;
-	o.warmup = b.warmup;
-	o.steps = b.steps > 0 ? b.steps : 3;
-	const zb_suite *suite;
-	if (zb_suite_find(b.suite, &suite, &err)) {
-		zb_baseline_clear(&b);
-		free(base);
-		return zb_report_error(&err);
-	}
+	if (!o->repeats)
+		o->repeats = o->sim ? 1 : g->b.repeats > 0 ? g->b.repeats : 3;
+	o->warmup = g->b.warmup;
+	o->steps = g->b.steps > 0 ? g->b.steps : 3;
+	if (zb_suite_find(g->b.suite, &g->suite, err))
+		return zb_report_error(err);
 	/* the baseline's hardware, through a file zb_hw_load reads, unless --hw */
-	char hw_path[64] = "";
-	const char *hw = o.hw;
-	if (!hw && b.hw_json) {
-		snprintf(hw_path, sizeof hw_path, "/tmp/zbench-regress-hw-XXXXXX");
-		int fd = mkstemp(hw_path);
+	g->hw = o->hw;
+	if (!g->hw && g->b.hw_json) {
+		snprintf(g->hw_path, sizeof g->hw_path, "/tmp/zbench-regress-hw-XXXXXX");
+		int fd = mkstemp(g->hw_path);
 		FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-		if (!f || fputs(b.hw_json, f) < 0 || fclose(f) != 0) {
-			fprintf(stderr, "zbench: cannot write a temporary hardware file '%s'\n", hw_path);
-			zb_baseline_clear(&b);
-			free(base);
+		if (!f || fputs(g->b.hw_json, f) < 0 || fclose(f) != 0) {
+			fprintf(stderr, "zbench: cannot write a temporary hardware file '%s'\n", g->hw_path);
 			return 1;
 		}
-		hw = hw_path;
+		g->hw = g->hw_path;
 	}
-	if (!o.sim && !zb_exec_available(&err)) {
-		if (hw_path[0])
-			unlink(hw_path);
-		zb_baseline_clear(&b);
-		free(base);
-		return zb_report_error(&err);
-	}
+	if (!o->sim && !zb_exec_available(err))
+		return zb_report_error(err);
+	return 0;
+}
 
-	FILE *out = o.json ? stderr : stdout;
+static void regress_header(const regressing *g)
+{
+	const common_opts *o = &g->o;
+	const zb_baseline *b = &g->b;
+	FILE *out = o->json ? stderr : stdout;
 	fprintf(out, "# zbench %s%s%s regress: baseline '%s' (suite %s, %s, %d repeat%s, saved %s), now %d repeat%s, "
 		     "tolerance %.1f%%%s\n",
-		ZB_VERSION, ZB_GIT_COMMIT[0] ? " " : "", ZB_GIT_COMMIT, o.tag, b.suite, b.source, b.repeats,
-		b.repeats == 1 ? "" : "s", b.created_at, o.sim ? 1 : o.repeats, o.sim || o.repeats == 1 ? "" : "s",
-		100 * o.tolerance, o.plant != 0 ? " (planted slowdown)" : "");
-	fprintf(out, "# hardware: %s; %s\n", o.hw ? o.hw : "the baseline's",
-		o.sim ? "simulator: any shift beyond the tolerance fails" : "measured: a drop beyond the tolerance fails");
-	if (!o.json) {
+		ZB_VERSION, ZB_GIT_COMMIT[0] ? " " : "", ZB_GIT_COMMIT, o->tag, b->suite, b->source, b->repeats,
+		b->repeats == 1 ? "" : "s", b->created_at, o->sim ? 1 : o->repeats, o->sim || o->repeats == 1 ? "" : "s",
+		100 * o->tolerance, o->plant != 0 ? " (planted slowdown)" : "");
+	fprintf(out, "# hardware: %s; %s\n", o->hw ? o->hw : "the baseline's",
+		o->sim ? "simulator: any shift beyond the tolerance fails" : "measured: a drop beyond the tolerance fails");
+	if (!o->json) {
 		printf("%3s  %-44s %12s %12s %8s  %s\n", "#", "configuration", "baseline", "now", "change", "verdict");
 		printf("%3s  %-44s %12s %12s %8s  %s\n", "", "", "tokens/s", "tokens/s", "%", "");
 	}
-	int regressions = 0, improved = 0, missing = 0, compared = 0;
+}
+
+/* The verdict on one configuration; *bad when it counts as a regression. */
+static const char *judge(const regressing *g, double was, int fits, double change, int *bad)
+{
+	const common_opts *o = &g->o;
+	*bad = 0;
+	if (!isfinite(was) && !fits)
+		return "does not fit (as in the baseline)";
+	if (!isfinite(was))
+		return "fits now (did not)";
+	if (!fits) {
+		*bad = 1;
+		return "REGRESSION: does not fit any more";
+	}
+	if (change < -o->tolerance) {
+		*bad = 1;
+		return o->sim ? "REGRESSION: prediction shifted down" : "REGRESSION";
+	}
+	if (change > o->tolerance) {
+		*bad = o->sim;
+		return o->sim ? "REGRESSION: prediction shifted up" : "improved";
+	}
+	return "ok";
+}
+
+/* Rerun suite entry i and judge it against its baseline result bi. */
+static zb_status regress_one(regressing *g, int i, int bi, zb_error *err)
+{
+	const common_opts *o = &g->o;
+	char key[128];
+	zb_suite_key(&g->suite->entries[i], key, sizeof key);
+	zb_config c;
+	zb_status st;
+	if ((st = zb_suite_config(&g->suite->entries[i], g->hw, o->warmup, o->steps, &c, err)))
+		return st;
+	zb_baseline_result now = { 0 };
+	snprintf(now.key, sizeof now.key, "%s", key);
+	int fits, bad;
+	char reason[256] = "";
+	if ((st = measure(&c, o, NULL, 0, &now, &fits, reason, sizeof reason, err)))
+		return st;
+	const zb_baseline_result *was = &g->base[bi];
+	double change = fits && isfinite(was->tokens_per_s) ? zb_rel_err(now.tokens_per_s, was->tokens_per_s) : NAN;
+	const char *verdict = judge(g, was->tokens_per_s, fits, change, &bad);
+	g->improved += !bad && isfinite(change) && change > o->tolerance && !o->sim;
+	g->regressions += bad;
+	g->compared++;
+	if (!o->json) {
+		char was_s[32] = "-", now_s[32] = "-", ch[32] = "-";
+		if (isfinite(was->tokens_per_s))
+			snprintf(was_s, sizeof was_s, "%.0f", was->tokens_per_s);
+		if (fits)
+			snprintf(now_s, sizeof now_s, "%.0f", now.tokens_per_s);
+		if (isfinite(change))
+			snprintf(ch, sizeof ch, "%+.2f", 100 * change);
+		printf("%3d  %-44s %12s %12s %8s  %s\n", i + 1, key, was_s, now_s, ch, verdict);
+		fflush(stdout);
+	}
+	json_t *sa = json_array();
+	for (int k = 0; k < now.nsamples; k++)
+		json_array_append_new(sa, json_real(now.samples[k]));
+	json_array_append_new(g->arr, json_pack("{s:s, s:o, s:o, s:o, s:o, s:s, s:b}", "key", key,
+						"baseline_tokens_per_s",
+						isfinite(was->tokens_per_s) ? json_real(was->tokens_per_s) : json_null(),
+						"tokens_per_s", fits ? json_real(now.tokens_per_s) : json_null(), "change",
+						isfinite(change) ? json_real(change) : json_null(), "samples_s", sa, "verdict",
+						verdict, "regression", bad));
+	return ZB_OK;
+}
+
+/* Every suite entry the baseline has, then the baseline's entries the suite lost. */
+static zb_status regress_all(regressing *g, zb_error *err)
+{
 	zb_status st = ZB_OK;
-	json_t *arr = json_array();
-	char *seen = zb_xcalloc((size_t)(nbase ? nbase : 1), 1);
-	for (int i = 0; i < suite->n && !st; i++) {
+	char *seen = zb_xcalloc((size_t)(g->nbase ? g->nbase : 1), 1);
+	for (int i = 0; i < g->suite->n && !st; i++) {
 		char key[128];
-		zb_suite_key(&suite->entries[i], key, sizeof key);
+		zb_suite_key(&g->suite->entries[i], key, sizeof key);
 		int bi = -1;
-		for (int j = 0; j < nbase; j++)
-			if (!strcmp(base[j].key, key))
+		for (int j = 0; j < g->nbase; j++)
+			if (!strcmp(g->base[j].key, key))
 				bi = j;
 		if (bi < 0)
 			continue; /* new since the baseline (or left out by --limit): nothing to compare */
 		seen[bi] = 1;
-		zb_config c;
-		if ((st = zb_suite_config(&suite->entries[i], hw, o.warmup, o.steps, &c, &err)))
-			break;
-		zb_baseline_result now = { 0 };
-		snprintf(now.key, sizeof now.key, "%s", key);
-		int fits;
-		char reason[256] = "";
-		if ((st = measure(&c, &o, NULL, 0, &now, &fits, reason, sizeof reason, &err)))
-			break;
-		const zb_baseline_result *was = &base[bi];
-		double change = fits && isfinite(was->tokens_per_s) ? zb_rel_err(now.tokens_per_s, was->tokens_per_s) : NAN;
-		const char *verdict;
-		int bad = 0;
-		if (!isfinite(was->tokens_per_s) && !fits) {
-			verdict = "does not fit (as in the baseline)";
-		} else if (!isfinite(was->tokens_per_s)) {
-			verdict = "fits now (did not)";
-		} else if (!fits) {
-			verdict = "REGRESSION: does not fit any more";
-			bad = 1;
-		} else if (change < -o.tolerance) {
-			verdict = o.sim ? "REGRESSION: prediction shifted down" : "REGRESSION";
-			bad = 1;
-		} else if (change > o.tolerance) {
-			verdict = o.sim ? "REGRESSION: prediction shifted up" : "improved";
-			bad = o.sim;
-			improved += !o.sim;
-		} else {
-			verdict = "ok";
-		}
-		regressions += bad;
-		compared++;
-		if (!o.json) {
-			char was_s[32] = "-", now_s[32] = "-", ch[32] = "-";
-			if (isfinite(was->tokens_per_s))
-				snprintf(was_s, sizeof was_s, "%.0f", was->tokens_per_s);
-			if (fits)
-				snprintf(now_s, sizeof now_s, "%.0f", now.tokens_per_s);
-			if (isfinite(change))
-				snprintf(ch, sizeof ch, "%+.2f", 100 * change);
-			printf("%3d  %-44s %12s %12s %8s  %s\n", i + 1, key, was_s, now_s, ch, verdict);
-			fflush(stdout);
-		}
-		json_t *sa = json_array();
-		for (int k = 0; k < now.nsamples; k++)
-			json_array_append_new(sa, json_real(now.samples[k]));
-		json_array_append_new(arr, json_pack("{s:s, s:o, s:o, s:o, s:o, s:s, s:b}", "key", key, "baseline_tokens_per_s",
-						     isfinite(was->tokens_per_s) ? json_real(was->tokens_per_s) : json_null(),
-						     "tokens_per_s", fits ? json_real(now.tokens_per_s) : json_null(), "change",
-						     isfinite(change) ? json_real(change) : json_null(), "samples_s", sa,
-						     "verdict", verdict, "regression", bad));
+		st = regress_one(g, i, bi, err);
 	}
-	for (int j = 0; j < nbase && !st; j++)
+	for (int j = 0; j < g->nbase && !st; j++)
 		if (!seen[j]) {
-			missing++;
-			if (!o.json)
-				printf("%3s  %-44s %12.0f %12s %8s  %s\n", "-", base[j].key, base[j].tokens_per_s, "-", "-",
+			g->missing++;
+			if (!g->o.json)
+				printf("%3s  %-44s %12.0f %12s %8s  %s\n", "-", g->base[j].key, g->base[j].tokens_per_s, "-", "-",
 				       "missing from the suite now (not judged)");
 		}
 	free(seen);
-	if (hw_path[0])
-		unlink(hw_path);
-	zb_baseline_clear(&b);
-	free(base);
-	if (st) {
-		json_decref(arr);
-		return zb_report_error(&err);
-	}
-	if (o.json) {
-		json_t *root = json_pack("{s:s, s:s, s:f, s:i, s:i, s:i, s:i, s:o}", "baseline", o.tag, "source",
-					 o.sim ? "predicted" : "measured", "tolerance", o.tolerance, "compared", compared,
-					 "regressions", regressions, "improved", improved, "missing", missing, "configs", arr);
+	return st;
+}
+
+static void regress_report(regressing *g)
+{
+	const common_opts *o = &g->o;
+	if (o->json) {
+		json_t *root = json_pack("{s:s, s:s, s:f, s:i, s:i, s:i, s:i, s:o}", "baseline", o->tag, "source",
+					 o->sim ? "predicted" : "measured", "tolerance", o->tolerance, "compared", g->compared,
+					 "regressions", g->regressions, "improved", g->improved, "missing", g->missing,
+					 "configs", g->arr);
+		g->arr = NULL;
 		zb_json_print(stdout, root);
 		json_decref(root);
 	} else {
-		json_decref(arr);
-		printf("# verdict: %d of %d configuration%s regressed beyond %.1f%%%s%s -> exit %d\n", regressions, compared,
-		       compared == 1 ? "" : "s", 100 * o.tolerance, improved ? ", some improved" : "",
-		       missing ? ", some missing" : "", regressions ? 1 : 0);
+		printf("# verdict: %d of %d configuration%s regressed beyond %.1f%%%s%s -> exit %d\n", g->regressions,
+		       g->compared, g->compared == 1 ? "" : "s", 100 * o->tolerance, g->improved ? ", some improved" : "",
+		       g->missing ? ", some missing" : "", g->regressions ? 1 : 0);
 	}
-	return regressions ? 1 : 0;
+}
+
+int cmd_regress(int argc, char **argv)
+{
+	co = (common_opts){ .db = ZB_STORE_DEFAULT_PATH, .tolerance = 0.03, .warmup = 2, .steps = 3 };
+	int rc;
+	if (!zb_flags_parse(argc, argv, regress_flags, NULL, 0, NULL, usage_regress, &rc))
+		return rc;
+	if (!co.tag) {
+		fprintf(stderr, "zbench: regress needs --baseline <tag> (zbench baseline save <tag> makes one)\n");
+		return 2;
+	}
+	regressing g = { .o = co };
+	zb_error err = { 0 };
+	if (!(rc = regress_load(&g, &err))) {
+		regress_header(&g);
+		g.arr = json_array();
+		if (regress_all(&g, &err))
+			rc = zb_report_error(&err);
+		else
+			regress_report(&g);
+	}
+	if (g.hw_path[0] && g.hw == g.hw_path)
+		unlink(g.hw_path);
+	json_decref(g.arr);
+	zb_baseline_clear(&g.b);
+	free(g.base);
+	return rc ? rc : g.regressions ? 1 : 0;
 }

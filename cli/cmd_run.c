@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
+#include "cli/stop.h"
 #include "cli/report.h"
 #include "cli/session.h"
 #include "exec/executor.h"
@@ -17,13 +18,6 @@
 #include "profiler/trace.h"
 #include "sim/predict.h"
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
 
 static void usage(FILE *f)
 {
@@ -100,161 +94,208 @@ static void print_trace(const zb_trace *t, const zb_spans *spans, const zb_graph
 		       (long long)config_id, (long long)config_id);
 }
 
-int cmd_run(int argc, char **argv)
-{
-	int warmup = 2, check = 0, trace = 0;
-	const zb_flag extra[] = {
-		ZB_INT("warmup", &warmup, 0, 1000, "<n>", NULL),
-		ZB_SWITCH("check", &check, NULL),
-		ZB_SWITCH("trace", &trace, NULL),
-		{ 0 },
-	};
-	zb_options o = { 0 };
-	zb_error err = { 0 };
-	int rc;
-	if (!zb_options_parse(argc, argv, extra, usage, &o, &rc))
-		return rc;
+/* One run: the configuration, its prediction, what the executor measured. */
+typedef struct run {
+	zb_options o;
+	int warmup, check, trace;
 	zb_config c;
 	zb_sources src;
-	if (zb_options_single_src(&o, &c, &src, &err))
-		return zb_report_error(&err);
-	/* the executor runs zbench's own schedule: a --ds-config gives the policy here */
-	if (c.framework != ZB_FW_ZBENCH) {
-		if (o.axis[ZB_AX_FRAMEWORK]) {
-			zb_fail(&err, ZB_E_INPUT, "run executes zbench's own schedule, not framework '%s' (predict and "
-						  "sweep model it; validate --deepspeed runs DeepSpeed)", o.axis[ZB_AX_FRAMEWORK]);
-			return zb_report_error(&err);
-		}
-		c.framework = ZB_FW_ZBENCH;
-	}
-	if (!o.axis[ZB_AX_STEPS])
-		c.steps = 4;
-	int measured_steps = c.steps;
-	c.steps = warmup + measured_steps;
-	if (!zb_exec_available(&err))
-		return zb_report_error(&err);
-
+	int measured_steps;
 	zb_prediction p;
-	if (zb_predict(&p, &c, &err))
-		return zb_report_error(&err);
-	if (!p.mem.fits) {
-		zb_fail(&err, ZB_E_NOFIT, "configuration does not fit: %s", p.mem.reason);
-		zb_prediction_free(&p);
-		return zb_report_error(&err);
-	}
-	double predicted_step = zb_step_time_window(&p.graph, p.res.end, warmup);
-
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	/* tracing starts before the executor makes its first CUDA call; when CUPTI
-	 * cannot trace here the run goes on untraced and says so once */
-	zb_trace *tr = NULL;
-	zb_spans *spans = NULL;
-	if (trace) {
-		zb_error terr = { 0 };
-		tr = zb_trace_create();
-		if (zb_trace_start(tr, &terr)) {
-			fprintf(stderr, "zbench: running untraced: %s\n", terr.msg);
-			zb_trace_free(tr);
-			tr = NULL;
-		} else {
-			spans = zb_spans_create();
-		}
-	}
-	zb_exec_options eo = { .quiet = o.quiet || o.json, .check = check, .seed = 1234, .stop = &stop_requested,
-			       .trace = tr != NULL, .spans = spans };
+	double predicted_step;
+	zb_trace *tr;
+	zb_spans *spans;
 	zb_exec_result r;
-	zb_status st = zb_execute(&p.graph, &c, &eo, &r, &err);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	if (tr) {
+	int64_t config_id, stored;
+} run;
+
+/* The configuration (4 measured steps unless --steps, after the warm-up ones) and
+ * its prediction; it must fit. */
+static zb_status plan(run *x, zb_error *err)
+{
+	zb_status st;
+	if ((st = zb_options_single_src(&x->o, &x->c, &x->src, err)))
+		return st;
+	/* the executor runs zbench's own schedule: a --ds-config gives the policy here */
+	if (x->c.framework != ZB_FW_ZBENCH) {
+		if (x->o.axis[ZB_AX_FRAMEWORK])
+			return zb_fail(err, ZB_E_INPUT, "run executes zbench's own schedule, not framework '%s' (predict and "
+							"sweep model it; validate --deepspeed runs DeepSpeed)",
+				       x->o.axis[ZB_AX_FRAMEWORK]);
+		x->c.framework = ZB_FW_ZBENCH;
+	}
+	if (!x->o.axis[ZB_AX_STEPS])
+		x->c.steps = 4;
+	x->measured_steps = x->c.steps;
+	x->c.steps = x->warmup + x->measured_steps;
+	if (!zb_exec_available(err))
+		return err->status;
+	if ((st = zb_predict(&x->p, &x->c, err)))
+		return st;
+	if (!x->p.mem.fits) {
+		zb_fail(err, ZB_E_NOFIT, "configuration does not fit: %s", x->p.mem.reason);
+		zb_prediction_free(&x->p);
+		return ZB_E_NOFIT;
+	}
+	x->predicted_step = zb_step_time_window(&x->p.graph, x->p.res.end, x->warmup);
+	return ZB_OK;
+}
+
+/* Tracing starts before the executor makes its first CUDA call; when CUPTI cannot
+ * trace here the run goes on untraced and says so once. */
+static void start_trace(run *x)
+{
+	zb_error terr = { 0 };
+	if (!x->trace)
+		return;
+	x->tr = zb_trace_create();
+	if (zb_trace_start(x->tr, &terr)) {
+		fprintf(stderr, "zbench: running untraced: %s\n", terr.msg);
+		zb_trace_free(x->tr);
+		x->tr = NULL;
+	} else {
+		x->spans = zb_spans_create();
+	}
+}
+
+/* The schedule on the GPU (Ctrl-C stops after the current step), then the trace
+ * stopped and mapped to tasks. */
+static zb_status execute(run *x, zb_error *err)
+{
+	zb_stop_catch();
+	start_trace(x);
+	zb_exec_options eo = { .quiet = x->o.quiet || x->o.json, .check = x->check, .seed = 1234,
+			       .stop = &zb_stop_requested, .trace = x->tr != NULL, .spans = x->spans };
+	zb_status st = zb_execute(&x->p.graph, &x->c, &eo, &x->r, err);
+	zb_stop_release();
+	if (x->tr) {
 		zb_error terr = { 0 };
-		if (zb_trace_stop(tr, &terr) && !st)
+		if (zb_trace_stop(x->tr, &terr) && !st)
 			fprintf(stderr, "zbench: the trace may be incomplete: %s\n", terr.msg);
 		if (!st)
-			zb_trace_resolve(tr, &p.graph, r.start, r.end, r.t0_ns);
+			zb_trace_resolve(x->tr, &x->p.graph, x->r.start, x->r.end, x->r.t0_ns);
 	}
-	if (st) {
-		zb_trace_free(tr);
-		zb_spans_free(spans);
-		zb_prediction_free(&p);
-		return zb_report_error(&err);
-	}
-	if (r.steps_done > warmup)
-		r.step_time_s = zb_step_time_window(&p.graph, r.end, warmup);
+	if (st)
+		return st;
+	if (x->r.steps_done > x->warmup)
+		x->r.step_time_s = zb_step_time_window(&x->p.graph, x->r.end, x->warmup);
+	return ZB_OK;
+}
 
-	/* store: configuration, prediction, tasks, both timelines, measured steps */
+/* Configuration, prediction, tasks, both timelines, measured steps and the trace,
+ * in one transaction. */
+static zb_status store(run *x, int argc, char **argv, zb_error *err)
+{
 	zb_session s;
-	int64_t config_id;
-	if (zb_session_open(&s, &o, "run", r.device, argc, argv, &err) ||
-	    zb_session_store_prediction(&s, &c, &p.graph, &p.res, &p.mem, 1, &config_id, &err) ||
-	    (s.store && zb_store_add_events(s.store, config_id, "measured", &p.graph, r.start, r.end, &err)) ||
-	    (s.store && zb_store_add_steps(s.store, config_id, "measured", r.steps_done, r.step_s, &err)) ||
-	    (s.store && tr && zb_store_add_trace(s.store, config_id, &p.graph, tr, spans, r.t0_ns, &err)) ||
-	    zb_session_commit(&s, r.interrupted ? "interrupted" : "ok", &err)) {
+	const zb_exec_result *r = &x->r;
+	zb_status st;
+	if ((st = zb_session_open(&s, &x->o, "run", r->device, argc, argv, err)) ||
+	    (st = zb_session_store_prediction(&s, &x->c, &x->p.graph, &x->p.res, &x->p.mem, 1, &x->config_id, err)) ||
+	    (s.store && (st = zb_store_add_events(s.store, x->config_id, "measured", &x->p.graph, r->start, r->end, err))) ||
+	    (s.store && (st = zb_store_add_steps(s.store, x->config_id, "measured", r->steps_done, r->step_s, err))) ||
+	    (s.store && x->tr &&
+	     (st = zb_store_add_trace(s.store, x->config_id, &x->p.graph, x->tr, x->spans, r->t0_ns, err))) ||
+	    (st = zb_session_commit(&s, r->interrupted ? "interrupted" : "ok", err))) {
 		zb_session_abort(&s);
-		zb_trace_free(tr);
-		zb_spans_free(spans);
-		zb_exec_result_free(&r);
-		zb_prediction_free(&p);
+		return st;
+	}
+	x->stored = s.store != NULL;
+	return ZB_OK;
+}
+
+/* --check: the fp32 master weights against a double-precision Adam. 1 when off. */
+static int precision_failed(const run *x)
+{
+	const zb_exec_result *r = &x->r;
+	if (!x->check || !(r->master_rel_err > 1e-6 || r->param16_mismatches || r->nan_found))
+		return 0;
+	fprintf(stderr, "zbench: precision check failed: master weights differ from the double reference by "
+			"%.3g (relative, limit 1e-6), %lld 16-bit parameters not the rounded master, nan %s\n",
+		r->master_rel_err, (long long)r->param16_mismatches, r->nan_found ? "found" : "none");
+	return 1;
+}
+
+static void report_json(const run *x)
+{
+	const zb_exec_result *r = &x->r;
+	json_t *j = zb_prediction_json(&x->c, &x->p.graph, &x->p.res, &x->p.mem);
+	zb_sources_json(j, &x->c, &x->src);
+	json_object_set_new(j, "step_time_s", json_real(r->step_time_s));
+	json_object_set_new(j, "tokens_per_s", json_real(r->tokens_per_s));
+	json_object_set_new(j, "tflops_per_gpu", json_real(r->tflops_per_gpu));
+	json_object_set_new(j, "predicted_step_time_s", json_real(x->predicted_step));
+	json_object_set_new(j, "measured", measured_json(r));
+	json_object_set_new(j, "config_id", json_integer(x->config_id));
+	if (x->check) {
+		json_object_set_new(j, "master_rel_err", json_real(r->master_rel_err));
+		json_object_set_new(j, "param16_mismatches", json_integer(r->param16_mismatches));
+	}
+	if (x->tr)
+		json_object_set_new(j, "trace", trace_json(x->tr, x->spans));
+	zb_json_print(stdout, j);
+	json_decref(j);
+}
+
+static void report_text(const run *x, int failed)
+{
+	const zb_exec_result *r = &x->r;
+	const zb_sim_result *pr = &x->p.res;
+	zb_print_header(stdout, "run", &x->c);
+	zb_sources_print(stdout, &x->c, &x->src, 0);
+	printf("# device %s, %d CPU threads (%s Adam), %d warm-up + %d measured steps%s\n", r->device, r->cpu_threads,
+	       r->adam_isa ? r->adam_isa : "?", x->warmup, x->measured_steps, r->interrupted ? " (interrupted)" : "");
+	printf("%-10s %12s %12s %8s\n", "resource", "predicted", "measured", "error");
+	printf("%-10s %12s %12s %8s\n", "", "ms/step", "ms/step", "%");
+	for (int res = 0; res < ZB_RES_COUNT; res++)
+		printf("%-10s %12.2f %12.2f %8.1f\n", zb_resource_name(res), pr->busy_s[res] * 1e3, r->busy_s[res] * 1e3,
+		       r->busy_s[res] > 0 ? 100 * (pr->busy_s[res] - r->busy_s[res]) / r->busy_s[res] : 0);
+	printf("%-10s %12.2f %12.2f %8.1f\n", "step", x->predicted_step * 1e3, r->step_time_s * 1e3,
+	       r->step_time_s > 0 ? 100 * (x->predicted_step - r->step_time_s) / r->step_time_s : 0);
+	printf("throughput %10.0f tokens/s, %.1f TFLOP/s (model FLOPs); lower bound %.2f ms (%s)\n", r->tokens_per_s,
+	       r->tflops_per_gpu, pr->lower_bound_s * 1e3, zb_resource_name(pr->bound_resource));
+	if (x->check)
+		printf("precision: master vs double reference %.3g relative (max %.3g), %lld param16 mismatches: %s\n",
+		       r->master_rel_err, r->master_max_rel_err, (long long)r->param16_mismatches, failed ? "FAILED" : "ok");
+	if (x->tr)
+		print_trace(x->tr, x->spans, &x->p.graph, x->stored ? x->config_id : 0);
+}
+
+int cmd_run(int argc, char **argv)
+{
+	run *x = zb_xcalloc(1, sizeof *x);
+	x->warmup = 2;
+	const zb_flag extra[] = {
+		ZB_INT("warmup", &x->warmup, 0, 1000, "<n>", NULL),
+		ZB_SWITCH("check", &x->check, NULL),
+		ZB_SWITCH("trace", &x->trace, NULL),
+		{ 0 },
+	};
+	zb_error err = { 0 };
+	int rc;
+	if (!zb_options_parse(argc, argv, extra, usage, &x->o, &rc)) {
+		free(x);
+		return rc;
+	}
+	if (plan(x, &err)) {
+		free(x);
 		return zb_report_error(&err);
 	}
-
-	rc = 0;
-	if (check && (r.master_rel_err > 1e-6 || r.param16_mismatches || r.nan_found)) {
-		fprintf(stderr, "zbench: precision check failed: master weights differ from the double reference by "
-				"%.3g (relative, limit 1e-6), %lld 16-bit parameters not the rounded master, nan %s\n",
-			r.master_rel_err, (long long)r.param16_mismatches, r.nan_found ? "found" : "none");
-		rc = 1;
-	}
-	if (o.json) {
-		json_t *j = zb_prediction_json(&c, &p.graph, &p.res, &p.mem);
-		zb_sources_json(j, &c, &src);
-		json_object_set_new(j, "step_time_s", json_real(r.step_time_s));
-		json_object_set_new(j, "tokens_per_s", json_real(r.tokens_per_s));
-		json_object_set_new(j, "tflops_per_gpu", json_real(r.tflops_per_gpu));
-		json_object_set_new(j, "predicted_step_time_s", json_real(predicted_step));
-		json_object_set_new(j, "measured", measured_json(&r));
-		json_object_set_new(j, "config_id", json_integer(config_id));
-		if (check) {
-			json_object_set_new(j, "master_rel_err", json_real(r.master_rel_err));
-			json_object_set_new(j, "param16_mismatches", json_integer(r.param16_mismatches));
-		}
-		if (tr)
-			json_object_set_new(j, "trace", trace_json(tr, spans));
-		zb_json_print(stdout, j);
-		json_decref(j);
+	zb_status st = execute(x, &err);
+	if (!st && (st = store(x, argc, argv, &err)))
+		zb_exec_result_free(&x->r);
+	if (st) {
+		rc = zb_report_error(&err);
 	} else {
-		zb_print_header(stdout, "run", &c);
-		zb_sources_print(stdout, &c, &src, 0);
-		printf("# device %s, %d CPU threads (%s Adam), %d warm-up + %d measured steps%s\n", r.device,
-		       r.cpu_threads, r.adam_isa ? r.adam_isa : "?", warmup, measured_steps,
-		       r.interrupted ? " (interrupted)" : "");
-		printf("%-10s %12s %12s %8s\n", "resource", "predicted", "measured", "error");
-		printf("%-10s %12s %12s %8s\n", "", "ms/step", "ms/step", "%");
-		for (int res = 0; res < ZB_RES_COUNT; res++)
-			printf("%-10s %12.2f %12.2f %8.1f\n", zb_resource_name(res), p.res.busy_s[res] * 1e3,
-			       r.busy_s[res] * 1e3,
-			       r.busy_s[res] > 0 ? 100 * (p.res.busy_s[res] - r.busy_s[res]) / r.busy_s[res] : 0);
-		printf("%-10s %12.2f %12.2f %8.1f\n", "step", predicted_step * 1e3, r.step_time_s * 1e3,
-		       r.step_time_s > 0 ? 100 * (predicted_step - r.step_time_s) / r.step_time_s : 0);
-		printf("throughput %10.0f tokens/s, %.1f TFLOP/s (model FLOPs); lower bound %.2f ms (%s)\n",
-		       r.tokens_per_s, r.tflops_per_gpu, p.res.lower_bound_s * 1e3,
-		       zb_resource_name(p.res.bound_resource));
-		if (check)
-			printf("precision: master vs double reference %.3g relative (max %.3g), %lld param16 "
-			       "mismatches: %s\n",
-			       r.master_rel_err, r.master_max_rel_err, (long long)r.param16_mismatches,
-			       rc ? "FAILED" : "ok");
+		rc = precision_failed(x);
+		if (x->o.json)
+			report_json(x);
+		else
+			report_text(x, rc);
+		zb_exec_result_free(&x->r);
 	}
-	if (tr && !o.json)
-		print_trace(tr, spans, &p.graph, s.store ? config_id : 0);
-	zb_trace_free(tr);
-	zb_spans_free(spans);
-	zb_exec_result_free(&r);
-	zb_prediction_free(&p);
+	zb_trace_free(x->tr);
+	zb_spans_free(x->spans);
+	zb_prediction_free(&x->p);
+	free(x);
 	return rc;
 }

@@ -28,6 +28,7 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/options.h"
+#include "cli/stop.h"
 #include "cli/report.h"
 #include "cli/published.h"
 #include "cli/suite.h"
@@ -35,13 +36,6 @@
 #include "analysis/compare.h"
 #include "sim/predict.h"
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
 
 /* the command line */
 static struct validate_opts {
@@ -204,7 +198,7 @@ static zb_status open_run(validation *v, int argc, char **argv, zb_error *err)
 static void skip_reason(const validation *v, item *x)
 {
 	double elapsed = zb_wall_s() - v->t0;
-	if (stop_requested) {
+	if (zb_stop_requested) {
 		x->skipped = 1;
 		snprintf(x->skip_why, sizeof x->skip_why, "interrupted");
 	} else if (!x->fits) {
@@ -223,7 +217,7 @@ static void skip_reason(const validation *v, item *x)
 static zb_status run_one(validation *v, item *x, zb_error *err)
 {
 	zb_suite_run_opts ro = { .execute = 1, .warmup = vo.warmup, .timeline = 1, .store = v->store,
-				 .run_id = v->run_id, .stop = &stop_requested };
+				 .run_id = v->run_id, .stop = &zb_stop_requested };
 	zb_status st;
 	if (v->store && (st = zb_store_begin(v->store, err)))
 		return st;
@@ -452,7 +446,7 @@ static void finish_run(validation *v, zb_status st)
 	if (!v->store)
 		return;
 	zb_error e2 = { 0 };
-	const char *status = st || v->failed ? "failed" : stop_requested ? "interrupted" : "ok";
+	const char *status = st || v->failed ? "failed" : zb_stop_requested ? "interrupted" : "ok";
 	if (!zb_store_begin(v->store, &e2) && !zb_store_finish_run(v->store, v->run_id, status, &e2))
 		zb_store_commit(v->store, &e2);
 	else
@@ -513,11 +507,7 @@ int cmd_validate(int argc, char **argv)
 		free(v.it);
 		return zb_report_error(&err);
 	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	zb_stop_catch();
 	zb_status st = run_all(&v, &err);
 	summary m;
 	summarize(&v, &m);
@@ -527,8 +517,7 @@ int cmd_validate(int argc, char **argv)
 		report_text(&v, &m);
 	json_decref(m.speedups);
 	finish_run(&v, st);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
+	zb_stop_release();
 	free(v.it);
 	if (st)
 		return zb_report_error(&err);

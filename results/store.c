@@ -47,7 +47,7 @@
  * (tests/test_store.c prints the rate). One-row INSERTs managed 0.3. WAL with
  * synchronous=NORMAL syncs only at checkpoints.
  */
-#include "results/store.h"
+#include "results/store_parts.h"
 
 #include <errno.h>
 #include <math.h>
@@ -61,227 +61,10 @@
 
 #include "core/model.h"
 
-/* 'zbch' (0x7a626368): marks the file as a zbench database (PRAGMA application_id).
- * Decimal, because it is spliced into the schema SQL. */
-#define ZB_APP_ID 2053268328
-#define ZB_STR_(x) #x
-#define ZB_STR(x) ZB_STR_(x)
 
 /* ---- schema ----------------------------------------------------------------- */
 
-static const char SCHEMA_V1[] =
-	"CREATE TABLE runs("
-	" id INTEGER PRIMARY KEY,"
-	" kind TEXT NOT NULL,"
-	" started_at TEXT NOT NULL,"
-	" finished_at TEXT,"
-	" status TEXT NOT NULL DEFAULT 'running',"
-	" host TEXT, version TEXT, git_commit TEXT, device TEXT, command TEXT);"
-	"CREATE TABLE configs("
-	" id INTEGER PRIMARY KEY,"
-	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
-	" hw TEXT, link TEXT, gpu TEXT, cpu TEXT, cpu_cores INTEGER, model TEXT,"
-	" policy TEXT, ratio REAL, offload_param INTEGER, prefetch_layers INTEGER,"
-	" ckpt TEXT, gas INTEGER, micro_batch INTEGER, seq INTEGER, dtype TEXT,"
-	" pageable INTEGER, bucket_params INTEGER, cpu_threads INTEGER, steps INTEGER,"
-	" params INTEGER, config_json TEXT);"
-	"CREATE TABLE predictions("
-	" config_id INTEGER PRIMARY KEY REFERENCES configs(id) ON DELETE CASCADE,"
-	" fits INTEGER NOT NULL, fit_reason TEXT,"
-	" total_s REAL, step_time_s REAL, tokens_per_s REAL, tflops_per_gpu REAL,"
-	" bottleneck TEXT, lower_bound_s REAL, bound_resource TEXT,"
-	" busy_gpu_s REAL, busy_d2h_s REAL, busy_h2d_s REAL, busy_cpu_s REAL, busy_gpu_opt_s REAL,"
-	" work_gpu_s REAL, work_d2h_s REAL, work_h2d_s REAL, work_cpu_s REAL, work_gpu_opt_s REAL,"
-	" pcie_h2d_bytes REAL, pcie_d2h_bytes REAL, gpu_bytes REAL, host_bytes REAL,"
-	" events INTEGER);"
-	"CREATE TABLE tasks("
-	" config_id INTEGER NOT NULL REFERENCES configs(id) ON DELETE CASCADE,"
-	" task_id INTEGER NOT NULL,"
-	" kind TEXT NOT NULL, resource TEXT NOT NULL, op TEXT NOT NULL, pass TEXT NOT NULL,"
-	" step INTEGER, micro INTEGER, unit INTEGER, bucket INTEGER,"
-	" flops REAL, bytes REAL, params INTEGER, param_offset INTEGER,"
-	" m INTEGER, n INTEGER, k INTEGER, batch INTEGER,"
-	" PRIMARY KEY(config_id, task_id)) WITHOUT ROWID;"
-	"CREATE TABLE task_deps("
-	" config_id INTEGER NOT NULL REFERENCES configs(id) ON DELETE CASCADE,"
-	" task_id INTEGER NOT NULL, dep_id INTEGER NOT NULL,"
-	" PRIMARY KEY(config_id, task_id, dep_id)) WITHOUT ROWID;"
-	"CREATE TABLE events("
-	" config_id INTEGER NOT NULL REFERENCES configs(id) ON DELETE CASCADE,"
-	" source TEXT NOT NULL CHECK(source IN ('predicted', 'measured')),"
-	" task_id INTEGER NOT NULL,"
-	" start_ns INTEGER NOT NULL,"
-	" end_ns INTEGER NOT NULL CHECK(end_ns >= start_ns),"
-	" PRIMARY KEY(config_id, source DESC, task_id)) WITHOUT ROWID;"
-	"PRAGMA application_id = " ZB_STR(ZB_APP_ID) ";";
-
-static const char SCHEMA_V2[] =
-	"CREATE TABLE steps("
-	" config_id INTEGER NOT NULL REFERENCES configs(id) ON DELETE CASCADE,"
-	" source TEXT NOT NULL CHECK(source IN ('predicted', 'measured')),"
-	" step INTEGER NOT NULL,"
-	" time_s REAL,"
-	" PRIMARY KEY(config_id, source, step)) WITHOUT ROWID;"
-	"CREATE INDEX configs_run ON configs(run_id);"
-	"CREATE INDEX runs_kind ON runs(kind, started_at);"
-	"CREATE VIEW event_pairs AS SELECT"
-	" p.config_id AS config_id, p.task_id AS task_id,"
-	" t.kind AS kind, t.resource AS resource, t.op AS op, t.step AS step,"
-	" p.start_ns AS pred_start_ns, p.end_ns AS pred_end_ns,"
-	" m.start_ns AS meas_start_ns, m.end_ns AS meas_end_ns"
-	" FROM events p"
-	" JOIN events m ON m.config_id = p.config_id AND m.source = 'measured'"
-	"  AND m.task_id = p.task_id"
-	" LEFT JOIN tasks t ON t.config_id = p.config_id AND t.task_id = p.task_id"
-	" WHERE p.source = 'predicted';";
-
-/* Version 3: the trace of `zbench run --trace` in the tables and columns of the
- * Nsight Systems SQLite export (schema 3.28 names, nanosecond units), so SQL written
- * for an nsys export runs here; only the columns zbench records are filled, and
- * nsys columns it never has are left out. Each trace row also carries zbConfigId
- * (the configuration, so several runs share one file: filter on it) and, where a
- * record maps to a schedule task, zbTaskId (the events/tasks task_id). Times are
- * nanoseconds from the run's time zero, the zero of events.start_ns, so trace rows
- * and predicted events compare directly (setup work before it is negative).
- * Text ids (nameId, demangledName, ...) point into StringIds, shared by all runs.
- * Deleting a configuration deletes its trace rows (triggers: the trace tables carry
- * no foreign key, which would cost a lookup per inserted row). */
-static const char SCHEMA_V3[] =
-	"CREATE TABLE StringIds(id INTEGER NOT NULL PRIMARY KEY, value TEXT NOT NULL);"
-	"CREATE UNIQUE INDEX zb_StringIds_value ON StringIds(value);"
-	"CREATE TABLE ThreadNames(nameId INTEGER NOT NULL, priority INTEGER, globalTid INTEGER,"
-	" zbConfigId INTEGER);"
-	"CREATE TABLE TARGET_INFO_GPU(vmId INTEGER NOT NULL, id INTEGER NOT NULL, name TEXT,"
-	" busLocation TEXT, isDiscrete INTEGER, l2CacheSize INTEGER, totalMemory INTEGER,"
-	" memoryBandwidth INTEGER, clockRate INTEGER, smCount INTEGER, pwGpuId INTEGER, uuid TEXT,"
-	" luid INTEGER, chipName TEXT, cuDevice INTEGER, computeMajor INTEGER, computeMinor INTEGER,"
-	" zbConfigId INTEGER);"
-	"CREATE TABLE TARGET_INFO_NVTX_CUDA_STREAM(name TEXT NOT NULL, hwId INTEGER NOT NULL,"
-	" vmId INTEGER NOT NULL, processId INTEGER NOT NULL, deviceId INTEGER NOT NULL,"
-	" contextId INTEGER NOT NULL, streamId INTEGER NOT NULL, zbConfigId INTEGER, zbResource TEXT);"
-	"CREATE TABLE META_DATA_EXPORT(name TEXT NOT NULL, value TEXT, zbConfigId INTEGER);"
-	"CREATE TABLE ENUM_CUDA_MEMCPY_OPER(id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);"
-	"CREATE TABLE ENUM_CUDA_MEM_KIND(id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);"
-	"CREATE TABLE ENUM_CUPTI_SYNC_TYPE(id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);"
-	"CREATE TABLE ENUM_NSYS_EVENT_CLASS(id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);"
-	"CREATE TABLE ENUM_NSYS_EVENT_TYPE(id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);"
-	"CREATE TABLE ENUM_CUPTI_OVERHEAD_TYPE(id INTEGER NOT NULL PRIMARY KEY, name TEXT, label TEXT);"
-	"CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER NOT NULL, end INTEGER NOT NULL,"
-	" deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,"
-	" streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,"
-	" demangledName INTEGER NOT NULL, shortName INTEGER NOT NULL, mangledName INTEGER,"
-	" launchType INTEGER, cacheConfig INTEGER, registersPerThread INTEGER NOT NULL,"
-	" gridX INTEGER NOT NULL, gridY INTEGER NOT NULL, gridZ INTEGER NOT NULL,"
-	" blockX INTEGER NOT NULL, blockY INTEGER NOT NULL, blockZ INTEGER NOT NULL,"
-	" staticSharedMemory INTEGER NOT NULL, dynamicSharedMemory INTEGER NOT NULL,"
-	" localMemoryPerThread INTEGER NOT NULL, localMemoryTotal INTEGER NOT NULL,"
-	" gridId INTEGER NOT NULL, sharedMemoryExecuted INTEGER, graphNodeId INTEGER,"
-	" sharedMemoryLimitConfig INTEGER, graphId INTEGER, clusterX INTEGER, clusterY INTEGER,"
-	" clusterZ INTEGER, zbConfigId INTEGER, zbTaskId INTEGER);"
-	"CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY(start INTEGER NOT NULL, end INTEGER NOT NULL,"
-	" deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,"
-	" streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, bytes INTEGER NOT NULL,"
-	" copyKind INTEGER NOT NULL, deprecatedSrcId INTEGER, srcKind INTEGER, dstKind INTEGER,"
-	" srcDeviceId INTEGER, srcContextId INTEGER, dstDeviceId INTEGER, dstContextId INTEGER,"
-	" migrationCause INTEGER, graphNodeId INTEGER, virtualAddress INTEGER, copyCount INTEGER,"
-	" zbConfigId INTEGER, zbTaskId INTEGER);"
-	"CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET(start INTEGER NOT NULL, end INTEGER NOT NULL,"
-	" deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL, greenContextId INTEGER,"
-	" streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, value INTEGER NOT NULL,"
-	" bytes INTEGER NOT NULL, graphNodeId INTEGER, memKind INTEGER, zbConfigId INTEGER,"
-	" zbTaskId INTEGER);"
-	"CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME(start INTEGER NOT NULL, end INTEGER NOT NULL,"
-	" eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER,"
-	" nameId INTEGER NOT NULL, returnValue INTEGER NOT NULL, callchainId INTEGER,"
-	" zbConfigId INTEGER, zbTaskId INTEGER);"
-	"CREATE TABLE CUPTI_ACTIVITY_KIND_SYNCHRONIZATION(start INTEGER NOT NULL,"
-	" end INTEGER NOT NULL, deviceId INTEGER NOT NULL, contextId INTEGER NOT NULL,"
-	" greenContextId INTEGER, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER,"
-	" deprecatedSyncType INTEGER, syncType INTEGER NOT NULL, eventId INTEGER NOT NULL,"
-	" eventSyncId INTEGER, zbConfigId INTEGER, zbTaskId INTEGER);"
-	"CREATE TABLE CUPTI_ACTIVITY_KIND_OVERHEAD(start INTEGER NOT NULL, end INTEGER NOT NULL,"
-	" eventClass INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER,"
-	" overheadType INTEGER NOT NULL, zbConfigId INTEGER);"
-	"CREATE TABLE NVTX_EVENTS(start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL,"
-	" rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER,"
-	" endGlobalTid INTEGER, textId INTEGER, domainId INTEGER, uint64Value INTEGER,"
-	" int64Value INTEGER, doubleValue REAL, uint32Value INTEGER, int32Value INTEGER,"
-	" floatValue REAL, jsonTextId INTEGER, jsonText TEXT, binaryData TEXT,"
-	" eventId INTEGER NOT NULL PRIMARY KEY, zbConfigId INTEGER, zbTaskId INTEGER, zbKind TEXT);"
-	"INSERT INTO ENUM_CUDA_MEMCPY_OPER VALUES"
-	" (0, 'CUDA_MEMCPY_KIND_UNKNOWN', 'Unknown'), (1, 'CUDA_MEMCPY_KIND_HTOD', 'Host-to-Device'),"
-	" (2, 'CUDA_MEMCPY_KIND_DTOH', 'Device-to-Host'), (3, 'CUDA_MEMCPY_KIND_HTOA', 'Host-to-Array'),"
-	" (4, 'CUDA_MEMCPY_KIND_ATOH', 'Array-to-Host'), (5, 'CUDA_MEMCPY_KIND_ATOA', 'Array-to-Array'),"
-	" (6, 'CUDA_MEMCPY_KIND_ATOD', 'Array-to-Device'), (7, 'CUDA_MEMCPY_KIND_DTOA', 'Device-to-Array'),"
-	" (8, 'CUDA_MEMCPY_KIND_DTOD', 'Device-to-Device'), (9, 'CUDA_MEMCPY_KIND_HTOH', 'Host-to-Host'),"
-	" (10, 'CUDA_MEMCPY_KIND_PTOP', 'Peer-to-Peer');"
-	"INSERT INTO ENUM_CUDA_MEM_KIND VALUES"
-	" (0, 'CUDA_MEMOPR_MEMORY_KIND_UNKNOWN', 'Unknown'),"
-	" (1, 'CUDA_MEMOPR_MEMORY_KIND_PAGEABLE', 'Pageable'),"
-	" (2, 'CUDA_MEMOPR_MEMORY_KIND_PINNED', 'Pinned'),"
-	" (3, 'CUDA_MEMOPR_MEMORY_KIND_DEVICE', 'Device'),"
-	" (4, 'CUDA_MEMOPR_MEMORY_KIND_ARRAY', 'Array'),"
-	" (5, 'CUDA_MEMOPR_MEMORY_KIND_MANAGED', 'Managed'),"
-	" (6, 'CUDA_MEMOPR_MEMORY_KIND_DEVICE_STATIC', 'Device Static'),"
-	" (7, 'CUDA_MEMOPR_MEMORY_KIND_MANAGED_STATIC', 'Managed Static');"
-	"INSERT INTO ENUM_CUPTI_SYNC_TYPE VALUES"
-	" (0, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN', 'Unknown'),"
-	" (1, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE', 'Event sync'),"
-	" (2, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT', 'Stream wait sync'),"
-	" (3, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE', 'Stream sync'),"
-	" (4, 'CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE', 'Context sync');"
-	"INSERT INTO ENUM_NSYS_EVENT_CLASS VALUES"
-	" (0, 'TRACE_PROCESS_EVENT_CUDA_RUNTIME', 'CUDA runtime'),"
-	" (1, 'TRACE_PROCESS_EVENT_CUDA_DRIVER', 'CUDA driver');"
-	"INSERT INTO ENUM_NSYS_EVENT_TYPE VALUES (59, 'NvtxPushPopRange', 'NVTX PushPop Range');"
-	"INSERT INTO ENUM_CUPTI_OVERHEAD_TYPE VALUES"
-	" (0, 'CUPTI_ACTIVITY_OVERHEAD_UNKNOWN', 'Unknown'),"
-	" (1, 'CUPTI_ACTIVITY_OVERHEAD_DRIVER_COMPILER', 'Driver compiler'),"
-	" (65536, 'CUPTI_ACTIVITY_OVERHEAD_CUPTI_BUFFER_FLUSH', 'Buffer flush'),"
-	" (131072, 'CUPTI_ACTIVITY_OVERHEAD_CUPTI_INSTRUMENTATION', 'Instrumentation'),"
-	" (196608, 'CUPTI_ACTIVITY_OVERHEAD_CUPTI_RESOURCE', 'Resource'),"
-	" (262144, 'CUPTI_ACTIVITY_OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING', 'Module loading'),"
-	" (327680, 'CUPTI_ACTIVITY_OVERHEAD_LAZY_FUNCTION_LOADING', 'Lazy function loading'),"
-	" (393216, 'CUPTI_ACTIVITY_OVERHEAD_COMMAND_BUFFER_FULL', 'Command buffer full'),"
-	" (458752, 'CUPTI_ACTIVITY_OVERHEAD_ACTIVITY_BUFFER_REQUEST', 'Activity buffer request'),"
-	" (524288, 'CUPTI_ACTIVITY_OVERHEAD_UVM_ACTIVITY_INIT', 'UVM activity init');"
-	"INSERT INTO META_DATA_EXPORT(name, value) VALUES ('EXPORT_SCHEMA_VERSION', '3.28.1'),"
-	" ('EXPORT_PROGRAM_NAME', 'zbench'), ('ZB_TIME_UNIT', 'ns'),"
-	" ('ZB_TIME_ORIGIN', 'the time zero of each run (events.start_ns = 0)');"
-	"CREATE TRIGGER zb_trace_cascade AFTER DELETE ON configs BEGIN"
-	" DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE zbConfigId = old.id;"
-	" DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE zbConfigId = old.id;"
-	" DELETE FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE zbConfigId = old.id;"
-	" DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE zbConfigId = old.id;"
-	" DELETE FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE zbConfigId = old.id;"
-	" DELETE FROM CUPTI_ACTIVITY_KIND_OVERHEAD WHERE zbConfigId = old.id;"
-	" DELETE FROM NVTX_EVENTS WHERE zbConfigId = old.id;"
-	" DELETE FROM ThreadNames WHERE zbConfigId = old.id;"
-	" DELETE FROM TARGET_INFO_GPU WHERE zbConfigId = old.id;"
-	" DELETE FROM TARGET_INFO_NVTX_CUDA_STREAM WHERE zbConfigId = old.id;"
-	" DELETE FROM META_DATA_EXPORT WHERE zbConfigId = old.id;"
-	" END;"
-	/* one row per task of a traced run: where its GPU records (kernels, copies,
-	 * memsets) or, for a CPU task, its CPU span (zbKind 'task') lie, beside the
-	 * prediction */
-	"CREATE VIEW trace_tasks AS"
-	" WITH gpu AS ("
-	"  SELECT zbConfigId AS config_id, zbTaskId AS task_id, start, end, 0 AS bytes"
-	"   FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE zbTaskId IS NOT NULL"
-	"  UNION ALL SELECT zbConfigId, zbTaskId, start, end, bytes"
-	"   FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE zbTaskId IS NOT NULL"
-	"  UNION ALL SELECT zbConfigId, zbTaskId, start, end, 0"
-	"   FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE zbTaskId IS NOT NULL"
-	"  UNION ALL SELECT zbConfigId, zbTaskId, start, end, 0"
-	"   FROM NVTX_EVENTS WHERE zbKind = 'task' AND zbTaskId IS NOT NULL)"
-	" SELECT g.config_id, g.task_id, t.kind, t.resource, t.op, t.step,"
-	"  min(g.start) AS trace_start_ns, max(g.end) AS trace_end_ns, count(*) AS records,"
-	"  sum(g.bytes) AS bytes, p.start_ns AS pred_start_ns, p.end_ns AS pred_end_ns"
-	" FROM gpu g"
-	" LEFT JOIN tasks t ON t.config_id = g.config_id AND t.task_id = g.task_id"
-	" LEFT JOIN events p ON p.config_id = g.config_id AND p.source = 'predicted'"
-	"  AND p.task_id = g.task_id"
-	" GROUP BY g.config_id, g.task_id;";
+/* Versions 1 to 3 are results/schema.c. */
 
 /* Version 4: runs of another framework (DeepSpeed, plain PyTorch) measured by
  * peers/ds_step.py or imported from a TSV of such runs, one row per configuration
@@ -353,9 +136,9 @@ static const struct migration {
 	const char *what;
 	const char *sql;
 } migrations[] = {
-	{ "create runs, configs, predictions, tasks, task_deps and events", SCHEMA_V1 },
-	{ "add steps, the event_pairs view and indexes", SCHEMA_V2 },
-	{ "add the Nsight-Systems-export trace tables and the trace_tasks view", SCHEMA_V3 },
+	{ "create runs, configs, predictions, tasks, task_deps and events", zb_schema_v1 },
+	{ "add steps, the event_pairs view and indexes", zb_schema_v2 },
+	{ "add the Nsight-Systems-export trace tables and the trace_tasks view", zb_schema_v3 },
 	{ "add peer_runs (measured runs of other frameworks) and the peer_vs_predicted view", SCHEMA_V4 },
 	{ "add ZB_THREAD_CPU and trace_steps for traces of other programs", SCHEMA_V5 },
 	{ "add hw_profiles, baselines and baseline_results", SCHEMA_V6 },
@@ -369,21 +152,6 @@ _Static_assert(ZB_RES_COUNT == 5, "predictions has busy_ and work_ columns for 5
 static const char *const known_tables = "runs, configs, predictions, tasks, task_deps, events, steps";
 
 /* ---- statements ---------------------------------------------------------------- */
-
-enum {
-	ST_RUN,
-	ST_FINISH,
-	ST_DEVICE,
-	ST_CONFIG,
-	ST_PRED,
-	ST_STEP,
-	ST_LATEST,
-	ST_LATEST_SOURCE,
-	ST_COUNT
-};
-
-/* Tables written in bulk (see bulk_insert). */
-enum { BULK_TASKS, BULK_DEPS, BULK_EVENTS, BULK_COUNT };
 
 static const char *const stmt_sql[ST_COUNT] = {
 	[ST_RUN] = "INSERT INTO runs(kind, started_at, status, host, version, git_commit, device,"
@@ -410,23 +178,12 @@ static const char *const stmt_sql[ST_COUNT] = {
 			     " ORDER BY config_id DESC LIMIT 1",
 };
 
-struct zb_store {
-	sqlite3 *db;
-	char *path;
-	int busy_ms;
-	int version;
-	int in_txn; /* between zb_store_begin and zb_store_commit / rollback */
-	int no_savepoints; /* zb_store_set_no_savepoints */
-	sqlite3_stmt *st[ST_COUNT];
-	sqlite3_stmt *bulk[BULK_COUNT][2]; /* [table][one row, many rows], see bulk_insert */
-};
-
 /* ---- errors ------------------------------------------------------------------- */
 
 /* Turn a failed SQLite call into one line. doing: what zbench was doing, as a verb
  * phrase ("insert events"). Call before anything else touches the connection, so
  * sqlite3_errmsg still describes this failure. */
-static zb_status sql_fail(const zb_store *s, int rc, const char *doing, zb_error *err)
+zb_status store_sql_fail(const zb_store *s, int rc, const char *doing, zb_error *err)
 {
 	const char *why = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
 	switch (rc & 0xff) {
@@ -458,7 +215,7 @@ static zb_status sql_fail(const zb_store *s, int rc, const char *doing, zb_error
 static zb_status exec_sql(zb_store *s, const char *sql, const char *doing, zb_error *err)
 {
 	int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
-	return rc == SQLITE_OK ? ZB_OK : sql_fail(s, rc, doing, err);
+	return rc == SQLITE_OK ? ZB_OK : store_sql_fail(s, rc, doing, err);
 }
 
 /* One integer from a query of one row; returns an SQLite result code. */
@@ -499,14 +256,14 @@ static int pragma_text(sqlite3 *db, const char *sql, char *out, size_t n)
 }
 
 /* The cached statement `which`, prepared on first use. */
-static zb_status stmt(zb_store *s, int which, sqlite3_stmt **out, zb_error *err)
+zb_status store_stmt(zb_store *s, int which, sqlite3_stmt **out, zb_error *err)
 {
 	if (!s->st[which]) {
 		int rc = sqlite3_prepare_v3(s->db, stmt_sql[which], -1, SQLITE_PREPARE_PERSISTENT,
 					    &s->st[which], NULL);
 		if (rc != SQLITE_OK) {
 			s->st[which] = NULL;
-			return sql_fail(s, rc, "prepare a statement", err);
+			return store_sql_fail(s, rc, "prepare a statement", err);
 		}
 	}
 	*out = s->st[which];
@@ -515,7 +272,7 @@ static zb_status stmt(zb_store *s, int which, sqlite3_stmt **out, zb_error *err)
 
 /* Step a bound insert/update to completion and make it reusable. Returns an
  * SQLite result code (SQLITE_OK on success). */
-static int step_done(sqlite3_stmt *st)
+int store_step_done(sqlite3_stmt *st)
 {
 	int rc = sqlite3_step(st);
 	int rc2 = sqlite3_reset(st);
@@ -525,13 +282,13 @@ static int step_done(sqlite3_stmt *st)
 }
 
 /* Text or NULL, copied by SQLite (for one-off rows whose strings the caller owns). */
-static int bind_text(sqlite3_stmt *st, int i, const char *t)
+int store_bind_text(sqlite3_stmt *st, int i, const char *t)
 {
 	return t ? sqlite3_bind_text(st, i, t, -1, SQLITE_TRANSIENT) : sqlite3_bind_null(st, i);
 }
 
 /* Static text (the name tables of graph.h and config.h), not copied. */
-static int bind_static(sqlite3_stmt *st, int i, const char *t)
+int store_bind_static(sqlite3_stmt *st, int i, const char *t)
 {
 	return t ? sqlite3_bind_text(st, i, t, -1, SQLITE_STATIC) : sqlite3_bind_null(st, i);
 }
@@ -539,7 +296,7 @@ static int bind_static(sqlite3_stmt *st, int i, const char *t)
 /* Writes of one zb_store_add_* call: inside the caller's transaction they form a
  * savepoint, so a failed call leaves the transaction as it was; outside one they
  * form their own transaction. */
-static zb_status wbegin(zb_store *s, int *own, const char *doing, zb_error *err)
+zb_status store_wbegin(zb_store *s, int *own, const char *doing, zb_error *err)
 {
 	*own = sqlite3_get_autocommit(s->db);
 	/* The caller's transaction is gone (SQLite rolls back by itself after some
@@ -554,7 +311,7 @@ static zb_status wbegin(zb_store *s, int *own, const char *doing, zb_error *err)
 	return exec_sql(s, *own ? "BEGIN IMMEDIATE" : "SAVEPOINT zb_add", doing, err);
 }
 
-static zb_status wend(zb_store *s, int own, zb_status st, const char *doing, zb_error *err)
+zb_status store_wend(zb_store *s, int own, zb_status st, const char *doing, zb_error *err)
 {
 	if (!own && s->no_savepoints)
 		return st; /* the caller rolls the whole transaction back on failure */
@@ -581,7 +338,7 @@ static int valid_source(const char *source)
 	return source && (!strcmp(source, "predicted") || !strcmp(source, "measured"));
 }
 
-static zb_status check_source(const char *source, zb_error *err)
+zb_status store_check_source(const char *source, zb_error *err)
 {
 	if (valid_source(source))
 		return ZB_OK;
@@ -640,7 +397,7 @@ static zb_status migrate(zb_store *s, int target, zb_error *err)
 	int64_t v = 0;
 	int rc = query_int64(s->db, "PRAGMA user_version", &v);
 	if (rc != SQLITE_OK) {
-		st = sql_fail(s, rc, "read the schema version", err);
+		st = store_sql_fail(s, rc, "read the schema version", err);
 	} else if (v > ZB_SCHEMA_VERSION) {
 		st = zb_fail(err, ZB_E_STORE,
 			     "database '%s' has schema version %lld, newer than this zbench (%d)",
@@ -703,7 +460,7 @@ zb_status zb_store_open_version(zb_store **out, const char *path, int busy_timeo
 	if (rc == SQLITE_OK)
 		rc = sqlite3_busy_timeout(s->db, s->busy_ms);
 	if (rc != SQLITE_OK) {
-		st = sql_fail(s, rc, "configure the connection", err);
+		st = store_sql_fail(s, rc, "configure the connection", err);
 		goto fail;
 	}
 
@@ -716,7 +473,7 @@ zb_status zb_store_open_version(zb_store **out, const char *path, int busy_timeo
 	if (rc == SQLITE_OK)
 		rc = query_int64(s->db, "SELECT count(*) FROM sqlite_master", &ntables);
 	if (rc != SQLITE_OK) {
-		st = sql_fail(s, rc, "read the schema version", err);
+		st = store_sql_fail(s, rc, "read the schema version", err);
 		goto fail;
 	}
 	if (v > ZB_SCHEMA_VERSION) {
@@ -736,7 +493,7 @@ zb_status zb_store_open_version(zb_store **out, const char *path, int busy_timeo
 	char mode[32];
 	rc = pragma_text(s->db, "PRAGMA journal_mode = WAL", mode, sizeof mode);
 	if (rc != SQLITE_OK) {
-		st = sql_fail(s, rc, "switch to the write-ahead log", err);
+		st = store_sql_fail(s, rc, "switch to the write-ahead log", err);
 		goto fail;
 	}
 	if (strcmp(mode, "wal") != 0) {
@@ -755,7 +512,7 @@ zb_status zb_store_open_version(zb_store **out, const char *path, int busy_timeo
 	int64_t fk = 0;
 	rc = query_int64(s->db, "PRAGMA foreign_keys", &fk);
 	if (rc != SQLITE_OK || fk != 1) {
-		st = rc != SQLITE_OK ? sql_fail(s, rc, "enable foreign keys", err)
+		st = rc != SQLITE_OK ? store_sql_fail(s, rc, "enable foreign keys", err)
 				     : zb_fail(err, ZB_E_STORE,
 					       "cannot enable foreign keys in database '%s'"
 					       " (SQLite built without them)",
@@ -872,72 +629,72 @@ zb_status zb_store_add_run(zb_store *s, const zb_run_info *info, int64_t *run_id
 
 	sqlite3_stmt *q = NULL;
 	int own;
-	zb_status st = stmt(s, ST_RUN, &q, err);
+	zb_status st = store_stmt(s, ST_RUN, &q, err);
 	if (st != ZB_OK)
 		return st;
-	st = wbegin(s, &own, "insert a run", err);
+	st = store_wbegin(s, &own, "insert a run", err);
 	if (st != ZB_OK)
 		return st;
-	int rc = bind_text(q, 1, info->kind);
-	rc |= bind_text(q, 2, h);
-	rc |= bind_text(q, 3, version);
-	rc |= bind_text(q, 4, commit);
-	rc |= bind_text(q, 5, info->device);
-	rc |= bind_text(q, 6, info->command);
+	int rc = store_bind_text(q, 1, info->kind);
+	rc |= store_bind_text(q, 2, h);
+	rc |= store_bind_text(q, 3, version);
+	rc |= store_bind_text(q, 4, commit);
+	rc |= store_bind_text(q, 5, info->device);
+	rc |= store_bind_text(q, 6, info->command);
 	if (rc == SQLITE_OK)
-		rc = step_done(q);
+		rc = store_step_done(q);
 	else
 		rc = sqlite3_errcode(s->db);
 	if (rc != SQLITE_OK)
-		st = sql_fail(s, rc, "insert a run", err);
+		st = store_sql_fail(s, rc, "insert a run", err);
 	else if (run_id)
 		*run_id = sqlite3_last_insert_rowid(s->db);
-	return wend(s, own, st, "insert a run", err);
+	return store_wend(s, own, st, "insert a run", err);
 }
 
 zb_status zb_store_finish_run(zb_store *s, int64_t run_id, const char *status, zb_error *err)
 {
 	sqlite3_stmt *q = NULL;
 	int own;
-	zb_status st = stmt(s, ST_FINISH, &q, err);
+	zb_status st = store_stmt(s, ST_FINISH, &q, err);
 	if (st != ZB_OK)
 		return st;
-	st = wbegin(s, &own, "finish a run", err);
+	st = store_wbegin(s, &own, "finish a run", err);
 	if (st != ZB_OK)
 		return st;
 	int rc = sqlite3_bind_int64(q, 1, run_id);
-	rc |= bind_text(q, 2, status ? status : "ok");
+	rc |= store_bind_text(q, 2, status ? status : "ok");
 	if (rc == SQLITE_OK)
-		rc = step_done(q);
+		rc = store_step_done(q);
 	else
 		rc = sqlite3_errcode(s->db);
 	if (rc != SQLITE_OK)
-		st = sql_fail(s, rc, "finish a run", err);
+		st = store_sql_fail(s, rc, "finish a run", err);
 	else if (sqlite3_changes(s->db) != 1)
 		st = zb_fail(err, ZB_E_STORE, "no run %lld in database '%s'", (long long)run_id,
 			     s->path);
-	return wend(s, own, st, "finish a run", err);
+	return store_wend(s, own, st, "finish a run", err);
 }
 
 zb_status zb_store_set_run_device(zb_store *s, int64_t run_id, const char *device, zb_error *err)
 {
 	sqlite3_stmt *q = NULL;
 	int own;
-	zb_status st = stmt(s, ST_DEVICE, &q, err);
+	zb_status st = store_stmt(s, ST_DEVICE, &q, err);
 	if (st != ZB_OK)
 		return st;
-	st = wbegin(s, &own, "record a run's device", err);
+	st = store_wbegin(s, &own, "record a run's device", err);
 	if (st != ZB_OK)
 		return st;
 	int rc = sqlite3_bind_int64(q, 1, run_id);
-	rc |= bind_text(q, 2, device);
+	rc |= store_bind_text(q, 2, device);
 	if (rc == SQLITE_OK)
-		rc = step_done(q);
+		rc = store_step_done(q);
 	else
 		rc = sqlite3_errcode(s->db);
 	if (rc != SQLITE_OK)
-		st = sql_fail(s, rc, "record a run's device", err);
-	return wend(s, own, st, "record a run's device", err);
+		st = store_sql_fail(s, rc, "record a run's device", err);
+	return store_wend(s, own, st, "record a run's device", err);
 }
 
 zb_status zb_store_add_config(zb_store *s, int64_t run_id, const zb_config *cfg,
@@ -946,28 +703,28 @@ zb_status zb_store_add_config(zb_store *s, int64_t run_id, const zb_config *cfg,
 	const zb_policy *p = &cfg->policy;
 	sqlite3_stmt *q = NULL;
 	int own;
-	zb_status st = stmt(s, ST_CONFIG, &q, err);
+	zb_status st = store_stmt(s, ST_CONFIG, &q, err);
 	if (st != ZB_OK)
 		return st;
-	st = wbegin(s, &own, "insert a configuration", err);
+	st = store_wbegin(s, &own, "insert a configuration", err);
 	if (st != ZB_OK)
 		return st;
 	int rc = sqlite3_bind_int64(q, 1, run_id);
-	rc |= bind_text(q, 2, cfg->hw.name);
-	rc |= bind_text(q, 3, cfg->hw.link.name);
-	rc |= bind_text(q, 4, cfg->hw.gpu.name);
-	rc |= bind_text(q, 5, cfg->hw.cpu.name);
+	rc |= store_bind_text(q, 2, cfg->hw.name);
+	rc |= store_bind_text(q, 3, cfg->hw.link.name);
+	rc |= store_bind_text(q, 4, cfg->hw.gpu.name);
+	rc |= store_bind_text(q, 5, cfg->hw.cpu.name);
 	rc |= sqlite3_bind_int(q, 6, cfg->hw.cpu.cores);
-	rc |= bind_text(q, 7, cfg->model.name);
-	rc |= bind_static(q, 8, zb_policy_name(p->kind));
+	rc |= store_bind_text(q, 7, cfg->model.name);
+	rc |= store_bind_static(q, 8, zb_policy_name(p->kind));
 	rc |= sqlite3_bind_double(q, 9, p->ratio);
 	rc |= sqlite3_bind_int(q, 10, p->offload_param);
 	rc |= sqlite3_bind_int(q, 11, p->prefetch_layers);
-	rc |= bind_static(q, 12, zb_ckpt_name(p->ckpt));
+	rc |= store_bind_static(q, 12, zb_ckpt_name(p->ckpt));
 	rc |= sqlite3_bind_int(q, 13, p->gas);
 	rc |= sqlite3_bind_int(q, 14, p->micro_batch);
 	rc |= sqlite3_bind_int(q, 15, p->seq);
-	rc |= bind_static(q, 16, zb_dtype_name(p->dtype));
+	rc |= store_bind_static(q, 16, zb_dtype_name(p->dtype));
 	rc |= sqlite3_bind_int(q, 17, p->pageable);
 	rc |= sqlite3_bind_int64(q, 18, p->bucket_params);
 	rc |= sqlite3_bind_int(q, 19, p->cpu_threads);
@@ -978,16 +735,16 @@ zb_status zb_store_add_config(zb_store *s, int64_t run_id, const zb_config *cfg,
 		rc |= sqlite3_bind_int64(q, 21, zb_model_params(&cfg->model));
 	else
 		rc |= sqlite3_bind_null(q, 21);
-	rc |= bind_text(q, 22, config_json);
+	rc |= store_bind_text(q, 22, config_json);
 	if (rc == SQLITE_OK)
-		rc = step_done(q);
+		rc = store_step_done(q);
 	else
 		rc = sqlite3_errcode(s->db);
 	if (rc != SQLITE_OK)
-		st = sql_fail(s, rc, "insert a configuration", err);
+		st = store_sql_fail(s, rc, "insert a configuration", err);
 	else if (config_id)
 		*config_id = sqlite3_last_insert_rowid(s->db);
-	return wend(s, own, st, "insert a configuration", err);
+	return store_wend(s, own, st, "insert a configuration", err);
 }
 
 zb_status zb_store_add_prediction(zb_store *s, int64_t config_id, const zb_graph *g,
@@ -998,24 +755,24 @@ zb_status zb_store_add_prediction(zb_store *s, int64_t config_id, const zb_graph
 			       " nor a memory estimate", (long long)config_id);
 	sqlite3_stmt *q = NULL;
 	int own;
-	zb_status st = stmt(s, ST_PRED, &q, err);
+	zb_status st = store_stmt(s, ST_PRED, &q, err);
 	if (st != ZB_OK)
 		return st;
-	st = wbegin(s, &own, "insert a prediction", err);
+	st = store_wbegin(s, &own, "insert a prediction", err);
 	if (st != ZB_OK)
 		return st;
 	int fits = mem ? mem->fits : 1;
 	int rc = sqlite3_bind_int64(q, 1, config_id);
 	rc |= sqlite3_bind_int(q, 2, fits);
-	rc |= bind_text(q, 3, mem && !mem->fits && mem->reason[0] ? mem->reason : NULL);
+	rc |= store_bind_text(q, 3, mem && !mem->fits && mem->reason[0] ? mem->reason : NULL);
 	if (res) {
 		rc |= sqlite3_bind_double(q, 4, res->total_s);
 		rc |= sqlite3_bind_double(q, 5, res->step_time_s);
 		rc |= sqlite3_bind_double(q, 6, res->tokens_per_s);
 		rc |= sqlite3_bind_double(q, 7, res->tflops_per_gpu);
-		rc |= bind_static(q, 8, zb_resource_name(res->bottleneck));
+		rc |= store_bind_static(q, 8, zb_resource_name(res->bottleneck));
 		rc |= sqlite3_bind_double(q, 9, res->lower_bound_s);
-		rc |= bind_static(q, 10, zb_resource_name(res->bound_resource));
+		rc |= store_bind_static(q, 10, zb_resource_name(res->bound_resource));
 		for (int r = 0; r < ZB_RES_COUNT; r++) {
 			rc |= sqlite3_bind_double(q, 11 + r, res->busy_s[r]);
 			rc |= sqlite3_bind_double(q, 16 + r, res->work_s[r]);
@@ -1041,276 +798,12 @@ zb_status zb_store_add_prediction(zb_store *s, int64_t config_id, const zb_graph
 		rc |= sqlite3_bind_null(q, 24);
 	}
 	if (rc == SQLITE_OK)
-		rc = step_done(q);
+		rc = store_step_done(q);
 	else
 		rc = sqlite3_errcode(s->db);
 	if (rc != SQLITE_OK)
-		st = sql_fail(s, rc, "insert a prediction", err);
-	return wend(s, own, st, "insert a prediction", err);
-}
-
-/* ---- bulk rows: tasks, dependencies, events -------------------------------------
- *
- * A one-row INSERT costs a statement execution (with foreign keys on, a statement
- * savepoint) per row, which caps it near 0.3 M rows/s; one execution of a
- * multi-row INSERT carries `rows` rows and reaches several times that. So each
- * bulk table has two statements of one shape: `rows` rows, and one row for the
- * remainder. Leading parameters (config id, source) are shared by every row and
- * bound once per call. */
-
-static const struct bulk_def {
-	const char *head; /* "INSERT INTO table(columns) VALUES " */
-	int shared;       /* leading parameters shared by all rows: ?1 (, ?2) */
-	int cols;         /* parameters of each row after the shared ones */
-	int rows;         /* rows per execution of the multi-row statement */
-} bulk_defs[BULK_COUNT] = {
-	[BULK_TASKS] = { "INSERT INTO tasks(config_id, task_id, kind, resource, op, pass, step,"
-			 " micro, unit, bucket, flops, bytes, params, param_offset, m, n, k, batch)"
-			 " VALUES ", 1, 17, 64 },
-	[BULK_DEPS] = { "INSERT INTO task_deps(config_id, task_id, dep_id) VALUES ", 1, 2, 64 },
-	[BULK_EVENTS] = { "INSERT INTO events(config_id, source, task_id, start_ns, end_ns)"
-			  " VALUES ", 2, 3, 64 },
-};
-
-/* The bulk statement of table `which`, many rows (multi = 1) or one. */
-static zb_status bulk_stmt(zb_store *s, int which, int multi, sqlite3_stmt **out, zb_error *err)
-{
-	sqlite3_stmt **slot = &s->bulk[which][multi];
-	if (!*slot) {
-		const struct bulk_def *b = &bulk_defs[which];
-		int rows = multi ? b->rows : 1;
-		/* "(?1, ?2, ?, ?, ?)": anonymous ? number on from the largest so far. */
-		size_t rowlen = 8 + 3 * (size_t)b->cols + 3;
-		size_t n = strlen(b->head) + (size_t)rows * (rowlen + 1) + 1;
-		char *sql = zb_xmalloc(n), *p = sql;
-		p += sprintf(p, "%s", b->head);
-		for (int r = 0; r < rows; r++) {
-			p += sprintf(p, "%s(?1%s", r ? "," : "", b->shared > 1 ? ",?2" : "");
-			for (int c = 0; c < b->cols; c++)
-				p += sprintf(p, ",?");
-			p += sprintf(p, ")");
-		}
-		int rc = sqlite3_prepare_v3(s->db, sql, -1, SQLITE_PREPARE_PERSISTENT, slot, NULL);
-		free(sql);
-		if (rc != SQLITE_OK) {
-			*slot = NULL;
-			return sql_fail(s, rc, "prepare a statement", err);
-		}
-	}
-	*out = *slot;
-	return ZB_OK;
-}
-
-/* Binds the next row's parameters from index p on; returns an SQLite code. */
-typedef int (*bulk_row_fn)(sqlite3_stmt *st, int p, void *ctx);
-
-/* Insert nrows rows, produced in order by row(), into table `which`. */
-static zb_status bulk_insert(zb_store *s, int which, int64_t config_id, const char *source,
-			     size_t nrows, bulk_row_fn row, void *ctx, const char *doing,
-			     zb_error *err)
-{
-	const struct bulk_def *b = &bulk_defs[which];
-	sqlite3_stmt *one = NULL, *many = NULL;
-	zb_status st = bulk_stmt(s, which, 0, &one, err);
-	if (st == ZB_OK)
-		st = bulk_stmt(s, which, 1, &many, err);
-	if (st != ZB_OK)
-		return st;
-	/* Bindings outlive sqlite3_reset: bind the shared ones once. */
-	int rc = SQLITE_OK;
-	for (int k = 0; k < 2; k++) {
-		sqlite3_stmt *q = k ? many : one;
-		rc |= sqlite3_bind_int64(q, 1, config_id);
-		if (b->shared > 1)
-			rc |= bind_static(q, 2, source);
-	}
-	if (rc != SQLITE_OK)
-		return sql_fail(s, sqlite3_errcode(s->db), doing, err);
-	while (nrows > 0) {
-		int rows = nrows >= (size_t)b->rows ? b->rows : 1;
-		sqlite3_stmt *q = rows > 1 ? many : one;
-		rc = SQLITE_OK;
-		for (int r = 0; r < rows; r++)
-			rc |= row(q, b->shared + 1 + r * b->cols, ctx);
-		rc = rc == SQLITE_OK ? step_done(q) : sqlite3_errcode(s->db);
-		if (rc != SQLITE_OK)
-			return sql_fail(s, rc, doing, err);
-		nrows -= (size_t)rows;
-	}
-	return ZB_OK;
-}
-
-struct task_iter {
-	const zb_graph *g;
-	size_t i;      /* next task */
-	uint32_t d;    /* next dependency of task i */
-};
-
-static int bind_task_row(sqlite3_stmt *q, int p, void *ctx)
-{
-	struct task_iter *it = ctx;
-	const zb_task *t = &it->g->tasks[it->i++];
-	/* Names checked by check_tasks before any row is written. */
-	int rc = sqlite3_bind_int64(q, p, t->id);
-	rc |= bind_static(q, p + 1, zb_task_kind_name((zb_task_kind)t->kind));
-	rc |= bind_static(q, p + 2, zb_resource_name((zb_resource)t->resource));
-	rc |= bind_static(q, p + 3, zb_op_name((zb_op)t->op));
-	rc |= bind_static(q, p + 4, zb_pass_name((zb_pass)t->pass));
-	rc |= sqlite3_bind_int(q, p + 5, t->step);
-	rc |= sqlite3_bind_int(q, p + 6, t->micro);
-	rc |= sqlite3_bind_int(q, p + 7, t->unit);
-	rc |= sqlite3_bind_int(q, p + 8, t->bucket);
-	rc |= sqlite3_bind_double(q, p + 9, t->flops);
-	rc |= sqlite3_bind_double(q, p + 10, t->bytes);
-	rc |= sqlite3_bind_int64(q, p + 11, t->params);
-	rc |= sqlite3_bind_int64(q, p + 12, t->param_offset);
-	rc |= sqlite3_bind_int(q, p + 13, t->m);
-	rc |= sqlite3_bind_int(q, p + 14, t->n);
-	rc |= sqlite3_bind_int(q, p + 15, t->k);
-	rc |= sqlite3_bind_int(q, p + 16, t->batch);
-	return rc;
-}
-
-static int bind_dep_row(sqlite3_stmt *q, int p, void *ctx)
-{
-	struct task_iter *it = ctx;
-	const zb_task *t = &it->g->tasks[it->i];
-	while (it->d >= t->dep_count) { /* next task that has dependencies left */
-		t = &it->g->tasks[++it->i];
-		it->d = 0;
-	}
-	int rc = sqlite3_bind_int64(q, p, t->id);
-	rc |= sqlite3_bind_int64(q, p + 1, zb_task_deps(it->g, t)[it->d++]);
-	return rc;
-}
-
-/* Everything add_tasks will bind is in range, so rows either all go in or none. */
-static zb_status check_tasks(const zb_graph *g, size_t *ndeps, zb_error *err)
-{
-	*ndeps = 0;
-	for (size_t i = 0; i < g->ntasks; i++) {
-		const zb_task *t = &g->tasks[i];
-		if (t->kind >= ZB_TASK_KIND_COUNT || t->resource >= ZB_RES_COUNT ||
-		    t->op >= ZB_OP_COUNT || t->pass >= ZB_PASS_COUNT)
-			return zb_fail(err, ZB_E_INTERNAL,
-				       "task %u has an unknown kind, resource, op or pass"
-				       " (%d, %d, %d, %d)",
-				       t->id, t->kind, t->resource, t->op, t->pass);
-		if ((size_t)t->dep_begin + t->dep_count > g->ndeps)
-			return zb_fail(err, ZB_E_INTERNAL,
-				       "task %u has dependencies %u..%zu past the graph's %zu", t->id,
-				       t->dep_begin, (size_t)t->dep_begin + t->dep_count, g->ndeps);
-		*ndeps += t->dep_count;
-	}
-	return ZB_OK;
-}
-
-zb_status zb_store_add_tasks(zb_store *s, int64_t config_id, const zb_graph *g, zb_error *err)
-{
-	size_t ndeps;
-	zb_status st = check_tasks(g, &ndeps, err);
-	if (st != ZB_OK)
-		return st;
-	int own;
-	st = wbegin(s, &own, "insert tasks", err);
-	if (st != ZB_OK)
-		return st;
-	char doing[96];
-	snprintf(doing, sizeof doing, "insert the tasks of config %lld", (long long)config_id);
-	struct task_iter it = { g, 0, 0 };
-	st = bulk_insert(s, BULK_TASKS, config_id, NULL, g->ntasks, bind_task_row, &it, doing, err);
-	if (st == ZB_OK) {
-		/* After the tasks: each dependency row references its task. */
-		snprintf(doing, sizeof doing, "insert the task dependencies of config %lld",
-			 (long long)config_id);
-		it = (struct task_iter){ g, 0, 0 };
-		st = bulk_insert(s, BULK_DEPS, config_id, NULL, ndeps, bind_dep_row, &it, doing,
-				 err);
-	}
-	return wend(s, own, st, "insert tasks", err);
-}
-
-/* Seconds to integer nanoseconds. */
-static int64_t to_ns(double s) { return (int64_t)llround(s * 1e9); }
-
-struct event_iter {
-	const zb_graph *g;
-	const double *start, *end;
-	size_t i;
-};
-
-/* A task the executor did not record has a non-finite time: no row. */
-static int event_recorded(const struct event_iter *it, uint32_t id)
-{
-	return isfinite(it->start[id]) && isfinite(it->end[id]);
-}
-
-static int bind_event_row(sqlite3_stmt *q, int p, void *ctx)
-{
-	struct event_iter *it = ctx;
-	uint32_t id = it->g->tasks[it->i++].id;
-	while (!event_recorded(it, id))
-		id = it->g->tasks[it->i++].id;
-	int rc = sqlite3_bind_int64(q, p, id);
-	rc |= sqlite3_bind_int64(q, p + 1, to_ns(it->start[id]));
-	rc |= sqlite3_bind_int64(q, p + 2, to_ns(it->end[id]));
-	return rc;
-}
-
-zb_status zb_store_add_events(zb_store *s, int64_t config_id, const char *source,
-			      const zb_graph *g, const double *start, const double *end,
-			      zb_error *err)
-{
-	zb_status st = check_source(source, err);
-	if (st != ZB_OK)
-		return st;
-	struct event_iter it = { g, start, end, 0 };
-	size_t nrows = 0;
-	for (size_t i = 0; i < g->ntasks; i++) {
-		uint32_t id = g->tasks[i].id;
-		if (id >= g->ntasks)
-			return zb_fail(err, ZB_E_INTERNAL, "task id %u out of range (%zu tasks)", id,
-				       g->ntasks);
-		nrows += event_recorded(&it, id);
-	}
-	int own;
-	st = wbegin(s, &own, "insert events", err);
-	if (st != ZB_OK)
-		return st;
-	char doing[96];
-	snprintf(doing, sizeof doing, "insert the %s events of config %lld", source,
-		 (long long)config_id);
-	/* A static copy of the name: the statement keeps it bound after this call. */
-	const char *src = !strcmp(source, "predicted") ? "predicted" : "measured";
-	st = bulk_insert(s, BULK_EVENTS, config_id, src, nrows, bind_event_row, &it, doing, err);
-	return wend(s, own, st, "insert events", err);
-}
-
-zb_status zb_store_add_steps(zb_store *s, int64_t config_id, const char *source, int nsteps,
-			     const double *step_s, zb_error *err)
-{
-	zb_status st = check_source(source, err);
-	if (st != ZB_OK)
-		return st;
-	sqlite3_stmt *q = NULL;
-	int own;
-	st = stmt(s, ST_STEP, &q, err);
-	if (st != ZB_OK)
-		return st;
-	st = wbegin(s, &own, "insert step times", err);
-	if (st != ZB_OK)
-		return st;
-	for (int i = 0; i < nsteps && st == ZB_OK; i++) {
-		int rc = sqlite3_bind_int64(q, 1, config_id);
-		rc |= bind_static(q, 2, !strcmp(source, "predicted") ? "predicted" : "measured");
-		rc |= sqlite3_bind_int(q, 3, i);
-		rc |= isfinite(step_s[i]) ? sqlite3_bind_double(q, 4, step_s[i])
-					  : sqlite3_bind_null(q, 4);
-		rc = rc == SQLITE_OK ? step_done(q) : sqlite3_errcode(s->db);
-		if (rc != SQLITE_OK)
-			st = sql_fail(s, rc, "insert step times", err);
-	}
-	return wend(s, own, st, "insert step times", err);
+		st = store_sql_fail(s, rc, "insert a prediction", err);
+	return store_wend(s, own, st, "insert a prediction", err);
 }
 
 /* ---- readers ------------------------------------------------------------------ */
@@ -1342,13 +835,13 @@ zb_status zb_store_count(zb_store *s, const char *table, int64_t *n, zb_error *e
 		}
 	}
 	if (rc != SQLITE_OK) {
-		zb_status st = sql_fail(s, rc, "look up a table", err);
+		zb_status st = store_sql_fail(s, rc, "look up a table", err);
 		(void)sqlite3_finalize(q);
 		return st;
 	}
 	rc = sqlite3_finalize(q);
 	if (rc != SQLITE_OK)
-		return sql_fail(s, rc, "look up a table", err);
+		return store_sql_fail(s, rc, "look up a table", err);
 	if (!found)
 		return zb_fail(err, ZB_E_INPUT, "unknown table '%s' (known: %s)", table,
 			       known_tables);
@@ -1358,7 +851,7 @@ zb_status zb_store_count(zb_store *s, const char *table, int64_t *n, zb_error *e
 	if (rc != SQLITE_OK) {
 		char doing[96];
 		snprintf(doing, sizeof doing, "count the rows of %s", table);
-		return sql_fail(s, rc, doing, err);
+		return store_sql_fail(s, rc, doing, err);
 	}
 	return ZB_OK;
 }
@@ -1366,11 +859,11 @@ zb_status zb_store_count(zb_store *s, const char *table, int64_t *n, zb_error *e
 zb_status zb_store_latest_config(zb_store *s, const char *source, int64_t *config_id,
 				 zb_error *err)
 {
-	zb_status st = source ? check_source(source, err) : ZB_OK;
+	zb_status st = source ? store_check_source(source, err) : ZB_OK;
 	if (st != ZB_OK)
 		return st;
 	sqlite3_stmt *q = NULL;
-	st = stmt(s, source ? ST_LATEST_SOURCE : ST_LATEST, &q, err);
+	st = store_stmt(s, source ? ST_LATEST_SOURCE : ST_LATEST, &q, err);
 	if (st != ZB_OK)
 		return st;
 	int rc = source ? sqlite3_bind_text(q, 1, source, -1, SQLITE_TRANSIENT) : SQLITE_OK;
@@ -1389,7 +882,7 @@ zb_status zb_store_latest_config(zb_store *s, const char *source, int64_t *confi
 	if (rc == SQLITE_OK)
 		rc = rc2;
 	if (rc != SQLITE_OK)
-		return sql_fail(s, rc, "find the latest configuration", err);
+		return store_sql_fail(s, rc, "find the latest configuration", err);
 	if (!found)
 		return zb_fail(err, ZB_E_INPUT, "no configuration%s%s%s in database '%s'",
 			       source ? " with " : "", source ? source : "",

@@ -99,7 +99,7 @@ zb_status zb_store_add_steps(zb_store *s, int64_t config_id, const char *source,
 
 /* A measured run's trace (profiler/trace.h, with its records already mapped to
  * tasks by zb_trace_resolve) and its CPU spans (profiler/spans.h, may be NULL), in
- * the Nsight Systems export tables of schema version 3 (see store.c): every row
+ * the Nsight Systems export tables of schema version 3 (see schema.c): every row
  * with zbConfigId = config_id, and zbTaskId where it maps to a task of g (g may be
  * NULL: spans are then labelled by task id only). Times are written in ns relative
  * to origin_ns, the run's time zero on the CLOCK_MONOTONIC clock

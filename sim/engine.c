@@ -646,6 +646,7 @@ static void summarize(sim *s)
 	const zb_graph *g = s->ix->g;
 	zb_sim_result *r = s->r;
 	int N = g->steps;
+	/* the figures of sim/summary.h (zb_step_summarize), from the index: same values to the bit */
 	r->step_time_s = steady_step(s->ix, r->end);
 	r->tokens_per_s = r->step_time_s > 0 ? g->tokens_per_step / r->step_time_s : 0;
 	r->tflops_per_gpu = r->step_time_s > 0 ? g->model_flops_per_step / r->step_time_s / 1e12 : 0;
