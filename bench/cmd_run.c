@@ -12,10 +12,12 @@
 #include "bench/commands.h"
 #include "bench/options.h"
 #include "bench/report.h"
+#include "bench/run_json.h"
 #include "bench/session.h"
 #include "exec/executor.h"
 #include "profiler/spans.h"
 #include "profiler/trace.h"
+#include "sim/attention.h"
 #include "sim/predict.h"
 
 static volatile sig_atomic_t stop_requested;
@@ -147,6 +149,8 @@ int cmd_run(int argc, char **argv)
 		return zb_report_error(&err);
 	if (!o.axis[ZB_AX_STEPS])
 		c.steps = 4;
+	if (!o.axis[ZB_AX_ATTENTION] && zb_attention_flash_ok(&c.model))
+		c.policy.attention = ZB_ATTN_FLASH; /* what frameworks run; --attention eager for the GEMM path */
 	int measured_steps = c.steps;
 	c.steps = warmup + measured_steps;
 	if (!zb_exec_available(&err))
@@ -229,13 +233,8 @@ int cmd_run(int argc, char **argv)
 		rc = 1;
 	}
 	if (o.json) {
-		json_t *j = zb_prediction_json(&c, &p.graph, &p.res, &p.mem);
+		json_t *j = zb_run_json(&c, &p, predicted_step, &r, measured_json(&r));
 		zb_sources_json(j, &c, &src);
-		json_object_set_new(j, "step_time_s", json_real(r.step_time_s));
-		json_object_set_new(j, "tokens_per_s", json_real(r.tokens_per_s));
-		json_object_set_new(j, "tflops_per_gpu", json_real(r.tflops_per_gpu));
-		json_object_set_new(j, "predicted_step_time_s", json_real(predicted_step));
-		json_object_set_new(j, "measured", measured_json(&r));
 		json_object_set_new(j, "config_id", json_integer(config_id));
 		if (check) {
 			json_object_set_new(j, "master_rel_err", json_real(r.master_rel_err));
@@ -251,6 +250,11 @@ int cmd_run(int argc, char **argv)
 		printf("# device %s, %d CPU threads (%s Adam), %d warm-up + %d measured steps%s\n", r.device,
 		       r.cpu_threads, r.adam_isa ? r.adam_isa : "?", warmup, measured_steps,
 		       r.interrupted ? " (interrupted)" : "");
+		printf("# attention %s", zb_attention_name(c.policy.attention));
+		if (c.policy.link_rate_Bps > 0)
+			printf(", link paced to %.2f GB/s (native measured: d2h %.2f, h2d %.2f GB/s)", c.policy.link_rate_Bps / 1e9,
+			       r.link_native_Bps[0] / 1e9, r.link_native_Bps[1] / 1e9);
+		printf("\n");
 		printf("%-10s %12s %12s %8s\n", "resource", "predicted", "measured", "error");
 		printf("%-10s %12s %12s %8s\n", "", "ms/step", "ms/step", "%");
 		for (int res = 0; res < ZB_RES_COUNT; res++)

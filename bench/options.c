@@ -8,7 +8,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "sim/attention.h"
 #include "sim/hwfile.h"
+#include "sim/model.h"
 #include "sim/presets.h"
 
 typedef enum { AX_NAME, AX_INT, AX_REAL, AX_COUNT_KIND } axis_kind;
@@ -44,6 +46,8 @@ static const struct {
 	[ZB_AX_BUCKET] = { "bucket", AX_INT, "gradient bucket size in parameters, e.g. 25M (default)" },
 	[ZB_AX_THREADS] = { "threads", AX_INT, "CPU optimizer threads (default: all cores)" },
 	[ZB_AX_STEPS] = { "steps", AX_INT, "optimizer steps to schedule (default 6; the first 2 fill the pipeline)" },
+	[ZB_AX_ATTENTION] = { "attention", AX_NAME, "flash | eager (run: flash where the head shape allows; else eager)" },
+	[ZB_AX_LINK_RATE] = { "link-rate", AX_REAL, "emulated host link, GB/s each way: run paces its pinned copies" },
 };
 
 const char *zb_axis_flag(zb_axis a)
@@ -389,6 +393,32 @@ static void ds_copy(zb_policy *p, const zb_policy *from, zb_ds_field f)
 	}
 }
 
+/* --attention (flash needs a head shape the fused kernels take) and --link-rate
+ * (after --pageable is known: pacing is for pinned copies). */
+static zb_status attention_and_link(const char *const v[ZB_AX_COUNT], const zb_options *o, zb_config *c,
+				    zb_error *err)
+{
+	zb_status st;
+	if (v[ZB_AX_ATTENTION]) {
+		if ((st = zb_attention_parse(v[ZB_AX_ATTENTION], &c->policy.attention, err)))
+			return st;
+		if (c->policy.attention == ZB_ATTN_FLASH && !zb_attention_flash_ok(&c->model))
+			return zb_fail(err, ZB_E_INPUT,
+				       "--attention flash: head dim %d (%d heads, %d kv heads) not supported by the fused "
+				       "kernels (head dim 32, 64, 80, 96 or 128)",
+				       zb_model_head_dim(&c->model), c->model.heads, c->model.kv_heads);
+	}
+	if (v[ZB_AX_LINK_RATE]) {
+		double gbps;
+		if (parse_real(v[ZB_AX_LINK_RATE], ZB_AX_LINK_RATE, &gbps, err))
+			return ZB_E_INPUT;
+		if (o && o->pageable)
+			c->policy.pageable = 1;
+		return zb_link_rate_apply(c, gbps * 1e9, err);
+	}
+	return ZB_OK;
+}
+
 zb_status zb_options_config(const char *const v[ZB_AX_COUNT], const zb_options *o, zb_config *c,
 			    zb_error *err)
 {
@@ -569,6 +599,8 @@ zb_status zb_options_config_src(const char *const v[ZB_AX_COUNT], const zb_optio
 	}
 	c->steps = 6;
 	INT_AXIS(ZB_AX_STEPS, c->steps);
+	if ((st = attention_and_link(v, o, c, err)))
+		return st;
 	for (size_t i = 0; i < sizeof flag_settings / sizeof flag_settings[0]; i++)
 		if (v[flag_settings[i].axis] && flag_settings[i].axis >= ZB_AX_POLICY)
 			mark_flag(s, flag_settings[i].setting, flag_settings[i].axis, v[flag_settings[i].axis]);

@@ -31,12 +31,15 @@
 
 #include "exec/cpu_adam.h"
 #include "exec/cuda_check.h"
+#include "exec/flash_attn.h"
+#include "exec/pacing.h"
 #include "exec/gemm.h"
 #include "exec/gpu_adam.h"
 #include "exec/kernels.h"
 #include "exec/threadpool.h"
 #include "profiler/spans.h"
 #include "profiler/trace.h"
+#include "sim/attention.h"
 #include "sim/engine.h"
 #include "sim/model.h"
 
@@ -53,6 +56,7 @@ typedef struct dispatcher {
 	int resource;
 	cudaStream_t stream;
 	zb_gemm *gemm;       /* GPU compute only */
+	zb_pacer *pacer;     /* copy streams under --link-rate, else NULL */
 	pthread_t thread;
 	zb_error err;
 	zb_status status;
@@ -71,6 +75,10 @@ struct exec {
 	int32_t *tokens;
 	uint16_t *X, *N, *Y, *QKV, *S, *O, *H, *H2, *logits, *dX, *dY, *dH, *dS, *Xsave;
 	float *mean, *rstd, *losses, *loss_mean, *dgain, *dbias;
+	int flash;                      /* fused attention: lse and workspace, no S/dS matrices */
+	float *lse;
+	void *fa_ws;
+	int64_t nS;                     /* elements of S and dS (1 with flash) */
 	/* host */
 	uint16_t *hgrad, *hparam16, *hact;
 	float *hmaster, *hm, *hv;
@@ -181,12 +189,31 @@ static void linear_of(const exec *x, const zb_task *t, int64_t *w, int64_t *out,
 	}
 }
 
+/* Fused attention on the packed QKV scratch [T, h + 2 kv]: forward writes O and
+ * lse; backward reads dO from dX (the projection's input gradient) and writes dQ, dK,
+ * dV packed into dY, which the QKV backward GEMMs read. */
+static zb_status run_flash(dispatcher *dp, const zb_task *t)
+{
+	exec *x = dp->x;
+	const zb_model *m = &x->c->model;
+	zb_flash_shape sh = { (int)x->c->policy.micro_batch, (int)x->s, m->heads, m->kv_heads, (int)x->d, 1,
+			      1.0f / sqrtf((float)x->d) };
+	int64_t ld = x->h + 2 * x->kv;
+	const uint16_t *q = x->QKV, *k = x->QKV + x->h, *v = x->QKV + x->h + x->kv;
+	if (t->pass == ZB_PASS_FWD || t->pass == ZB_PASS_RECOMPUTE)
+		return zb_flash_fwd(&sh, q, ld, k, ld, v, ld, x->O, x->h, x->lse, dp->stream, &dp->err);
+	return zb_flash_bwd(&sh, q, ld, k, ld, v, ld, x->O, x->h, x->dX, x->h, x->lse, x->dY, ld, x->dY + x->h, ld,
+			    x->dY + x->h + x->kv, ld, x->fa_ws, dp->stream, &dp->err);
+}
+
 static zb_status run_gemm(dispatcher *dp, const zb_task *t)
 {
 	exec *x = dp->x;
 	zb_gemm_op op;
 	zb_dtype dt = x->c->policy.dtype;
 	int tied = t->op == ZB_OP_LMHEAD && x->c->model.tied_embeddings;
+	if (t->op == ZB_OP_ATTN)
+		return run_flash(dp, t);
 	if (t->op == ZB_OP_SCORES || t->op == ZB_OP_CONTEXT) {
 		/* attention: batched over micro-batch x heads, operands in scratch */
 		zb_gemm_op_init(&op, dt, 0, 0, t->m, t->n, t->k);
@@ -342,11 +369,19 @@ static zb_status synth_grads(dispatcher *dp, const zb_task *t)
 				    dp->stream, &dp->err);
 }
 
+/* A copy on the dispatcher's stream, paced under --link-rate (exec/pacing.h). */
+static zb_status copy_async(dispatcher *dp, void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
+{
+	if (dp->pacer)
+		return zb_pacer_copy(dp->pacer, dst, src, bytes, dp->stream, &dp->err);
+	ZB_CUDA_TRY(&dp->err, cudaMemcpyAsync(dst, src, bytes, kind, dp->stream));
+	return ZB_OK;
+}
+
 static zb_status run_copy(dispatcher *dp, const zb_task *t)
 {
 	exec *x = dp->x;
 	zb_error *e = &dp->err;
-	cudaStream_t s = dp->stream;
 	size_t bytes = (size_t)t->bytes;
 	switch (t->op) {
 	case ZB_OP_GRAD_DOWN:
@@ -355,22 +390,16 @@ static zb_status run_copy(dispatcher *dp, const zb_task *t)
 			if (st)
 				return st;
 		}
-		ZB_CUDA_TRY(e, cudaMemcpyAsync(x->hgrad + (t->param_offset - x->split), x->grads16 + t->param_offset,
-					       bytes, cudaMemcpyDeviceToHost, s));
-		return ZB_OK;
+		return copy_async(dp, x->hgrad + (t->param_offset - x->split), x->grads16 + t->param_offset, bytes,
+				  cudaMemcpyDeviceToHost);
 	case ZB_OP_PARAM_UP:
 	case ZB_OP_PARAM_FETCH:
-		ZB_CUDA_TRY(e, cudaMemcpyAsync(x->params16 + t->param_offset, x->hparam16 + (t->param_offset - x->split),
-					       bytes, cudaMemcpyHostToDevice, s));
-		return ZB_OK;
+		return copy_async(dp, x->params16 + t->param_offset, x->hparam16 + (t->param_offset - x->split), bytes,
+				  cudaMemcpyHostToDevice);
 	case ZB_OP_ACT_DOWN:
-		ZB_CUDA_TRY(e, cudaMemcpyAsync(x->hact + (size_t)(t->unit - 1) * x->T * x->h, x->X, bytes,
-					       cudaMemcpyDeviceToHost, s));
-		return ZB_OK;
+		return copy_async(dp, x->hact + (size_t)(t->unit - 1) * x->T * x->h, x->X, bytes, cudaMemcpyDeviceToHost);
 	case ZB_OP_ACT_UP:
-		ZB_CUDA_TRY(e, cudaMemcpyAsync(x->Xsave, x->hact + (size_t)(t->unit - 1) * x->T * x->h, bytes,
-					       cudaMemcpyHostToDevice, s));
-		return ZB_OK;
+		return copy_async(dp, x->Xsave, x->hact + (size_t)(t->unit - 1) * x->T * x->h, bytes, cudaMemcpyHostToDevice);
 	default:
 		return zb_fail(e, ZB_E_INTERNAL, "task %u: no copy for op %s", t->id, zb_op_name(t->op));
 	}
@@ -558,10 +587,11 @@ static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 static void plan_bytes(const exec *x, double *dev, double *host)
 {
 	double P = (double)x->P, G = (double)x->split, C = P - G, T = (double)x->T, h = (double)x->h;
-	double qkv = T * (h + 2 * x->kv), S = (double)x->bh * x->s * x->s, HH = T * x->F;
+	double qkv = T * (h + 2 * x->kv), S = (double)x->nS, HH = T * x->F;
 	*dev = 2 * P + 2 * P + 12 * G + (x->c->policy.gas > 1 ? 4 * P : 0) + 4 * T /* tokens */ +
 	       2 * (5 * T * h /* X N Y O Xsave */ + 2 * qkv + 2 * S + 3 * HH + T * x->V + 2 * T * h) +
-	       4 * (4 * T + 2 * h) + ZB_GEMM_WORKSPACE_BYTES;
+	       4 * (4 * T + 2 * h) + ZB_GEMM_WORKSPACE_BYTES +
+	       (x->flash ? 4.0 * x->bh * x->s /* lse */ + 4.0 * (x->d + 1) * x->bh * x->s /* workspace */ : 0);
 	*host = 16 * C + (x->c->policy.ckpt == ZB_CKPT_CPU ? 2 * T * h * x->c->model.layers : 0);
 }
 
@@ -606,7 +636,13 @@ static void host_free(exec *x, void *p)
 static zb_status allocate(exec *x, zb_error *err)
 {
 	size_t Th = (size_t)(x->T * x->h), qkv = (size_t)(x->T * (x->h + 2 * x->kv));
-	size_t S = (size_t)(x->bh * x->s * x->s), HH = (size_t)(x->T * x->F);
+	size_t S = (size_t)x->nS, HH = (size_t)(x->T * x->F);
+	if (x->flash) {
+		zb_flash_shape sh = { (int)x->c->policy.micro_batch, (int)x->s, x->c->model.heads, x->c->model.kv_heads,
+				      (int)x->d, 1, 1.0f };
+		DEV(lse, x->bh * x->s, float);
+		DEV(fa_ws, zb_flash_bwd_workspace(&sh), char);
+	}
 	DEV(params16, x->P, uint16_t);
 	DEV(grads16, x->P, uint16_t);
 	if (x->split > 0) {
@@ -655,7 +691,7 @@ static void release(exec *x)
 {
 	void *dev[] = { x->params16, x->grads16, x->gmaster, x->gm, x->gv, x->acc, x->tokens, x->X, x->N, x->Y,
 			x->O, x->Xsave, x->QKV, x->S, x->dS, x->H, x->H2, x->dH, x->logits, x->dX, x->dY, x->mean,
-			x->rstd, x->losses, x->loss_mean, x->dgain };
+			x->rstd, x->losses, x->loss_mean, x->dgain, x->lse, x->fa_ws };
 	for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
 		if (dev[i])
 			cudaFree(dev[i]);
@@ -682,7 +718,7 @@ static zb_status initialize(exec *x, cudaStream_t s, zb_error *err)
 	uint16_t *bufs[] = { x->N, x->Y, x->O, x->QKV, x->H, x->H2, x->dH, x->dX, x->dY, x->S, x->dS, x->logits };
 	size_t Y = (size_t)(x->T * (x->h + 2 * x->kv)), HH = (size_t)(x->T * x->F);
 	size_t sizes[] = { Th, max_sz(Th, Y), Th, Y + Th, HH, HH, HH, max_sz(Th, HH), max_sz(max_sz(Th, Y), HH),
-			   (size_t)(x->bh * x->s * x->s), (size_t)(x->bh * x->s * x->s), (size_t)(x->T * x->V) };
+			   (size_t)x->nS, (size_t)x->nS, (size_t)(x->T * x->V) };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		if ((st = zb_fill_uniform_bf16(bufs[i], sizes[i], x->o->seed + 10 + i, -0.5f, 0.5f, s, err)))
 			return st;
@@ -821,6 +857,11 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 	x->h = m->hidden, x->kv = zb_model_kv_dim(m), x->f = m->ffn, x->F = (m->gated_mlp ? 2 : 1) * m->ffn;
 	x->V = m->vocab, x->s = c->policy.seq, x->d = zb_model_head_dim(m);
 	x->bh = (int64_t)c->policy.micro_batch * m->heads;
+	x->flash = c->policy.attention == ZB_ATTN_FLASH;
+	x->nS = x->flash ? 1 : x->bh * x->s * x->s;
+	if (x->flash && !zb_attention_flash_ok(m))
+		return zb_fail(err, ZB_E_INPUT, "--attention flash: head dim %d not supported by the fused kernels",
+			       (int)x->d);
 	x->pinned = !c->policy.pageable;
 	x->stop_step = INT32_MAX;
 	x->gpu_step = -1;
@@ -903,6 +944,12 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 			ZB_CUDA_GOTO(st, err, cudaStreamCreateWithFlags(&dps[res].stream, cudaStreamNonBlocking), out);
 		if (o->trace && dps[res].stream)
 			zb_trace_name_stream(dps[res].stream, res, zb_resource_name(res));
+		if ((res == ZB_RES_H2D || res == ZB_RES_D2H) && c->policy.link_rate_Bps > 0 && x->pinned) {
+			if ((st = zb_pacer_create(&dps[res].pacer, c->policy.link_rate_Bps, res == ZB_RES_H2D,
+						  dps[res].stream, err)))
+				goto out;
+			r->link_native_Bps[res == ZB_RES_H2D] = zb_pacer_native_Bps(dps[res].pacer);
+		}
 	}
 	if ((st = zb_gemm_create(&dps[ZB_RES_GPU].gemm, err)) ||
 	    (st = initialize(x, dps[ZB_RES_GPU].stream, err)))
@@ -1013,6 +1060,7 @@ out:
 	for (int res = 0; res < ZB_RES_COUNT; res++) {
 		if (dps[res].gemm)
 			zb_gemm_destroy(dps[res].gemm, NULL);
+		zb_pacer_destroy(dps[res].pacer);
 		if (dps[res].stream)
 			cudaStreamDestroy(dps[res].stream);
 	}

@@ -96,6 +96,9 @@ typedef enum zb_policy_kind {
 
 typedef enum zb_ckpt { ZB_CKPT_NONE, ZB_CKPT_GPU, ZB_CKPT_CPU, ZB_CKPT_COUNT } zb_ckpt;
 typedef enum zb_dtype { ZB_BF16, ZB_FP16, ZB_DTYPE_COUNT } zb_dtype;
+/* Attention: batched GEMMs and a softmax kernel over stored score matrices (eager),
+ * or one fused kernel per pass (flash, exec/flash_attn.h); see sim/attention.h. */
+typedef enum zb_attention { ZB_ATTN_EAGER, ZB_ATTN_FLASH, ZB_ATTN_COUNT } zb_attention;
 
 typedef struct zb_policy {
 	zb_policy_kind kind;
@@ -111,6 +114,9 @@ typedef struct zb_policy {
 	int pageable;            /* copies from pageable instead of pinned host memory */
 	int64_t bucket_params;   /* gradient bucket size, parameters */
 	int cpu_threads;         /* optimizer threads (0: all cores of the CPU) */
+	zb_attention attention;  /* eager (default of the policy) or flash */
+	double link_rate_Bps;    /* --link-rate: pinned copies paced to this rate (0: native);
+	                            the link's rates are capped to it (sim/attention.h) */
 } zb_policy;
 
 /* Everything one prediction or run needs. */

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/attention.h"
 #include "sim/model.h"
 
 #define NONE UINT32_MAX
@@ -193,9 +194,13 @@ static void block_forward(builder *b, ctx x, int unit)
 	double scores = (double)bh * s * s * b->grad_bytes;
 	kernel(b, x, ZB_OP_NORM1, unit, 2 * act_bytes(b, h));
 	linear(b, x, ZB_OP_QKV, unit, h + 2 * kv, h);
-	gemm(b, x, ZB_OP_SCORES, unit, s, s, d, bh);        /* S = K^T Q per head */
-	kernel(b, x, ZB_OP_SOFTMAX, unit, 2 * scores);
-	gemm(b, x, ZB_OP_CONTEXT, unit, d, s, s, bh);       /* O = V P per head */
+	if (b->p->attention == ZB_ATTN_FLASH) {
+		emit(b, zb_flash_task(b->c, x.pass, x.step, x.micro, unit));
+	} else {
+		gemm(b, x, ZB_OP_SCORES, unit, s, s, d, bh);        /* S = K^T Q per head */
+		kernel(b, x, ZB_OP_SOFTMAX, unit, 2 * scores);
+		gemm(b, x, ZB_OP_CONTEXT, unit, d, s, s, bh);       /* O = V P per head */
+	}
 	linear(b, x, ZB_OP_PROJ, unit, h, h);
 	kernel(b, x, ZB_OP_RESID, unit, 3 * act_bytes(b, h));
 	kernel(b, x, ZB_OP_NORM2, unit, 2 * act_bytes(b, h));
@@ -219,11 +224,15 @@ static void block_backward(builder *b, ctx x, int unit)
 	kernel(b, x, ZB_OP_NORM2, unit, 3 * act_bytes(b, h));
 	kernel(b, x, ZB_OP_RESID, unit, 3 * act_bytes(b, h));
 	linear(b, x, ZB_OP_PROJ, unit, h, h);
-	gemm(b, x, ZB_OP_CONTEXT, unit, s, s, d, bh);       /* dP = V^T dO */
-	gemm(b, x, ZB_OP_CONTEXT, unit, d, s, s, bh);       /* dV = dO P^T */
-	kernel(b, x, ZB_OP_SOFTMAX, unit, 3 * scores);
-	gemm(b, x, ZB_OP_SCORES, unit, d, s, s, bh);        /* dQ = K dS */
-	gemm(b, x, ZB_OP_SCORES, unit, d, s, s, bh);        /* dK = Q dS^T */
+	if (b->p->attention == ZB_ATTN_FLASH) {
+		emit(b, zb_flash_task(b->c, x.pass, x.step, x.micro, unit));
+	} else {
+		gemm(b, x, ZB_OP_CONTEXT, unit, s, s, d, bh);       /* dP = V^T dO */
+		gemm(b, x, ZB_OP_CONTEXT, unit, d, s, s, bh);       /* dV = dO P^T */
+		kernel(b, x, ZB_OP_SOFTMAX, unit, 3 * scores);
+		gemm(b, x, ZB_OP_SCORES, unit, d, s, s, bh);        /* dQ = K dS */
+		gemm(b, x, ZB_OP_SCORES, unit, d, s, s, bh);        /* dK = Q dS^T */
+	}
 	linear(b, x, ZB_OP_QKV, unit, h + 2 * kv, h);
 	kernel(b, x, ZB_OP_NORM1, unit, 3 * act_bytes(b, h));
 }
@@ -705,7 +714,7 @@ const char *zb_op_name(zb_op op)
 				   "context", "proj",       "resid",     "norm2",   "fc1",
 				   "act",     "fc2",        "normf",     "lmhead",  "loss",
 				   "grad_acc", "grad_down", "param_up",  "param_fetch", "act_down",
-				   "act_up",  "adam" };
+				   "act_up",  "adam",       "attn" };
 	_Static_assert(sizeof n / sizeof n[0] == ZB_OP_COUNT, "op names");
 	return op < ZB_OP_COUNT ? n[op] : "?";
 }

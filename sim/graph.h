@@ -63,6 +63,7 @@ typedef enum zb_op {
 	ZB_OP_ACT_DOWN,     /* activation checkpoint saved to host */
 	ZB_OP_ACT_UP,       /* activation checkpoint brought back for backward */
 	ZB_OP_ADAM,         /* optimizer update of one bucket */
+	ZB_OP_ATTN,         /* fused attention (flash), one task per pass */
 	ZB_OP_COUNT
 } zb_op;
 
