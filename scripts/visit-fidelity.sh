@@ -5,6 +5,9 @@
 #   fidelity.log              everything, and a summary at the end
 #   test-flash.log            tests/gpu/test_flash_attn: fwd O, lse, dQ dK dV vs a double
 #                             reference (causal, GQA, d 32/64/80/96/128), flash TFLOP/s
+#   test-exec-fidelity.log    tests/gpu/test_exec_fidelity: executor runs with flash (GPT with
+#                             recompute, GQA Llama shape; precision check) and with copies
+#                             paced to 8 GB/s (every copy >= bytes/rate, achieved rate)
 #   bench-flash.json          zbench bench --filter flash (2.5B attention shape, d 128 GQA)
 #   run-*.json                zbench run --json: 2.5B no offload flash vs eager; gpt2-large
 #                             overlap at native, 25 and 12 GB/s (achieved rates in
@@ -25,6 +28,11 @@ step "flash attention test (correctness + kernel TFLOP/s)"
 ZB_REQUIRE_GPU=1 timeout 150 build/tests/gpu/test_flash_attn >"$OUT/test-flash.log" 2>&1
 echo "rc=$?" | tee -a "$LOG"
 grep -E "^# |OK|FAILED|ERROR|error" "$OUT/test-flash.log" | tee -a "$LOG"
+
+step "executor with flash attention and paced copies"
+ZB_REQUIRE_GPU=1 timeout 90 build/tests/gpu/test_exec_fidelity >"$OUT/test-exec-fidelity.log" 2>&1
+echo "rc=$?" | tee -a "$LOG"
+grep -E "^# |OK|FAILED|ERROR|error" "$OUT/test-exec-fidelity.log" | tee -a "$LOG"
 
 step "bench flash"
 timeout 90 $Z bench --filter flash --json >"$OUT/bench-flash.json" 2>>"$LOG"
@@ -76,5 +84,22 @@ for f in sorted(glob.glob(os.path.join(out, "run-*.json"))):
           f"{m.get('step_time_s', 0)*1e3:.2f}\t{100*j.get('error', {}).get('step_time', 0):+.1f}\t"
           f"{m.get('tflops_per_gpu', 0):.1f}\t{g('pcie_d2h','native_Bps')}\t{g('pcie_d2h','achieved_Bps')}\t"
           f"{g('pcie_h2d','native_Bps')}\t{g('pcie_h2d','achieved_Bps')}")
+try:
+    def walk(x):
+        if isinstance(x, dict):
+            if "fwd_bwd_tflops" in x:
+                yield x
+            for v in x.values():
+                yield from walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                yield from walk(v)
+    for r in walk(json.load(open(os.path.join(out, "bench-flash.json")))):
+        # h200 preset: bf16_flops 850e12; flash_efficiency for a hardware file
+        print(f"# flash d{r['head_dim']} h{r['heads']} kv{r['kv_heads']}: fwd {r['fwd_tflops']:.1f} bwd "
+              f"{r['bwd_tflops']:.1f} fwd+bwd {r['fwd_bwd_tflops']:.1f} TFLOP/s = flash_efficiency "
+              f"{r['fwd_bwd_tflops'] / 850:.3f} of 850")
+except Exception as e:
+    print(f"# bench-flash.json: {e}")
 PY
 step "done"

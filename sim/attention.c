@@ -68,8 +68,7 @@ zb_task zb_flash_task(const zb_config *c, int pass, int step, int micro, int uni
 
 double zb_flash_efficiency(const zb_gpu *gpu)
 {
-	(void)gpu;
-	return ZB_FLASH_EFFICIENCY;
+	return gpu->flash_efficiency > 0 && gpu->flash_efficiency <= 1 ? gpu->flash_efficiency : ZB_FLASH_EFFICIENCY;
 }
 
 zb_status zb_link_rate_apply(zb_config *c, double Bps, zb_error *err)

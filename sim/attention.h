@@ -19,8 +19,9 @@
 #include "sim/graph.h"
 
 /* Fraction of zb_gpu.bf16_flops the fused kernels reach, used when the GPU has no
- * fitted value. An estimate (wmma kernels, 64 x 64 tiles) until the H200 visit
- * measures it (bench case "flash", tests/gpu/test_flash_attn). */
+ * fitted value (zb_gpu.flash_efficiency, "flash_efficiency" in a hardware file:
+ * fused fwd+bwd TFLOP/s of `zbench bench --filter flash` / bf16_flops). An estimate
+ * (wmma kernels, 64 x 64 tiles) until the H200 visit measures it. */
 #define ZB_FLASH_EFFICIENCY 0.35
 
 const char *zb_attention_name(zb_attention a); /* "eager", "flash" */
