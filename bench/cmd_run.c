@@ -233,7 +233,7 @@ int cmd_run(int argc, char **argv)
 		rc = 1;
 	}
 	if (o.json) {
-		json_t *j = zb_run_json(&c, &p, predicted_step, &r, measured_json(&r));
+		json_t *j = zb_run_json(&c, &p, predicted_step, &r, measured_json(&r), warmup);
 		zb_sources_json(j, &c, &src);
 		json_object_set_new(j, "config_id", json_integer(config_id));
 		if (check) {

@@ -13,8 +13,36 @@ static const char *const predicted_keys[] = { "step_time_s", "tokens_per_s", "tf
 
 static double rel(double pred, double meas) { return meas > 0 ? (pred - meas) / meas : 0; }
 
+static int is_attention(int op) { return op == ZB_OP_ATTN || op == ZB_OP_SCORES || op == ZB_OP_CONTEXT || op == ZB_OP_SOFTMAX; }
+
+static json_t *attention_json(const zb_prediction *p, const zb_exec_result *r, int warm)
+{
+	const zb_graph *g = &p->graph;
+	double pred = 0, meas = 0, flops = 0;
+	int steps = r->steps_done - warm, tasks = 0;
+	for (size_t i = 0; i < g->ntasks && i < r->ntasks; i++) {
+		const zb_task *t = &g->tasks[i];
+		if (!is_attention(t->op) || t->step < warm || t->step >= r->steps_done || r->start[i] < 0)
+			continue;
+		pred += p->res.end[i] - p->res.start[i];
+		meas += r->end[i] - r->start[i];
+		flops += t->flops;
+		tasks++;
+	}
+	json_t *j = json_object();
+	if (steps < 1 || tasks == 0)
+		return j;
+	json_object_set_new(j, "tasks_per_step", json_integer(tasks / steps));
+	json_object_set_new(j, "flops_per_step", json_real(flops / steps));
+	json_object_set_new(j, "predicted_s_per_step", json_real(pred / steps));
+	json_object_set_new(j, "measured_s_per_step", json_real(meas / steps));
+	json_object_set_new(j, "measured_tflops", meas > 0 ? json_real(flops / meas / 1e12) : json_null());
+	json_object_set_new(j, "predicted_tflops", pred > 0 ? json_real(flops / pred / 1e12) : json_null());
+	return j;
+}
+
 json_t *zb_run_json(const zb_config *c, const zb_prediction *p, double predicted_step_s,
-		    const zb_exec_result *r, json_t *measured)
+		    const zb_exec_result *r, json_t *measured, int warm)
 {
 	json_t *j = zb_prediction_json(c, &p->graph, &p->res, &p->mem);
 	json_t *pred = json_object();
@@ -54,5 +82,6 @@ json_t *zb_run_json(const zb_config *c, const zb_prediction *p, double predicted
 			json_object_set_new(busy, zb_resource_name(res), json_real(rel(p->res.busy_s[res], r->busy_s[res])));
 	json_object_set_new(err, "busy", busy);
 	json_object_set_new(j, "error", err);
+	json_object_set_new(j, "attention_tasks", attention_json(p, r, warm));
 	return j;
 }

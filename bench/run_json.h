@@ -20,8 +20,13 @@
 #include "exec/executor.h"
 #include "sim/predict.h"
 
-/* measured_extra (may be NULL) is merged into "measured" (the caller's own keys). */
+/* `measured` (the caller's object of executor figures) becomes "measured"; warm is the
+ * number of warm-up steps (the window of the step figures). Also "attention": the
+ * attention tasks (flash: the fused ones; eager: score and context GEMMs and the
+ * softmax) per step after warm-up, predicted and measured seconds and the TFLOP/s
+ * of their FLOPs (executed FLOPs: what the GEMMs or kernels compute) - the figure
+ * that fits gpu.flash_efficiency. */
 json_t *zb_run_json(const zb_config *c, const zb_prediction *p, double predicted_step_s,
-		    const zb_exec_result *r, json_t *measured);
+		    const zb_exec_result *r, json_t *measured, int warm);
 
 #endif

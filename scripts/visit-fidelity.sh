@@ -84,6 +84,11 @@ for f in sorted(glob.glob(os.path.join(out, "run-*.json"))):
           f"{m.get('step_time_s', 0)*1e3:.2f}\t{100*j.get('error', {}).get('step_time', 0):+.1f}\t"
           f"{m.get('tflops_per_gpu', 0):.1f}\t{g('pcie_d2h','native_Bps')}\t{g('pcie_d2h','achieved_Bps')}\t"
           f"{g('pcie_h2d','native_Bps')}\t{g('pcie_h2d','achieved_Bps')}")
+    a = j.get("attention_tasks", {})
+    if a.get("measured_tflops"):
+        print(f"#   {name}: attention tasks {a['tasks_per_step']}/step, measured {a['measured_s_per_step']*1e3:.2f} ms "
+              f"({a['measured_tflops']:.1f} TFLOP/s = {a['measured_tflops']/850:.3f} of 850), predicted "
+              f"{a['predicted_s_per_step']*1e3:.2f} ms")
 try:
     def walk(x):
         if isinstance(x, dict):
