@@ -37,4 +37,7 @@ extern const zb_bench_case zb_bench_cpu_cases[];
 extern const zb_bench_case zb_bench_gpu_cases[];
 extern const zb_bench_case zb_bench_trace_cases[];
 
+/* The fused-attention case (bench/bench_flash_cuda.c, CUDA builds). */
+zb_status zb_bench_run_flash(const zb_bench_args *a, FILE *out, json_t *result, zb_error *err);
+
 #endif

@@ -12,10 +12,12 @@
 #include "cli/options.h"
 #include "cli/stop.h"
 #include "cli/report.h"
+#include "cli/run_json.h"
 #include "cli/session.h"
 #include "exec/executor.h"
 #include "profiler/spans.h"
 #include "profiler/trace.h"
+#include "sim/attention.h"
 #include "sim/predict.h"
 
 
@@ -126,6 +128,8 @@ static zb_status plan(run *x, zb_error *err)
 	}
 	if (!x->o.axis[ZB_AX_STEPS])
 		x->c.steps = 4;
+	if (!x->o.axis[ZB_AX_ATTENTION] && zb_attention_flash_ok(&x->c.model))
+		x->c.policy.attention = ZB_ATTN_FLASH; /* what frameworks run; --attention eager for the GEMM path */
 	x->measured_steps = x->c.steps;
 	x->c.steps = x->warmup + x->measured_steps;
 	if (!zb_exec_available(err))
@@ -218,13 +222,8 @@ static int precision_failed(const run *x)
 static void report_json(const run *x)
 {
 	const zb_exec_result *r = &x->r;
-	json_t *j = zb_prediction_json(&x->c, &x->p.graph, &x->p.res, &x->p.mem);
+	json_t *j = zb_run_json(&x->c, &x->p, x->predicted_step, r, measured_json(r), x->warmup);
 	zb_sources_json(j, &x->c, &x->src);
-	json_object_set_new(j, "step_time_s", json_real(r->step_time_s));
-	json_object_set_new(j, "tokens_per_s", json_real(r->tokens_per_s));
-	json_object_set_new(j, "tflops_per_gpu", json_real(r->tflops_per_gpu));
-	json_object_set_new(j, "predicted_step_time_s", json_real(x->predicted_step));
-	json_object_set_new(j, "measured", measured_json(r));
 	json_object_set_new(j, "config_id", json_integer(x->config_id));
 	if (x->check) {
 		json_object_set_new(j, "master_rel_err", json_real(r->master_rel_err));
@@ -244,6 +243,11 @@ static void report_text(const run *x, int failed)
 	zb_sources_print(stdout, &x->c, &x->src, 0);
 	printf("# device %s, %d CPU threads (%s Adam), %d warm-up + %d measured steps%s\n", r->device, r->cpu_threads,
 	       r->adam_isa ? r->adam_isa : "?", x->warmup, x->measured_steps, r->interrupted ? " (interrupted)" : "");
+	printf("# attention %s", zb_attention_name(x->c.policy.attention));
+	if (x->c.policy.link_rate_Bps > 0)
+		printf(", link paced to %.2f GB/s (native measured: d2h %.2f, h2d %.2f GB/s)", x->c.policy.link_rate_Bps / 1e9,
+		       r->link_native_Bps[0] / 1e9, r->link_native_Bps[1] / 1e9);
+	printf("\n");
 	printf("%-10s %12s %12s %8s\n", "resource", "predicted", "measured", "error");
 	printf("%-10s %12s %12s %8s\n", "", "ms/step", "ms/step", "%");
 	for (int res = 0; res < ZB_RES_COUNT; res++)

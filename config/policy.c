@@ -9,7 +9,9 @@
 
 #include <stdio.h>
 
+#include "core/model.h"
 #include "schedules/deepspeed.h"
+#include "sim/attention.h"
 #include "schedules/framework.h"
 
 /* The settings a policy flag sets directly, for marking. */
@@ -127,6 +129,30 @@ static zb_status flags(const zb_config_inputs *in, zb_config *c, zb_sources *s, 
 	return ZB_OK;
 }
 
+/* --attention (flash needs a head shape the fused kernels take) and --link-rate
+ * (after --pageable is known: pacing is for pinned copies). */
+static zb_status attention_and_link(const zb_config_inputs *in, zb_config *c, zb_error *err)
+{
+	const char *const *v = in->value;
+	zb_status st;
+	if (v[ZB_AX_ATTENTION]) {
+		if ((st = zb_attention_parse(v[ZB_AX_ATTENTION], &c->policy.attention, err)))
+			return st;
+		if (c->policy.attention == ZB_ATTN_FLASH && !zb_attention_flash_ok(&c->model))
+			return zb_fail(err, ZB_E_INPUT,
+				       "--attention flash: head dim %d (%d heads, %d kv heads) not supported by the fused "
+				       "kernels (head dim 32, 64, 80, 96 or 128)",
+				       zb_model_head_dim(&c->model), c->model.heads, c->model.kv_heads);
+	}
+	if (v[ZB_AX_LINK_RATE]) {
+		double gbps;
+		if (zb_axis_parse_real(v[ZB_AX_LINK_RATE], ZB_AX_LINK_RATE, &gbps, err))
+			return ZB_E_INPUT;
+		return zb_link_rate_apply(c, gbps * 1e9, err);
+	}
+	return ZB_OK;
+}
+
 /* After the flags: what "auto" in the file meant, and ZeRO-3's sub-group ratio. */
 static void deepspeed_notes(const zb_config_inputs *in, zb_config *c, zb_sources *s)
 {
@@ -201,7 +227,7 @@ zb_status zb_resolve_policy(const zb_config_inputs *in, zb_config *c, zb_sources
 	defaults(c, s);
 	if (in->ds && (st = deepspeed(in, c, s, err)))
 		return st;
-	if ((st = flags(in, c, s, err)))
+	if ((st = flags(in, c, s, err)) || (st = attention_and_link(in, c, err)))
 		return st;
 	if (in->ds)
 		deepspeed_notes(in, c, s);

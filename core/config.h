@@ -41,6 +41,8 @@ typedef struct zb_gpu {
 	double hbm_Bps;          /* achievable device memory bandwidth (read + write) */
 	double gemm_half_dim;    /* GEMM efficiency: each dim d scales the rate by d/(d+half) */
 	double kernel_latency_s; /* launch plus tail of one kernel */
+	double flash_efficiency; /* fused attention's fraction of bf16_flops (0: the estimate
+	                            ZB_FLASH_EFFICIENCY, sim/attention.h) */
 	char builtin_link[ZB_NAME_MAX]; /* non-empty: this GPU has its own CPU link preset
 	                                   (gh200: "nvlink-c2c"), used unless --pcie is given */
 } zb_gpu;
@@ -98,6 +100,9 @@ typedef enum zb_policy_kind {
 
 typedef enum zb_ckpt { ZB_CKPT_NONE, ZB_CKPT_GPU, ZB_CKPT_CPU, ZB_CKPT_COUNT } zb_ckpt;
 typedef enum zb_dtype { ZB_BF16, ZB_FP16, ZB_DTYPE_COUNT } zb_dtype;
+/* Attention: batched GEMMs and a softmax kernel over stored score matrices (eager),
+ * or one fused kernel per pass (flash, exec/flash_attn.h); see sim/attention.h. */
+typedef enum zb_attention { ZB_ATTN_EAGER, ZB_ATTN_FLASH, ZB_ATTN_COUNT } zb_attention;
 
 typedef struct zb_policy {
 	zb_policy_kind kind;
@@ -116,6 +121,9 @@ typedef struct zb_policy {
 	/* framework deepspeed only (schedule_deepspeed.h) */
 	int zero_stage;          /* 1, 2 or 3; 0: 3 with offload_param or ratio < 1, else 2 */
 	int64_t sub_group_size;  /* ZeRO-3 sub-group, parameters; 0: DeepSpeed's default 1e9 */
+	zb_attention attention;  /* eager (default of the policy) or flash */
+	double link_rate_Bps;    /* --link-rate: pinned copies paced to this rate (0: native);
+	                            the link's rates are capped to it (sim/attention.h) */
 } zb_policy;
 
 /* Whose schedule the task graph describes (framework.h): zbench's own executor or

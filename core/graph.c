@@ -89,7 +89,7 @@ const char *zb_op_name(zb_op op)
 				   "grad_acc", "grad_down", "param_up",  "param_fetch", "act_down",
 				   "act_up",  "adam",
 				   "grad_copy", "cast", "fresh_pages", "hook", "grad_hook", "python",
-				   "param_up_pageable" };
+				   "param_up_pageable", "attn" };
 	_Static_assert(sizeof n / sizeof n[0] == ZB_OP_COUNT, "op names");
 	return op < ZB_OP_COUNT ? n[op] : "?";
 }

@@ -73,6 +73,7 @@ typedef enum zb_op {
 	ZB_OP_GRAD_HOOK,    /* host: per-tensor gradient hooks, params = tensors */
 	ZB_OP_PYTHON,       /* host: Python work of one optimizer step */
 	ZB_OP_PARAM_UP_PAGEABLE, /* updated 16-bit parameters H2D through a pageable temporary */
+	ZB_OP_ATTN,         /* fused attention (flash), one task per pass */
 	ZB_OP_COUNT
 } zb_op;
 

@@ -198,6 +198,9 @@ void zb_memory_estimate(const zb_config *c, zb_memory *out)
 	/* --- activations of one micro-batch --- */
 	double ckpt_in = 2 * s * b * h;      /* one block's 16-bit input */
 	double layer = layer_bytes(m, s, b); /* one block, everything saved */
+	if (p->attention == ZB_ATTN_FLASH) /* fused: fp32 lse instead of the probabilities (O is
+					      already counted, as the projection's input) */
+		layer += 4.0 * m->heads * s * b - 2.0 * m->heads * s * s * b;
 	double head_in = 2 * ckpt_in;        /* final norm input + LM head input */
 	switch (p->ckpt) {
 	case ZB_CKPT_GPU:

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "exec/cuda_check.h"
+#include "exec/flash_attn.h"
 #include "exec/kernels.h"
 
 /* ---- setup ----------------------------------------------------------------------- */
@@ -20,10 +21,11 @@
 void exec_plan_bytes(const exec *x, double *dev, double *host)
 {
 	double P = (double)x->P, G = (double)x->split, C = P - G, T = (double)x->T, h = (double)x->h;
-	double qkv = T * (h + 2 * x->kv), S = (double)x->bh * x->s * x->s, HH = T * x->F;
+	double qkv = T * (h + 2 * x->kv), S = (double)x->nS, HH = T * x->F;
 	*dev = 2 * P + 2 * P + 12 * G + (x->c->policy.gas > 1 ? 4 * P : 0) + 4 * T /* tokens */ +
 	       2 * (5 * T * h /* X N Y O Xsave */ + 2 * qkv + 2 * S + 3 * HH + T * x->V + 2 * T * h) +
-	       4 * (4 * T + 2 * h) + ZB_GEMM_WORKSPACE_BYTES;
+	       4 * (4 * T + 2 * h) + ZB_GEMM_WORKSPACE_BYTES +
+	       (x->flash ? 4.0 * x->bh * x->s /* lse */ + 4.0 * (x->d + 1) * x->bh * x->s /* workspace */ : 0);
 	*host = 16 * C + (x->c->policy.ckpt == ZB_CKPT_CPU ? 2 * T * h * x->c->model.layers : 0);
 }
 
@@ -68,7 +70,13 @@ static void host_free(exec *x, void *p)
 zb_status exec_allocate(exec *x, zb_error *err)
 {
 	size_t Th = (size_t)(x->T * x->h), qkv = (size_t)(x->T * (x->h + 2 * x->kv));
-	size_t S = (size_t)(x->bh * x->s * x->s), HH = (size_t)(x->T * x->F);
+	size_t S = (size_t)x->nS, HH = (size_t)(x->T * x->F);
+	if (x->flash) {
+		zb_flash_shape sh = { (int)x->c->policy.micro_batch, (int)x->s, x->c->model.heads, x->c->model.kv_heads,
+				      (int)x->d, 1, 1.0f };
+		DEV(lse, x->bh * x->s, float);
+		DEV(fa_ws, zb_flash_bwd_workspace(&sh), char);
+	}
 	DEV(params16, x->P, uint16_t);
 	DEV(grads16, x->P, uint16_t);
 	if (x->split > 0) {
@@ -117,7 +125,7 @@ void exec_release(exec *x)
 {
 	void *dev[] = { x->params16, x->grads16, x->gmaster, x->gm, x->gv, x->acc, x->tokens, x->X, x->N, x->Y,
 			x->O, x->Xsave, x->QKV, x->S, x->dS, x->H, x->H2, x->dH, x->logits, x->dX, x->dY, x->mean,
-			x->rstd, x->losses, x->loss_mean, x->dgain };
+			x->rstd, x->losses, x->loss_mean, x->dgain, x->lse, x->fa_ws };
 	for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
 		if (dev[i])
 			cudaFree(dev[i]);
@@ -144,7 +152,7 @@ zb_status exec_initialize(exec *x, cudaStream_t s, zb_error *err)
 	uint16_t *bufs[] = { x->N, x->Y, x->O, x->QKV, x->H, x->H2, x->dH, x->dX, x->dY, x->S, x->dS, x->logits };
 	size_t Y = (size_t)(x->T * (x->h + 2 * x->kv)), HH = (size_t)(x->T * x->F);
 	size_t sizes[] = { Th, max_sz(Th, Y), Th, Y + Th, HH, HH, HH, max_sz(Th, HH), max_sz(max_sz(Th, Y), HH),
-			   (size_t)(x->bh * x->s * x->s), (size_t)(x->bh * x->s * x->s), (size_t)(x->T * x->V) };
+			   (size_t)x->nS, (size_t)x->nS, (size_t)(x->T * x->V) };
 	for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
 		if ((st = zb_fill_uniform_bf16(bufs[i], sizes[i], x->o->seed + 10 + i, -0.5f, 0.5f, s, err)))
 			return st;

@@ -17,6 +17,7 @@
 #include "exec/executor.h"
 #include "exec/gemm.h"
 #include "exec/gpu_adam.h"
+#include "exec/pacing.h"
 #include "exec/threadpool.h"
 
 enum { T_PENDING = 0, T_ISSUED, T_DONE, T_SKIPPED };
@@ -32,6 +33,7 @@ typedef struct dispatcher {
 	int resource;
 	cudaStream_t stream;
 	zb_gemm *gemm;       /* GPU compute only */
+	zb_pacer *pacer;     /* copy streams under --link-rate, else NULL */
 	pthread_t thread;
 	zb_error err;
 	zb_status status;
@@ -50,6 +52,10 @@ struct exec {
 	int32_t *tokens;
 	uint16_t *X, *N, *Y, *QKV, *S, *O, *H, *H2, *logits, *dX, *dY, *dH, *dS, *Xsave;
 	float *mean, *rstd, *losses, *loss_mean, *dgain, *dbias;
+	int flash;                      /* fused attention: lse and workspace, no S/dS matrices */
+	float *lse;
+	void *fa_ws;
+	int64_t nS;                     /* elements of S and dS (1 with flash) */
 	/* host */
 	uint16_t *hgrad, *hparam16, *hact;
 	float *hmaster, *hm, *hv;

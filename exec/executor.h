@@ -56,6 +56,7 @@ typedef struct zb_exec_result {
 	char device[128];              /* "NVIDIA H200" */
 	int cpu_threads;
 	const char *adam_isa;          /* "avx512", "avx2", "scalar" */
+	double link_native_Bps[2];     /* --link-rate: measured native pinned rate, [0] D2H, [1] H2D */
 	/* precision check (check mode) */
 	double master_rel_err;         /* ||master - reference|| / ||reference|| */
 	double master_max_rel_err;     /* max |master - ref| / (|ref| + 1e-12) */

@@ -30,6 +30,7 @@
 #include "exec/cuda_check.h"
 #include "profiler/spans.h"
 #include "profiler/trace.h"
+#include "sim/attention.h"
 #include "sim/engine.h"
 #include "sim/summary.h"
 
@@ -241,6 +242,8 @@ static void exec_init(exec *x, const zb_graph *g, const zb_config *c, const zb_e
 	x->h = m->hidden, x->kv = zb_model_kv_dim(m), x->f = m->ffn, x->F = (m->gated_mlp ? 2 : 1) * m->ffn;
 	x->V = m->vocab, x->s = c->policy.seq, x->d = zb_model_head_dim(m);
 	x->bh = (int64_t)c->policy.micro_batch * m->heads;
+	x->flash = c->policy.attention == ZB_ATTN_FLASH;
+	x->nS = x->flash ? 1 : x->bh * x->s * x->s;
 	x->pinned = !c->policy.pageable;
 	x->stop_step = INT32_MAX;
 	x->gpu_step = -1;
@@ -333,6 +336,12 @@ static zb_status prepare(exec *x, dispatcher dps[ZB_RES_COUNT], zb_error *err)
 			ZB_CUDA_TRY(err, cudaStreamCreateWithFlags(&dps[res].stream, cudaStreamNonBlocking));
 		if (x->o->trace && dps[res].stream)
 			zb_trace_name_stream(dps[res].stream, res, zb_resource_name(res));
+		if ((res == ZB_RES_H2D || res == ZB_RES_D2H) && x->c->policy.link_rate_Bps > 0 && x->pinned) {
+			if ((st = zb_pacer_create(&dps[res].pacer, x->c->policy.link_rate_Bps, res == ZB_RES_H2D,
+						  dps[res].stream, err)))
+				return st;
+			r->link_native_Bps[res == ZB_RES_H2D] = zb_pacer_native_Bps(dps[res].pacer);
+		}
 	}
 	if ((st = zb_gemm_create(&dps[ZB_RES_GPU].gemm, err)))
 		return st;
@@ -458,6 +467,7 @@ static void cleanup(exec *x, dispatcher dps[ZB_RES_COUNT])
 	for (int res = 0; res < ZB_RES_COUNT; res++) {
 		if (dps[res].gemm)
 			zb_gemm_destroy(dps[res].gemm, NULL);
+		zb_pacer_destroy(dps[res].pacer);
 		if (dps[res].stream)
 			cudaStreamDestroy(dps[res].stream);
 	}
@@ -493,6 +503,9 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 	const zb_model *m = &c->model;
 	if (m->embed_proj > 0 && m->embed_proj != m->hidden)
 		return zb_fail(err, ZB_E_INPUT, "the executor does not run models with embed_proj (%d)", m->embed_proj);
+	if (x->flash && !zb_attention_flash_ok(m))
+		return zb_fail(err, ZB_E_INPUT, "--attention flash: head dim %d not supported by the fused kernels",
+			       (int)x->d);
 	zb_status st = open_device(x, err);
 	if (st)
 		return st;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "exec/cuda_check.h"
+#include "exec/flash_attn.h"
 #include "exec/kernels.h"
 
 unit_layout exec_layout_of(const exec *x, int unit)
@@ -61,12 +62,31 @@ static void linear_of(const exec *x, const zb_task *t, int64_t *w, int64_t *out,
 	}
 }
 
+/* Fused attention on the packed QKV scratch [T, h + 2 kv]: forward writes O and
+ * lse; backward reads dO from dX (the projection's input gradient) and writes dQ, dK,
+ * dV packed into dY, which the QKV backward GEMMs read. */
+static zb_status run_flash(dispatcher *dp, const zb_task *t)
+{
+	exec *x = dp->x;
+	const zb_model *m = &x->c->model;
+	zb_flash_shape sh = { (int)x->c->policy.micro_batch, (int)x->s, m->heads, m->kv_heads, (int)x->d, 1,
+			      1.0f / sqrtf((float)x->d) };
+	int64_t ld = x->h + 2 * x->kv;
+	const uint16_t *q = x->QKV, *k = x->QKV + x->h, *v = x->QKV + x->h + x->kv;
+	if (t->pass == ZB_PASS_FWD || t->pass == ZB_PASS_RECOMPUTE)
+		return zb_flash_fwd(&sh, q, ld, k, ld, v, ld, x->O, x->h, x->lse, dp->stream, &dp->err);
+	return zb_flash_bwd(&sh, q, ld, k, ld, v, ld, x->O, x->h, x->dX, x->h, x->lse, x->dY, ld, x->dY + x->h, ld,
+			    x->dY + x->h + x->kv, ld, x->fa_ws, dp->stream, &dp->err);
+}
+
 zb_status exec_run_gemm(dispatcher *dp, const zb_task *t)
 {
 	exec *x = dp->x;
 	zb_gemm_op op;
 	zb_dtype dt = x->c->policy.dtype;
 	int tied = t->op == ZB_OP_LMHEAD && x->c->model.tied_embeddings;
+	if (t->op == ZB_OP_ATTN)
+		return run_flash(dp, t);
 	if (t->op == ZB_OP_SCORES || t->op == ZB_OP_CONTEXT) {
 		/* attention: batched over micro-batch x heads, operands in scratch */
 		zb_gemm_op_init(&op, dt, 0, 0, t->m, t->n, t->k);
@@ -221,11 +241,19 @@ static zb_status synth_grads(dispatcher *dp, const zb_task *t)
 				    dp->stream, &dp->err);
 }
 
+/* A copy on the dispatcher's stream, paced under --link-rate (exec/pacing.h). */
+static zb_status copy_async(dispatcher *dp, void *dst, const void *src, size_t bytes, enum cudaMemcpyKind kind)
+{
+	if (dp->pacer)
+		return zb_pacer_copy(dp->pacer, dst, src, bytes, dp->stream, &dp->err);
+	ZB_CUDA_TRY(&dp->err, cudaMemcpyAsync(dst, src, bytes, kind, dp->stream));
+	return ZB_OK;
+}
+
 zb_status exec_run_copy(dispatcher *dp, const zb_task *t)
 {
 	exec *x = dp->x;
 	zb_error *e = &dp->err;
-	cudaStream_t s = dp->stream;
 	size_t bytes = (size_t)t->bytes;
 	switch (t->op) {
 	case ZB_OP_GRAD_DOWN:
@@ -234,22 +262,16 @@ zb_status exec_run_copy(dispatcher *dp, const zb_task *t)
 			if (st)
 				return st;
 		}
-		ZB_CUDA_TRY(e, cudaMemcpyAsync(x->hgrad + (t->param_offset - x->split), x->grads16 + t->param_offset,
-					       bytes, cudaMemcpyDeviceToHost, s));
-		return ZB_OK;
+		return copy_async(dp, x->hgrad + (t->param_offset - x->split), x->grads16 + t->param_offset, bytes,
+				  cudaMemcpyDeviceToHost);
 	case ZB_OP_PARAM_UP:
 	case ZB_OP_PARAM_FETCH:
-		ZB_CUDA_TRY(e, cudaMemcpyAsync(x->params16 + t->param_offset, x->hparam16 + (t->param_offset - x->split),
-					       bytes, cudaMemcpyHostToDevice, s));
-		return ZB_OK;
+		return copy_async(dp, x->params16 + t->param_offset, x->hparam16 + (t->param_offset - x->split), bytes,
+				  cudaMemcpyHostToDevice);
 	case ZB_OP_ACT_DOWN:
-		ZB_CUDA_TRY(e, cudaMemcpyAsync(x->hact + (size_t)(t->unit - 1) * x->T * x->h, x->X, bytes,
-					       cudaMemcpyDeviceToHost, s));
-		return ZB_OK;
+		return copy_async(dp, x->hact + (size_t)(t->unit - 1) * x->T * x->h, x->X, bytes, cudaMemcpyDeviceToHost);
 	case ZB_OP_ACT_UP:
-		ZB_CUDA_TRY(e, cudaMemcpyAsync(x->Xsave, x->hact + (size_t)(t->unit - 1) * x->T * x->h, bytes,
-					       cudaMemcpyHostToDevice, s));
-		return ZB_OK;
+		return copy_async(dp, x->Xsave, x->hact + (size_t)(t->unit - 1) * x->T * x->h, bytes, cudaMemcpyHostToDevice);
 	default:
 		return zb_fail(e, ZB_E_INTERNAL, "task %u: no copy for op %s", t->id, zb_op_name(t->op));
 	}

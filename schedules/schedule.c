@@ -34,6 +34,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/attention.h"
+
 /* ---- growing arrays ---------------------------------------------------- */
 
 /* Add a dependency of the task about to be emitted. Every resource runs its tasks
@@ -163,9 +165,13 @@ static void block_forward(builder *b, ctx x, int unit)
 	double scores = (double)bh * s * s * b->grad_bytes;
 	kernel(b, x, ZB_OP_NORM1, unit, 2 * act_bytes(b, h));
 	linear(b, x, ZB_OP_QKV, unit, h + 2 * kv, h);
-	gemm(b, x, ZB_OP_SCORES, unit, s, s, d, bh);        /* S = K^T Q per head */
-	kernel(b, x, ZB_OP_SOFTMAX, unit, 2 * scores);
-	gemm(b, x, ZB_OP_CONTEXT, unit, d, s, s, bh);       /* O = V P per head */
+	if (b->p->attention == ZB_ATTN_FLASH) {
+		emit(b, zb_flash_task(b->c, x.pass, x.step, x.micro, unit));
+	} else {
+		gemm(b, x, ZB_OP_SCORES, unit, s, s, d, bh);        /* S = K^T Q per head */
+		kernel(b, x, ZB_OP_SOFTMAX, unit, 2 * scores);
+		gemm(b, x, ZB_OP_CONTEXT, unit, d, s, s, bh);       /* O = V P per head */
+	}
 	linear(b, x, ZB_OP_PROJ, unit, h, h);
 	kernel(b, x, ZB_OP_RESID, unit, 3 * act_bytes(b, h));
 	kernel(b, x, ZB_OP_NORM2, unit, 2 * act_bytes(b, h));
@@ -189,11 +195,15 @@ static void block_backward(builder *b, ctx x, int unit)
 	kernel(b, x, ZB_OP_NORM2, unit, 3 * act_bytes(b, h));
 	kernel(b, x, ZB_OP_RESID, unit, 3 * act_bytes(b, h));
 	linear(b, x, ZB_OP_PROJ, unit, h, h);
-	gemm(b, x, ZB_OP_CONTEXT, unit, s, s, d, bh);       /* dP = V^T dO */
-	gemm(b, x, ZB_OP_CONTEXT, unit, d, s, s, bh);       /* dV = dO P^T */
-	kernel(b, x, ZB_OP_SOFTMAX, unit, 3 * scores);
-	gemm(b, x, ZB_OP_SCORES, unit, d, s, s, bh);        /* dQ = K dS */
-	gemm(b, x, ZB_OP_SCORES, unit, d, s, s, bh);        /* dK = Q dS^T */
+	if (b->p->attention == ZB_ATTN_FLASH) {
+		emit(b, zb_flash_task(b->c, x.pass, x.step, x.micro, unit));
+	} else {
+		gemm(b, x, ZB_OP_CONTEXT, unit, s, s, d, bh);       /* dP = V^T dO */
+		gemm(b, x, ZB_OP_CONTEXT, unit, d, s, s, bh);       /* dV = dO P^T */
+		kernel(b, x, ZB_OP_SOFTMAX, unit, 3 * scores);
+		gemm(b, x, ZB_OP_SCORES, unit, d, s, s, bh);        /* dQ = K dS */
+		gemm(b, x, ZB_OP_SCORES, unit, d, s, s, bh);        /* dK = Q dS^T */
+	}
 	linear(b, x, ZB_OP_QKV, unit, h + 2 * kv, h);
 	kernel(b, x, ZB_OP_NORM1, unit, 3 * act_bytes(b, h));
 }

@@ -3,6 +3,7 @@
 
 #include <math.h>
 
+#include "sim/attention.h"
 #include "sim/numa.h"
 #include "schedules/deepspeed.h"
 
@@ -56,7 +57,8 @@ void zb_task_flow(const zb_task *t, const zb_config *c, double *fixed_s, double 
 		double s = t->bytes / gpu->hbm_Bps;
 		if (t->kind == ZB_TASK_GEMM) {
 			double peak = zb_config_gpu_flops(c);
-			double eff = zb_gemm_efficiency(gpu, t->m, t->n, t->k);
+			double eff = t->op == ZB_OP_ATTN ? zb_flash_efficiency(gpu)
+							 : zb_gemm_efficiency(gpu, t->m, t->n, t->k);
 			double compute = t->flops / (peak * eff);
 			s = compute > s ? compute : s; /* bounded by arithmetic or by memory */
 		}
