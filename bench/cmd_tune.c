@@ -19,6 +19,9 @@
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define OPT_TOP 2000
 #define OPT_OUT 'o'
+#define OPT_KEEP_OFFLOAD 2001
+#define OPT_KEEP_STAGE 2002
+#define OPT_KEEP_CKPT 2003
 
 static void usage(FILE *f)
 {
@@ -30,13 +33,19 @@ static void usage(FILE *f)
 		   "DeepSpeed's schedule, print the fastest settings that fit with their predicted step time\n"
 		   "and memory, and write the best as a DeepSpeed config (all other keys of the input kept).\n"
 		   "  --top <n>          settings to print (default 10)\n"
-		   "  -o, --out <file>   write the tuned DeepSpeed config\n\n");
+		   "  -o, --out <file>   write the tuned DeepSpeed config\n"
+		   "  --keep-offload     only settings that keep the optimizer on the CPU, at least the input's\n"
+		   "                     Twin-Flow ratio (for runs that offload because the GPU is short)\n"
+		   "  --keep-stage       only settings with the input's ZeRO stage\n"
+		   "  --keep-ckpt        only settings with the input's activation checkpointing (a training\n"
+		   "                     script that does not call DeepSpeed's checkpointing cannot change it)\n\n");
 	zb_options_usage(f);
 }
 
 typedef struct tune_flags {
 	int top;
 	const char *out;
+	int keep_offload, keep_stage, keep_ckpt;
 } tune_flags;
 
 static int take(void *ctx, int opt, const char *arg, zb_error *err)
@@ -44,6 +53,10 @@ static int take(void *ctx, int opt, const char *arg, zb_error *err)
 	tune_flags *t = ctx;
 	if (opt == OPT_OUT) {
 		t->out = arg;
+		return 1;
+	}
+	if (opt == OPT_KEEP_OFFLOAD || opt == OPT_KEEP_STAGE || opt == OPT_KEEP_CKPT) {
+		*(opt == OPT_KEEP_OFFLOAD ? &t->keep_offload : opt == OPT_KEEP_STAGE ? &t->keep_stage : &t->keep_ckpt) = 1;
 		return 1;
 	}
 	if (opt == OPT_TOP) {
@@ -148,16 +161,35 @@ static zb_status write_tuned(const char *in, const char *out, const zb_ds_knobs 
 	return ZB_OK;
 }
 
+/* Keep, in order, the candidates the --keep-* flags allow (offload: at least the
+ * input's CPU share of the optimizer); returns how many are left. */
+static int keep(zb_ds_candidate *v, int n, const zb_ds_knobs *in, const tune_flags *t)
+{
+	int m = 0;
+	for (int i = 0; i < n; i++) {
+		const zb_ds_knobs *k = &v[i].k;
+		if (t->keep_offload && !(k->offload && k->ratio >= in->ratio - 1e-9))
+			continue;
+		if ((t->keep_stage && k->stage != in->stage) || (t->keep_ckpt && k->ckpt != in->ckpt))
+			continue;
+		v[m++] = v[i];
+	}
+	return m;
+}
+
 int cmd_tune(int argc, char **argv)
 {
 	static const struct option extra[] = {
 		{ "top", required_argument, NULL, OPT_TOP },
 		{ "out", required_argument, NULL, OPT_OUT },
+		{ "keep-offload", no_argument, NULL, OPT_KEEP_OFFLOAD },
+		{ "keep-stage", no_argument, NULL, OPT_KEEP_STAGE },
+		{ "keep-ckpt", no_argument, NULL, OPT_KEEP_CKPT },
 		{ 0 },
 	};
 	zb_options o = { 0 };
 	zb_error err = { 0 };
-	tune_flags tf = { 10, NULL };
+	tune_flags tf = { 10, NULL, 0, 0, 0 };
 	int rc;
 	/* -o as a short option: getopt_long of the common parser only sees long ones */
 	for (int i = 1; i + 1 < argc; i++)
@@ -193,6 +225,14 @@ int cmd_tune(int argc, char **argv)
 	int n, tried;
 	if (zb_ds_tune(&c, &v, &n, &tried, &err))
 		return zb_report_error(&err);
+	if (tf.keep_offload) {
+		if (!in.k.offload) {
+			free(v);
+			fprintf(stderr, "zbench: --keep-offload: the input config does not offload the optimizer\n");
+			return 2;
+		}
+	}
+	n = keep(v, n, &in.k, &tf);
 	char label[512];
 	zb_config_label(&c, label, sizeof label);
 	printf("# zbench tune: %s\n", label);
