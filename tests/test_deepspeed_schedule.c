@@ -23,6 +23,7 @@
 #include "sim/dscalib.h"
 #include "sim/dsconfig.h"
 #include "sim/dsmeasured.h"
+#include "sim/dsphases.h"
 #include "sim/dsprofile.h"
 #include "sim/dstune.h"
 #include "sim/engine.h"
@@ -472,6 +473,75 @@ static void test_accuracy_shapes(void **state)
 	zb_ds_measured_free(&m);
 }
 
+/* Predicted phases: each positive, together the steady step; offload puts most of
+ * stage 2's time after the backward (CPU Adam). */
+static void test_phases(void **state)
+{
+	zb_config c;
+	base(&c);
+	c.steps = 4;
+	c.policy.zero_stage = 2;
+	c.policy.kind = ZB_POLICY_OFFLOAD;
+	zb_prediction p;
+	zb_error err = { 0 };
+	assert_int_equal(zb_predict(&p, &c, &err), ZB_OK);
+	assert_true(p.simulated);
+	zb_ds_phases ph;
+	zb_ds_phases_of(&p.graph, &p.res, &ph);
+	double sum = ph.fwd_s + ph.bwd_s + ph.opt_s;
+	print_message("# phases fwd %.0f bwd %.0f opt %.0f ms, step %.0f ms\n", ph.fwd_s * 1e3, ph.bwd_s * 1e3,
+		      ph.opt_s * 1e3, p.res.step_time_s * 1e3);
+	assert_true(ph.fwd_s > 0 && ph.bwd_s > 0 && ph.opt_s > 0);
+	assert_true(fabs(sum / p.res.step_time_s - 1) < 0.02);
+	assert_true(ph.opt_s > ph.fwd_s + ph.bwd_s);
+	zb_prediction_free(&p);
+}
+
+/* JSON lines: the row's shape and DeepSpeed config from the line; bad lines named. */
+static void test_measured_jsonl(void **state)
+{
+	zb_ds_measured m;
+	zb_error err = { 0 };
+	assert_int_equal(zb_ds_measured_load(SHAPES, &m, &err), ZB_OK);
+	zb_config b, c;
+	base(&b);
+	assert_string_equal(m.rows[0].model, "gpt2-large"); /* named like the preset of its shape */
+	assert_int_equal(zb_ds_row_config(&m.rows[7], SHAPES, &b, &c, &err), ZB_OK);
+	assert_int_equal(c.model.layers, 28);
+	assert_int_equal(c.model.kv_heads, 8);
+	assert_int_equal(c.model.gated_mlp, 1);
+	assert_int_equal(c.policy.seq, 2048);
+	assert_int_equal(c.policy.micro_batch, 2);
+	assert_int_equal(c.policy.zero_stage, 3);
+	assert_true(c.policy.ratio > 0.3 && c.policy.ratio < 0.7); /* s3-tf50 */
+	zb_ds_measured_free(&m);
+
+	char dir[64], path[128];
+	zb_test_tmpdir(dir, sizeof dir);
+	snprintf(path, sizeof path, "%s/m.jsonl", dir);
+	static const struct {
+		const char *text, *want;
+	} bad[] = {
+		{ "{\"config\": \"x\", \"step_ms\": 5}\n", "m.jsonl:1: a result line needs config, ds_config" },
+		{ "{\"config\": \"x\"}\nnot json\n", "m.jsonl:1:" },
+		{ "{\"config\": \"x\", \"ds_config\": \"peers/configs/s2-off.json\", \"step_ms\": 5}\n",
+		  "m.jsonl:1: no model shape" },
+		{ "{\"config\": \"x\", \"ds_config\": \"nope.json\", \"step_ms\": 5, \"family\": \"gpt\", "
+		  "\"layers\": 2, \"hidden\": 64, \"heads\": 2, \"vocab\": 100}\n",
+		  "ds_config 'nope.json'" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		FILE *f = fopen(path, "w");
+		fputs(bad[i].text, f);
+		fclose(f);
+		err.msg[0] = 0;
+		assert_int_not_equal(zb_ds_measured_load(path, &m, &err), ZB_OK);
+		if (!strstr(err.msg, bad[i].want))
+			print_error("got '%s', want '%s'\n", err.msg, bad[i].want);
+		assert_non_null(strstr(err.msg, bad[i].want));
+	}
+}
+
 /* The measured table: the shared file's first table only, per-row models (preset,
  * Hugging Face config), bad input named with file and line. */
 static void test_measured_table(void **state)
@@ -623,6 +693,8 @@ int main(void)
 		cmocka_unit_test(test_accuracy_measured),
 		cmocka_unit_test(test_committed_profile),
 		cmocka_unit_test(test_accuracy_shapes),
+		cmocka_unit_test(test_measured_jsonl),
+		cmocka_unit_test(test_phases),
 		cmocka_unit_test(test_measured_table),
 		cmocka_unit_test(test_tune),
 	};
