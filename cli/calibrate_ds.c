@@ -31,6 +31,7 @@ static void usage(FILE *f)
 		"Fit the DeepSpeed framework profile (hook, Python, GPU efficiency, CPU Adam, cast and copy\n"
 		"costs) to measured DeepSpeed step times and save it with the hardware profile.\n"
 		"  --measured <file>   table of measured runs (data/deepspeed-h200-2026-11-30.tsv's format)\n"
+		"                      or the harness's JSON lines; repeat to fit several files together\n"
 		"  --hw <name|file>    hardware the runs were measured on (default h200-machine); its\n"
 		"                      deepspeed profile, if any, is the starting point\n"
 		"  --model, --seq, --micro-batch, --sub-group   for rows that do not give them (a model is a\n"
@@ -140,6 +141,31 @@ static int eval_all(const zb_ds_measured *m, const zb_config *base, zb_ds_eval *
 
 /* Leave one out: fit on the other rows, predict the one left out. The honest
  * out-of-sample error of the fit. */
+/* Every --measured file's rows in one table. With more than one file, a row of a
+ * TSV without a model column keeps the command line's model (the rows of JSON
+ * lines carry their own shapes). */
+static zb_status load_all(const char **files, int n, const zb_model *base_model, zb_ds_measured *m, zb_error *err)
+{
+	zb_status st = zb_ds_measured_load(files[0], m, err);
+	for (int i = 1; i < n && !st; i++) {
+		zb_ds_measured more;
+		if ((st = zb_ds_measured_load(files[i], &more, err)))
+			break;
+		m->rows = zb_xrealloc(m->rows, sizeof *m->rows * (size_t)(m->n + more.n));
+		memcpy(m->rows + m->n, more.rows, sizeof *m->rows * (size_t)more.n);
+		m->n += more.n;
+		zb_ds_measured_free(&more);
+	}
+	for (int i = 0; i < m->n && !st && n > 1; i++)
+		if (!m->rows[i].have_shape && !m->rows[i].model[0]) {
+			m->rows[i].have_shape = 1;
+			m->rows[i].shape = *base_model;
+		}
+	if (st)
+		zb_ds_measured_free(m);
+	return st;
+}
+
 static int cross_validate(const zb_ds_measured *m, const zb_config *base, zb_error *err)
 {
 	printf("\n# leave one out: fitted on the other %d rows, predicting the row left out\n", m->n - 1);
@@ -183,14 +209,21 @@ int zb_calibrate_deepspeed(int argc, char **argv)
 		{ "cross-validate", no_argument, NULL, 'x' },
 		{ 0 },
 	};
-	const char *measured = NULL, *hw_name = NULL, *model = NULL, *out = NULL;
+	const char *measured = NULL, *files[8], *hw_name = NULL, *model = NULL, *out = NULL;
+	int nfiles = 0;
 	long long seq = 0, mb = 0, sg = 0;
 	int no_fit = 0, loo = 0, opt;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, "ho:", table, NULL)) != -1) {
 		switch (opt) {
 		case 'D': break;
-		case 'M': measured = optarg; break;
+		case 'M':
+			if (nfiles == 8) {
+				fprintf(stderr, "zbench: --measured: at most 8 files\n");
+				return 2;
+			}
+			measured = files[nfiles++] = optarg;
+			break;
 		case 'w': hw_name = optarg; break;
 		case 'm': model = optarg; break;
 		case 'o': out = optarg; break;
@@ -227,7 +260,7 @@ int zb_calibrate_deepspeed(int argc, char **argv)
 		zb_preset_default_model(&base.model);
 	zb_ds_measured m = { 0 };
 	if (!st)
-		st = zb_ds_measured_load(measured, &m, &err);
+		st = load_all(files, nfiles, &base.model, &m, &err);
 	if (st) {
 		fprintf(stderr, "zbench: %s\n", err.msg);
 		return 1;
@@ -243,7 +276,8 @@ int zb_calibrate_deepspeed(int argc, char **argv)
 	int rc = 1;
 	zb_ds_profile start, scratch;
 	start = *zb_ds_profile_of(&base.hw.ds, &scratch);
-	printf("# zbench calibrate --deepspeed: %d measured configurations from %s\n", m.n, measured);
+	printf("# zbench calibrate --deepspeed: %d measured configurations from %s%s\n", m.n, measured,
+	       nfiles > 1 ? " and the other --measured files" : "");
 	printf("# hardware %s, model %s, seq %d, micro-batch %d; profile: %s\n", base.hw.name, base.model.name,
 	       base.policy.seq, base.policy.micro_batch, base.hw.ds.set ? "the hardware file's" : "defaults");
 	if (eval_all(&m, &base, d, &err))

@@ -28,13 +28,19 @@ static void usage(FILE *f)
 		   "DeepSpeed's schedule, print the fastest settings that fit with their predicted step time\n"
 		   "and memory, and write the best as a DeepSpeed config (all other keys of the input kept).\n"
 		   "  --top <n>          settings to print (default 10)\n"
-		   "  -o, --out <file>   write the tuned DeepSpeed config\n\n");
+		   "  -o, --out <file>   write the tuned DeepSpeed config\n"
+		   "  --keep-offload     only settings that keep the optimizer on the CPU, at least the input's\n"
+		   "                     Twin-Flow ratio (for runs that offload because the GPU is short)\n"
+		   "  --keep-stage       only settings with the input's ZeRO stage\n"
+		   "  --keep-ckpt        only settings with the input's activation checkpointing (a training\n"
+		   "                     script that does not call DeepSpeed's checkpointing cannot change it)\n\n");
 	zb_options_usage(f);
 }
 
 typedef struct tune_flags {
 	int top;
 	const char *out;
+	int keep_offload, keep_stage, keep_ckpt;
 } tune_flags;
 
 static void print_knobs_head(void)
@@ -126,14 +132,33 @@ static zb_status write_tuned(const char *in, const char *out, const zb_ds_knobs 
 	return ZB_OK;
 }
 
+/* Keep, in order, the candidates the --keep-* flags allow (offload: at least the
+ * input's CPU share of the optimizer); returns how many are left. */
+static int keep(zb_ds_candidate *v, int n, const zb_ds_knobs *in, const tune_flags *t)
+{
+	int m = 0;
+	for (int i = 0; i < n; i++) {
+		const zb_ds_knobs *k = &v[i].k;
+		if (t->keep_offload && !(k->offload && k->ratio >= in->ratio - 1e-9))
+			continue;
+		if ((t->keep_stage && k->stage != in->stage) || (t->keep_ckpt && k->ckpt != in->ckpt))
+			continue;
+		v[m++] = v[i];
+	}
+	return m;
+}
+
 int cmd_tune(int argc, char **argv)
 {
 	zb_options o = { 0 };
 	zb_error err = { 0 };
-	tune_flags tf = { 10, NULL };
+	tune_flags tf = { 10, NULL, 0, 0, 0 };
 	const zb_flag extra[] = {
 		ZB_INT("top", &tf.top, 1, 100000, "<n>", NULL),
 		{ .name = "out", .short_name = 'o', .kind = ZB_FLAG_STRING, .dest = &tf.out, .arg = "<tuned.json>" },
+		ZB_SWITCH("keep-offload", &tf.keep_offload, NULL),
+		ZB_SWITCH("keep-stage", &tf.keep_stage, NULL),
+		ZB_SWITCH("keep-ckpt", &tf.keep_ckpt, NULL),
 		{ 0 },
 	};
 	int rc;
@@ -167,6 +192,14 @@ int cmd_tune(int argc, char **argv)
 	int n, tried;
 	if (zb_ds_tune(&c, &v, &n, &tried, &err))
 		return zb_report_error(&err);
+	if (tf.keep_offload) {
+		if (!in.k.offload) {
+			free(v);
+			fprintf(stderr, "zbench: --keep-offload: the input config does not offload the optimizer\n");
+			return 2;
+		}
+	}
+	n = keep(v, n, &in.k, &tf);
 	char label[512];
 	zb_config_label(&c, label, sizeof label);
 	printf("# zbench tune: %s\n", label);

@@ -35,6 +35,7 @@
 #include "analysis/compare.h"
 #include "inputs/hwfile.h"
 #include "core/model.h"
+#include "analysis/dsphases.h"
 #include "sim/predict.h"
 
 #define MAX_CONFIGS 64
@@ -77,6 +78,7 @@ typedef struct item {
 	zb_config c;
 	int predicted, fits;
 	double pred_ms, pred_gpu_gib, pred_host_gib;
+	zb_ds_phases ph;    /* predicted phases (sim/dsphases.h) */
 	zb_peer_run m;
 	int measured;
 	char failed[512];
@@ -170,6 +172,8 @@ static zb_status predict_item(const zb_options *o, item *x, zb_prediction *p, zb
 	x->predicted = 1;
 	x->fits = p->mem.fits && p->simulated;
 	x->pred_ms = x->fits ? p->res.step_time_s * 1e3 : NAN;
+	if (x->fits)
+		zb_ds_phases_of(&p->graph, &p->res, &x->ph);
 	x->pred_gpu_gib = p->mem.gpu_bytes / (1024.0 * 1024 * 1024);
 	x->pred_host_gib = p->mem.host_bytes / (1024.0 * 1024 * 1024);
 	return ZB_OK;
@@ -239,10 +243,10 @@ static void print_header(const vflags *f, const item *x, const zb_peer_run *rows
 	else
 		printf("# measured: %s %s, %d steps each (median after 3 warm-up), timeout %d s\n", f->python, f->harness,
 		       f->steps, f->timeout_s);
-	printf("%-14s %10s %10s %8s %9s %9s %9s %9s\n", "config", "measured", "predicted", "error", "GPU peak", "GPU peak",
-	       "host mem", "host mem");
-	printf("%-14s %10s %10s %8s %9s %9s %9s %9s\n", "", "ms/step", "ms/step", "%", "meas GiB", "pred GiB",
-	       "meas GiB", "pred GiB");
+	printf("%-14s %10s %10s %8s %9s %9s %9s %9s %15s %15s %15s\n", "config", "measured", "predicted", "error",
+	       "GPU peak", "GPU peak", "host mem", "host mem", "fwd ms", "bwd ms", "opt ms");
+	printf("%-14s %10s %10s %8s %9s %9s %9s %9s %15s %15s %15s\n", "", "ms/step", "ms/step", "%", "meas GiB",
+	       "pred GiB", "meas GiB", "pred GiB", "meas / pred", "meas / pred", "meas / pred");
 }
 
 static void print_row(const item *x)
@@ -255,8 +259,22 @@ static void print_row(const item *x)
 			snprintf(pred, sizeof pred, "%.1f", x->pred_ms);
 			snprintf(e, sizeof e, "%+.1f", 100 * zb_rel_err(x->pred_ms, x->m.step_ms));
 		}
-		printf("%-14s %10.1f %10s %8s %9.1f %9.1f %9.1f %9.1f\n", x->name, x->m.step_ms, pred, e, x->m.gpu_peak_gib,
+		printf("%-14s %10.1f %10s %8s %9.1f %9.1f %9.1f %9.1f", x->name, x->m.step_ms, pred, e, x->m.gpu_peak_gib,
 		       x->pred_gpu_gib, x->m.host_rss_gib, x->pred_host_gib);
+		/* measured phases are host wall times (dsphases.h says how they differ) */
+		const double meas[3] = { x->m.fwd_ms, x->m.bwd_ms, x->m.opt_ms },
+			     prd[3] = { x->ph.fwd_s * 1e3, x->ph.bwd_s * 1e3, x->ph.opt_s * 1e3 };
+		for (int i = 0; i < 3; i++) {
+			char ph[32];
+			if (!x->fits)
+				snprintf(ph, sizeof ph, "-");
+			else if (isnan(meas[i]))
+				snprintf(ph, sizeof ph, "- / %.0f", prd[i]);
+			else
+				snprintf(ph, sizeof ph, "%.0f / %.0f", meas[i], prd[i]);
+			printf(" %15s", ph);
+		}
+		printf("\n");
 	}
 	fflush(stdout);
 }

@@ -1,5 +1,6 @@
 /* dsmeasured.c - the measured DeepSpeed table; see dsmeasured.h. */
 #include "inputs/dsmeasured.h"
+#include "inputs/dsmeasured_jsonl.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -84,6 +85,8 @@ static zb_status read_row(char **f, int nf, const int *col, const char *path, in
 
 zb_status zb_ds_measured_load(const char *path, zb_ds_measured *out, zb_error *err)
 {
+	if (zb_ds_measured_is_jsonl(path))
+		return zb_ds_measured_load_jsonl(path, out, err);
 	memset(out, 0, sizeof *out);
 	snprintf(out->path, sizeof out->path, "%s", path);
 	FILE *fp = fopen(path, "r");
@@ -187,7 +190,9 @@ zb_status zb_ds_row_config(const zb_ds_row *r, const char *path, const zb_config
 		z[i] = (char)tolower((unsigned char)r->zero[i]);
 	c.framework = ZB_FW_DEEPSPEED;
 	zb_error me;
-	if (r->model[0] && zb_ds_model_named(r->model, path, &c.model, &me))
+	if (r->have_shape)
+		c.model = r->shape;
+	else if (r->model[0] && zb_ds_model_named(r->model, path, &c.model, &me))
 		return zb_fail(err, ZB_E_INPUT, "%s:%d: %s", path, r->line, me.msg);
 	if (r->seq)
 		c.policy.seq = r->seq;

@@ -36,6 +36,8 @@ typedef struct zb_ds_row {
 	int seq, micro_batch;    /* 0 : from the command line */
 	int64_t sub_group_size;  /* 0 : from the command line */
 	int line;                /* line in the file, for messages */
+	int have_shape;          /* shape is the row's model (JSON lines, dsmeasured_jsonl.h) */
+	zb_model shape;
 } zb_ds_row;
 
 typedef struct zb_ds_measured {
