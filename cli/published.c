@@ -63,6 +63,9 @@ static int shape_axes(char *shape, const char *v[ZB_AX_COUNT], double *params)
 		{ "model", ZB_AX_MODEL }, { "layers", ZB_AX_LAYERS }, { "hidden", ZB_AX_HIDDEN },
 		{ "heads", ZB_AX_HEADS }, { "kv_heads", ZB_AX_KV_HEADS }, { "ffn", ZB_AX_FFN },
 		{ "vocab", ZB_AX_VOCAB },
+		/* the framework the case was measured with (DeepSpeed's schedule for DeepSpeed runs) */
+		{ "framework", ZB_AX_FRAMEWORK }, { "zero_stage", ZB_AX_ZERO_STAGE },
+		{ "sub_group", ZB_AX_SUB_GROUP },
 	};
 	*params = 0;
 	for (char *tok = strtok(shape, ","); tok; tok = strtok(NULL, ",")) {
@@ -143,9 +146,9 @@ static void predict_case(pcase *pc)
 		return;
 	}
 	if (!p.simulated) {
-		snprintf(pc->status, sizeof pc->status, "does not fit under zbench's schedules: %s%s",
+		snprintf(pc->status, sizeof pc->status, "does not fit: %s%s",
 			 p.mem.reason,
-			 c.policy.gas > 1 ? " (zbench accumulates fp32 gradients on the GPU at gas > 1)" : "");
+			 c.policy.gas > 1 && !v[ZB_AX_FRAMEWORK] ? " (zbench accumulates fp32 gradients on the GPU at gas > 1)" : "");
 		zb_prediction_free(&p);
 		return;
 	}
