@@ -128,8 +128,6 @@ static zb_status plan(run *x, zb_error *err)
 	}
 	if (!x->o.axis[ZB_AX_STEPS])
 		x->c.steps = 4;
-	if (!x->o.axis[ZB_AX_ATTENTION] && zb_attention_flash_ok(&x->c.model))
-		x->c.policy.attention = ZB_ATTN_FLASH; /* what frameworks run; --attention eager for the GEMM path */
 	x->measured_steps = x->c.steps;
 	x->c.steps = x->warmup + x->measured_steps;
 	if (!zb_exec_available(err))

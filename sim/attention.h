@@ -20,9 +20,11 @@
 
 /* Fraction of zb_gpu.bf16_flops the fused kernels reach, used when the GPU has no
  * fitted value (zb_gpu.flash_efficiency, "flash_efficiency" in a hardware file:
- * fused fwd+bwd TFLOP/s of `zbench bench --filter flash` / bf16_flops). An estimate
- * (wmma kernels, 64 x 64 tiles) until the H200 visit measures it. */
-#define ZB_FLASH_EFFICIENCY 0.35
+ * fused fwd+bwd TFLOP/s of `zbench bench --filter flash` / bf16_flops). Measured on
+ * the H200, 2026-11-30 (BENCHMARKS.md): 42.6 TFLOP/s fwd+bwd on the 2.5B shape (head
+ * dim 80), 0.050 of 850; 32.8 (0.039) at head dim 128 with GQA. These wmma kernels
+ * are far from FlashAttention-2's speed: see README, known limits. */
+#define ZB_FLASH_EFFICIENCY 0.050
 
 const char *zb_attention_name(zb_attention a); /* "eager", "flash" */
 zb_status zb_attention_parse(const char *s, zb_attention *out, zb_error *err);

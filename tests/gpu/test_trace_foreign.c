@@ -188,8 +188,10 @@ static void test_traced_child(void **state)
 	double cpu_opt = json_number_value(json_object_get(m, "cpu_opt_s"));
 	print_message("median step %.3f ms, cpu optimizer %.3f ms, h2d %.1f GB/s\n", step * 1e3, cpu_opt * 1e3,
 		      json_number_value(json_object_get(m, "h2d_GBps")));
-	/* the pool's 20 ms on 4 cores, seen through 10 ms samples */
-	assert_true(cpu_opt > 0.010 && cpu_opt < step);
+	/* the pool's 20 ms on 4 cores, seen through 10 ms samples: in a ~24 ms step the
+	 * active time is quantized to the samples and may cover the whole step
+	 * (measured on the H200: 23.77 of 23.77 ms) */
+	assert_true(cpu_opt > 0.010 && cpu_opt <= step * (1 + 1e-9));
 	json_decref(j);
 	snprintf(cmd, sizeof cmd, "%s analyze --json --no-nvtx --db %s >%s", z, db, log);
 	assert_int_equal(sh(cmd), 0);
