@@ -137,7 +137,8 @@ static void test_flash_schedule(void **state)
 	}
 	zb_graph_free(&g);
 
-	/* eager keeps the original tasks, and flash predicts a faster step here */
+	/* eager keeps the original tasks; at the measured fused efficiency (0.050) flash
+	 * predicts a slower GPU than eager, as the H200 measured (470 vs 370 ms a step) */
 	zb_config ce;
 	config_of(&ce, "gpt-2.5b", ZB_ATTN_EAGER);
 	memset(&g, 0, sizeof g);
@@ -150,7 +151,7 @@ static void test_flash_schedule(void **state)
 	assert_int_equal(zb_predict(&pf, &c, &e), ZB_OK);
 	assert_int_equal(zb_predict(&pe, &ce, &e), ZB_OK);
 	assert_true(pf.res.step_time_s > 0 && pe.res.step_time_s > 0);
-	assert_true(pf.res.busy_s[ZB_RES_GPU] < pe.res.busy_s[ZB_RES_GPU]);
+	assert_true(pf.res.busy_s[ZB_RES_GPU] > pe.res.busy_s[ZB_RES_GPU]);
 	zb_prediction_free(&pf);
 	zb_prediction_free(&pe);
 }
