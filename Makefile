@@ -5,6 +5,9 @@
 #   make test-gpu   GPU tests, on a machine with a GPU
 #   make bench      benchmarks that need no GPU (engine speed, sweep time)
 #   make V=1        show the commands
+#   make SAN=1 test the tests under AddressSanitizer + UBSan (build-san/, no CUDA:
+#                   the simulator, parsers and database are what hostile input reaches)
+#   make fuzz       libFuzzer harnesses (fuzz/, clang) each for FUZZ_SECONDS (default 60)
 #
 # Source conventions, so new files need no Makefile edits:
 #   <module>/*.c          host C11, always built
@@ -16,8 +19,13 @@
 
 CC      ?= cc
 NVCC    := $(shell which nvcc 2>/dev/null)
-CUDA    ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(realpath $(NVCC))),)
 BUILD   := build
+ifeq ($(SAN),1)
+NVCC    :=
+BUILD   := build-san
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+endif
+CUDA    ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(realpath $(NVCC))),)
 VERSION := 0.1.0
 GIT_COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null)
 
@@ -29,7 +37,7 @@ endif
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I. -pthread \
-           -DZB_VERSION='"$(VERSION)"' -DZB_GIT_COMMIT='"$(GIT_COMMIT)"'
+           -DZB_VERSION='"$(VERSION)"' -DZB_GIT_COMMIT='"$(GIT_COMMIT)"' $(SANFLAGS)
 LDLIBS  := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lsqlite3 -lm -pthread
 MODULES := common sim exec profiler results bench plots
 
@@ -107,7 +115,7 @@ $(BUILD)/tests/%: tests/%.c tests/harness.h $(LIB) $(BUILD)/lib/libcmocka.so.0
 		-Wl,-rpath,'$$ORIGIN/../lib' -Wl,-rpath,'$$ORIGIN/../../lib' $(LDLIBS)
 
 test: $(ZBENCH) $(TEST_BIN) $(GPU_TEST_BIN)
-	$(Q)ZBENCH=$(ZBENCH) tests/run.sh $(TEST_BIN) $(GPU_TEST_BIN) $(if $(NVCC),,tests/gpu)
+	$(Q)ZBENCH=$(ZBENCH) ZB_SAN=$(SAN) tests/run.sh $(TEST_BIN) $(GPU_TEST_BIN) $(if $(NVCC),,tests/gpu)
 
 test-gpu: $(ZBENCH) $(GPU_TEST_BIN)
 ifeq ($(NVCC),)

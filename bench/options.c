@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "sim/hwfile.h"
+#include "sim/limits.h"
 #include "sim/presets.h"
 
 typedef enum { AX_NAME, AX_INT, AX_REAL, AX_COUNT_KIND } axis_kind;
@@ -262,8 +263,11 @@ int zb_axis_values(const char *raw, zb_axis a, char ***vals, char **storage, zb_
 	for (char *tok = strtok(*storage, ","); tok; tok = strtok(NULL, ","))
 		(*vals)[i++] = tok;
 	if (i != n || i == 0) {
+		/* the caller frees *vals and *storage on every path: leave nothing behind */
 		free(*vals);
 		free(*storage);
+		*vals = NULL;
+		*storage = NULL;
 		zb_fail(err, ZB_E_INPUT, "empty item in list '%s' for %s", raw, zb_axis_flag(a));
 		return -1;
 	}
@@ -338,14 +342,36 @@ static int is_file(const char *s)
 	return strchr(s, '/') || strstr(s, ".json") ? 1 : stat(s, &st) == 0 && S_ISREG(st.st_mode);
 }
 
+/* The largest value an integer flag takes (limits.h), so that a huge value is
+ * refused by name before anything is computed from it. */
+static long long axis_limit(zb_axis a)
+{
+	switch (a) {
+	case ZB_AX_CORES: case ZB_AX_THREADS: return ZB_MAX_CORES;
+	case ZB_AX_GPUS_PER_LINK: return ZB_MAX_GPUS_PER_LINK;
+	case ZB_AX_LAYERS: return ZB_MAX_LAYERS;
+	case ZB_AX_HIDDEN: return ZB_MAX_HIDDEN;
+	case ZB_AX_HEADS: case ZB_AX_KV_HEADS: return ZB_MAX_HEADS;
+	case ZB_AX_FFN: return ZB_MAX_FFN;
+	case ZB_AX_VOCAB: return ZB_MAX_VOCAB;
+	case ZB_AX_PREFETCH: return ZB_MAX_PREFETCH;
+	case ZB_AX_GAS: return ZB_MAX_GAS;
+	case ZB_AX_MICRO_BATCH: return ZB_MAX_MICRO_BATCH;
+	case ZB_AX_SEQ: return ZB_MAX_SEQ;
+	case ZB_AX_STEPS: return ZB_MAX_STEPS;
+	case ZB_AX_BUCKET: return ZB_MAX_BUCKET;
+	default: return 2147483647LL;
+	}
+}
+
 #define INT_AXIS(ax, field)                                                  \
 	do {                                                                 \
 		if (v[ax]) {                                                 \
 			long long x;                                         \
 			if (parse_int(v[ax], ax, &x, err))                   \
 				return ZB_E_INPUT;                           \
-			if (x > 2147483647LL)                                \
-				return zb_fail(err, ZB_E_INPUT, "%s %s is too large", zb_axis_flag(ax), v[ax]); \
+			if (x > axis_limit(ax))                              \
+				return zb_fail(err, ZB_E_INPUT, "%s %s exceeds the limit %lld", zb_axis_flag(ax), v[ax], axis_limit(ax)); \
 			field = (int)x;                                      \
 		}                                                            \
 	} while (0)
@@ -559,6 +585,8 @@ zb_status zb_options_config_src(const char *const v[ZB_AX_COUNT], const zb_optio
 		long long x;
 		if (parse_int(v[ZB_AX_BUCKET], ZB_AX_BUCKET, &x, err))
 			return ZB_E_INPUT;
+		if (x > ZB_MAX_BUCKET)
+			return zb_fail(err, ZB_E_INPUT, "--bucket %s exceeds the limit %lld", v[ZB_AX_BUCKET], ZB_MAX_BUCKET);
 		c->policy.bucket_params = x;
 	}
 	c->steps = 6;

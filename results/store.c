@@ -570,6 +570,10 @@ static zb_status migrate(zb_store *s, int target, zb_error *err)
 		st = zb_fail(err, ZB_E_STORE,
 			     "database '%s' has schema version %lld, newer than this zbench (%d)",
 			     s->path, (long long)v, ZB_SCHEMA_VERSION);
+	} else if (v < 0) {
+		/* not a version any zbench writes: a damaged or foreign file */
+		st = zb_fail(err, ZB_E_STORE, "database '%s' has schema version %lld (must be 0..%d): not a zbench database",
+			     s->path, (long long)v, ZB_SCHEMA_VERSION);
 	}
 	for (int64_t i = v; st == ZB_OK && i < target; i++) {
 		char doing[160];
@@ -647,6 +651,12 @@ zb_status zb_store_open_version(zb_store **out, const char *path, int busy_timeo
 	if (v > ZB_SCHEMA_VERSION) {
 		st = zb_fail(err, ZB_E_STORE,
 			     "database '%s' has schema version %lld, newer than this zbench (%d)",
+			     path, (long long)v, ZB_SCHEMA_VERSION);
+		goto fail;
+	}
+	if (v < 0) {
+		st = zb_fail(err, ZB_E_STORE,
+			     "database '%s' has schema version %lld (must be 0..%d): damaged or not a zbench database",
 			     path, (long long)v, ZB_SCHEMA_VERSION);
 		goto fail;
 	}
@@ -928,7 +938,7 @@ zb_status zb_store_add_prediction(zb_store *s, int64_t config_id, const zb_graph
 			rc |= sqlite3_bind_null(q, i);
 		rc |= sqlite3_bind_null(q, 25);
 	}
-	if (g) {
+	if (g && g->ntasks) { /* no schedule (does not fit): copies unknown */
 		rc |= sqlite3_bind_double(q, 21, g->copy_bytes[ZB_RES_H2D]);
 		rc |= sqlite3_bind_double(q, 22, g->copy_bytes[ZB_RES_D2H]);
 	} else {

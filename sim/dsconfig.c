@@ -27,6 +27,8 @@
 #include "sim/jsonfile.h"
 #include "sim/dsconfig.h"
 
+#include "sim/limits.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -485,8 +487,8 @@ zb_status zb_ds_plan_make(const zb_ds_config *ds, const zb_model *m, const zb_ds
 		int64_t layers = block > 0 ? (p.prefetch_elements + block - 1) / block : 1;
 		if (layers < 1)
 			layers = 1;
-		if (layers > 1000000)
-			layers = 1000000;
+		if (layers > ZB_MAX_PREFETCH) /* more than the model has: the same as all */
+			layers = ZB_MAX_PREFETCH;
 		p.set[ZB_DSF_PREFETCH] = 1;
 		p.policy.prefetch_layers = (int)layers;
 		const char *how = IS_SET(ZB_DSK_PREFETCH_BUCKET) ? ""
@@ -602,6 +604,12 @@ zb_status zb_ds_plan_make(const zb_ds_config *ds, const zb_model *m, const zb_ds
 		if (IS_SET(bkeys[i]) && V(bkeys[i])->num < 1)
 			return zb_fail(err, ZB_E_INPUT, "%s: key '%s' %g must be positive", path,
 				       zb_ds_key_path(bkeys[i]), V(bkeys[i])->num);
+	/* bounded so that micro x gas below cannot overflow */
+	static const double bmax[3] = { (double)ZB_MAX_MICRO_BATCH * ZB_MAX_GAS, ZB_MAX_MICRO_BATCH, ZB_MAX_GAS };
+	for (int i = 0; i < 3; i++)
+		if (IS_SET(bkeys[i]) && V(bkeys[i])->num > bmax[i])
+			return zb_fail(err, ZB_E_INPUT, "%s: key '%s' %.0f exceeds the limit %.0f", path,
+				       zb_ds_key_path(bkeys[i]), V(bkeys[i])->num, bmax[i]);
 	if (tv->state == ZB_DS_ABSENT && mv->state == ZB_DS_ABSENT && gv->state == ZB_DS_ABSENT) {
 		*out = p; /* no batch keys: zbench's batch */
 		return ZB_OK;
