@@ -25,6 +25,13 @@ NVCC    :=
 BUILD   := build-san
 SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 endif
+ifeq ($(FUZZ),1)
+NVCC    :=
+BUILD   := build-fuzz
+CC      := clang
+SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+endif
+FUZZ_SECONDS ?= 60
 CUDA    ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(realpath $(NVCC))),)
 VERSION := 0.1.0
 GIT_COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null)
@@ -40,6 +47,9 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I. -pthre
            -DZB_VERSION='"$(VERSION)"' -DZB_GIT_COMMIT='"$(GIT_COMMIT)"' $(SANFLAGS)
 LDLIBS  := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lsqlite3 -lm -pthread
 MODULES := common sim exec profiler results bench plots
+ifeq ($(FUZZ),1)
+MODULES := common sim bench # what the harnesses reach (options, parsers, model); no executor
+endif
 
 ALL_C   := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
 CUDA_C  := $(filter %_cuda.c,$(ALL_C))
@@ -76,7 +86,7 @@ GPU_TEST_BIN :=
 endif
 CMOCKA_SO := $(shell ls /usr/lib/*/libcmocka.so.0 2>/dev/null | head -n 1)
 
-.PHONY: all test test-gpu bench clean cuda-note
+.PHONY: all test test-gpu bench clean cuda-note fuzz fuzz-build
 all: cuda-note $(ZBENCH)
 
 cuda-note:
@@ -127,5 +137,20 @@ endif
 bench: $(ZBENCH)
 	$(Q)$(ZBENCH) bench --filter sim
 
+# libFuzzer harnesses (fuzz/fuzz_*.c), built with clang into build-fuzz/; `make fuzz`
+# builds them and runs each for FUZZ_SECONDS (scripts/fuzz.sh: corpus, limits, summary).
+FUZZ_BIN := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/fuzz_*.c))
+
+$(BUILD)/fuzz/%: fuzz/%.c fuzz/fuzz_common.h $(LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ-CC $<")
+	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer $< -o $@ $(LIB) $(LDLIBS)
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz:
+	$(Q)$(MAKE) --no-print-directory FUZZ=1 fuzz-build
+	$(Q)scripts/fuzz.sh $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-san build-fuzz
