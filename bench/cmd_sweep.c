@@ -141,34 +141,37 @@ int cmd_sweep(int argc, char **argv)
 		}
 	}
 
+	zb_session s;
+	if (zb_session_prepare(&s, &o, &err)) {
+		free(cfgs);
+		rc = zb_report_error(&err);
+		goto out;
+	}
 	zb_prediction *preds = zb_xcalloc((size_t)ncfg, sizeof *preds);
 	int npred = 0;
 	for (int i = 0; i < ncfg; i++, npred++) {
 		if (zb_predict(&preds[i], &cfgs[i], &err)) {
-			rc = zb_report_error(&err);
-			goto free_preds;
-		}
-	}
-
-	zb_session s;
-	if (zb_session_open(&s, &o, "sweep", NULL, argc, argv, &err)) {
-		rc = zb_report_error(&err);
-		goto free_preds;
-	}
-	for (int i = 0; i < ncfg; i++) {
-		int64_t id;
-		zb_prediction *p = &preds[i];
-		if (zb_session_store_prediction(&s, &p->cfg, &p->graph, p->simulated ? &p->res : NULL, &p->mem,
-						o.timeline, &id, &err)) {
 			zb_session_abort(&s);
 			rc = zb_report_error(&err);
 			goto free_preds;
 		}
 	}
-	if (zb_session_commit(&s, "ok", &err)) {
-		rc = zb_report_error(&err);
-		goto free_preds;
+
+	/* Rows that cannot be stored (database locked, damaged, disk full) are still
+	 * printed: the error after the table says they were not stored. */
+	zb_error store_err = { 0 };
+	int stored = !zb_session_begin(&s, "sweep", NULL, argc, argv, &store_err);
+	for (int i = 0; stored && i < ncfg; i++) {
+		int64_t id;
+		zb_prediction *p = &preds[i];
+		if (zb_session_store_prediction(&s, &p->cfg, &p->graph, p->simulated ? &p->res : NULL, &p->mem,
+						o.timeline, &id, &store_err)) {
+			zb_session_abort(&s);
+			stored = 0;
+		}
 	}
+	if (stored && zb_session_commit(&s, "ok", &store_err))
+		stored = 0;
 
 	if (o.json) {
 		json_t *arr = json_array();
@@ -208,11 +211,16 @@ int cmd_sweep(int argc, char **argv)
 		}
 	}
 
+	if (!stored) {
+		fprintf(stderr, "zbench: the %d rows above were printed but NOT stored: %s\n", ncfg, store_err.msg);
+		rc = zb_exit_code(store_err.status);
+		goto free_preds;
+	}
 	if (o.plot) {
 		zb_store *db;
 		zb_plot_request req = { .kind = ZB_PLOT_RATIO, .run_id = s.run_id, .output = o.plot };
 		zb_plot_info info;
-		if (zb_store_open(&db, o.db ? o.db : ZB_STORE_DEFAULT_PATH, 2000, &err)) {
+		if (zb_store_open_readonly(&db, o.db ? o.db : ZB_STORE_DEFAULT_PATH, 2000, &err)) {
 			rc = zb_report_error(&err);
 		} else {
 			if (zb_plot_make(db, &req, &info, &err))
