@@ -658,6 +658,9 @@ static zb_status check_intact(zb_store *s, zb_error *err)
 	const unsigned char *t = sqlite3_column_text(q, 0);
 	snprintf(first, sizeof first, "%s", t ? (const char *)t : "");
 	sqlite3_finalize(q);
+	for (char *c = first; *c; c++) /* "*** in database main ***\nOn tree page ...": one line */
+		if (*c == '\n')
+			*c = ' ';
 	if (strcmp(first, "ok") == 0)
 		return ZB_OK;
 	return zb_fail(err, ZB_E_STORE,
@@ -833,7 +836,7 @@ zb_status zb_store_open_readonly(zb_store **out, const char *path, int busy_time
 	int rc = open_ro(s, 0);
 	if (rc == SQLITE_OK)
 		rc = read_header(s->db, &v, &app, &ntables);
-	if ((rc & 0xff) == SQLITE_CANTOPEN) {
+	if ((rc & 0xff) == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_READONLY) {
 		/* a WAL database whose directory is read-only: without a -wal file
 		 * its content is all in the main file, so immutable reads it exactly */
 		char *wal = sqlite3_mprintf("%s-wal", path);

@@ -26,6 +26,7 @@
 static char tmpdir[256];
 static const char *zbench;
 static double time_budget_s = 1.0;   /* the "within 1 s and 100 MB" */
+static uid_t run_uid;                /* nonzero: run zbench as this user (from root) */
 static long rss_budget_kb = 100 * 1024;
 
 typedef struct result {
@@ -45,14 +46,21 @@ static double now_s(void)
 /* Run `zbench args` (shell syntax) in tmpdir, capturing stdout, stderr, the exit
  * code, the wall time and the peak memory (wait4's rusage of the shell, whose
  * ru_maxrss covers its largest child). */
-static result run(const char *args)
+static result run_to(const char *args, const char *out)
 {
 	char cmd[4096];
-	snprintf(cmd, sizeof cmd, "cd %s && exec %s %s >stdout 2>stderr </dev/null", tmpdir, zbench, args);
+	snprintf(cmd, sizeof cmd, "cd %s && exec %s %s >%s 2>stderr </dev/null", tmpdir, zbench, args, out);
+	char old[600];
+	snprintf(old, sizeof old, "%s/stdout", tmpdir); /* (maybe another user's) */
+	unlink(old);
+	snprintf(old, sizeof old, "%s/stderr", tmpdir);
+	unlink(old);
 	double t0 = now_s();
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
+		if (run_uid && (setgid(run_uid) != 0 || setuid(run_uid) != 0))
+			_exit(126);
 		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 		_exit(127);
 	}
@@ -71,6 +79,8 @@ static result run(const char *args)
 	r.err = zb_test_slurp(path, NULL);
 	return r;
 }
+
+static result run(const char *args) { return run_to(args, "stdout"); }
 
 static void result_free(result *r)
 {
@@ -294,6 +304,204 @@ static void test_negative_user_version(void **state)
 	REFUSED("export latest --db neg.db --format csv -o out.csv", "schema version -1");
 }
 
+/* The database keeps its bytes when a command refuses it. */
+static char *file_bytes(const char *name, size_t *len)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+	return zb_test_slurp(path, len);
+}
+
+static void test_damaged_database(void **state)
+{
+	result r = run("sweep --model gpt2 --steps 3 --timeline --db dmg.db --csv");
+	assert_int_equal(r.rc, 0);
+	result_free(&r);
+	char path[512];
+	snprintf(path, sizeof path, "%s/dmg.db", tmpdir);
+	struct stat st;
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(st.st_size > 64 * 4096);
+	FILE *f = fopen(path, "r+b");
+	assert_non_null(f);
+	long pages[] = { 5, st.st_size / 4096 / 2, st.st_size / 4096 - 3 };
+	for (int i = 0; i < 3; i++) { /* garbage inside b-tree pages, headers intact */
+		char junk[500];
+		for (size_t j = 0; j < sizeof junk; j++)
+			junk[j] = (char)(j * 37 + i * 11 + 1);
+		fseek(f, pages[i] * 4096 + 100, SEEK_SET);
+		fwrite(junk, 1, sizeof junk, f);
+	}
+	fclose(f);
+	size_t n0, n1;
+	char *before = file_bytes("dmg.db", &n0);
+	REFUSED("predict --model gpt2 --steps 3 --db dmg.db", "dmg.db", "damaged", "quick_check");
+	REFUSED("sweep --model gpt2 --steps 3 --pcie gen4,gen5 --db dmg.db", "damaged");
+	char *after = file_bytes("dmg.db", &n1);
+	assert_int_equal(n0, n1);
+	assert_memory_equal(before, after, n0);
+	free(before);
+	free(after);
+}
+
+static void test_output_errors(void **state)
+{
+	static const char *const cmds[] = { "predict --model gpt2 --steps 3 --no-db",
+					    "predict --model gpt2 --steps 3 --no-db --json",
+					    "sweep --model gpt2 --steps 3 --no-db --csv", "list presets" };
+	for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+		result r = run_to(cmds[i], "/dev/full");
+		if (r.rc == 0 || !strstr(r.err, "cannot write the output")) {
+			print_error("zbench %s >/dev/full: exit %d, stderr %s\n", cmds[i], r.rc, r.err);
+			fail();
+		}
+		result_free(&r);
+	}
+}
+
+static long long count_rows(const char *name, const char *table)
+{
+	char path[512], q[128];
+	snprintf(path, sizeof path, "%s/%s", tmpdir, name);
+	snprintf(q, sizeof q, "SELECT count(*) FROM %s", table);
+	sqlite3 *h;
+	sqlite3_stmt *st;
+	long long n = -1;
+	if (sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(h, q, -1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			n = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(h);
+	return n;
+}
+
+/* 8 sweeps with --timeline on one database at once, while another connection
+ * holds the write lock for 3 s (longer than the 2 s writers used to wait): every
+ * sweep exits 0 and every row is stored. */
+#define NSWEEPS 8
+#define SWEEP_ARGS "sweep --model gpt2 --steps 3 --timeline --ratio 0:1:0.25 --pcie gen4,gen5 --csv --db conc.db"
+#define SWEEP_ROWS 10
+static void test_concurrent_sweeps(void **state)
+{
+	result r = run("predict --model gpt2 --steps 3 --db conc.db"); /* create the file */
+	assert_int_equal(r.rc, 0);
+	result_free(&r);
+	char path[512];
+	snprintf(path, sizeof path, "%s/conc.db", tmpdir);
+	sqlite3 *h;
+	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+	pid_t pids[NSWEEPS];
+	for (int i = 0; i < NSWEEPS; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0) {
+			char cmd[2048];
+			snprintf(cmd, sizeof cmd, "cd %s && exec %s " SWEEP_ARGS " >conc-%d.out 2>conc-%d.err", tmpdir,
+				 zbench, i, i);
+			execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+			_exit(127);
+		}
+	}
+	sleep(3);
+	assert_int_equal(sqlite3_exec(h, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+	for (int i = 0; i < NSWEEPS; i++) {
+		int st;
+		assert_true(waitpid(pids[i], &st, 0) == pids[i]);
+		char name[64];
+		snprintf(name, sizeof name, "conc-%d.err", i);
+		char *err = file_bytes(name, NULL);
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			print_error("sweep %d: status %d, stderr %s\n", i, st, err);
+			fail();
+		}
+		free(err);
+	}
+	assert_int_equal(count_rows("conc.db", "runs"), 1 + NSWEEPS);
+	assert_int_equal(count_rows("conc.db", "predictions"), 1 + NSWEEPS * SWEEP_ROWS);
+	/* every sweep's timelines are there */
+	assert_int_equal(count_rows("conc.db", "(SELECT DISTINCT config_id FROM tasks)"), NSWEEPS * SWEEP_ROWS);
+}
+
+/* A writer that gives up (here after 1 s) still prints what it computed, and the
+ * error says it was not stored. */
+static void test_unstored_result_printed(void **state)
+{
+	result r = run("predict --model gpt2 --steps 3 --db lock.db");
+	assert_int_equal(r.rc, 0);
+	result_free(&r);
+	char path[512];
+	snprintf(path, sizeof path, "%s/lock.db", tmpdir);
+	sqlite3 *h;
+	assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+	setenv("ZBENCH_DB_WAIT_S", "1", 1);
+	r = run("sweep --model gpt2 --steps 3 --pcie gen4,gen5 --csv --db lock.db");
+	unsetenv("ZBENCH_DB_WAIT_S");
+	assert_int_equal(sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(h);
+	assert_int_equal(r.rc, 2);
+	assert_int_equal(count_lines(r.err), 1);
+	assert_contains(r.err, "NOT stored");
+	assert_contains(r.err, "locked");
+	assert_true(count_lines(r.out) >= 1 + 10); /* the header and every row */
+	result_free(&r);
+	assert_int_equal(count_rows("lock.db", "predictions"), 1);
+}
+
+/* plot and export only read: they work in a directory the user cannot write;
+ * writing there says "permission denied". As root, the commands run as nobody. */
+static void test_readonly_directory(void **state)
+{
+	result r = run("mkdir ro 2>/dev/null; true"); /* (a harmless zbench error) */
+	result_free(&r);
+	char dir[512];
+	snprintf(dir, sizeof dir, "%s/ro", tmpdir);
+	mkdir(dir, 0755);
+	r = run("sweep --model gpt2 --steps 3 --timeline --pcie gen4,gen5 --ratio 0:1:0.5 --csv --db ro/z.db");
+	assert_int_equal(r.rc, 0);
+	result_free(&r);
+	if (geteuid() == 0) {
+		run_uid = 65534; /* nobody: reads the 0644 file, cannot write the directory */
+		assert_int_equal(chmod(tmpdir, 0777), 0);
+	} else {
+		assert_int_equal(chmod(dir, 0555), 0);
+	}
+	r = run("export 1 --db ro/z.db --format csv -o exp.csv");
+	int export_rc = r.rc;
+	char *export_err = strdup(r.err);
+	result_free(&r);
+	char *csv = file_bytes("exp.csv", NULL);
+	assert_contains(csv, "predicted"); /* rows of the stored timeline */
+	free(csv);
+	r = run("plot ratio --db ro/z.db -o plot.svg");
+	int plot_rc = r.rc;
+	char *plot_err = strdup(r.err);
+	result_free(&r);
+	result w = run("predict --model gpt2 --steps 3 --db ro/z.db");
+	result c = run("predict --model gpt2 --steps 3 --db ro/new.db");
+	run_uid = 0;
+	chmod(dir, 0755);
+	chmod(tmpdir, 0700);
+	if (plot_rc != 0 || strstr(plot_err, "readonly") || export_rc != 0)
+		print_error("plot: exit %d, %s; export: exit %d, %s\n", plot_rc, plot_err, export_rc, export_err);
+	assert_int_equal(plot_rc, 0);
+	assert_int_equal(export_rc, 0);
+	free(plot_err);
+	free(export_err);
+	assert_int_equal(w.rc, 2);
+	assert_contains(w.err, "permission denied");
+	assert_int_equal(c.rc, 2);
+	assert_contains(c.err, "permission denied");
+	assert_contains(c.err, "create");
+	assert_string_equal(c.out, "");
+	result_free(&w);
+	result_free(&c);
+}
+
 int main(void)
 {
 	zbench = getenv("ZBENCH");
@@ -322,6 +530,11 @@ int main(void)
 		cmocka_unit_test(test_extreme_hardware_values),
 		cmocka_unit_test(test_task_estimate_bounds_the_schedule),
 		cmocka_unit_test(test_negative_user_version),
+		cmocka_unit_test(test_damaged_database),
+		cmocka_unit_test(test_output_errors),
+		cmocka_unit_test(test_concurrent_sweeps),
+		cmocka_unit_test(test_unstored_result_printed),
+		cmocka_unit_test(test_readonly_directory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
