@@ -21,6 +21,8 @@
 
 #include "sim/graph.h"
 #include "sim/limits.h"
+#include "sim/memory.h"
+#include "sim/model.h"
 #include "sim/presets.h"
 
 static char tmpdir[256];
@@ -278,6 +280,53 @@ static void test_task_estimate_bounds_the_schedule(void **state)
 	print_message("# task estimate / tasks built: at most %.2f\n", worst);
 }
 
+/* The largest model the limits admit: every size computed from it stays in
+ * int64 (under the sanitizer build a signed overflow would abort here), and
+ * validation refuses one step beyond each limit, naming the field. */
+static void test_largest_model_sizes(void **state)
+{
+	zb_model m = { .name = "max", .layers = ZB_MAX_LAYERS, .hidden = ZB_MAX_HIDDEN, .heads = 1024,
+		       .kv_heads = 1024, .ffn = ZB_MAX_FFN, .vocab = ZB_MAX_VOCAB, .max_seq = ZB_MAX_POSITIONS,
+		       .gated_mlp = 1, .bias = 1, .tied_embeddings = 0, .embed_proj = ZB_MAX_HIDDEN / 2 };
+	zb_error err;
+	assert_int_equal(zb_model_validate(&m, &err), ZB_OK);
+	int64_t p = zb_model_params(&m);
+	double h = m.hidden, f = m.ffn;
+	double approx = (double)m.layers * (4 * h * h + 3 * h * f); /* the matrices alone */
+	assert_true(p > 0 && (double)p >= approx && (double)p < 1.1 * approx + 1e15);
+	assert_true(isfinite(zb_model_flops_per_token(&m, ZB_MAX_SEQ)));
+	zb_config c;
+	memset(&c, 0, sizeof c);
+	zb_preset_default_hw(&c.hw);
+	c.model = m;
+	zb_policy_defaults(&c.policy);
+	c.policy.micro_batch = 1;
+	c.policy.seq = 4096;
+	c.steps = ZB_MAX_STEPS;
+	assert_true(zb_limits_tasks(&c) > ZB_MAX_TASKS);
+	assert_int_equal(zb_limits_schedule(&c, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "schedule too large");
+	zb_memory mem;
+	zb_memory_estimate(&c, &mem);
+	assert_false(mem.fits);
+	/* one past each limit */
+	struct {
+		int *field;
+		int limit;
+		const char *name;
+	} past[] = { { &m.layers, ZB_MAX_LAYERS, "layers" }, { &m.hidden, ZB_MAX_HIDDEN, "hidden" },
+		     { &m.ffn, ZB_MAX_FFN, "ffn" }, { &m.vocab, ZB_MAX_VOCAB, "vocab" } };
+	for (size_t i = 0; i < sizeof past / sizeof past[0]; i++) {
+		zb_model bad = m;
+		*(int *)((char *)&bad + ((char *)past[i].field - (char *)&m)) = past[i].limit + 1;
+		if (past[i].field == &m.hidden)
+			bad.heads = bad.kv_heads = 1;
+		assert_int_equal(zb_model_validate(&bad, &err), ZB_E_INPUT);
+		assert_contains(err.msg, past[i].name);
+		assert_contains(err.msg, "exceeds the limit");
+	}
+}
+
 /* ---- databases ------------------------------------------------------------------ */
 
 static void sql(const char *path, const char *text)
@@ -529,6 +578,7 @@ int main(void)
 		cmocka_unit_test(test_hostile_files),
 		cmocka_unit_test(test_extreme_hardware_values),
 		cmocka_unit_test(test_task_estimate_bounds_the_schedule),
+		cmocka_unit_test(test_largest_model_sizes),
 		cmocka_unit_test(test_negative_user_version),
 		cmocka_unit_test(test_damaged_database),
 		cmocka_unit_test(test_output_errors),
