@@ -18,9 +18,11 @@
 #include "bench/report.h"
 #include "bench/session.h"
 #include "plots/plot.h"
+#include "sim/limits.h"
 #include "sim/predict.h"
 
 #define MAX_ROWS 100000
+#define SWEEP_TIMELINE_TASKS (4 * ZB_MAX_TASKS) /* ~1 GB of schedules and times */
 #define GiB (1024.0 * 1024.0 * 1024.0)
 
 static void usage(FILE *f)
@@ -147,6 +149,27 @@ int cmd_sweep(int argc, char **argv)
 		rc = zb_report_error(&err);
 		goto out;
 	}
+	/* --timeline keeps every schedule until the one transaction stores them:
+	 * bounded in all, like one schedule is (without it, each row keeps only its
+	 * figures) */
+	if (o.timeline) {
+		int64_t sum = 0;
+		for (int i = 0; i < ncfg; i++) {
+			zb_memory m;
+			zb_memory_estimate(&cfgs[i], &m);
+			sum += m.fits ? zb_limits_tasks(&cfgs[i]) : 0;
+		}
+		if (sum > SWEEP_TIMELINE_TASKS) {
+			zb_session_abort(&s);
+			free(cfgs);
+			zb_fail(&err, ZB_E_INPUT,
+				"sweep --timeline of %d configurations: ~%lld tasks in all exceeds the limit %lld (drop "
+				"--timeline, or sweep fewer configurations or steps)",
+				ncfg, (long long)sum, (long long)SWEEP_TIMELINE_TASKS);
+			rc = zb_report_error(&err);
+			goto out;
+		}
+	}
 	zb_prediction *preds = zb_xcalloc((size_t)ncfg, sizeof *preds);
 	int npred = 0;
 	for (int i = 0; i < ncfg; i++, npred++) {
@@ -155,6 +178,8 @@ int cmd_sweep(int argc, char **argv)
 			rc = zb_report_error(&err);
 			goto free_preds;
 		}
+		if (!o.timeline)
+			zb_prediction_drop_schedule(&preds[i]);
 	}
 
 	/* Rows that cannot be stored (database locked, damaged, disk full) are still

@@ -2,6 +2,7 @@
 #include "sim/predict.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sim/model.h"
@@ -71,4 +72,15 @@ void zb_prediction_free(zb_prediction *p)
 		zb_sim_result_free(&p->res);
 	zb_graph_free(&p->graph);
 	p->simulated = 0;
+}
+
+void zb_prediction_drop_schedule(zb_prediction *p)
+{
+	free(p->graph.tasks);
+	free(p->graph.deps);
+	p->graph.tasks = NULL;
+	p->graph.deps = NULL;
+	p->graph.cap_tasks = p->graph.cap_deps = 0;
+	if (p->simulated)
+		zb_sim_result_free(&p->res);
 }
