@@ -178,7 +178,7 @@ int cmd_validate(int argc, char **argv)
 		char *cmd = zb_command_line(argc, argv);
 		zb_run_info info = { .kind = "validate", .command = cmd, .version = ZB_VERSION,
 				     .git_commit = ZB_GIT_COMMIT };
-		zb_status st = zb_store_open(&store, db, 2000, &err);
+		zb_status st = zb_store_open(&store, db, ZB_STORE_WRITE_WAIT_MS, &err);
 		if (!st && !(st = zb_store_begin(store, &err))) {
 			st = zb_store_add_run(store, &info, &run_id, &err);
 			st = st ? st : zb_store_commit(store, &err);
