@@ -5,6 +5,9 @@
 #   make test-gpu   GPU tests, on a machine with a GPU
 #   make bench      benchmarks that need no GPU (engine speed, sweep time)
 #   make V=1        show the commands
+#   make SAN=1 test the tests under AddressSanitizer + UBSan (build-san/, no CUDA:
+#                   the simulator, parsers and database are what hostile input reaches)
+#   make fuzz       libFuzzer harnesses (fuzz/, clang) each for FUZZ_SECONDS (default 60)
 #
 # Source conventions, so new files need no Makefile edits:
 #   <module>/*.c          host C11, always built
@@ -16,8 +19,20 @@
 
 CC      ?= cc
 NVCC    := $(shell which nvcc 2>/dev/null)
-CUDA    ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(realpath $(NVCC))),)
 BUILD   := build
+ifeq ($(SAN),1)
+NVCC    :=
+BUILD   := build-san
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+endif
+ifeq ($(FUZZ),1)
+NVCC    :=
+BUILD   := build-fuzz
+CC      := clang
+SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+endif
+FUZZ_SECONDS ?= 60
+CUDA    ?= $(if $(NVCC),$(patsubst %/bin/nvcc,%,$(realpath $(NVCC))),)
 VERSION := 0.1.0
 GIT_COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null)
 
@@ -29,9 +44,12 @@ endif
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I. -pthread \
-           -DZB_VERSION='"$(VERSION)"' -DZB_GIT_COMMIT='"$(GIT_COMMIT)"'
+           -DZB_VERSION='"$(VERSION)"' -DZB_GIT_COMMIT='"$(GIT_COMMIT)"' $(SANFLAGS)
 LDLIBS  := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lsqlite3 -lm -pthread
 MODULES := common core inputs config schedules sim analysis exec profiler results plots bench peers cli
+ifeq ($(FUZZ),1)
+MODULES := common core inputs config schedules sim analysis cli # what the harnesses reach (options, parsers, model); no executor
+endif
 
 ALL_C   := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
 CUDA_C  := $(filter %_cuda.c,$(ALL_C))
@@ -68,7 +86,7 @@ GPU_TEST_BIN :=
 endif
 CMOCKA_SO := $(shell ls /usr/lib/*/libcmocka.so.0 2>/dev/null | head -n 1)
 
-.PHONY: all test test-gpu bench clean cuda-note
+.PHONY: all test test-gpu bench clean cuda-note fuzz fuzz-build
 all: cuda-note $(ZBENCH)
 
 # The injection library of `zbench trace` (inject/inject.c): the CUPTI collector
@@ -127,8 +145,24 @@ $(BUILD)/tests/%: tests/%.c tests/harness.h $(LIB) $(BUILD)/lib/libcmocka.so.0
 	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LIB) -L$(BUILD)/lib -l:libcmocka.so.0 \
 		-Wl,-rpath,'$$ORIGIN/../lib' -Wl,-rpath,'$$ORIGIN/../../lib' $(LDLIBS)
 
+ifeq ($(SAN),1)
+# Every sanitizer report (also from zbench processes the tests start, whose exit
+# code a test may not look at) lands in san-reports/; any report fails the run.
+SAN_DIR := $(abspath $(BUILD))/san-reports
+SAN_ENV := ASAN_OPTIONS=log_path=$(SAN_DIR)/asan:detect_leaks=1 \
+           UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(SAN_DIR)/ubsan
+endif
+
 test: $(ZBENCH) $(INJECT) $(TEST_BIN) $(GPU_TEST_BIN)
+ifeq ($(SAN),1)
+	$(Q)rm -rf $(SAN_DIR) && mkdir -p $(SAN_DIR) && chmod 1777 $(SAN_DIR)
+	$(Q)rc=0; ZBENCH=$(ZBENCH) ZB_SAN=1 $(SAN_ENV) tests/run.sh $(TEST_BIN) || rc=1; \
+	n=$$(ls $(SAN_DIR) | wc -l); \
+	if [ $$n -gt 0 ]; then head -n 40 $(SAN_DIR)/*; echo "sanitizers: $$n reports ($(SAN_DIR))"; rc=1; \
+	else echo "sanitizers: 0 reports"; fi; exit $$rc
+else
 	$(Q)ZBENCH=$(ZBENCH) tests/run.sh $(TEST_BIN) $(GPU_TEST_BIN) $(if $(NVCC),,tests/gpu)
+endif
 
 test-gpu: $(ZBENCH) $(INJECT) $(GPU_TEST_BIN)
 ifeq ($(NVCC),)
@@ -140,5 +174,20 @@ endif
 bench: $(ZBENCH)
 	$(Q)$(ZBENCH) bench --filter sim
 
+# libFuzzer harnesses (fuzz/fuzz_*.c), built with clang into build-fuzz/; `make fuzz`
+# builds them and runs each for FUZZ_SECONDS (scripts/fuzz.sh: corpus, limits, summary).
+FUZZ_BIN := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/fuzz_*.c))
+
+$(BUILD)/fuzz/%: fuzz/%.c fuzz/fuzz_common.h $(LIB)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  FUZZ-CC $<")
+	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer $< -o $@ $(LIB) $(LDLIBS)
+
+fuzz-build: $(FUZZ_BIN)
+
+fuzz:
+	$(Q)$(MAKE) --no-print-directory FUZZ=1 fuzz-build
+	$(Q)scripts/fuzz.sh $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-san build-fuzz

@@ -232,7 +232,7 @@ int cmd_compare(int argc, char **argv)
 	}
 	zb_error err = { 0 };
 	zb_store *s;
-	if (zb_store_open(&s, db, 2000, &err))
+	if (zb_store_open_readonly(&s, db, 2000, &err))
 		return zb_report_error(&err);
 
 	int64_t *ids = NULL;

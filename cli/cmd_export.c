@@ -493,7 +493,7 @@ int cmd_export(int argc, char **argv)
 	}
 	zb_error err = { 0 };
 	reader r = { .err = &err };
-	if (zb_store_open(&r.s, dbpath, 2000, &err))
+	if (zb_store_open_readonly(&r.s, dbpath, 2000, &err))
 		return zb_report_error(&err);
 	zb_status st = find_config(&r, run, &err);
 	char *tmp = NULL;

@@ -37,7 +37,7 @@ int cmd_merge(int argc, char **argv)
 		}
 	zb_error err = { 0 };
 	zb_store *out;
-	if (zb_store_open(&out, argv[1], 2000, &err))
+	if (zb_store_open(&out, argv[1], ZB_STORE_WRITE_WAIT_MS, &err))
 		return zb_report_error(&err);
 	int n = argc - 2;
 	zb_merge_counts *counts = calloc((size_t)n, sizeof *counts);

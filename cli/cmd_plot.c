@@ -73,7 +73,7 @@ int cmd_plot(int argc, char **argv)
 		return zb_report_error(&err);
 
 	zb_store *s;
-	if (zb_store_open(&s, db, 2000, &err))
+	if (zb_store_open_readonly(&s, db, 2000, &err))
 		return zb_report_error(&err);
 	zb_plot_info info;
 	zb_status st = zb_plot_make(s, &req, &info, &err);

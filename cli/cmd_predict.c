@@ -29,19 +29,26 @@ int cmd_predict(int argc, char **argv)
 	if (zb_options_single_src(&o, &c, &src, &err))
 		return zb_report_error(&err);
 
-	zb_prediction p;
-	if (zb_predict(&p, &c, &err))
-		return zb_report_error(&err);
-
 	zb_session s;
-	int64_t config_id;
-	if (zb_session_open(&s, &o, "predict", NULL, argc, argv, &err) ||
-	    zb_session_store_prediction(&s, &c, &p.graph, p.simulated ? &p.res : NULL, &p.mem, o.timeline,
-					&config_id, &err) ||
-	    zb_session_commit(&s, p.mem.fits ? "ok" : "does not fit", &err)) {
-		zb_session_abort(&s);
-		zb_prediction_free(&p);
+	if (zb_session_prepare(&s, &o, &err))
 		return zb_report_error(&err);
+	zb_prediction p;
+	if (zb_predict(&p, &c, &err)) {
+		zb_session_abort(&s);
+		return zb_report_error(&err);
+	}
+
+	/* A result that cannot be stored (database locked, disk full) is still
+	 * printed: the error after it says it was not stored. */
+	int64_t config_id;
+	zb_error store_err = { 0 };
+	int stored = 1;
+	if (zb_session_begin(&s, "predict", NULL, argc, argv, &store_err) ||
+	    zb_session_store_prediction(&s, &c, &p.graph, p.simulated ? &p.res : NULL, &p.mem, o.timeline,
+					&config_id, &store_err) ||
+	    zb_session_commit(&s, p.mem.fits ? "ok" : "does not fit", &store_err)) {
+		zb_session_abort(&s);
+		stored = 0;
 	}
 
 	if (o.json) {
@@ -75,6 +82,10 @@ int cmd_predict(int argc, char **argv)
 	if (!p.mem.fits) {
 		fprintf(stderr, "zbench: configuration does not fit: %s\n", p.mem.reason);
 		rc = 2;
+	}
+	if (!stored) {
+		fprintf(stderr, "zbench: the prediction above was printed but NOT stored: %s\n", store_err.msg);
+		rc = zb_exit_code(store_err.status);
 	}
 	zb_prediction_free(&p);
 	return rc;

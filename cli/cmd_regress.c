@@ -144,7 +144,7 @@ static int open_db(const common_opts *o, int must_exist, zb_store **s, zb_error 
 		fprintf(stderr, "zbench: no database '%s' (give --db)\n", o->db);
 		return 2;
 	}
-	if (zb_store_open(s, o->db, 2000, err))
+	if (zb_store_open(s, o->db, ZB_STORE_WRITE_WAIT_MS, err))
 		return zb_report_error(err);
 	return 0;
 }

@@ -108,13 +108,15 @@ typedef struct sink {
 	int have_best;
 	zb_config best;
 	zb_sim_result best_res;
+	int unstored;       /* storing failed (locked, damaged, disk full): rows are still printed */
+	zb_error store_err; /* ... why */
 } sink;
 
 static zb_status emit_row(void *ctx, const zb_sweep_row *row, zb_error *err)
 {
 	sink *k = ctx;
 	const zb_options *o = k->o;
-	if (k->s->store) {
+	if (k->s->store && !k->unstored) {
 		int64_t id;
 		zb_store *db = k->s->store;
 		const zb_graph *g = row->simulated ? &row->head : NULL;
@@ -128,8 +130,11 @@ static zb_status emit_row(void *ctx, const zb_sweep_row *row, zb_error *err)
 				st = zb_store_add_events(db, id, "predicted", row->graph, row->res.start, row->res.end,
 							 err);
 		}
-		if (st)
-			return st;
+		if (st) { /* the rows are still printed; the error after the table says they are not stored */
+			k->store_err = *err;
+			k->unstored = 1;
+			zb_session_abort(k->s);
+		}
 	}
 	if (o->json) {
 		/* the element as an array member: every line two spaces in */
@@ -199,7 +204,7 @@ static int plot_sweep(const zb_options *o, int64_t run_id)
 	zb_plot_request req = { .kind = ZB_PLOT_RATIO, .run_id = run_id, .output = o->plot };
 	zb_plot_info info;
 	int rc = 0;
-	if (zb_store_open(&db, o->db ? o->db : ZB_STORE_DEFAULT_PATH, 2000, &err))
+	if (zb_store_open_readonly(&db, o->db ? o->db : ZB_STORE_DEFAULT_PATH, 2000, &err))
 		return zb_report_error(&err);
 	if (zb_plot_make(db, &req, &info, &err))
 		rc = zb_report_error(&err);
@@ -212,10 +217,14 @@ static int plot_sweep(const zb_options *o, int64_t run_id)
 /* Simulate, print and store the rows; Ctrl-C stops after the current row and
  * keeps what was stored. */
 static int run_rows(const zb_options *o, const zb_sweep_grid *g, const sweep_flags *f, long long rows,
-		    zb_session *s)
+		    zb_session *s, const zb_error *begin_err)
 {
 	zb_error err = { 0 };
 	sink k = { .o = o, .s = s };
+	if (begin_err) {
+		k.unstored = 1;
+		k.store_err = *begin_err;
+	}
 	zb_sweep_opts so = { .jobs = f->jobs, .config_json = s->store != NULL, .pred_json = o->json,
 			     .timeline = o->timeline && s->store != NULL, .progress = 1 };
 	struct sigaction sa = { .sa_handler = on_sigint }, old;
@@ -232,9 +241,12 @@ static int run_rows(const zb_options *o, const zb_sweep_grid *g, const sweep_fla
 	}
 	print_tail(o, &k);
 	fflush(stdout);
-	zb_error cerr = { 0 };
-	if (zb_session_commit(s, st ? "interrupted" : "ok", &cerr))
-		return zb_report_error(&cerr);
+	if (!k.unstored && s->store && zb_session_commit(s, st ? "interrupted" : "ok", &k.store_err))
+		k.unstored = 1;
+	if (k.unstored) {
+		fprintf(stderr, "zbench: the %lld rows above were printed but NOT stored: %s\n", k.rows, k.store_err.msg);
+		return zb_exit_code(k.store_err.status);
+	}
 	if (st) {
 		fprintf(stderr, "zbench: interrupted after %lld of %lld configurations (%s)\n", done, rows,
 			s->run_id ? "the rows so far are stored" : "nothing stored: --no-db");
@@ -283,15 +295,19 @@ int cmd_sweep(int argc, char **argv)
 		rc = zb_report_error(&err);
 		goto out;
 	}
+	/* the database is opened before the work; a run that cannot begin (locked
+	 * past the wait) still prints its rows, and says they were not stored */
 	zb_session s;
-	if (zb_session_open(&s, &o, "sweep", NULL, argc, argv, &err)) {
+	if (zb_session_prepare(&s, &o, &err)) {
 		rc = zb_report_error(&err);
 		goto out;
 	}
+	zb_error begin_err = { 0 };
+	zb_session_begin(&s, "sweep", NULL, argc, argv, &begin_err);
 	if (s.store)
 		zb_store_set_no_savepoints(s.store, 1); /* the whole sweep rolls back on failure */
 	print_head(&o, &g, &f, rows, &first, &src);
-	rc = run_rows(&o, &g, &f, rows, &s);
+	rc = run_rows(&o, &g, &f, rows, &s, begin_err.status ? &begin_err : NULL);
 	if (!rc && o.plot)
 		rc = plot_sweep(&o, s.run_id);
 out:

@@ -181,7 +181,7 @@ static zb_status open_run(validation *v, int argc, char **argv, zb_error *err)
 		return ZB_OK;
 	char *cmd = zb_command_line(argc, argv);
 	zb_run_info info = { .kind = "validate", .command = cmd, .version = ZB_VERSION, .git_commit = ZB_GIT_COMMIT };
-	zb_status st = zb_store_open(&v->store, vo.db, 2000, err);
+	zb_status st = zb_store_open(&v->store, vo.db, ZB_STORE_WRITE_WAIT_MS, err);
 	if (!st && !(st = zb_store_begin(v->store, err))) {
 		st = zb_store_add_run(v->store, &info, &v->run_id, err);
 		st = st ? st : zb_store_commit(v->store, err);

@@ -385,7 +385,7 @@ static zb_status open_store(const zb_options *o, int argc, char **argv, zb_store
 	*run_id = 0;
 	if (o->no_db)
 		return ZB_OK;
-	zb_status st = zb_store_open(s, o->db ? o->db : ZB_STORE_DEFAULT_PATH, 2000, err);
+	zb_status st = zb_store_open(s, o->db ? o->db : ZB_STORE_DEFAULT_PATH, ZB_STORE_WRITE_WAIT_MS, err);
 	if (st)
 		return st;
 	char *cmd = zb_command_line(argc, argv);

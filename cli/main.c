@@ -2,6 +2,7 @@
  * main.c - the zbench command: a table from subcommand names to cmd_<name>()
  * functions (git's git.c), each in its own file with its own usage text.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,6 +41,18 @@ static void usage(FILE *f)
 	fprintf(f, "\nzbench %s%s%s\n", ZB_VERSION, ZB_GIT_COMMIT[0] ? " " : "", ZB_GIT_COMMIT);
 }
 
+/* Output that did not reach its destination (disk full, a closed pipe with
+ * SIGPIPE ignored, /dev/full) is a failure, not a success with a short table. */
+static int finish_output(int rc)
+{
+	int e = fflush(stdout) != 0 ? errno : 0;
+	if (e || ferror(stdout)) {
+		fprintf(stderr, "zbench: cannot write the output: %s\n", strerror(e ? e : EIO));
+		return rc ? rc : 2;
+	}
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -49,15 +62,15 @@ int main(int argc, char **argv)
 	const char *name = argv[1];
 	if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
 		usage(stdout);
-		return 0;
+		return finish_output(0);
 	}
 	if (!strcmp(name, "--version") || !strcmp(name, "version")) {
 		printf("zbench %s%s%s\n", ZB_VERSION, ZB_GIT_COMMIT[0] ? " " : "", ZB_GIT_COMMIT);
-		return 0;
+		return finish_output(0);
 	}
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		if (!strcmp(name, commands[i].name))
-			return commands[i].fn(argc - 1, argv + 1);
+			return finish_output(commands[i].fn(argc - 1, argv + 1));
 	fprintf(stderr, "zbench: unknown command '%s' (known:", name);
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		fprintf(stderr, "%s %s", i ? "," : "", commands[i].name);

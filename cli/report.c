@@ -252,8 +252,9 @@ json_t *zb_prediction_json(const zb_config *c, const zb_graph *g, const zb_sim_r
 	json_object_set_new(memj, "reason", json_string(mem->reason));
 	json_object_set_new(j, "memory", memj);
 	json_t *pb = json_object();
-	json_object_set_new(pb, "h2d", json_real(g ? g->copy_bytes[ZB_RES_H2D] : 0));
-	json_object_set_new(pb, "d2h", json_real(g ? g->copy_bytes[ZB_RES_D2H] : 0));
+	/* a configuration that does not fit has no schedule: its copies are unknown */
+	json_object_set_new(pb, "h2d", g && g->ntasks ? json_real(g->copy_bytes[ZB_RES_H2D]) : json_null());
+	json_object_set_new(pb, "d2h", g && g->ntasks ? json_real(g->copy_bytes[ZB_RES_D2H]) : json_null());
 	json_object_set_new(j, "pcie_bytes", pb);
 	if (!r) {
 		json_object_set_new(j, "step_time_s", json_null());

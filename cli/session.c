@@ -5,17 +5,41 @@
 
 #include "inputs/hwfile.h"
 
-zb_status zb_session_open(zb_session *s, const zb_options *o, const char *kind, const char *device,
-			  int argc, char **argv, zb_error *err)
+/* How long to wait for another writer: ZB_STORE_WRITE_WAIT_MS, or
+ * $ZBENCH_DB_WAIT_S seconds (0..86400) for those who prefer to fail fast. */
+static int write_wait_ms(void)
+{
+	const char *e = getenv("ZBENCH_DB_WAIT_S");
+	char *end;
+	double s = e && *e ? strtod(e, &end) : -1;
+	if (!e || !*e || *end || !(s >= 0 && s <= 86400))
+		return ZB_STORE_WRITE_WAIT_MS;
+	return (int)(s * 1000);
+}
+
+zb_status zb_session_prepare(zb_session *s, const zb_options *o, zb_error *err)
 {
 	s->store = NULL;
 	s->run_id = 0;
 	s->in_txn = 0;
 	if (o->no_db)
 		return ZB_OK;
-	zb_status st = zb_store_open(&s->store, o->db ? o->db : ZB_STORE_DEFAULT_PATH, 2000, err);
-	if (st)
-		return st;
+	return zb_store_open(&s->store, o->db ? o->db : ZB_STORE_DEFAULT_PATH, write_wait_ms(), err);
+}
+
+zb_status zb_session_open(zb_session *s, const zb_options *o, const char *kind, const char *device,
+			  int argc, char **argv, zb_error *err)
+{
+	zb_status st = zb_session_prepare(s, o, err);
+	return st ? st : zb_session_begin(s, kind, device, argc, argv, err);
+}
+
+zb_status zb_session_begin(zb_session *s, const char *kind, const char *device, int argc, char **argv,
+			   zb_error *err)
+{
+	zb_status st;
+	if (!s->store)
+		return ZB_OK;
 	if ((st = zb_store_begin(s->store, err))) {
 		zb_store_close(s->store);
 		s->store = NULL;

@@ -18,6 +18,14 @@ typedef struct zb_session {
 	int in_txn;
 } zb_session;
 
+/* zb_session_open in two halves: prepare opens the database before the work (so
+ * an unusable one - unwritable, damaged, newer - fails before anything is computed
+ * or printed), begin starts the transaction and records the run once the results
+ * are there (waiting for other writers). */
+zb_status zb_session_prepare(zb_session *s, const zb_options *o, zb_error *err);
+zb_status zb_session_begin(zb_session *s, const char *kind, const char *device, int argc, char **argv,
+			   zb_error *err);
+
 zb_status zb_session_open(zb_session *s, const zb_options *o, const char *kind, const char *device,
 			  int argc, char **argv, zb_error *err);
 /* Commit (status "ok") and close. */

@@ -4,6 +4,8 @@
  */
 #include "config/parts.h"
 
+#include "core/limits.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -102,6 +104,28 @@ int zb_axis_parse_real(const char *s, zb_axis a, double *out, zb_error *err)
 	return 0;
 }
 
+/* The largest value an integer flag takes (core/limits.h), so that a huge value is
+ * refused by name before anything is computed from it. */
+static long long axis_limit(zb_axis a)
+{
+	switch (a) {
+	case ZB_AX_CORES: case ZB_AX_THREADS: return ZB_MAX_CORES;
+	case ZB_AX_GPUS_PER_LINK: case ZB_AX_GPUS_PER_CPU: return ZB_MAX_GPUS_PER_LINK;
+	case ZB_AX_LAYERS: return ZB_MAX_LAYERS;
+	case ZB_AX_HIDDEN: return ZB_MAX_HIDDEN;
+	case ZB_AX_HEADS: case ZB_AX_KV_HEADS: return ZB_MAX_HEADS;
+	case ZB_AX_FFN: return ZB_MAX_FFN;
+	case ZB_AX_VOCAB: return ZB_MAX_VOCAB;
+	case ZB_AX_PREFETCH: return ZB_MAX_PREFETCH;
+	case ZB_AX_GAS: return ZB_MAX_GAS;
+	case ZB_AX_MICRO_BATCH: return ZB_MAX_MICRO_BATCH;
+	case ZB_AX_SEQ: return ZB_MAX_SEQ;
+	case ZB_AX_STEPS: return ZB_MAX_STEPS;
+	case ZB_AX_BUCKET: return ZB_MAX_BUCKET;
+	default: return 2147483647LL;
+	}
+}
+
 int zb_axis_int_field(const char *const v[ZB_AX_COUNT], zb_axis a, int *field, zb_error *err)
 {
 	long long x;
@@ -109,8 +133,8 @@ int zb_axis_int_field(const char *const v[ZB_AX_COUNT], zb_axis a, int *field, z
 		return 0;
 	if (zb_axis_parse_int(v[a], a, &x, err))
 		return -1;
-	if (x > 2147483647LL) {
-		zb_fail(err, ZB_E_INPUT, "%s %s is too large", zb_axis_flag(a), v[a]);
+	if (x > axis_limit(a)) {
+		zb_fail(err, ZB_E_INPUT, "%s %s exceeds the limit %lld", zb_axis_flag(a), v[a], axis_limit(a));
 		return -1;
 	}
 	*field = (int)x;
@@ -161,8 +185,11 @@ int zb_axis_values(const char *raw, zb_axis a, char ***vals, char **storage, zb_
 	for (char *tok = strtok(*storage, ","); tok; tok = strtok(NULL, ","))
 		(*vals)[i++] = tok;
 	if (i != n || i == 0) {
+		/* the caller frees *vals and *storage on every path: leave nothing behind */
 		free(*vals);
 		free(*storage);
+		*vals = NULL;
+		*storage = NULL;
 		zb_fail(err, ZB_E_INPUT, "empty item in list '%s' for %s", raw, zb_axis_flag(a));
 		return -1;
 	}

@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 
+#include "core/limits.h"
 #include "core/model.h"
 #include "schedules/deepspeed.h"
 #include "sim/attention.h"
@@ -111,6 +112,9 @@ static zb_status flags(const zb_config_inputs *in, zb_config *c, zb_sources *s, 
 		long long x;
 		if (zb_axis_parse_int(v[ZB_AX_BUCKET], ZB_AX_BUCKET, &x, err))
 			return ZB_E_INPUT;
+		if (x > ZB_MAX_BUCKET)
+			return zb_fail(err, ZB_E_INPUT, "--bucket %s exceeds the limit %lld", v[ZB_AX_BUCKET],
+				       (long long)ZB_MAX_BUCKET);
 		c->policy.bucket_params = x;
 	}
 	c->steps = 6;

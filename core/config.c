@@ -8,6 +8,8 @@
  */
 #include "core/config.h"
 
+#include "core/limits.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -116,7 +118,7 @@ zb_status zb_hw_validate(const zb_hw *hw, zb_error *err)
 		return st;
 	CHECK_POS(hw->gpus_per_link > 0, "gpus_per_link", "%d", hw->gpus_per_link);
 	CHECK_POS(hw->gpus_per_cpu > 0, "gpus_per_cpu", "%d", hw->gpus_per_cpu);
-	return ZB_OK;
+	return zb_limits_hw(hw, err);
 }
 
 zb_status zb_model_validate(const zb_model *m, zb_error *err)
@@ -138,7 +140,7 @@ zb_status zb_model_validate(const zb_model *m, zb_error *err)
 	if (m->heads % m->kv_heads != 0)
 		return zb_fail(err, ZB_E_INPUT, "kv_heads %d do not divide heads %d", m->kv_heads,
 			       m->heads);
-	return ZB_OK;
+	return zb_limits_model(m, err);
 }
 
 zb_status zb_policy_validate(const zb_policy *p, const zb_model *m, zb_error *err)
@@ -166,7 +168,7 @@ zb_status zb_policy_validate(const zb_policy *p, const zb_model *m, zb_error *er
 		return zb_fail(err, ZB_E_INPUT,
 			       "seq %d exceeds max_seq %d of %s (learned positions)", p->seq,
 			       m->max_seq, m->name[0] ? m->name : "the model");
-	return ZB_OK;
+	return zb_limits_policy(p, m, err);
 }
 
 zb_status zb_config_validate(const zb_config *c, zb_error *err)
@@ -179,6 +181,8 @@ zb_status zb_config_validate(const zb_config *c, zb_error *err)
 	if ((st = zb_policy_validate(&c->policy, &c->model, err)) != ZB_OK)
 		return st;
 	CHECK_POS(c->steps > 0, "steps", "%d", c->steps);
+	if (c->steps > ZB_MAX_STEPS)
+		return zb_fail(err, ZB_E_INPUT, "steps %d exceeds the limit %d", c->steps, ZB_MAX_STEPS);
 	if (c->policy.cpu_threads > c->hw.cpu.cores)
 		return zb_fail(err, ZB_E_INPUT, "cpu-threads %d exceed the %d cores of %s",
 			       c->policy.cpu_threads, c->hw.cpu.cores,

@@ -27,6 +27,8 @@
 #include "inputs/jsonfile.h"
 #include "inputs/dsconfig.h"
 
+#include "core/limits.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <math.h>
@@ -490,8 +492,8 @@ static void plan_param_offload(const zb_ds_config *ds, const zb_model *m, zb_ds_
 		int64_t layers = block > 0 ? (p->prefetch_elements + block - 1) / block : 1;
 		if (layers < 1)
 			layers = 1;
-		if (layers > 1000000)
-			layers = 1000000;
+		if (layers > ZB_MAX_PREFETCH) /* more than the model has: the same as all */
+			layers = ZB_MAX_PREFETCH;
 		p->set[ZB_DSF_PREFETCH] = 1;
 		p->policy.prefetch_layers = (int)layers;
 		const char *how = IS_SET(ZB_DSK_PREFETCH_BUCKET) ? ""
@@ -636,6 +638,12 @@ static zb_status plan_batch(const zb_ds_config *ds, const zb_ds_batch *b, zb_ds_
 		if (IS_SET(bkeys[i]) && V(bkeys[i])->num < 1)
 			return zb_fail(err, ZB_E_INPUT, "%s: key '%s' %g must be positive", path,
 				       zb_ds_key_path(bkeys[i]), V(bkeys[i])->num);
+	/* bounded so that micro x gas below cannot overflow */
+	static const double bmax[3] = { (double)ZB_MAX_MICRO_BATCH * ZB_MAX_GAS, ZB_MAX_MICRO_BATCH, ZB_MAX_GAS };
+	for (int i = 0; i < 3; i++)
+		if (IS_SET(bkeys[i]) && V(bkeys[i])->num > bmax[i])
+			return zb_fail(err, ZB_E_INPUT, "%s: key '%s' %.0f exceeds the limit %.0f", path,
+				       zb_ds_key_path(bkeys[i]), V(bkeys[i])->num, bmax[i]);
 	if (tv->state == ZB_DS_ABSENT && mv->state == ZB_DS_ABSENT && gv->state == ZB_DS_ABSENT)
 		return ZB_OK; /* no batch keys: zbench's batch */
 	long long fm = mv->state == ZB_DS_SET ? (long long)mv->num : -1;

@@ -10,6 +10,8 @@
 #include "inputs/jsonfile.h"
 #include "inputs/hfconfig.h"
 
+#include "core/limits.h"
+
 #include <errno.h>
 #include <jansson.h>
 #include <limits.h>
@@ -39,7 +41,30 @@ static json_t *get(rd *r, const char *key)
 	return v && !json_is_null(v) ? v : NULL;
 }
 
-/* An integer (or an integral real, "n_layer": 36.0) in [lo, INT_MAX]. */
+/* The largest value of a shape key (limits.h), so that a huge value is refused by
+ * its key before anything is multiplied by it. */
+static long long key_limit(const char *key)
+{
+	static const struct {
+		const char *key;
+		long long max;
+	} lim[] = {
+		{ "n_layer", ZB_MAX_LAYERS }, { "num_hidden_layers", ZB_MAX_LAYERS },
+		{ "n_embd", ZB_MAX_HIDDEN }, { "hidden_size", ZB_MAX_HIDDEN }, { "word_embed_proj_dim", ZB_MAX_HIDDEN },
+		{ "head_dim", ZB_MAX_HIDDEN },
+		{ "n_head", ZB_MAX_HEADS }, { "num_attention_heads", ZB_MAX_HEADS },
+		{ "num_key_value_heads", ZB_MAX_HEADS },
+		{ "n_inner", ZB_MAX_FFN }, { "ffn_dim", ZB_MAX_FFN }, { "intermediate_size", ZB_MAX_FFN },
+		{ "vocab_size", ZB_MAX_VOCAB },
+		{ "n_positions", ZB_MAX_POSITIONS }, { "max_position_embeddings", ZB_MAX_POSITIONS },
+	};
+	for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++)
+		if (strcmp(key, lim[i].key) == 0)
+			return lim[i].max;
+	return INT_MAX;
+}
+
+/* An integer (or an integral real, "n_layer": 36.0) in [lo, key_limit(key)]. */
 static zb_status int_value(rd *r, const char *key, const json_t *v, int lo, int *out)
 {
 	long long i;
@@ -53,6 +78,9 @@ static zb_status int_value(rd *r, const char *key, const json_t *v, int lo, int 
 	}
 	if (i < lo || i > INT_MAX)
 		return bad(r, key, lo > 0 ? "a positive integer" : "a non-negative integer", v);
+	if (i > key_limit(key))
+		return zb_fail(r->err, ZB_E_INPUT, "%s: key '%s' %lld exceeds the limit %lld", r->path, key, i,
+			       key_limit(key));
 	*out = (int)i;
 	return ZB_OK;
 }

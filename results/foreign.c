@@ -15,7 +15,7 @@
 #include "profiler/procsample.h"
 #include "profiler/trace.h"
 
-static zb_status sql_fail(zb_store *s, const char *doing, zb_error *err)
+static zb_status store_sql_fail(zb_store *s, const char *doing, zb_error *err)
 {
 	return zb_fail(err, ZB_E_STORE, "cannot %s in database '%s': %s", doing, zb_store_path(s),
 		       sqlite3_errmsg(zb_store_db(s)));
@@ -25,7 +25,7 @@ static zb_status prepare(zb_store *s, const char *sql, sqlite3_stmt **q, const c
 {
 	if (sqlite3_prepare_v2(zb_store_db(s), sql, -1, q, NULL) != SQLITE_OK) {
 		*q = NULL;
-		return sql_fail(s, doing, err);
+		return store_sql_fail(s, doing, err);
 	}
 	return ZB_OK;
 }
@@ -35,7 +35,7 @@ static zb_status step_done(zb_store *s, sqlite3_stmt *q, int rc, const char *doi
 	if (rc == SQLITE_OK)
 		rc = sqlite3_step(q) == SQLITE_DONE ? SQLITE_OK : SQLITE_ERROR;
 	sqlite3_reset(q);
-	return rc == SQLITE_OK ? ZB_OK : sql_fail(s, doing, err);
+	return rc == SQLITE_OK ? ZB_OK : store_sql_fail(s, doing, err);
 }
 
 zb_status zb_store_add_foreign_config(zb_store *s, int64_t run_id, const char *label, const char *json,
@@ -86,7 +86,7 @@ static zb_status string_id(zb_store *s, const char *value, int64_t *id, zb_error
 	if (rc == SQLITE_OK && sqlite3_step(q) == SQLITE_ROW)
 		*id = sqlite3_column_int64(q, 0);
 	else
-		st = sql_fail(s, "look up a string", err);
+		st = store_sql_fail(s, "look up a string", err);
 	sqlite3_finalize(q);
 	return st;
 }
@@ -139,7 +139,7 @@ zb_status zb_store_trace_config(zb_store *s, int64_t run, int64_t *config_id, zb
 		sqlite3_bind_int64(q, 1, run);
 	int rc = sqlite3_step(q);
 	if (rc != SQLITE_ROW)
-		st = sql_fail(s, "find a traced configuration", err);
+		st = store_sql_fail(s, "find a traced configuration", err);
 	else if (sqlite3_column_type(q, 0) == SQLITE_NULL)
 		st = run > 0 ? zb_fail(err, ZB_E_INPUT, "run %" PRId64 " has no trace in database '%s'", run, zb_store_path(s))
 			     : zb_fail(err, ZB_E_INPUT, "database '%s' holds no trace", zb_store_path(s));
@@ -223,7 +223,7 @@ zb_status zb_store_load_trace_input(zb_store *s, int64_t config_id, zb_trace_inp
 			}
 		}
 		if (rc != SQLITE_DONE)
-			st = sql_fail(s, "read a trace", err);
+			st = store_sql_fail(s, "read a trace", err);
 		sqlite3_finalize(q);
 	}
 	in->names = pool->strings;

@@ -35,7 +35,7 @@ void zb_peer_run_clear(zb_peer_run *r)
 	zb_peer_run_init(r);
 }
 
-static zb_status sql_fail(zb_store *s, const char *doing, zb_error *err)
+static zb_status store_sql_fail(zb_store *s, const char *doing, zb_error *err)
 {
 	return zb_fail(err, ZB_E_STORE, "cannot %s in database '%s': %s", doing, zb_store_path(s),
 		       sqlite3_errmsg(zb_store_db(s)));
@@ -72,7 +72,7 @@ zb_status zb_peer_store_add(zb_store *s, int64_t config_id, const zb_peer_run *r
 		return zb_fail(err, ZB_E_INPUT, "peer run '%s' has no positive step time (%g ms)", r->name, r->step_ms);
 	sqlite3_stmt *q = NULL;
 	if (sqlite3_prepare_v2(zb_store_db(s), INSERT_SQL, -1, &q, NULL) != SQLITE_OK)
-		return sql_fail(s, "prepare the peer_runs insert", err);
+		return store_sql_fail(s, "prepare the peer_runs insert", err);
 	char *steps = steps_json(r);
 	int rc = sqlite3_bind_int64(q, 1, config_id);
 	rc |= bind_text(q, 2, r->framework);
@@ -96,7 +96,7 @@ zb_status zb_peer_store_add(zb_store *s, int64_t config_id, const zb_peer_run *r
 	rc |= bind_text(q, 20, r->result_json);
 	zb_status st = ZB_OK;
 	if (rc != SQLITE_OK || sqlite3_step(q) != SQLITE_DONE)
-		st = sql_fail(s, "insert into peer_runs", err);
+		st = store_sql_fail(s, "insert into peer_runs", err);
 	sqlite3_finalize(q);
 	free(steps);
 	return st;
@@ -132,14 +132,14 @@ zb_status zb_peer_store_get(zb_store *s, int64_t config_id, zb_peer_run *r, zb_e
 	zb_peer_run_init(r);
 	sqlite3_stmt *q = NULL;
 	if (sqlite3_prepare_v2(zb_store_db(s), SELECT_SQL, -1, &q, NULL) != SQLITE_OK)
-		return sql_fail(s, "prepare the peer_runs query", err);
+		return store_sql_fail(s, "prepare the peer_runs query", err);
 	sqlite3_bind_int64(q, 1, config_id);
 	int rc = sqlite3_step(q);
 	if (rc != SQLITE_ROW) {
 		zb_status st = rc == SQLITE_DONE
 				       ? zb_fail(err, ZB_E_INPUT, "no peer run for configuration %lld in database '%s'",
 						 (long long)config_id, zb_store_path(s))
-				       : sql_fail(s, "read peer_runs", err);
+				       : store_sql_fail(s, "read peer_runs", err);
 		sqlite3_finalize(q);
 		return st;
 	}

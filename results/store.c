@@ -201,6 +201,15 @@ zb_status store_sql_fail(const zb_store *s, int rc, const char *doing, zb_error 
 	case SQLITE_FULL:
 		return zb_fail(err, ZB_E_STORE, "disk full writing database '%s' (could not %s)",
 			       s->path, doing);
+	case SQLITE_READONLY:
+	case SQLITE_PERM:
+	case SQLITE_CANTOPEN: {
+		int e = s->db ? sqlite3_system_errno(s->db) : 0;
+		return zb_fail(err, ZB_E_STORE, "cannot %s in database '%s': %s (%s)", doing, s->path,
+			       e == EACCES || e == EPERM || (rc & 0xff) == SQLITE_PERM ? "permission denied"
+			       : e == EROFS ? "read-only file system" : e ? strerror(e) : "read-only",
+			       why);
+	}
 	case SQLITE_NOMEM:
 		return zb_fail(err, ZB_E_NOMEM, "out of memory in database '%s' (could not %s)",
 			       s->path, doing);
@@ -402,6 +411,10 @@ static zb_status migrate(zb_store *s, int target, zb_error *err)
 		st = zb_fail(err, ZB_E_STORE,
 			     "database '%s' has schema version %lld, newer than this zbench (%d)",
 			     s->path, (long long)v, ZB_SCHEMA_VERSION);
+	} else if (v < 0) {
+		/* not a version any zbench writes: a damaged or foreign file */
+		st = zb_fail(err, ZB_E_STORE, "database '%s' has schema version %lld (must be 0..%d): not a zbench database",
+			     s->path, (long long)v, ZB_SCHEMA_VERSION);
 	}
 	for (int64_t i = v; st == ZB_OK && i < target; i++) {
 		char doing[160];
@@ -426,6 +439,68 @@ static zb_status migrate(zb_store *s, int target, zb_error *err)
 	return ZB_OK;
 }
 
+/* "permission denied" for EACCES/EPERM, "read-only file system" for EROFS. */
+static const char *access_why(int e)
+{
+	return e == EACCES || e == EPERM ? "permission denied" : e == EROFS ? "read-only file system" : strerror(e);
+}
+
+/* Before SQLite tries: a file or directory zbench may not write is one line that
+ * says so (SQLite itself says "unable to open database file" or, for a file that
+ * cannot be created, "No such file or directory"). The directory must be writable
+ * too: the write-ahead log and its index are files beside the database. */
+static zb_status check_writable(const char *path, zb_error *err)
+{
+	char *dir = zb_xmalloc(strlen(path) + 2);
+	const char *slash = strrchr(path, '/');
+	if (slash == path)
+		strcpy(dir, "/");
+	else if (slash)
+		memcpy(dir, path, (size_t)(slash - path)), dir[slash - path] = '\0';
+	else
+		strcpy(dir, ".");
+	zb_status st = ZB_OK;
+	int exists = access(path, F_OK) == 0;
+	if (exists && access(path, W_OK) != 0)
+		st = zb_fail(err, ZB_E_STORE, "cannot write database '%s': %s (plot and export only read it)", path,
+			     access_why(errno));
+	else if (access(dir, W_OK) != 0)
+		st = zb_fail(err, ZB_E_STORE, "cannot %s database '%s': %s on directory '%s'%s",
+			     exists ? "write" : "create", path, access_why(errno), dir,
+			     exists ? " (its write-ahead log lives there; plot and export only read)" : "");
+	free(dir);
+	return st;
+}
+
+/* A damaged file is refused before anything is written into it. quick_check reads
+ * every page (about 1 s per GB) but skips the index-content cross-check of a full
+ * integrity_check, which is what makes that one slow. */
+static zb_status check_intact(zb_store *s, zb_error *err)
+{
+	sqlite3_stmt *q = NULL;
+	int rc = sqlite3_prepare_v2(s->db, "PRAGMA quick_check(1)", -1, &q, NULL);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(q);
+	if (rc != SQLITE_ROW) {
+		zb_status st = store_sql_fail(s, rc, "check the database's integrity", err);
+		sqlite3_finalize(q);
+		return st;
+	}
+	char first[200];
+	const unsigned char *t = sqlite3_column_text(q, 0);
+	snprintf(first, sizeof first, "%s", t ? (const char *)t : "");
+	sqlite3_finalize(q);
+	for (char *c = first; *c; c++) /* "*** in database main ***\nOn tree page ...": one line */
+		if (*c == '\n')
+			*c = ' ';
+	if (strcmp(first, "ok") == 0)
+		return ZB_OK;
+	return zb_fail(err, ZB_E_STORE,
+		       "database '%s' is damaged (quick_check: %s); left as it is: use another --db, or recover "
+		       "rows with sqlite3 .recover",
+		       s->path, first);
+}
+
 zb_status zb_store_open_version(zb_store **out, const char *path, int busy_timeout_ms,
 				int version, zb_error *err)
 {
@@ -436,7 +511,7 @@ zb_status zb_store_open_version(zb_store **out, const char *path, int busy_timeo
 		return zb_fail(err, ZB_E_INTERNAL, "no schema version %d (this zbench has 1..%d)",
 			       version, ZB_SCHEMA_VERSION);
 	zb_status st = make_parent_dirs(path, err);
-	if (st != ZB_OK)
+	if (st != ZB_OK || (st = check_writable(path, err)) != ZB_OK)
 		return st;
 
 	zb_store *s = zb_xcalloc(1, sizeof *s);
@@ -482,6 +557,12 @@ zb_status zb_store_open_version(zb_store **out, const char *path, int busy_timeo
 			     path, (long long)v, ZB_SCHEMA_VERSION);
 		goto fail;
 	}
+	if (v < 0) {
+		st = zb_fail(err, ZB_E_STORE,
+			     "database '%s' has schema version %lld (must be 0..%d): damaged or not a zbench database",
+			     path, (long long)v, ZB_SCHEMA_VERSION);
+		goto fail;
+	}
 	if ((ntables > 0 || v > 0) && app != ZB_APP_ID) {
 		st = zb_fail(err, ZB_E_STORE,
 			     "not a zbench database: '%s' (a SQLite database of another program:"
@@ -489,6 +570,8 @@ zb_status zb_store_open_version(zb_store **out, const char *path, int busy_timeo
 			     path, (long long)app, (long long)v, (long long)ntables);
 		goto fail;
 	}
+	if (ntables > 0 && (st = check_intact(s, err)) != ZB_OK)
+		goto fail;
 
 	char mode[32];
 	rc = pragma_text(s->db, "PRAGMA journal_mode = WAL", mode, sizeof mode);
@@ -536,6 +619,97 @@ fail:
 zb_status zb_store_open(zb_store **out, const char *path, int busy_timeout_ms, zb_error *err)
 {
 	return zb_store_open_version(out, path, busy_timeout_ms, ZB_SCHEMA_VERSION, err);
+}
+
+/* Read the version, application id and schema size; SQLITE_OK or the failing code. */
+static int read_header(sqlite3 *db, int64_t *v, int64_t *app, int64_t *ntables)
+{
+	int rc = query_int64(db, "PRAGMA user_version", v);
+	if (rc == SQLITE_OK)
+		rc = query_int64(db, "PRAGMA application_id", app);
+	if (rc == SQLITE_OK)
+		rc = query_int64(db, "SELECT count(*) FROM sqlite_master", ntables);
+	return rc;
+}
+
+/* Open read-only; immutable: also when the directory cannot hold the WAL index
+ * (read-only directory or mount), where there can be no writer either. */
+static int open_ro(zb_store *s, int immutable)
+{
+	char *uri = sqlite3_mprintf("file:%s?mode=ro%s", s->path, immutable ? "&immutable=1" : "");
+	/* a path with URI syntax characters is opened as a plain path */
+	int plain = strpbrk(s->path, "?#%") != NULL;
+	int rc = sqlite3_open_v2(plain ? s->path : uri, &s->db,
+				 SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | (plain ? 0 : SQLITE_OPEN_URI), NULL);
+	sqlite3_free(uri);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_extended_result_codes(s->db, 1);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_busy_timeout(s->db, s->busy_ms);
+	return rc;
+}
+
+zb_status zb_store_open_readonly(zb_store **out, const char *path, int busy_timeout_ms, zb_error *err)
+{
+	*out = NULL;
+	if (!path || !*path)
+		return zb_fail(err, ZB_E_INPUT, "empty database path");
+	if (access(path, F_OK) != 0)
+		return zb_fail(err, ZB_E_STORE, "cannot open database '%s': %s", path,
+			       errno == ENOENT ? "no such file (predict or sweep create it)" : access_why(errno));
+	if (access(path, R_OK) != 0)
+		return zb_fail(err, ZB_E_STORE, "cannot read database '%s': %s", path, access_why(errno));
+	zb_store *s = zb_xcalloc(1, sizeof *s);
+	s->path = zb_xmalloc(strlen(path) + 1);
+	strcpy(s->path, path);
+	s->busy_ms = busy_timeout_ms < 0 ? 0 : busy_timeout_ms;
+	zb_status st;
+	int64_t v = 0, app = 0, ntables = 0;
+	int rc = open_ro(s, 0);
+	if (rc == SQLITE_OK)
+		rc = read_header(s->db, &v, &app, &ntables);
+	if ((rc & 0xff) == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_READONLY) {
+		/* a WAL database whose directory is read-only: without a -wal file
+		 * its content is all in the main file, so immutable reads it exactly */
+		char *wal = sqlite3_mprintf("%s-wal", path);
+		int has_wal = access(wal, F_OK) == 0;
+		sqlite3_free(wal);
+		if (!has_wal) {
+			sqlite3_close_v2(s->db);
+			s->db = NULL;
+			rc = open_ro(s, 1);
+			if (rc == SQLITE_OK)
+				rc = read_header(s->db, &v, &app, &ntables);
+		}
+	}
+	if (rc != SQLITE_OK) {
+		st = store_sql_fail(s, rc, "read the schema version", err);
+		goto fail;
+	}
+	if (v > ZB_SCHEMA_VERSION || v < 0) {
+		st = zb_fail(err, ZB_E_STORE, "database '%s' has schema version %lld (this zbench reads 1..%d)", path,
+			     (long long)v, ZB_SCHEMA_VERSION);
+		goto fail;
+	}
+	if ((ntables > 0 || v > 0) && app != ZB_APP_ID) {
+		st = zb_fail(err, ZB_E_STORE, "not a zbench database: '%s' (application_id %lld)", path,
+			     (long long)app);
+		goto fail;
+	}
+	if (v < ZB_SCHEMA_VERSION) {
+		st = zb_fail(err, ZB_E_STORE,
+			     v == 0 ? "database '%s' is empty (schema version %lld): nothing to read"
+				    : "database '%s' has the older schema version %lld: any zbench predict on it "
+				      "upgrades it",
+			     path, (long long)v);
+		goto fail;
+	}
+	s->version = (int)v;
+	*out = s;
+	return ZB_OK;
+fail:
+	zb_store_close(s);
+	return st;
 }
 
 int zb_store_in_transaction(zb_store *s) { return s->in_txn; }
@@ -783,7 +957,7 @@ zb_status zb_store_add_prediction(zb_store *s, int64_t config_id, const zb_graph
 			rc |= sqlite3_bind_null(q, i);
 		rc |= sqlite3_bind_null(q, 25);
 	}
-	if (g) {
+	if (g && g->ntasks) { /* no schedule (does not fit): copies unknown */
 		rc |= sqlite3_bind_double(q, 21, g->copy_bytes[ZB_RES_H2D]);
 		rc |= sqlite3_bind_double(q, 22, g->copy_bytes[ZB_RES_D2H]);
 	} else {

@@ -53,6 +53,14 @@ zb_status zb_store_open(zb_store **out, const char *path, int busy_timeout_ms, z
  * of migrations, which need a database as an older zbench left it. */
 zb_status zb_store_open_version(zb_store **out, const char *path, int busy_timeout_ms,
 				int version, zb_error *err);
+/* Open an existing database for reading only (plot, export): works in a read-only
+ * directory or mount, never creates, migrates or writes. Errors: missing file,
+ * permission denied, not a zbench database, a schema version other than this
+ * zbench's. */
+zb_status zb_store_open_readonly(zb_store **out, const char *path, int busy_timeout_ms, zb_error *err);
+/* How long a writer waits for another one (a sweep storing its timelines holds
+ * the write lock for seconds): writers queue instead of failing. */
+#define ZB_STORE_WRITE_WAIT_MS 600000
 void zb_store_close(zb_store *s);
 int zb_store_schema_version(zb_store *s);
 

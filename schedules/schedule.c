@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/limits.h"
 #include "sim/attention.h"
 
 /* ---- growing arrays ---------------------------------------------------- */
@@ -310,7 +311,7 @@ static void micro_batch(builder *b, int step, int micro)
 
 	/* forward */
 	for (int u = 0; u < U; u++) {
-		fetch_param(b, f, u, u - window - 1 >= 0 ? b->fwd_done[u - window - 1] : NONE);
+		fetch_param(b, f, u, (int64_t)u - window - 1 >= 0 ? b->fwd_done[u - window - 1] : NONE);
 		if (u >= 1 && u <= L && p->ckpt == ZB_CKPT_CPU) /* the block's input goes to the host */
 			b->act_down[u] = act_copy(b, f, u, 1, b->last_gpu, NONE);
 		if (micro == 0 && step > 0)
@@ -331,7 +332,7 @@ static void micro_batch(builder *b, int step, int micro)
 	/* backward, top down */
 	ctx bw = { step, micro, ZB_PASS_BWD_DATA };
 	for (int u = U - 1; u >= 0; u--) {
-		fetch_param(b, bw, u, u + window + 1 < U ? b->bwd_done[u + window + 1] : NONE);
+		fetch_param(b, bw, u, (int64_t)u + window + 1 < U ? b->bwd_done[u + window + 1] : NONE);
 		uint32_t act_up = NONE;
 		if (u >= 1 && u <= L && p->ckpt == ZB_CKPT_CPU)
 			/* bring the checkpoint back; two buffers: the one of the unit two
@@ -437,6 +438,8 @@ zb_status zb_graph_validate(const zb_config *cfg, zb_error *err)
 	if (cfg->policy.offload_param && cfg->policy.kind == ZB_POLICY_NONE)
 		return zb_fail(err, ZB_E_INPUT,
 			       "--offload-param needs an offload policy (offload, overlap), not 'none'");
+	if ((st = zb_limits_schedule(cfg, err)))
+		return st;
 	return ZB_OK;
 }
 

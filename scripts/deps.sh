@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Make sure the Debian packages zbench needs are installed. As root, installs what
 # is missing; otherwise prints the exact command to run and fails.
-# Usage: scripts/deps.sh [build|test]   (test adds what the tests need)
+# Usage: scripts/deps.sh [build|test|fuzz]   (test adds what the tests need; fuzz
+# adds clang and its libFuzzer runtime for `make fuzz`, on top of test)
 set -eu
 need=(build-essential make pkg-config libsqlite3-dev libjansson-dev gnuplot-nox)
-[ "${1:-build}" = test ] && need+=(libcmocka-dev)
+case "${1:-build}" in
+test) need+=(libcmocka-dev) ;;
+fuzz) need+=(libcmocka-dev clang libclang-rt-dev) ;;
+esac
 missing=()
 for p in "${need[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

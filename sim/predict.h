@@ -22,4 +22,11 @@ typedef struct zb_prediction {
 zb_status zb_predict(zb_prediction *p, const zb_config *c, zb_error *err);
 void zb_prediction_free(zb_prediction *p);
 
+/* Free the schedule's tasks and the per-task times, keeping every summary figure
+ * (the graph's counts, parameters and copy bytes, the result's times): what a
+ * sweep without --timeline keeps of each row, so its memory does not grow with the
+ * sum of all schedules. Afterwards graph.tasks, graph.deps and res.start/end are
+ * NULL; graph.ntasks still says how many tasks were simulated. */
+void zb_prediction_drop_schedule(zb_prediction *p);
+
 #endif

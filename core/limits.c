@@ -1,0 +1,146 @@
+/* limits.c - input ranges and the schedule's size before it is built; see limits.h. */
+#include "core/limits.h"
+
+#include <math.h>
+#include <stddef.h>
+
+#include "common/checked.h"
+#include "core/model.h"
+
+/* ---- hardware: per-field ranges ------------------------------------------ */
+
+/* A hardware number and the range that keeps every derived time finite: the
+ * slowest rate divides the largest byte or FLOP count (~1e20) to < 1e17 s, the
+ * largest latency times the largest task count stays < 1e8 s. A zero lower bound
+ * is inclusive (a latency may be 0); otherwise the bounds are inclusive too. */
+typedef struct hw_range {
+	const char *key;
+	size_t off;
+	double lo, hi;
+} hw_range;
+
+#define HWR(part, field, lo, hi) { #part "." #field, offsetof(zb_hw, part.field), lo, hi }
+
+static const hw_range hw_ranges[] = {
+	HWR(link, h2d_Bps, 1e3, 1e18),
+	HWR(link, d2h_Bps, 1e3, 1e18),
+	HWR(link, copy_latency_s, 0, 10),
+	HWR(link, pageable_h2d_Bps, 1e3, 1e18),
+	HWR(link, pageable_d2h_Bps, 1e3, 1e18),
+	HWR(gpu, mem_bytes, 1e6, 1e16),
+	HWR(gpu, bf16_flops, 1e6, 1e21),
+	HWR(gpu, fp16_flops, 1e6, 1e21),
+	HWR(gpu, hbm_Bps, 1e3, 1e18),
+	HWR(gpu, gemm_half_dim, 0, 1e6),
+	HWR(gpu, kernel_latency_s, 0, 10),
+	HWR(cpu, adam_params_per_core, 1, 1e16),
+	HWR(cpu, dram_Bps, 1e3, 1e18),
+	HWR(cpu, mem_bytes, 1e6, 1e18),
+	HWR(cpu, task_latency_s, 0, 10),
+};
+
+zb_status zb_limits_hw(const zb_hw *hw, zb_error *err)
+{
+	for (size_t i = 0; i < sizeof hw_ranges / sizeof hw_ranges[0]; i++) {
+		const hw_range *r = &hw_ranges[i];
+		double v = *(const double *)((const char *)hw + r->off);
+		if (!(v >= r->lo && v <= r->hi))
+			return zb_fail(err, ZB_E_INPUT, "%s %g out of range (must be in [%g, %g])", r->key, v, r->lo,
+				       r->hi);
+	}
+	/* adam_Bps: 0 means "the DRAM budget", else a rate like the others */
+	double a = hw->cpu.adam_Bps;
+	if (!(a == 0 || (a >= 1e3 && a <= 1e18)))
+		return zb_fail(err, ZB_E_INPUT, "cpu.adam_Bps %g out of range (must be 0 or in [1000, 1e+18])", a);
+	if (hw->cpu.cores > ZB_MAX_CORES)
+		return zb_fail(err, ZB_E_INPUT, "cpu.cores %d exceeds the limit %d", hw->cpu.cores, ZB_MAX_CORES);
+	if (hw->gpus_per_link > ZB_MAX_GPUS_PER_LINK)
+		return zb_fail(err, ZB_E_INPUT, "gpus_per_link %d exceeds the limit %d", hw->gpus_per_link,
+			       ZB_MAX_GPUS_PER_LINK);
+	if (hw->gpus_per_cpu > ZB_MAX_GPUS_PER_LINK)
+		return zb_fail(err, ZB_E_INPUT, "gpus_per_cpu %d exceeds the limit %d", hw->gpus_per_cpu,
+			       ZB_MAX_GPUS_PER_LINK);
+	return ZB_OK;
+}
+
+/* ---- model and policy ------------------------------------------------------ */
+
+#define MAX_CHECK(val, lim, name)                                                                  \
+	do {                                                                                       \
+		if ((long long)(val) > (long long)(lim))                                           \
+			return zb_fail(err, ZB_E_INPUT, name " %lld exceeds the limit %lld", (long long)(val), \
+				       (long long)(lim));                                          \
+	} while (0)
+
+zb_status zb_limits_model(const zb_model *m, zb_error *err)
+{
+	MAX_CHECK(m->layers, ZB_MAX_LAYERS, "layers");
+	MAX_CHECK(m->hidden, ZB_MAX_HIDDEN, "hidden");
+	MAX_CHECK(m->heads, ZB_MAX_HEADS, "heads");
+	MAX_CHECK(m->kv_heads, ZB_MAX_HEADS, "kv_heads");
+	MAX_CHECK(m->ffn, ZB_MAX_FFN, "ffn");
+	MAX_CHECK(m->vocab, ZB_MAX_VOCAB, "vocab");
+	MAX_CHECK(m->max_seq, ZB_MAX_POSITIONS, "max_seq");
+	MAX_CHECK(m->embed_proj, ZB_MAX_HIDDEN, "embed_proj");
+	return ZB_OK;
+}
+
+zb_status zb_limits_policy(const zb_policy *p, const zb_model *m, zb_error *err)
+{
+	MAX_CHECK(p->micro_batch, ZB_MAX_MICRO_BATCH, "micro-batch");
+	MAX_CHECK(p->seq, ZB_MAX_SEQ, "seq");
+	MAX_CHECK(p->gas, ZB_MAX_GAS, "gas");
+	MAX_CHECK(p->prefetch_layers, ZB_MAX_PREFETCH, "prefetch-layers");
+	MAX_CHECK(p->bucket_params, ZB_MAX_BUCKET, "bucket");
+	MAX_CHECK(p->cpu_threads, ZB_MAX_CORES, "cpu-threads");
+	int64_t tokens = (int64_t)p->micro_batch * p->seq; /* both <= 2^24: no overflow */
+	if (tokens > INT32_MAX)
+		return zb_fail(err, ZB_E_INPUT, "micro-batch x seq = %lld tokens exceeds the limit %d",
+			       (long long)tokens, INT32_MAX);
+	/* attention GEMMs are batched over micro-batch x heads (an int32 count) */
+	if (m && (int64_t)p->micro_batch * m->heads > INT32_MAX)
+		return zb_fail(err, ZB_E_INPUT, "micro-batch x heads = %lld exceeds the limit %d",
+			       (long long)p->micro_batch * m->heads, INT32_MAX);
+	return ZB_OK;
+}
+
+/* ---- the schedule's size --------------------------------------------------- */
+
+int64_t zb_limits_buckets(const zb_config *c)
+{
+	int64_t P = zb_model_params(&c->model), size = c->policy.bucket_params;
+	double r = c->policy.kind == ZB_POLICY_NONE ? 0.0 : c->policy.ratio;
+	int64_t cpu = (int64_t)llround(r * (double)P), gpu = P - cpu;
+	return (cpu + size - 1) / size + (gpu + size - 1) / size;
+}
+
+/* Tasks per unit and micro-batch, at most (graph.c): forward 12 compute + fetch +
+ * activation copy; backward 18 compute + 12 recompute + fetch + activation copy +
+ * gradient accumulation = 47. Per bucket and step: gradient down, Adam, parameters
+ * up (3), plus one delayed upload per bucket after the last step (dpu). */
+#define TASKS_PER_UNIT 47
+#define TASKS_PER_BUCKET 3
+
+int64_t zb_limits_tasks(const zb_config *c)
+{
+	int64_t units = zb_model_units(&c->model), nb = zb_limits_buckets(c), per_step, total;
+	if (zb_mul3_64(units, TASKS_PER_UNIT, c->policy.gas, &per_step) ||
+	    zb_add64(per_step, nb * TASKS_PER_BUCKET, &per_step) || zb_mul64(per_step, c->steps, &total) ||
+	    zb_add64(total, nb, &total))
+		return INT64_MAX;
+	return total;
+}
+
+zb_status zb_limits_schedule(const zb_config *c, zb_error *err)
+{
+	if (c->steps > ZB_MAX_STEPS)
+		return zb_fail(err, ZB_E_INPUT, "steps %d exceeds the limit %d", c->steps, ZB_MAX_STEPS);
+	int64_t n = zb_limits_tasks(c);
+	if (n <= ZB_MAX_TASKS)
+		return ZB_OK;
+	return zb_fail(err, ZB_E_INPUT,
+		       "schedule too large: ~%lld tasks (%d steps x %d micro-batches x %d units, %lld buckets) exceeds "
+		       "the limit %lld; lower --steps, --gas or --layers, or raise --bucket",
+		       (long long)n, c->steps, c->policy.gas, zb_model_units(&c->model),
+		       (long long)zb_limits_buckets(c), ZB_MAX_TASKS);
+}
