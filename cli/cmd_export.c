@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 
@@ -497,6 +498,10 @@ int cmd_export(int argc, char **argv)
 		return zb_report_error(&err);
 	zb_status st = find_config(&r, run, &err);
 	char *tmp = NULL;
+	/* a device or pipe (/dev/stdout) is written in place: renaming a temporary file
+	 * over it would replace the device node */
+	struct stat sb;
+	int direct = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
 	if (!st) {
 		size_t n = strlen(path) + 5;
 		tmp = malloc(n);
@@ -505,7 +510,7 @@ int cmd_export(int argc, char **argv)
 			fprintf(stderr, "zbench: out of memory\n");
 			return 1;
 		}
-		snprintf(tmp, n, "%s.tmp", path);
+		snprintf(tmp, n, direct ? "%s" : "%s.tmp", path);
 		o.f = fopen(tmp, "w");
 		if (!o.f)
 			st = zb_fail(&err, ZB_E_INPUT, "cannot write '%s': %s", tmp, strerror(errno));
@@ -517,9 +522,9 @@ int cmd_export(int argc, char **argv)
 			st = zb_fail(&err, ZB_E_INPUT, "cannot write '%s': %s", tmp, strerror(errno));
 		if (fclose(o.f) != 0 && !st)
 			st = zb_fail(&err, ZB_E_INPUT, "cannot write '%s': %s", tmp, strerror(errno));
-		if (!st && rename(tmp, path) != 0)
+		if (!st && !direct && rename(tmp, path) != 0)
 			st = zb_fail(&err, ZB_E_INPUT, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-		if (st)
+		if (st && !direct)
 			unlink(tmp);
 	}
 	zb_store_close(r.s);

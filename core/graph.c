@@ -99,3 +99,19 @@ const char *zb_pass_name(zb_pass p)
 	static const char *n[] = { "fwd", "recompute", "bwd_data", "bwd_weight", "opt" };
 	return p < ZB_PASS_COUNT ? n[p] : "?";
 }
+
+zb_task zb_task_blank(int kind, int resource, int op, int pass, int step, int micro, int unit)
+{
+	zb_task t;
+	memset(&t, 0, sizeof t);
+	t.kind = (uint8_t)kind;
+	t.resource = (uint8_t)resource;
+	t.op = (uint8_t)op;
+	t.pass = (uint8_t)pass;
+	t.step = step;
+	t.micro = micro;
+	t.unit = unit;
+	t.bucket = -1;
+	t.param_offset = -1;
+	return t;
+}

@@ -138,6 +138,9 @@ zb_status zb_graph_build(zb_graph *g, const zb_config *cfg, zb_error *err);
 /* zbench's own schedule: what the executor runs. */
 zb_status zb_graph_build_zbench(zb_graph *g, const zb_config *cfg, zb_error *err);
 void zb_graph_free(zb_graph *g);
+/* A task of this kind on this resource, everything else zero (no bucket, no
+ * parameter offset): what the schedule builders fill in. */
+zb_task zb_task_blank(int kind, int resource, int op, int pass, int step, int micro, int unit);
 /* The checks zb_graph_build makes before building: whether cfg can be scheduled
  * (a sweep checks every configuration first, and builds graphs only for those
  * that fit in memory). */

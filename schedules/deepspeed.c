@@ -141,22 +141,6 @@ static uint32_t emit(dsb *b, zb_task t)
 	return t.id;
 }
 
-static zb_task blank(int kind, int resource, int op, int pass, int step, int micro, int unit)
-{
-	zb_task t;
-	memset(&t, 0, sizeof t);
-	t.kind = (uint8_t)kind;
-	t.resource = (uint8_t)resource;
-	t.op = (uint8_t)op;
-	t.pass = (uint8_t)pass;
-	t.step = step;
-	t.micro = micro;
-	t.unit = unit;
-	t.bucket = -1;
-	t.param_offset = -1;
-	return t;
-}
-
 typedef struct ctx {
 	int step, micro, pass;
 } ctx;
@@ -172,7 +156,7 @@ static void gpu_deps(dsb *b)
 static uint32_t gemm(dsb *b, ctx x, int op, int unit, int64_t m, int64_t n, int64_t k, int64_t batch,
 		     double flops)
 {
-	zb_task t = blank(ZB_TASK_GEMM, ZB_RES_GPU, op, x.pass, x.step, x.micro, unit);
+	zb_task t = zb_task_blank(ZB_TASK_GEMM, ZB_RES_GPU, op, x.pass, x.step, x.micro, unit);
 	t.m = (int32_t)m;
 	t.n = (int32_t)n;
 	t.k = (int32_t)k;
@@ -185,7 +169,7 @@ static uint32_t gemm(dsb *b, ctx x, int op, int unit, int64_t m, int64_t n, int6
 
 static uint32_t kernel(dsb *b, ctx x, int op, int unit, double bytes)
 {
-	zb_task t = blank(ZB_TASK_KERNEL, ZB_RES_GPU, op, x.pass, x.step, x.micro, unit);
+	zb_task t = zb_task_blank(ZB_TASK_KERNEL, ZB_RES_GPU, op, x.pass, x.step, x.micro, unit);
 	t.bytes = bytes;
 	gpu_deps(b);
 	return emit(b, t);
@@ -193,7 +177,7 @@ static uint32_t kernel(dsb *b, ctx x, int op, int unit, double bytes)
 
 static uint32_t host(dsb *b, ctx x, int op, int unit, int64_t count, double bytes)
 {
-	zb_task t = blank(ZB_TASK_HOST, ZB_RES_CPU, op, x.pass, x.step, x.micro, unit);
+	zb_task t = zb_task_blank(ZB_TASK_HOST, ZB_RES_CPU, op, x.pass, x.step, x.micro, unit);
 	t.params = count;
 	t.bytes = bytes;
 	return emit(b, t);
@@ -202,7 +186,7 @@ static uint32_t host(dsb *b, ctx x, int op, int unit, int64_t count, double byte
 static uint32_t copy(dsb *b, ctx x, int res, int op, int unit, int64_t params, int64_t offset,
 		     double bytes)
 {
-	zb_task t = blank(ZB_TASK_COPY, res, op, x.pass, x.step, x.micro, unit);
+	zb_task t = zb_task_blank(ZB_TASK_COPY, res, op, x.pass, x.step, x.micro, unit);
 	t.params = params;
 	t.param_offset = offset;
 	t.bytes = bytes;
@@ -440,7 +424,7 @@ static void gpu_adam(dsb *b, int step, int bk)
 	ctx o = { step, -1, ZB_PASS_OPT };
 	if (b->stage == 3 && !b->offload) /* _prepare_fp32_grad_for_sub_group: flatten + fp32 */
 		kernel(b, o, ZB_OP_GRAD_COPY, bu->first_unit, 6.0 * bu->params);
-	zb_task t = blank(ZB_TASK_KERNEL, ZB_RES_GPU, ZB_OP_ADAM, ZB_PASS_OPT, step, -1, bu->first_unit);
+	zb_task t = zb_task_blank(ZB_TASK_KERNEL, ZB_RES_GPU, ZB_OP_ADAM, ZB_PASS_OPT, step, -1, bu->first_unit);
 	t.bucket = bk;
 	t.params = bu->params;
 	t.param_offset = bu->param_offset;
@@ -456,7 +440,7 @@ static void cpu_group(dsb *b, int step, int bk, uint32_t grads_down)
 	ctx o = { step, -1, ZB_PASS_OPT };
 	double n = (double)bu->params;
 	dep(b, grads_down);
-	zb_task t = blank(ZB_TASK_CPU_ADAM, ZB_RES_CPU, ZB_OP_ADAM, ZB_PASS_OPT, step, -1, bu->first_unit);
+	zb_task t = zb_task_blank(ZB_TASK_CPU_ADAM, ZB_RES_CPU, ZB_OP_ADAM, ZB_PASS_OPT, step, -1, bu->first_unit);
 	t.bucket = bk;
 	t.params = bu->params;
 	t.param_offset = bu->param_offset;
@@ -492,7 +476,7 @@ static void optimizer_step(dsb *b, int step)
 	for (int bk = g->nbuckets - 1; bk >= 0; bk--) {
 		if (b->stage == 3) { /* the sub-group's Python around its optimizer step */
 			ctx o = { step, -1, ZB_PASS_OPT };
-			zb_task t = blank(ZB_TASK_HOST, ZB_RES_CPU, ZB_OP_PYTHON, ZB_PASS_OPT, step, -1,
+			zb_task t = zb_task_blank(ZB_TASK_HOST, ZB_RES_CPU, ZB_OP_PYTHON, ZB_PASS_OPT, step, -1,
 					  g->buckets[bk].first_unit);
 			t.bucket = bk;
 			dep(b, grads_down);

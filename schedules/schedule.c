@@ -85,22 +85,6 @@ static uint32_t emit(builder *b, zb_task t)
 	return t.id;
 }
 
-static zb_task blank(int kind, int resource, int op, int pass, int step, int micro, int unit)
-{
-	zb_task t;
-	memset(&t, 0, sizeof t);
-	t.kind = (uint8_t)kind;
-	t.resource = (uint8_t)resource;
-	t.op = (uint8_t)op;
-	t.pass = (uint8_t)pass;
-	t.step = step;
-	t.micro = micro;
-	t.unit = unit;
-	t.bucket = -1;
-	t.param_offset = -1;
-	return t;
-}
-
 /* ---- compute tasks ------------------------------------------------------ */
 
 typedef struct ctx {
@@ -110,7 +94,7 @@ typedef struct ctx {
 static uint32_t gemm(builder *b, ctx x, int op, int unit, int64_t m, int64_t n, int64_t k,
 		     int64_t batch)
 {
-	zb_task t = blank(ZB_TASK_GEMM, ZB_RES_GPU, op, x.pass, x.step, x.micro, unit);
+	zb_task t = zb_task_blank(ZB_TASK_GEMM, ZB_RES_GPU, op, x.pass, x.step, x.micro, unit);
 	t.m = (int32_t)m;
 	t.n = (int32_t)n;
 	t.k = (int32_t)k;
@@ -122,7 +106,7 @@ static uint32_t gemm(builder *b, ctx x, int op, int unit, int64_t m, int64_t n, 
 
 static uint32_t kernel(builder *b, ctx x, int op, int unit, double bytes)
 {
-	zb_task t = blank(ZB_TASK_KERNEL, ZB_RES_GPU, op, x.pass, x.step, x.micro, unit);
+	zb_task t = zb_task_blank(ZB_TASK_KERNEL, ZB_RES_GPU, op, x.pass, x.step, x.micro, unit);
 	t.bytes = bytes;
 	return emit(b, t);
 }
@@ -231,7 +215,7 @@ static void fetch_param(builder *b, ctx x, int unit, uint32_t window_dep)
 	b->fetch[unit] = NONE;
 	if (!b->p->offload_param || n == 0)
 		return;
-	zb_task t = blank(ZB_TASK_COPY, ZB_RES_H2D, ZB_OP_PARAM_FETCH, ZB_PASS_OPT, x.step, x.micro, unit);
+	zb_task t = zb_task_blank(ZB_TASK_COPY, ZB_RES_H2D, ZB_OP_PARAM_FETCH, ZB_PASS_OPT, x.step, x.micro, unit);
 	t.pass = (uint8_t)x.pass;
 	t.params = n;
 	t.param_offset = zb_model_unit_offset(b->m, unit) + zb_model_unit_params(b->m, unit) - n;
@@ -247,7 +231,7 @@ static void fetch_param(builder *b, ctx x, int unit, uint32_t window_dep)
 
 static uint32_t act_copy(builder *b, ctx x, int unit, int to_host, uint32_t after, uint32_t after2)
 {
-	zb_task t = blank(ZB_TASK_COPY, to_host ? ZB_RES_D2H : ZB_RES_H2D,
+	zb_task t = zb_task_blank(ZB_TASK_COPY, to_host ? ZB_RES_D2H : ZB_RES_H2D,
 			  to_host ? ZB_OP_ACT_DOWN : ZB_OP_ACT_UP, x.pass, x.step, x.micro, unit);
 	t.bytes = act_bytes(b, b->m->hidden);
 	sched_dep(b, after);
@@ -276,7 +260,7 @@ static void params_current(builder *b, int step, int unit)
 uint32_t sched_bucket_copy(builder *b, int step, int bk, int op, int resource)
 {
 	const zb_bucket *bu = &b->g->buckets[bk];
-	zb_task t = blank(ZB_TASK_COPY, resource, op, ZB_PASS_OPT, step, -1, bu->first_unit);
+	zb_task t = zb_task_blank(ZB_TASK_COPY, resource, op, ZB_PASS_OPT, step, -1, bu->first_unit);
 	t.bucket = bk;
 	t.params = bu->params;
 	t.param_offset = bu->param_offset;
@@ -288,7 +272,7 @@ uint32_t sched_bucket_adam(builder *b, int step, int bk)
 {
 	const zb_bucket *bu = &b->g->buckets[bk];
 	int cpu = bu->on_cpu;
-	zb_task t = blank(cpu ? ZB_TASK_CPU_ADAM : ZB_TASK_GPU_ADAM, cpu ? ZB_RES_CPU : ZB_RES_GPU_OPT,
+	zb_task t = zb_task_blank(cpu ? ZB_TASK_CPU_ADAM : ZB_TASK_GPU_ADAM, cpu ? ZB_RES_CPU : ZB_RES_GPU_OPT,
 			  ZB_OP_ADAM, ZB_PASS_OPT, step, -1, bu->first_unit);
 	t.bucket = bk;
 	t.params = bu->params;

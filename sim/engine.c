@@ -281,7 +281,8 @@ static void prepare_tasks(sim *s)
 	const zb_sim_index *ix = s->ix;
 	const zb_graph *g = ix->g;
 	zb_sim_scratch *w = s->w;
-	memcpy(w->waiting, ix->deps0, g->ntasks * sizeof *w->waiting);
+	if (g->ntasks) /* an empty graph has no arrays (memcpy from NULL is undefined) */
+		memcpy(w->waiting, ix->deps0, g->ntasks * sizeof *w->waiting);
 	const zb_gpu *gpu = &s->c->hw.gpu;
 	int dtype = (int)s->c->policy.dtype;
 	int fw = (int)s->c->framework;
