@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&o, 0, sizeof o);
 	int code = 0;
 	opterr = 0; /* getopt's own messages: not what is tested */
-	if (zb_options_parse(argc, argv, NULL, NULL, NULL, zb_options_usage, &o, &code)) {
+	if (zb_options_parse(argc, argv, NULL, zb_options_usage, &o, &code)) {
 		const char *first[ZB_AX_COUNT] = { 0 };
 		char **vals[ZB_AX_COUNT] = { 0 }, *storage[ZB_AX_COUNT] = { 0 };
 		int ok = 1;
