@@ -220,3 +220,68 @@ const char zb_schema_v3[] =
 	" LEFT JOIN events p ON p.config_id = g.config_id AND p.source = 'predicted'"
 	"  AND p.task_id = g.task_id"
 	" GROUP BY g.config_id, g.task_id;";
+
+/* Version 4: runs of another framework (DeepSpeed, plain PyTorch) measured by
+ * peers/ds_step.py or imported from a TSV of such runs, one row per configuration
+ * beside zbench's prediction of it (configs, predictions); written and read by
+ * results/peers.c (peers.h), which documents the columns. The peer_vs_predicted
+ * view puts measured and predicted side by side. */
+const char zb_schema_v4[] =
+	"CREATE TABLE peer_runs("
+	" config_id INTEGER PRIMARY KEY REFERENCES configs(id) ON DELETE CASCADE,"
+	" framework TEXT NOT NULL, name TEXT NOT NULL,"
+	" source TEXT NOT NULL CHECK(source IN ('harness', 'import')), origin TEXT, note TEXT,"
+	" step_ms REAL NOT NULL CHECK(step_ms > 0), steps_ms TEXT, warmup_steps INTEGER,"
+	" fwd_ms REAL, bwd_ms REAL, opt_ms REAL,"
+	" gpu_peak_gib REAL, gpu_reserved_gib REAL, host_rss_gib REAL, params INTEGER,"
+	" device TEXT, versions TEXT, measured_at TEXT, result_json TEXT);"
+	"CREATE VIEW peer_vs_predicted AS SELECT"
+	" c.run_id AS run_id, m.config_id AS config_id, m.framework AS framework, m.name AS name,"
+	" c.model AS model, c.micro_batch AS micro_batch, c.seq AS seq, c.gas AS gas,"
+	" m.step_ms AS measured_ms, p.step_time_s * 1e3 AS predicted_ms,"
+	" (p.step_time_s * 1e3 - m.step_ms) / m.step_ms AS error,"
+	" m.gpu_peak_gib AS gpu_measured_gib, p.gpu_bytes / 1073741824.0 AS gpu_predicted_gib,"
+	" m.host_rss_gib AS host_measured_gib, p.host_bytes / 1073741824.0 AS host_predicted_gib"
+	" FROM peer_runs m JOIN configs c ON c.id = m.config_id"
+	" LEFT JOIN predictions p ON p.config_id = m.config_id;";
+
+/* Version 5: traces of programs zbench did not write (zbench trace, zbench import):
+ * the CPU time of each thread of the traced process tree per sampling interval
+ * (profiler/procsample.h; start/end in ns from the run's time zero, globalTid as in
+ * the nsys tables), and the per-step analysis of a trace (zbench analyze). */
+const char zb_schema_v5[] =
+	"CREATE TABLE ZB_THREAD_CPU(start INTEGER NOT NULL, end INTEGER NOT NULL,"
+	" globalTid INTEGER NOT NULL, cpuNs INTEGER NOT NULL, zbConfigId INTEGER);"
+	"CREATE INDEX zb_thread_cpu_config ON ZB_THREAD_CPU(zbConfigId, start);"
+	"CREATE TABLE trace_steps("
+	" config_id INTEGER NOT NULL REFERENCES configs(id) ON DELETE CASCADE,"
+	" step INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"
+	" compute_s REAL, h2d_s REAL, d2h_s REAL, h2d_bytes REAL, d2h_bytes REAL,"
+	" compute_only_s REAL, copy_only_s REAL, overlap_s REAL, idle_s REAL,"
+	" idle_cpu_s REAL, cpu_opt_s REAL, cpu_core_s REAL, kernels INTEGER, copies INTEGER,"
+	" found_by TEXT, PRIMARY KEY(config_id, step)) WITHOUT ROWID;"
+	"CREATE TRIGGER zb_thread_cpu_cascade AFTER DELETE ON configs BEGIN"
+	" DELETE FROM ZB_THREAD_CPU WHERE zbConfigId = old.id;"
+	" END;";
+
+/* Version 6: hardware profiles and baselines (results/records.h). IF NOT EXISTS:
+ * zbench before version 6 created these tables on first use, outside the version. */
+const char zb_schema_v6[] =
+	"CREATE TABLE IF NOT EXISTS hw_profiles("
+	" id INTEGER PRIMARY KEY,"
+	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	" name TEXT, path TEXT, hw_json TEXT NOT NULL, measurements_json TEXT);"
+	"CREATE TABLE IF NOT EXISTS baselines("
+	" id INTEGER PRIMARY KEY,"
+	" tag TEXT NOT NULL UNIQUE,"
+	" run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+	" suite TEXT NOT NULL,"
+	" source TEXT NOT NULL CHECK(source IN ('predicted', 'measured')),"
+	" repeats INTEGER NOT NULL, warmup INTEGER, steps INTEGER, hw_json TEXT,"
+	" created_at TEXT NOT NULL);"
+	"CREATE TABLE IF NOT EXISTS baseline_results("
+	" baseline_id INTEGER NOT NULL REFERENCES baselines(id) ON DELETE CASCADE,"
+	" key TEXT NOT NULL,"
+	" config_id INTEGER REFERENCES configs(id) ON DELETE SET NULL,"
+	" label TEXT, step_time_s REAL, tokens_per_s REAL, samples TEXT,"
+	" PRIMARY KEY(baseline_id, key)) WITHOUT ROWID;";
