@@ -115,3 +115,41 @@ zb_task zb_task_blank(int kind, int resource, int op, int pass, int step, int mi
 	t.param_offset = -1;
 	return t;
 }
+
+void zb_graph_add_dep(const zb_graph *g, uint32_t *deps, int *ndeps, uint32_t id)
+{
+	if (id == UINT32_MAX)
+		return;
+	int r = g->tasks[id].resource;
+	for (int i = 0; i < *ndeps; i++) {
+		if (g->tasks[deps[i]].resource == r) {
+			if (id > deps[i])
+				deps[i] = id;
+			return;
+		}
+	}
+	deps[(*ndeps)++] = id;
+}
+
+uint32_t zb_graph_append(zb_graph *g, zb_task t, const uint32_t *deps, int *ndeps)
+{
+	if (g->ntasks == g->cap_tasks) {
+		g->cap_tasks = g->cap_tasks ? 2 * g->cap_tasks : 1024;
+		g->tasks = zb_xrealloc(g->tasks, g->cap_tasks * sizeof *g->tasks);
+	}
+	while (g->ndeps + (size_t)*ndeps > g->cap_deps) {
+		g->cap_deps = g->cap_deps ? 2 * g->cap_deps : 4096;
+		g->deps = zb_xrealloc(g->deps, g->cap_deps * sizeof *g->deps);
+	}
+	t.id = (uint32_t)g->ntasks;
+	t.dep_begin = (uint32_t)g->ndeps;
+	t.dep_count = (uint32_t)*ndeps;
+	if (*ndeps) /* g->deps is still NULL before the first dependency */
+		memcpy(g->deps + g->ndeps, deps, (size_t)*ndeps * sizeof *deps);
+	g->ndeps += (size_t)*ndeps;
+	*ndeps = 0;
+	g->tasks[g->ntasks++] = t;
+	if (t.resource == ZB_RES_D2H || t.resource == ZB_RES_H2D)
+		g->copy_bytes[t.resource] += t.bytes;
+	return t.id;
+}

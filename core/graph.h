@@ -141,6 +141,15 @@ void zb_graph_free(zb_graph *g);
 /* A task of this kind on this resource, everything else zero (no bucket, no
  * parameter offset): what the schedule builders fill in. */
 zb_task zb_task_blank(int kind, int resource, int op, int pass, int step, int micro, int unit);
+/* Add id (NONE = UINT32_MAX: nothing) to the dependencies deps[0 .. *ndeps) of the task
+ * about to be appended. Every resource runs its tasks one at a time in id order, so
+ * finishing a task implies every earlier task of its resource has finished: keeping
+ * only the latest dependency per resource says the same with at most ZB_RES_COUNT
+ * edges per task. */
+void zb_graph_add_dep(const zb_graph *g, uint32_t *deps, int *ndeps, uint32_t id);
+/* Append t with those dependencies (growing the arrays), count its PCIe bytes, and
+ * return its id; *ndeps is reset to 0 for the next task. */
+uint32_t zb_graph_append(zb_graph *g, zb_task t, const uint32_t *deps, int *ndeps);
 /* The checks zb_graph_build makes before building: whether cfg can be scheduled
  * (a sweep checks every configuration first, and builds graphs only for those
  * that fit in memory). */

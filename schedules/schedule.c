@@ -39,50 +39,15 @@
 
 /* ---- growing arrays ---------------------------------------------------- */
 
-/* Add a dependency of the task about to be emitted. Every resource runs its tasks
- * one at a time in id order, so finishing a task implies that every earlier task of
- * its resource has finished: keeping only the latest dependency per resource says
- * the same thing with at most ZB_RES_COUNT edges per task. */
-void sched_dep(builder *b, uint32_t id)
-{
-	if (id == NONE)
-		return;
-	int r = b->g->tasks[id].resource;
-	for (int i = 0; i < b->ndeps; i++) {
-		if (b->g->tasks[b->deps[i]].resource == r) {
-			if (id > b->deps[i])
-				b->deps[i] = id;
-			return;
-		}
-	}
-	b->deps[b->ndeps++] = id;
-}
+/* Add a dependency of the task about to be emitted (zb_graph_add_dep). */
+void sched_dep(builder *b, uint32_t id) { zb_graph_add_dep(b->g, b->deps, &b->ndeps, id); }
 
 static uint32_t emit(builder *b, zb_task t)
 {
-	zb_graph *g = b->g;
-	if (g->ntasks == g->cap_tasks) {
-		g->cap_tasks = g->cap_tasks ? 2 * g->cap_tasks : 1024;
-		g->tasks = zb_xrealloc(g->tasks, g->cap_tasks * sizeof *g->tasks);
-	}
-	if (g->ndeps + (size_t)b->ndeps > g->cap_deps) {
-		while (g->ndeps + (size_t)b->ndeps > g->cap_deps)
-			g->cap_deps = g->cap_deps ? 2 * g->cap_deps : 4096;
-		g->deps = zb_xrealloc(g->deps, g->cap_deps * sizeof *g->deps);
-	}
-	t.id = (uint32_t)g->ntasks;
-	t.dep_begin = (uint32_t)g->ndeps;
-	t.dep_count = (uint32_t)b->ndeps;
-	if (b->ndeps) /* g->deps is still NULL before the first dependency */
-		memcpy(g->deps + g->ndeps, b->deps, (size_t)b->ndeps * sizeof *b->deps);
-	g->ndeps += (size_t)b->ndeps;
-	b->ndeps = 0;
-	g->tasks[g->ntasks++] = t;
+	uint32_t id = zb_graph_append(b->g, t, b->deps, &b->ndeps);
 	if (t.resource == ZB_RES_GPU)
-		b->last_gpu = t.id;
-	if (t.resource == ZB_RES_D2H || t.resource == ZB_RES_H2D)
-		g->copy_bytes[t.resource] += t.bytes;
-	return t.id;
+		b->last_gpu = id;
+	return id;
 }
 
 /* ---- compute tasks ------------------------------------------------------ */
