@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -89,6 +90,34 @@ static inline void zb_test_write_file(const char *path, const char *text)
 	}
 	fputs(text, f);
 	fclose(f);
+}
+
+/* What a command a test ran printed and how it exited. */
+typedef struct zb_test_result {
+	int rc;          /* exit status; 128 + signal when a signal ended it */
+	char *out, *err; /* stdout and stderr, whole */
+} zb_test_result;
+
+/* Run `zbench args` (zbench: the binary's path) with stdout and stderr in files of dir
+ * and no stdin, and read them back. */
+static inline zb_test_result zb_test_run(const char *zbench, const char *dir, const char *args)
+{
+	char out[600], err[600], cmd[4096];
+	snprintf(out, sizeof out, "%s/stdout", dir);
+	snprintf(err, sizeof err, "%s/stderr", dir);
+	snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s </dev/null", zbench, args, out, err);
+	int st = system(cmd);
+	zb_test_result r;
+	r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+	r.out = zb_test_slurp(out, NULL);
+	r.err = zb_test_slurp(err, NULL);
+	return r;
+}
+
+static inline void zb_test_result_free(zb_test_result *r)
+{
+	free(r->out);
+	free(r->err);
 }
 
 #endif

@@ -20,31 +20,12 @@ static char tmpdir[256];
 static char db[512];
 static const char *zbench;
 
-typedef struct result {
-	int rc;
-	char *out, *err;
-} result;
+typedef zb_test_result result;
 
 /* Run zbench with args (shell syntax), capturing stdout, stderr and the exit code. */
-static result run(const char *args)
-{
-	char out[600], err[600], cmd[4096];
-	snprintf(out, sizeof out, "%s/stdout", tmpdir);
-	snprintf(err, sizeof err, "%s/stderr", tmpdir);
-	snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s </dev/null", zbench, args, out, err);
-	int st = system(cmd);
-	result r;
-	r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-	r.out = zb_test_slurp(out, NULL);
-	r.err = zb_test_slurp(err, NULL);
-	return r;
-}
+static result run(const char *args) { return zb_test_run(zbench, tmpdir, args); }
 
-static void result_free(result *r)
-{
-	free(r->out);
-	free(r->err);
-}
+static void result_free(result *r) { zb_test_result_free(r); }
 
 static int count_lines(const char *s)
 {

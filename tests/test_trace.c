@@ -682,30 +682,11 @@ static void test_store_refusals(void **state)
 
 /* ---- zbench export ------------------------------------------------------------------------ */
 
-typedef struct result {
-	int rc;
-	char *out, *err;
-} result;
+typedef zb_test_result result;
 
-static result run(const char *args)
-{
-	char out[300], err[300], cmd[4096];
-	snprintf(out, sizeof out, "%s/stdout", tmpdir);
-	snprintf(err, sizeof err, "%s/stderr", tmpdir);
-	snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s </dev/null", zbench, args, out, err);
-	int st = system(cmd);
-	result r;
-	r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
-	r.out = zb_test_slurp(out, NULL);
-	r.err = zb_test_slurp(err, NULL);
-	return r;
-}
+static result run(const char *args) { return zb_test_run(zbench, tmpdir, args); }
 
-static void result_free(result *r)
-{
-	free(r->out);
-	free(r->err);
-}
+static void result_free(result *r) { zb_test_result_free(r); }
 
 static int exists(const char *path)
 {
