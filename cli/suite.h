@@ -73,7 +73,7 @@ typedef struct zb_suite_outcome {
 	int executed;            /* the executor ran it */
 	double pred_step_s;      /* predicted, over the same steady window as the measurement */
 	double meas_step_s;      /* NaN when not executed */
-	double pred_busy_s[5], meas_busy_s[5];
+	double pred_busy_s[ZB_RES_COUNT], meas_busy_s[ZB_RES_COUNT];
 	double tokens_per_step;
 	double wall_s;           /* the executor's wall time including setup, or the prediction's */
 	int64_t config_id;       /* 0 without a store */

@@ -33,6 +33,8 @@ void zb_policy_defaults(zb_policy *p)
 	 * gpt2-large so the copies overlap backward. */
 	p->bucket_params = 25000000;
 	p->cpu_threads = 0;
+	p->gpus = 1;
+	p->nodes = 1;
 }
 
 /* ---- checks ---------------------------------------------------------------- */
@@ -163,6 +165,8 @@ zb_status zb_policy_validate(const zb_policy *p, const zb_model *m, zb_error *er
 	CHECK_POS(p->seq > 0, "seq", "%d", p->seq);
 	CHECK_POS(p->bucket_params > 0, "bucket", "%lld", (long long)p->bucket_params);
 	CHECK_NONNEG(p->cpu_threads >= 0, "cpu-threads", "%d", p->cpu_threads);
+	CHECK_POS(p->gpus > 0, "gpus", "%d", p->gpus);
+	CHECK_POS(p->nodes > 0, "nodes", "%d", p->nodes);
 	/* Learned position tables have max_seq rows; rotary models (max_seq 0) have no limit. */
 	if (m && m->max_seq > 0 && p->seq > m->max_seq)
 		return zb_fail(err, ZB_E_INPUT,

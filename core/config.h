@@ -124,6 +124,8 @@ typedef struct zb_policy {
 	zb_attention attention;  /* eager (default of the policy) or flash */
 	double link_rate_Bps;    /* --link-rate: pinned copies paced to this rate (0: native);
 	                            the link's rates are capped to it (sim/attention.h) */
+	int gpus;                /* data-parallel GPUs (ranks) per node, >= 1 */
+	int nodes;               /* nodes, >= 1; ranks = gpus * nodes (core/graph.h) */
 } zb_policy;
 
 /* Whose schedule the task graph describes (framework.h): zbench's own executor or

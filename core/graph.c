@@ -70,13 +70,14 @@ zb_status zb_graph_check(const zb_graph *g, zb_error *err)
 
 const char *zb_resource_name(zb_resource r)
 {
-	static const char *n[] = { "gpu", "pcie_d2h", "pcie_h2d", "cpu", "gpu_opt" };
+	static const char *n[] = { "gpu", "pcie_d2h", "pcie_h2d", "cpu", "gpu_opt", "comm" };
+	_Static_assert(sizeof n / sizeof n[0] == ZB_RES_COUNT, "resource names");
 	return r < ZB_RES_COUNT ? n[r] : "?";
 }
 
 const char *zb_task_kind_name(zb_task_kind k)
 {
-	static const char *n[] = { "gemm", "kernel", "copy", "cpu_adam", "gpu_adam", "host" };
+	static const char *n[] = { "gemm", "kernel", "copy", "cpu_adam", "gpu_adam", "host", "collective" };
 	_Static_assert(sizeof n / sizeof n[0] == ZB_TASK_KIND_COUNT, "kind names");
 	return k < ZB_TASK_KIND_COUNT ? n[k] : "?";
 }
@@ -89,7 +90,8 @@ const char *zb_op_name(zb_op op)
 				   "grad_acc", "grad_down", "param_up",  "param_fetch", "act_down",
 				   "act_up",  "adam",
 				   "grad_copy", "cast", "fresh_pages", "hook", "grad_hook", "python",
-				   "param_up_pageable", "attn" };
+				   "param_up_pageable", "attn",
+				   "reduce_scatter", "all_gather", "all_reduce" };
 	_Static_assert(sizeof n / sizeof n[0] == ZB_OP_COUNT, "op names");
 	return op < ZB_OP_COUNT ? n[op] : "?";
 }

@@ -27,6 +27,8 @@ typedef enum zb_resource {
 	ZB_RES_H2D,      /* PCIe host-to-device copy channel */
 	ZB_RES_CPU,      /* the CPU thread pool (optimizer) */
 	ZB_RES_GPU_OPT,  /* GPU optimizer stream (Adam for the GPU-resident fraction) */
+	ZB_RES_COMM,     /* collectives between data-parallel ranks (an NCCL stream): NVLink /
+	                    NVSwitch within a node, the network between nodes */
 	ZB_RES_COUNT
 } zb_resource;
 
@@ -38,6 +40,8 @@ typedef enum zb_task_kind {
 	ZB_TASK_GPU_ADAM,   /* fused Adam on device: params, bytes of HBM traffic */
 	ZB_TASK_HOST,       /* framework host work (hooks, Python, casts): timed by the
 	                       framework profile from op, params (a count) and bytes */
+	ZB_TASK_COLLECTIVE, /* NCCL collective over all ranks on ZB_RES_COMM (see "Several
+	                       GPUs" below) */
 	ZB_TASK_KIND_COUNT
 } zb_task_kind;
 
@@ -74,6 +78,10 @@ typedef enum zb_op {
 	ZB_OP_PYTHON,       /* host: Python work of one optimizer step */
 	ZB_OP_PARAM_UP_PAGEABLE, /* updated 16-bit parameters H2D through a pageable temporary */
 	ZB_OP_ATTN,         /* fused attention (flash), one task per pass */
+	/* collectives between data-parallel ranks (ZB_TASK_COLLECTIVE) */
+	ZB_OP_REDUCE_SCATTER, /* a bucket's 16-bit gradients summed, each rank keeps its shard */
+	ZB_OP_ALL_GATHER,   /* each rank's updated 16-bit shard sent to every rank */
+	ZB_OP_ALL_REDUCE,   /* a range summed on every rank */
 	ZB_OP_COUNT
 } zb_op;
 
@@ -115,6 +123,27 @@ typedef struct zb_bucket {
 	int last_unit;       /* highest unit with parameters in the bucket */
 } zb_bucket;
 
+/*
+ * Several GPUs (policy.gpus x policy.nodes = R ranks, data parallel): every rank runs
+ * the same graph in lockstep (the collectives synchronise them), so the graph holds
+ * one rank's work, and g->ranks says how many run it.
+ *   - Each bucket is partitioned across ranks: rank r owns the shard
+ *     [param_offset + r*S, param_offset + (r+1)*S) clipped to the bucket, with
+ *     S = zb_shard_params(bucket params, R) (the last shard may be shorter or empty).
+ *   - Per-rank optimizer work of a bucket (GRAD_DOWN, ADAM, PARAM_UP) carries
+ *     params = S and param_offset = the bucket's offset: rank r works on its own
+ *     shard (offset + r*S, clipped); the executor does that arithmetic.
+ *   - A collective (ZB_TASK_COLLECTIVE on ZB_RES_COMM) carries the whole range:
+ *     param_offset and params of the bucket (or layer), bytes = params x 16-bit size,
+ *     and bucket (or -1). The executor pads the range to R*S elements so that NCCL's
+ *     equal counts hold (reduce-scatter and all-gather of S elements per rank).
+ * With R = 1 no collective is emitted and every rank-aware field reads as before.
+ */
+static inline int64_t zb_shard_params(int64_t params, int ranks)
+{
+	return ranks > 1 ? (params + ranks - 1) / ranks : params;
+}
+
 typedef struct zb_graph {
 	zb_task *tasks;
 	size_t ntasks, cap_tasks;
@@ -123,6 +152,7 @@ typedef struct zb_graph {
 	zb_bucket *buckets;
 	int nbuckets;
 	int steps;
+	int ranks;                 /* data-parallel ranks running this graph (>= 1) */
 	int64_t params;            /* model parameters */
 	int64_t cpu_params;        /* parameters whose optimizer runs on the CPU */
 	double tokens_per_step;    /* micro_batch * seq * gas */

@@ -93,6 +93,8 @@ zb_status zb_limits_policy(const zb_policy *p, const zb_model *m, zb_error *err)
 	MAX_CHECK(p->prefetch_layers, ZB_MAX_PREFETCH, "prefetch-layers");
 	MAX_CHECK(p->bucket_params, ZB_MAX_BUCKET, "bucket");
 	MAX_CHECK(p->cpu_threads, ZB_MAX_CORES, "cpu-threads");
+	MAX_CHECK(p->gpus, ZB_MAX_GPUS_PER_NODE, "gpus");
+	MAX_CHECK(p->nodes, ZB_MAX_NODES, "nodes");
 	int64_t tokens = (int64_t)p->micro_batch * p->seq; /* both <= 2^24: no overflow */
 	if (tokens > INT32_MAX)
 		return zb_fail(err, ZB_E_INPUT, "micro-batch x seq = %lld tokens exceeds the limit %d",

@@ -36,6 +36,8 @@
 /* Hardware counts. */
 #define ZB_MAX_CORES 65536
 #define ZB_MAX_GPUS_PER_LINK 1024
+#define ZB_MAX_GPUS_PER_NODE 1024 /* data-parallel ranks of one node */
+#define ZB_MAX_NODES 65536
 /* Schedule: ~80 B per task plus dependencies and the simulator's per-task state:
  * 2 million tasks stay below ~500 MB; the largest preset configuration with gas 8
  * has ~200 000. */

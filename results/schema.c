@@ -285,3 +285,10 @@ const char zb_schema_v6[] =
 	" config_id INTEGER REFERENCES configs(id) ON DELETE SET NULL,"
 	" label TEXT, step_time_s REAL, tokens_per_s REAL, samples TEXT,"
 	" PRIMARY KEY(baseline_id, key)) WITHOUT ROWID;";
+
+/* Version 7: several GPUs (issue 14). The collectives' resource (graph.h ZB_RES_COMM)
+ * gets its busy and work columns (NULL in rows written before). The GPUs and nodes of
+ * a configuration are in config_json (json_extract(config_json, '$.policy.gpus')). */
+const char zb_schema_v7[] =
+	"ALTER TABLE predictions ADD COLUMN busy_comm_s REAL;"
+	"ALTER TABLE predictions ADD COLUMN work_comm_s REAL;";

@@ -79,11 +79,12 @@ static const struct migration {
 	{ "add peer_runs (measured runs of other frameworks) and the peer_vs_predicted view", zb_schema_v4 },
 	{ "add ZB_THREAD_CPU and trace_steps for traces of other programs", zb_schema_v5 },
 	{ "add hw_profiles, baselines and baseline_results", zb_schema_v6 },
+	{ "add busy_comm_s and work_comm_s to predictions (several GPUs)", zb_schema_v7 },
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == ZB_SCHEMA_VERSION,
 	       "one migration per schema version");
-_Static_assert(ZB_RES_COUNT == 5, "predictions has busy_ and work_ columns for 5 resources");
+_Static_assert(ZB_RES_COUNT == 6, "predictions has busy_ and work_ columns for 6 resources");
 
 /* Tables zbench creates, for zb_store_count's error message. */
 static const char *const known_tables = "runs, configs, predictions, tasks, task_deps, events, steps";
@@ -106,9 +107,10 @@ static const char *const stmt_sql[ST_COUNT] = {
 		    " tokens_per_s, tflops_per_gpu, bottleneck, lower_bound_s, bound_resource,"
 		    " busy_gpu_s, busy_d2h_s, busy_h2d_s, busy_cpu_s, busy_gpu_opt_s,"
 		    " work_gpu_s, work_d2h_s, work_h2d_s, work_cpu_s, work_gpu_opt_s,"
-		    " pcie_h2d_bytes, pcie_d2h_bytes, gpu_bytes, host_bytes, events)"
+		    " pcie_h2d_bytes, pcie_d2h_bytes, gpu_bytes, host_bytes, events,"
+		    " busy_comm_s, work_comm_s)"
 		    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15,"
-		    " ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
+		    " ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
 	[ST_STEP] = "INSERT INTO steps(config_id, source, step, time_s) VALUES(?1, ?2, ?3, ?4)",
 	[ST_LATEST] = "SELECT max(id) FROM configs",
 	[ST_LATEST_SOURCE] = "SELECT config_id FROM events WHERE source = ?1"

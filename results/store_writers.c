@@ -179,15 +179,21 @@ zb_status zb_store_add_prediction(zb_store *s, int64_t config_id, const zb_graph
 		rc |= store_bind_static(q, 8, zb_resource_name(res->bottleneck));
 		rc |= sqlite3_bind_double(q, 9, res->lower_bound_s);
 		rc |= store_bind_static(q, 10, zb_resource_name(res->bound_resource));
-		for (int r = 0; r < ZB_RES_COUNT; r++) {
+		/* columns 11-15 and 16-20 are the first five resources; the sixth
+		 * (ZB_RES_COMM, schema version 7) is 26 and 27 */
+		for (int r = 0; r < ZB_RES_COMM; r++) {
 			rc |= sqlite3_bind_double(q, 11 + r, res->busy_s[r]);
 			rc |= sqlite3_bind_double(q, 16 + r, res->work_s[r]);
 		}
+		rc |= sqlite3_bind_double(q, 26, res->busy_s[ZB_RES_COMM]);
+		rc |= sqlite3_bind_double(q, 27, res->work_s[ZB_RES_COMM]);
 		rc |= sqlite3_bind_int64(q, 25, (sqlite3_int64)res->events);
 	} else {
 		for (int i = 4; i <= 20; i++)
 			rc |= sqlite3_bind_null(q, i);
 		rc |= sqlite3_bind_null(q, 25);
+		rc |= sqlite3_bind_null(q, 26);
+		rc |= sqlite3_bind_null(q, 27);
 	}
 	if (g && g->ntasks) { /* no schedule (does not fit): copies unknown */
 		rc |= sqlite3_bind_double(q, 21, g->copy_bytes[ZB_RES_H2D]);

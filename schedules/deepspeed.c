@@ -604,6 +604,7 @@ zb_status zb_ds_graph_build(zb_graph *g, const zb_config *c, zb_error *err)
 		b.last[r] = NONE;
 
 	g->steps = c->steps;
+	g->ranks = 1; /* several ranks: issue 14 */
 	g->params = zb_model_params(b.m);
 	g->grad_bytes_per_param = 2;
 	g->tokens_per_step = (double)b.tokens * b.p->gas;

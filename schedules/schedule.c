@@ -411,6 +411,7 @@ zb_status zb_graph_build_zbench(zb_graph *g, const zb_config *cfg, zb_error *err
 	b.family = sched_family_for(cfg);
 
 	g->steps = cfg->steps;
+	g->ranks = 1; /* several ranks: issue 14 */
 	g->params = zb_model_params(b.m);
 	g->grad_bytes_per_param = b.grad_bytes;
 	g->tokens_per_step = (double)b.tokens * b.p->gas;

@@ -237,7 +237,7 @@ static void test_open_creates_schema(void **state)
 	struct stat sb;
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(zb_store_schema_version(s), ZB_SCHEMA_VERSION);
-	assert_int_equal(ZB_SCHEMA_VERSION, 6);
+	assert_int_equal(ZB_SCHEMA_VERSION, 7);
 	assert_string_equal(zb_store_path(s), path);
 	sqlite3 *db = zb_store_db(s);
 	assert_int_equal(sql_int(db, "PRAGMA user_version"), ZB_SCHEMA_VERSION);
@@ -375,7 +375,8 @@ static void test_round_trip(void **state)
 		" bottleneck, lower_bound_s, bound_resource,"
 		" busy_gpu_s, busy_d2h_s, busy_h2d_s, busy_cpu_s, busy_gpu_opt_s,"
 		" work_gpu_s, work_d2h_s, work_h2d_s, work_cpu_s, work_gpu_opt_s,"
-		" pcie_h2d_bytes, pcie_d2h_bytes, gpu_bytes, host_bytes, events"
+		" pcie_h2d_bytes, pcie_d2h_bytes, gpu_bytes, host_bytes, events,"
+		" busy_comm_s, work_comm_s"
 		" FROM predictions WHERE config_id = ?", -1, &q, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_bind_int64(q, 1, cid), SQLITE_OK);
 	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
@@ -388,10 +389,12 @@ static void test_round_trip(void **state)
 	assert_string_equal((const char *)sqlite3_column_text(q, 6), zb_resource_name(ZB_RES_CPU));
 	assert_close(sqlite3_column_double(q, 7), 0.2, 0);
 	assert_string_equal((const char *)sqlite3_column_text(q, 8), zb_resource_name(ZB_RES_D2H));
-	for (int r = 0; r < ZB_RES_COUNT; r++) {
+	for (int r = 0; r < ZB_RES_COMM; r++) {
 		assert_close(sqlite3_column_double(q, 9 + r), res.busy_s[r], 0);
 		assert_close(sqlite3_column_double(q, 14 + r), res.work_s[r], 0);
 	}
+	assert_close(sqlite3_column_double(q, 24), res.busy_s[ZB_RES_COMM], 0);
+	assert_close(sqlite3_column_double(q, 25), res.work_s[ZB_RES_COMM], 0);
 	assert_close(sqlite3_column_double(q, 19), 1.5e5, 0);
 	assert_close(sqlite3_column_double(q, 20), 2e5, 0);
 	assert_close(sqlite3_column_double(q, 21), 3.5e9, 0);
@@ -578,7 +581,7 @@ static void test_newer_schema_refused(void **state)
 
 	sqlite3 *db = NULL;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	sql_exec(db, "PRAGMA user_version = 7");
+	sql_exec(db, "PRAGMA user_version = 8");
 	assert_int_equal(sqlite3_close(db), SQLITE_OK);
 
 	size_t n;
@@ -589,7 +592,7 @@ static void test_newer_schema_refused(void **state)
 	assert_null(s);
 	char want[512];
 	snprintf(want, sizeof want,
-		 "database '%s' has schema version 7, newer than this zbench (%d)", path, ZB_SCHEMA_VERSION);
+		 "database '%s' has schema version 8, newer than this zbench (%d)", path, ZB_SCHEMA_VERSION);
 	assert_string_equal(err.msg, want);
 	assert_int_equal(err.status, ZB_E_STORE);
 	assert_same_file(path, before, n);
