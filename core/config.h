@@ -62,11 +62,24 @@ typedef struct zb_cpu {
 	double xsocket_Bps;          /* inter-socket link (UPI, xGMI), one direction; 0: no limit */
 } zb_cpu;
 
+/* How data-parallel ranks reach each other (issue 14): NCCL's bus bandwidth
+ * ("busbw" of nccl-tests: the per-GPU rate that makes ring collectives' times
+ * comparable across rank counts) and the per-step latency, within a node (NVLink /
+ * NVSwitch, or PCIe between GPUs) and between nodes (the network, per node). */
+typedef struct zb_fabric {
+	char name[ZB_NAME_MAX];      /* "nvswitch-h100", "pcie", ... */
+	double intra_bus_Bps;        /* within a node, B/s of bus bandwidth per GPU */
+	double intra_latency_s;      /* per ring step within a node */
+	double inter_bus_Bps;        /* between nodes, B/s of bus bandwidth per node */
+	double inter_latency_s;      /* per ring step between nodes */
+} zb_fabric;
+
 typedef struct zb_hw {
 	char name[ZB_NAME_MAX];      /* "h200-machine", or the file it came from */
 	zb_link link;
 	zb_gpu gpu;
 	zb_cpu cpu;
+	zb_fabric fabric;            /* between ranks; unused with one GPU */
 	int gpus_per_link;           /* GPUs whose copies share one host link (>= 1) */
 	int gpus_per_cpu;            /* GPUs whose optimizers share this CPU's cores and DRAM */
 	zb_ds_profile ds;            /* DeepSpeed's framework costs on this machine (dsprofile.h) */
