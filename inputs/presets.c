@@ -270,8 +270,9 @@ static const zb_cpu cpus[] = {
 	{
 		.name = "dgx-2",
 		/* DGX-2 (NVIDIA DGX-2 datasheet; ZeRO-Offload paper, Ren et al. USENIX ATC'21,
-		 * Table 2): 2x Xeon Platinum 8168, 24 cores each at 2.7 GHz (Intel ARK), 1.5 TB
-		 * DDR4. */
+		 * Table 2, re-read 2026-11-30 from an image of it: "2 Intel Xeon Platinum 8168",
+		 * "1.5TB 2666MHz DDR4", "bidirectional 32 GBps PCIe"): 24 cores each at 2.7 GHz
+		 * (Intel ARK). */
 		.cores = 48,
 		/* Estimate: Skylake-SP with AVX-512 but lower AVX-512 clocks than the measured
 		 * h200-machine (0.71e9 on one thread): ~0.3 of it. Not binding on the whole host:
@@ -279,8 +280,8 @@ static const zb_cpu cpus[] = {
 		.adam_params_per_core = 0.2e9,
 		/* Published measurement: ZeRO-Offload paper (arXiv:2101.06840) Table 4, DeepSpeed
 		 * CPU-Adam on this host: 1B params 0.22 s, 2B 0.51, 4B 1.03, 8B 2.41, 10B 2.57 s
-		 * (values as recalled: the table is an image in every copy reachable while this
-		 * was written; re-read it), i.e. 3.3-4.5 Gparam/s, median 3.9 Gparam/s x 28 B. */
+		 * (re-read 2026-11-30 from an image of the table), i.e. 3.3-4.5 Gparam/s, median
+		 * 3.9 Gparam/s x 28 B. */
 		.adam_Bps = 3.9e9 * 28,
 		/* 6 channels DDR4-2666 per socket (Intel ARK): 2 x 128 GB/s peak, x
 		 * ACHIEVABLE_DRAM (estimate: no STREAM result for this host was found). */
@@ -344,6 +345,15 @@ static const zb_cpu cpus[] = {
 		 * core but higher clocks: ~0.75 of the measured h200-machine's all-thread rate
 		 * per core (0.275e9). */
 		.adam_params_per_core = 0.2e9,
+		/* Published measurement: SuperOffload blog (Lian et al., DeepSpeed repository,
+		 * blogs/deepspeed-superoffload, Figure 5, a table image), DeepSpeed CPU-Adam on
+		 * one GH200's Grace: 1B params 0.098 s, 2B 0.198, 4B 0.393, 8B 0.769 s, i.e.
+		 * 10.1-10.4 Gparam/s, median 10.2 Gparam/s x 28 B (threads not stated: all
+		 * cores taken). The datasheet estimate before it (dram_Bps below / 28 = 14.3
+		 * Gparam/s) was 40 % too fast: it put these steps 27-29 % short. GraceAdam,
+		 * SVE-tuned, runs 13.2 Gparam/s in the same table; zbench models DeepSpeed's
+		 * CPU-Adam. */
+		.adam_Bps = 10.2e9 * 28,
 		/* Estimate: 0.8 of the 500 GB/s datasheet figure; one socket, one NUMA node, so
 		 * a higher fraction than ACHIEVABLE_DRAM. */
 		.dram_Bps = 500 * GB * 0.8,
