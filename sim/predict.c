@@ -40,7 +40,7 @@ static zb_status check_finite(const zb_sim_result *r, zb_error *err)
 	return ZB_OK;
 }
 
-zb_status zb_predict(zb_prediction *p, const zb_config *c, zb_error *err)
+static zb_status predict(zb_prediction *p, const zb_config *c, int even_if_too_big, zb_error *err)
 {
 	memset(p, 0, sizeof *p);
 	p->cfg = *c;
@@ -48,7 +48,7 @@ zb_status zb_predict(zb_prediction *p, const zb_config *c, zb_error *err)
 	if (st)
 		return st;
 	zb_framework_memory(c, &p->mem);
-	if (!p->mem.fits) {
+	if (!p->mem.fits && !even_if_too_big) {
 		graph_summary(&p->graph, c);
 		return ZB_OK;
 	}
@@ -65,6 +65,16 @@ zb_status zb_predict(zb_prediction *p, const zb_config *c, zb_error *err)
 	}
 	p->simulated = 1;
 	return ZB_OK;
+}
+
+zb_status zb_predict(zb_prediction *p, const zb_config *c, zb_error *err)
+{
+	return predict(p, c, 0, err);
+}
+
+zb_status zb_predict_even_if_too_big(zb_prediction *p, const zb_config *c, zb_error *err)
+{
+	return predict(p, c, 1, err);
 }
 
 void zb_prediction_free(zb_prediction *p)

@@ -20,6 +20,10 @@ typedef struct zb_prediction {
 } zb_prediction;
 
 zb_status zb_predict(zb_prediction *p, const zb_config *c, zb_error *err);
+/* The same, simulated even where the memory estimate says it does not fit (p->mem
+ * still says so): for a measurement that is known to have run, e.g. a published
+ * result, whose time is worth predicting although zbench's memory model refuses it. */
+zb_status zb_predict_even_if_too_big(zb_prediction *p, const zb_config *c, zb_error *err);
 void zb_prediction_free(zb_prediction *p);
 
 /* Free the schedule's tasks and the per-task times, keeping every summary figure
