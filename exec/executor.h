@@ -72,4 +72,13 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 		     zb_exec_result *r, zb_error *err);
 void zb_exec_result_free(zb_exec_result *r);
 
+/* Several GPUs of one node (g->ranks > 1, core/graph.h "Several GPUs"; exec/ranks_cuda.c):
+ * rank i on device i in a thread of its own, NCCL (loaded at run time,
+ * exec/nccl_dl.h) for the collectives, each rank's CPU Adam on its 1/ranks of the
+ * cores. r: g->ranks results, each on its rank's own time zero (r[i].t0_ns on the
+ * common host clock). Without --check and --trace; Ctrl-C does not stop it early.
+ * One rank: zb_execute. */
+zb_status zb_execute_ranks(const zb_graph *g, const zb_config *c, const zb_exec_options *o, zb_exec_result *r,
+			   zb_error *err);
+
 #endif
