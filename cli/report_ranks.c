@@ -5,18 +5,13 @@
 #include "sim/numa.h"
 #include "sim/resources.h"
 
+/* From the graph's scalars only (a sweep row keeps no tasks): CPU Adam moves
+ * 28 B per parameter of the rank's shard of the CPU side, the copies are the
+ * graph's per-step PCIe bytes. */
 void zb_rank_usage_of(const zb_config *c, const zb_graph *g, const zb_sim_result *r, zb_rank_usage *u)
 {
 	double step = r->step_time_s > 0 ? r->step_time_s : 1;
-	double adam = 0, comm = 0;
-	for (size_t i = 0; i < g->ntasks; i++) {
-		const zb_task *t = &g->tasks[i];
-		if (t->kind == ZB_TASK_CPU_ADAM)
-			adam += t->bytes;
-		else if (t->resource == ZB_RES_COMM)
-			comm += t->bytes;
-	}
-	int steps = g->steps > 0 ? g->steps : 1;
+	double adam = (double)zb_shard_params(g->cpu_params, g->ranks) * ZB_ADAM_BYTES_PER_PARAM;
 	double copies = g->copy_bytes[ZB_RES_D2H] + g->copy_bytes[ZB_RES_H2D]; /* per step */
 	u->ranks = g->ranks;
 	u->gpus = c->policy.gpus;
@@ -26,11 +21,11 @@ void zb_rank_usage_of(const zb_config *c, const zb_graph *g, const zb_sim_result
 	u->node_threads = u->threads * c->policy.gpus;
 	u->node_dram_Bps = c->hw.cpu.dram_Bps;
 	u->rank_dram_Bps = c->hw.cpu.dram_Bps * zb_numa_share(c);
-	u->rank_dram_used_Bps = (adam / steps + (c->policy.pageable ? 3 : 1) * copies) / step;
+	u->rank_dram_used_Bps = (adam + (c->policy.pageable ? 3 : 1) * copies) / step;
 	u->node_dram_used_Bps = u->rank_dram_used_Bps * c->policy.gpus;
 	u->link_sharers = zb_link_sharers(c);
 	u->link_used_Bps = copies / step * u->link_sharers;
-	u->comm_bytes = comm / steps;
+	u->comm_busy_s = r->busy_s[ZB_RES_COMM];
 	u->comm_busbw_Bps = zb_collective_bus_Bps(c);
 }
 
@@ -47,7 +42,7 @@ void zb_ranks_print(FILE *f, const zb_config *c, const zb_graph *g, const zb_sim
 		u.node_dram_used_Bps / 1e9, u.node_dram_Bps / 1e9, u.rank_dram_Bps / 1e9);
 	fprintf(f, "%-22s %12.1f %12.1f   %d rank(s) per uplink\n", "host link GB/s", u.link_used_Bps / u.link_sharers / 1e9,
 		u.link_used_Bps / 1e9, u.link_sharers);
-	fprintf(f, "%-22s %12.3f %12s   ring busbw %.0f GB/s\n", "collectives GB/step", u.comm_bytes / 1e9, "-",
+	fprintf(f, "%-22s %12.2f %12s   ring busbw %.0f GB/s\n", "collectives ms/step", u.comm_busy_s * 1e3, "-",
 		u.comm_busbw_Bps / 1e9);
 }
 
@@ -68,7 +63,41 @@ json_t *zb_ranks_json(const zb_config *c, const zb_graph *g, const zb_sim_result
 	json_object_set_new(j, "node_dram_used_Bps", json_real(u.node_dram_used_Bps));
 	json_object_set_new(j, "link_sharers", json_integer(u.link_sharers));
 	json_object_set_new(j, "link_used_Bps", json_real(u.link_used_Bps));
-	json_object_set_new(j, "comm_bytes", json_real(u.comm_bytes));
+	json_object_set_new(j, "comm_busy_s", json_real(u.comm_busy_s));
 	json_object_set_new(j, "comm_busbw_Bps", json_real(u.comm_busbw_Bps));
 	return j;
+}
+
+/* ---- sweep columns ---------------------------------------------------------- */
+
+static const char *const rcols[] = { "gpus", "nodes", "job_tok/s", "gpu", "d2h", "h2d", "cpu", "comm", "node_dram" };
+static const char *const runits[] = { "", "", "1/s", "ms", "ms", "ms", "ms", "ms", "GB/s" };
+
+void zb_ranks_sweep_head(FILE *f, int csv, int units_row)
+{
+	const char *const *v = units_row ? runits : rcols;
+	for (int i = 0; i < 9; i++) {
+		if (csv)
+			fprintf(f, ",%s%s%s", rcols[i], runits[i][0] ? "_" : "", runits[i]);
+		else
+			fprintf(f, i < 2 ? " %5s" : i == 2 ? " %10s" : " %8s", v[i]);
+	}
+}
+
+void zb_ranks_sweep_row(FILE *f, int csv, const zb_config *c, const zb_graph *head, const zb_sim_result *r)
+{
+	const char *sep = csv ? "," : " ";
+	fprintf(f, csv ? ",%d,%d" : " %5d %5d", c->policy.gpus, c->policy.nodes);
+	if (!r || !head) {
+		for (int i = 2; i < 9; i++)
+			fprintf(f, csv ? ",-" : i == 2 ? " %10s" : " %8s", "-");
+		return;
+	}
+	zb_rank_usage u;
+	zb_rank_usage_of(c, head, r, &u);
+	fprintf(f, csv ? ",%.0f" : " %10.0f", u.job_tokens_per_s);
+	static const int res[] = { ZB_RES_GPU, ZB_RES_D2H, ZB_RES_H2D, ZB_RES_CPU, ZB_RES_COMM };
+	for (int i = 0; i < 5; i++)
+		fprintf(f, csv ? "%s%.3f" : "%s%8.2f", sep, r->busy_s[res[i]] * 1e3);
+	fprintf(f, csv ? "%s%.2f" : "%s%8.1f", sep, u.node_dram_used_Bps / 1e9);
 }

@@ -15,7 +15,8 @@
 #include "core/graph.h"
 #include "sim/engine.h"
 
-/* Per-rank and per-node figures of a prediction (g->ranks > 1). */
+/* Per-rank and per-node figures of a prediction (g->ranks > 1); reads only the
+ * graph's scalars, so a sweep row's head will do. */
 typedef struct zb_rank_usage {
 	int ranks, gpus, nodes;
 	double job_tokens_per_s;    /* tokens/s over all ranks */
@@ -27,12 +28,17 @@ typedef struct zb_rank_usage {
 	double node_dram_used_Bps;  /* the node's ranks' traffic together */
 	int link_sharers;           /* ranks behind one host link (PCIe switch uplink) */
 	double link_used_Bps;       /* traffic on one uplink: its ranks' copies, both ways */
-	double comm_bytes;          /* collective buffer bytes per step of one rank */
+	double comm_busy_s;         /* collectives' busy time per step of one rank */
 	double comm_busbw_Bps;      /* the ring's bus bandwidth (sim/collective.h) */
 } zb_rank_usage;
 
 void zb_rank_usage_of(const zb_config *c, const zb_graph *g, const zb_sim_result *r, zb_rank_usage *u);
 void zb_ranks_print(FILE *f, const zb_config *c, const zb_graph *g, const zb_sim_result *r);
 json_t *zb_ranks_json(const zb_config *c, const zb_graph *g, const zb_sim_result *r);
+
+/* zbench sweep with --gpus or --nodes: extra columns per row (the ranks, the job's
+ * throughput, one rank's busy time per resource, the node's DRAM traffic). */
+void zb_ranks_sweep_head(FILE *f, int csv, int units_row);
+void zb_ranks_sweep_row(FILE *f, int csv, const zb_config *c, const zb_graph *head, const zb_sim_result *r);
 
 #endif
