@@ -54,7 +54,10 @@ static zb_status check_shards(const zb_graph *g, zb_error *err)
 				     i, zb_op_name(t->op), (long long)t->params, (long long)t->param_offset, t->bucket, (long long)S,
 				     (long long)bu->param_offset);
 	}
-	for (int s = 0; s < g->steps && !st; s++)
+	int any = 0; /* zbench's schedule reduce-scatters buckets; a framework may reduce otherwise */
+	for (size_t i = 0; i < (size_t)g->nbuckets * (size_t)(g->steps > 0 ? g->steps : 1); i++)
+		any |= rs[i] != 0;
+	for (int s = 0; s < g->steps && !st && any; s++)
 		for (int bk = 0; bk < g->nbuckets && !st; bk++)
 			if (rs[(size_t)s * (size_t)g->nbuckets + (size_t)bk] != 1)
 				st = zb_fail(err, ZB_E_INTERNAL, "bucket %d is reduce-scattered %d times in step %d", bk,
@@ -97,7 +100,7 @@ zb_status zb_graph_check(const zb_graph *g, zb_error *err)
 	 * crosses PCIe down once per step (with several ranks: across the ranks, each
 	 * bucket task covering the R shards of its bucket) */
 	for (int s = 0; s < g->steps; s++) {
-		int64_t updated = 0, down = 0;
+		int64_t updated = 0, down = 0, down_unbucketed = 0;
 		for (size_t i = 0; i < g->ntasks; i++) {
 			const zb_task *t = &g->tasks[i];
 			if (t->step != s)
@@ -107,6 +110,18 @@ zb_status zb_graph_check(const zb_graph *g, zb_error *err)
 				updated += n;
 			if (t->op == ZB_OP_GRAD_DOWN)
 				down += n;
+			if (t->op == ZB_OP_GRAD_DOWN && t->bucket < 0)
+				down_unbucketed += n;
+		}
+		/* a framework's per-unit copies (no bucket) carry the modelled rank's part:
+		 * together, one rank's shard of the offloaded parameters */
+		if (g->ranks > 1 && down_unbucketed > 0 && down == down_unbucketed) {
+			int64_t lo = g->cpu_params / g->ranks, hi = zb_shard_params(g->cpu_params, g->ranks);
+			/* each copy's share rounds up: at most one parameter per copy over */
+			if (down < lo || down > hi + 65536)
+				return zb_fail(err, ZB_E_INTERNAL, "step %d sends %lld gradients down, one rank's shard of %lld is %lld",
+					       s, (long long)down, (long long)g->cpu_params, (long long)hi);
+			down = g->cpu_params;
 		}
 		if (updated != g->params)
 			return zb_fail(err, ZB_E_INTERNAL, "step %d updates %lld of %lld parameters", s,

@@ -186,6 +186,63 @@ static void test_graph_invariants(void **state)
 	assert_true(built > 300);
 }
 
+/* DeepSpeed's schedule with world size: stages 2 and 3, every policy it takes. */
+static void test_deepspeed_ranks(void **state)
+{
+	(void)state;
+	int built = 0;
+	for (int mi = 0; mi < 2; mi++)
+		for (int R = 2; R <= 8; R *= 2)
+			for (int stage = 2; stage <= 3; stage++)
+				for (int k = 0; k < ZB_POLICY_DPU; k++)
+					for (int op = 0; op < 2; op++) {
+						zb_config c;
+						base(&c, mi ? "tiny-llama" : "tiny-gpt", R);
+						c.framework = ZB_FW_DEEPSPEED;
+						c.policy.zero_stage = stage;
+						c.policy.kind = (zb_policy_kind)k;
+						c.policy.offload_param = op;
+						c.policy.gas = 1 + op;
+						if (op && (stage != 3 || k == ZB_POLICY_NONE))
+							continue;
+						zb_graph g;
+						zb_error err = { 0 };
+						zb_status st = zb_graph_build(&g, &c, &err);
+						if (st)
+							print_error("build: %s\n", err.msg);
+						assert_int_equal(st, ZB_OK);
+						st = zb_graph_check(&g, &err);
+						if (st)
+							print_error("check (R %d stage %d %s op %d): %s\n", R, stage,
+								    zb_policy_name(c.policy.kind), op, err.msg);
+						assert_int_equal(st, ZB_OK);
+						assert_int_equal(g.ranks, R);
+						int ar = 0, ag = 0, rs = 0;
+						for (size_t i = 0; i < g.ntasks; i++) {
+							const zb_task *t = &g.tasks[i];
+							ar += t->op == ZB_OP_ALL_REDUCE;
+							ag += t->op == ZB_OP_ALL_GATHER;
+							rs += t->op == ZB_OP_REDUCE_SCATTER;
+						}
+						if (stage == 2) { /* all-reduced buckets, one all-gather a step */
+							assert_true(ar > 0);
+							assert_int_equal(rs, 0);
+							assert_int_equal(ag, c.steps);
+						} else { /* reduce-scattered buckets, every unit gathered twice */
+							assert_int_equal(ar, 0);
+							assert_true(rs > 0);
+							assert_int_equal(ag, 2 * zb_model_units(&c.model) * c.policy.gas * c.steps);
+						}
+						zb_sim_result r;
+						assert_int_equal(zb_simulate(&g, &c, &r, &err), ZB_OK);
+						assert_true(r.busy_s[ZB_RES_COMM] > 0);
+						zb_sim_result_free(&r);
+						zb_graph_free(&g);
+						built++;
+					}
+	assert_true(built >= 30);
+}
+
 /* One rank: no collective, ranks 1, and the same graph whatever the fabric says. */
 static void test_one_rank_unchanged(void **state)
 {
@@ -408,7 +465,7 @@ int main(void)
 		cmocka_unit_test(test_one_rank_unchanged), cmocka_unit_test(test_two_rank_comm_busy),
 		cmocka_unit_test(test_presets_fabric),     cmocka_unit_test(test_host_shares),
 		cmocka_unit_test(test_sweep_dgx),          cmocka_unit_test(test_bad_flags),
-		cmocka_unit_test(test_hwfile_fabric),
+		cmocka_unit_test(test_hwfile_fabric),      cmocka_unit_test(test_deepspeed_ranks),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
