@@ -820,19 +820,36 @@ void zb_ds_memory_estimate(const zb_config *c, zb_memory *out)
 	if (offload)
 		o.host_params = stage < 3 ? 4.0 * P : 2.0 * P + (p->offload_param ? 4.0 * P : 0);
 	o.host_process = 0.9 * GIB + (stage < 3 ? 4.0 : 2.0) * P;
+	/* World size R: optimizer states, fp32 gradients and the host's 16-bit buffers
+	 * are partitioned (each rank holds 1/R); ZeRO-3 partitions the 16-bit weights
+	 * and gradients too. Not checked against a measurement (none with R > 1 yet). */
+	int R = p->gpus * p->nodes > 1 ? p->gpus * p->nodes : 1;
+	if (R > 1) {
+		o.gpu_optimizer /= R;
+		o.host_optimizer /= R;
+		o.host_grads /= R;
+		o.host_params /= R;
+		if (stage == 3) {
+			o.gpu_grads /= R;
+			if (!p->offload_param)
+				o.gpu_params /= R;
+		}
+	}
 	o.gpu_bytes = o.gpu_params + o.gpu_grads + o.gpu_optimizer + o.gpu_activations + o.gpu_workspace;
 	o.host_bytes = o.host_optimizer + o.host_grads + o.host_params + o.host_activations + o.host_process;
+	int node_ranks = p->gpus > 1 ? p->gpus : 1; /* the node's ranks share its host memory */
 	/* Headroom: PyTorch's caching allocator reserves more than it hands out (the
 	 * measured max_memory_reserved exceeds max_memory_allocated by 3.4..27.7 GiB,
 	 * median ~5 GiB), and the host keeps the OS and page cache: 90 % of each. */
 	int gpu_ok = o.gpu_bytes <= 0.90 * c->hw.gpu.mem_bytes;
-	int host_ok = o.host_bytes <= 0.90 * c->hw.cpu.mem_bytes;
+	int host_ok = o.host_bytes * node_ranks <= 0.90 * c->hw.cpu.mem_bytes;
 	o.fits = gpu_ok && host_ok;
 	if (!gpu_ok)
 		snprintf(o.reason, sizeof o.reason, "gpu needs %.1f GiB of %.1f GiB (%s, DeepSpeed, %.1f usable)",
 			 o.gpu_bytes / GIB, c->hw.gpu.mem_bytes / GIB, c->hw.gpu.name, 0.9 * c->hw.gpu.mem_bytes / GIB);
 	else if (!host_ok)
 		snprintf(o.reason, sizeof o.reason, "host needs %.1f GiB of %.1f GiB (%s, DeepSpeed, %.1f usable)",
-			 o.host_bytes / GIB, c->hw.cpu.mem_bytes / GIB, c->hw.cpu.name, 0.9 * c->hw.cpu.mem_bytes / GIB);
+			 o.host_bytes * node_ranks / GIB, c->hw.cpu.mem_bytes / GIB, c->hw.cpu.name,
+			 0.9 * c->hw.cpu.mem_bytes / GIB);
 	*out = o;
 }
