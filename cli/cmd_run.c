@@ -292,6 +292,9 @@ static json_t *ranks_json(const run *x)
 		json_t *j = measured_json(&x->rr[i]);
 		json_object_set_new(j, "rank", json_integer(i));
 		json_object_set_new(j, "slowest", json_boolean(i == x->slowest));
+		char hex[24];
+		snprintf(hex, sizeof hex, "%016llx", (unsigned long long)x->rr[i].params_digest);
+		json_object_set_new(j, "params_digest", json_string(hex));
 		json_array_append_new(a, j);
 	}
 	return a;
@@ -301,9 +304,9 @@ static void print_ranks(const run *x)
 {
 	for (int i = 0; i < x->nranks; i++) {
 		const zb_exec_result *r = &x->rr[i];
-		printf("# rank %d: %s, %d CPU threads, step %.2f ms, comm busy %.2f ms/step%s\n", i, r->device,
-		       r->cpu_threads, r->step_time_s * 1e3, r->busy_s[ZB_RES_COMM] * 1e3,
-		       i == x->slowest ? " (slowest: the step time)" : "");
+		printf("# rank %d: %s, %d CPU threads, step %.2f ms, comm busy %.2f ms/step, parameters %016llx%s\n", i,
+		       r->device, r->cpu_threads, r->step_time_s * 1e3, r->busy_s[ZB_RES_COMM] * 1e3,
+		       (unsigned long long)r->params_digest, i == x->slowest ? " (slowest: the step time)" : "");
 	}
 }
 

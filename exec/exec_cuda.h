@@ -123,6 +123,7 @@ zb_status exec_run_collective(dispatcher *dp, const zb_task *t);
 zb_status exec_rank_open(exec *x, zb_error *err);
 zb_status exec_rank_sync(exec *x, zb_error *err);
 void exec_rank_close(exec *x, zb_status st);
+zb_status exec_rank_digest(exec *x, zb_error *err); /* r->params_digest, several ranks only */
 int exec_rank_threads(const exec *x);
 /* One rank's whole run (executor_cuda.c); ranks NULL for the single-GPU run. */
 zb_status exec_run_rank(const zb_graph *g, const zb_config *c, const zb_exec_options *o, zb_exec_result *r,

@@ -62,6 +62,9 @@ typedef struct zb_exec_result {
 	double master_max_rel_err;     /* max |master - ref| / (|ref| + 1e-12) */
 	int64_t param16_mismatches;    /* GPU 16-bit params that are not RNE(master) */
 	int nan_found;
+	/* several ranks: FNV-1a of the rank's 16-bit parameters after the run (after a
+	 * ZeRO-1/2 step's all-gathers every rank holds the same; 0 with one rank) */
+	uint64_t params_digest;
 } zb_exec_result;
 
 /* Whether this build can execute (built with CUDA and a GPU is present); on 0, err

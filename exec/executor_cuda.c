@@ -531,7 +531,8 @@ zb_status exec_run_rank(const zb_graph *g, const zb_config *c, const zb_exec_opt
 	memset(dps, 0, sizeof dps);
 	if (!(st = prepare(x, dps, err)) && !(st = exec_rank_open(x, err)) &&
 	    !(st = time_zero(x, dps[ZB_RES_GPU].stream, err)) && !(st = exec_rank_sync(x, err)) &&
-	    !(st = run_dispatchers(x, dps, err)) && !(st = collect(x, err)) && o->check && !r->interrupted)
+	    !(st = run_dispatchers(x, dps, err)) && !(st = collect(x, err)) && !(st = exec_rank_digest(x, err)) &&
+	    o->check && !r->interrupted)
 		st = exec_precision_check(x, err);
 	exec_rank_close(x, st);
 	cleanup(x, dps);

@@ -153,6 +153,28 @@ void exec_rank_close(exec *x, zb_status st)
 	}
 }
 
+zb_status exec_rank_digest(exec *x, zb_error *err)
+{
+	if (!x->ranks)
+		return ZB_OK;
+	size_t n = (size_t)x->P;
+	uint16_t *h = malloc(n * 2 + 2);
+	if (!h)
+		return zb_fail(err, ZB_E_NOMEM, "cannot allocate %.2f GiB for the parameters' digest", n * 2 / 1073741824.0);
+	cudaError_t e = cudaMemcpy(h, x->params16, n * 2, cudaMemcpyDeviceToHost);
+	if (e != cudaSuccess) {
+		free(h);
+		return zb_fail(err, ZB_E_CUDA, "copying rank %d's parameters failed: %s", x->rank, cudaGetErrorString(e));
+	}
+	uint64_t d = 0xcbf29ce484222325ull; /* FNV-1a over the bytes */
+	const unsigned char *b = (const unsigned char *)h;
+	for (size_t i = 0; i < n * 2; i++)
+		d = (d ^ b[i]) * 0x100000001b3ull;
+	free(h);
+	x->r->params_digest = d;
+	return ZB_OK;
+}
+
 /* ---- collectives ------------------------------------------------------------------ */
 
 static zb_status reduce_scatter(dispatcher *dp, const zb_task *t, ncclDataType_t ty, zb_collective_layout l)
