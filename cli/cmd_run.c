@@ -134,6 +134,13 @@ static zb_status plan(run *x, zb_error *err)
 				       x->o.axis[ZB_AX_FRAMEWORK]);
 		x->c.framework = ZB_FW_ZBENCH;
 	}
+	/* several GPUs: one node, the plain run (exec/ranks_cuda.c) */
+	if (x->c.policy.nodes > 1)
+		return zb_fail(err, ZB_E_INPUT, "--nodes %d: run executes on the GPUs of this node only (predict and sweep "
+						"model several nodes)", x->c.policy.nodes);
+	if (x->c.policy.gpus > 1 && (x->check || x->trace))
+		return zb_fail(err, ZB_E_INPUT, "--%s runs one GPU, not --gpus %d", x->check ? "check" : "trace",
+			       x->c.policy.gpus);
 	if (!x->o.axis[ZB_AX_STEPS])
 		x->c.steps = 4;
 	x->measured_steps = x->c.steps;
@@ -175,8 +182,6 @@ static void start_trace(run *x)
 static zb_status execute_ranks(run *x, zb_error *err)
 {
 	int R = x->p.graph.ranks;
-	if (x->check || x->trace)
-		return zb_fail(err, ZB_E_INPUT, "--%s runs one GPU, not --gpus %d", x->check ? "check" : "trace", R);
 	zb_exec_options eo = { .quiet = x->o.quiet || x->o.json, .seed = 1234 };
 	x->rr = zb_xcalloc((size_t)R, sizeof *x->rr);
 	zb_status st = zb_execute_ranks(&x->p.graph, &x->c, &eo, x->rr, err);
