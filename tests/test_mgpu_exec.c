@@ -13,6 +13,8 @@
 #include "exec/nccl_bench.h"
 #include "exec/nccl_dl.h"
 #include "exec/shard.h"
+#include "inputs/presets.h"
+#include "peers/peer.h"
 
 static const char *zbench;
 static char tmpdir[256];
@@ -105,6 +107,42 @@ static void test_nccl_fit(void **state)
 	assert_contains(err.msg, "two or more");
 }
 
+/* The DeepSpeed harness gets --world-size with several GPUs (it starts one process
+ * per GPU itself); several nodes and plain PyTorch on several GPUs are refused. */
+static void test_peer_world_size(void **state)
+{
+	(void)state;
+	zb_config c;
+	zb_error err = { 0 };
+	memset(&c, 0, sizeof c);
+	assert_int_equal(zb_preset_hw("h200-x2", &c.hw, &err), ZB_OK);
+	assert_int_equal(zb_preset_model("gpt-2.5b", &c.model, &err), ZB_OK);
+	zb_policy_defaults(&c.policy);
+	c.policy.gpus = 2;
+	zb_peer_cmd cmd = { .python = "python3", .harness = "peers/ds_step.py", .ds_config = "peers/configs/s2-off.json",
+			    .steps = 8, .timeout_s = 60 };
+	char **argv = NULL;
+	assert_int_equal(zb_peer_argv(&cmd, &c, &argv, &err), ZB_OK);
+	int found = 0;
+	for (char **a = argv; *a; a++)
+		if (!strcmp(*a, "--world-size") && a[1] && !strcmp(a[1], "2"))
+			found = 1;
+	assert_true(found);
+	zb_peer_argv_free(argv);
+	c.policy.nodes = 2;
+	assert_int_equal(zb_peer_argv(&cmd, &c, &argv, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "--nodes 2");
+	c.policy.nodes = 1;
+	cmd.ds_config = NULL;
+	assert_int_equal(zb_peer_argv(&cmd, &c, &argv, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "plain PyTorch runs one GPU");
+	c.policy.gpus = 1; /* one GPU: the command line of before */
+	assert_int_equal(zb_peer_argv(&cmd, &c, &argv, &err), ZB_OK);
+	for (char **a = argv; *a; a++)
+		assert_string_not_equal(*a, "--world-size");
+	zb_peer_argv_free(argv);
+}
+
 static zb_test_result run(const char *args) { return zb_test_run(zbench, tmpdir, args); }
 
 static void test_run_flags(void **state)
@@ -161,6 +199,7 @@ int main(void)
 		cmocka_unit_test(test_shards),
 		cmocka_unit_test(test_nccl_fit),
 		cmocka_unit_test(test_run_flags),
+		cmocka_unit_test(test_peer_world_size),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
