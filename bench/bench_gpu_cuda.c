@@ -174,5 +174,7 @@ const zb_bench_case zb_bench_gpu_cases[] = {
 	{ "flash", "gpu", "fused attention fwd/bwd, 2.5B shape (d 80) and d 128 GQA, TFLOP/s", no_gpu,
 	  zb_bench_run_flash },
 	{ "e2e", "gpu", "2.5B GPT step under each policy: measured, predicted, lower bound", no_gpu, run_e2e },
+	{ "nccl", "gpu", "NCCL all-reduce/reduce-scatter/all-gather on all GPUs: busbw, latency, ring fit",
+	  zb_bench_nccl_waived, zb_bench_run_nccl },
 	{ 0 },
 };

@@ -40,4 +40,8 @@ extern const zb_bench_case zb_bench_trace_cases[];
 /* The fused-attention case (bench/bench_flash_cuda.c, CUDA builds). */
 zb_status zb_bench_run_flash(const zb_bench_args *a, FILE *out, json_t *result, zb_error *err);
 
+/* NCCL collectives on all GPUs (bench/bench_nccl_cuda.c, CUDA builds). */
+const char *zb_bench_nccl_waived(void);
+zb_status zb_bench_run_nccl(const zb_bench_args *a, FILE *out, json_t *result, zb_error *err);
+
 #endif

@@ -48,6 +48,7 @@
 #include "exec/cpu_adam.h"
 #include "exec/cpu_adam_bench.h"
 #include "exec/executor.h"
+#include "exec/nccl_bench.h"
 #include "exec/threadpool.h"
 #include "results/records.h"
 #include "analysis/compare.h"
@@ -70,7 +71,9 @@ static void usage_text(FILE *f)
 		   "database row. --base: the machine whose values stand where nothing is measured\n"
 		   "(default h200-machine). --model: GEMM shapes of these presets (default: the models\n"
 		   "and shapes of zbench validate's full suite). --cpu-only: the CPU alone (no GPU\n"
-		   "needed; DRAM bandwidth then from the triad). --quick: small sizes, for tests.\n");
+		   "needed; DRAM bandwidth then from the triad). --quick: small sizes, for tests.\n"
+		   "With 2 GPUs or more: NCCL reduce-scatter and all-gather on all of them, fitted to the\n"
+		   "ring model (fabric.intra_bus_Bps, fabric.intra_latency_s; exec/nccl_bench.h).\n");
 }
 
 /* ---- GEMM shapes ------------------------------------------------------------------------ */
@@ -257,6 +260,8 @@ typedef struct calib {
 	double rate[16], task_lat, t_start;
 	zb_triad_bench tb;
 	zb_calib_gpu g;
+	zb_nccl_fabric fab;            /* 2 GPUs or more */
+	int have_fab;
 	/* fits */
 	param_row rows[MAX_ROWS];
 	int nrows;
@@ -370,7 +375,42 @@ static zb_status measure_gpu(calib *k, FILE *log, zb_error *err)
 		return ZB_OK;
 	k->plan.threads = k->threads;
 	k->plan.adam_params = k->params;
-	return zb_calibrate_gpu(&k->plan, &k->g, log, err);
+	zb_status st = zb_calibrate_gpu(&k->plan, &k->g, log, err);
+	k->have_fab = 0;
+	if (st || zb_nccl_gpus() < 2)
+		return st;
+	zb_error ferr = { 0 }; /* without NCCL the fabric keeps the base value, with a note */
+	k->have_fab = zb_nccl_calibrate(k->quick, &k->fab, log, &ferr) == ZB_OK;
+	if (!k->have_fab) {
+		snprintf(k->note, sizeof k->note, "fabric not measured: %s", ferr.msg);
+		fprintf(log, "  %s\n", k->note);
+	}
+	return ZB_OK;
+}
+
+/* The fabric between this machine's GPUs: the ring model fitted to NCCL's times. */
+static void fit_fabric(calib *k)
+{
+	if (!k->have_fab) {
+		if (k->note[0] && !strncmp(k->note, "fabric", 6))
+			json_array_append_new(k->notes, json_string(k->note));
+		return;
+	}
+	const zb_nccl_fabric *f = &k->fab;
+	k->hw.fabric.intra_bus_Bps = f->bus_Bps;
+	k->hw.fabric.intra_latency_s = f->latency_s;
+	add_row(k, "fabric.intra_bus_Bps", "GB/s", 1e-9, k->base.fabric.intra_bus_Bps, f->bus_Bps, f->rms_rel,
+		"NCCL rs+ag");
+	add_row(k, "fabric.intra_latency_s", "us", 1e6, k->base.fabric.intra_latency_s, f->latency_s, f->rms_rel,
+		"NCCL rs+ag");
+	json_t *pts = json_array();
+	for (int i = 0; i < f->npoints; i++)
+		json_array_append_new(pts, json_pack("{s:s, s:f, s:f, s:f}", "op", zb_op_name(f->points[i].op), "bytes",
+						     f->points[i].bytes, "time_s", f->points[i].time_s, "busbw_Bps",
+						     f->points[i].busbw_Bps));
+	json_object_set_new(k->fits, "fabric", json_pack("{s:i, s:f, s:f, s:f, s:o}", "gpus", f->ranks, "bus_Bps",
+							 f->bus_Bps, "latency_s", f->latency_s, "rms_rel", f->rms_rel,
+							 "points", pts));
 }
 
 /* ---- fit ----------------------------------------------------------------------------- */
@@ -548,6 +588,7 @@ static zb_status fit(calib *k, zb_error *err)
 		add_row(k, "gpu.mem_bytes", "GiB", 1.0 / (1 << 30), k->base.gpu.mem_bytes, k->g.mem_bytes, NAN,
 			k->g.device);
 		snprintf(k->hw.gpu.name, sizeof k->hw.gpu.name, "%.50s-cal", k->base.gpu.name);
+		fit_fabric(k);
 	}
 	zb_status st = fit_cpu(k, err);
 	if (st)

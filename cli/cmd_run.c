@@ -17,6 +17,7 @@
 #include "exec/executor.h"
 #include "profiler/spans.h"
 #include "profiler/trace.h"
+#include "results/store_ranks.h"
 #include "sim/attention.h"
 #include "sim/predict.h"
 
@@ -31,7 +32,11 @@ static void usage(FILE *f)
 		   "weights against a double-precision Adam (1e-6 relative). Ctrl-C stops after the\n"
 		   "current step and stores what ran. --trace records the run with CUPTI (kernels,\n"
 		   "copies, memsets, API calls, synchronization) and CPU spans, and stores the trace in\n"
-		   "the Nsight-Systems-export tables of the database (zbench export <config-id>).\n\n");
+		   "the Nsight-Systems-export tables of the database (zbench export <config-id>).\n"
+		   "--gpus N runs N data-parallel ranks on GPUs 0..N-1, one thread each, NCCL (loaded at\n"
+		   "run time: libnccl.so.2 on LD_LIBRARY_PATH, or ZB_NCCL_LIBRARY) for the collectives;\n"
+		   "the step time is the slowest rank's, every rank's timeline is stored (table ranks,\n"
+		   "rank_events). Not with --check or --trace.\n\n");
 	zb_options_usage(f);
 }
 
@@ -109,6 +114,9 @@ typedef struct run {
 	zb_spans *spans;
 	zb_exec_result r;
 	int64_t config_id, stored;
+	/* several GPUs (graph.ranks > 1): every rank's result; r is the slowest's */
+	int nranks, slowest;
+	zb_exec_result *rr;
 } run;
 
 /* The configuration (4 measured steps unless --steps, after the warm-up ones) and
@@ -126,6 +134,13 @@ static zb_status plan(run *x, zb_error *err)
 				       x->o.axis[ZB_AX_FRAMEWORK]);
 		x->c.framework = ZB_FW_ZBENCH;
 	}
+	/* several GPUs: one node, the plain run (exec/ranks_cuda.c) */
+	if (x->c.policy.nodes > 1)
+		return zb_fail(err, ZB_E_INPUT, "--nodes %d: run executes on the GPUs of this node only (predict and sweep "
+						"model several nodes)", x->c.policy.nodes);
+	if (x->c.policy.gpus > 1 && (x->check || x->trace))
+		return zb_fail(err, ZB_E_INPUT, "--%s runs one GPU, not --gpus %d", x->check ? "check" : "trace",
+			       x->c.policy.gpus);
 	if (!x->o.axis[ZB_AX_STEPS])
 		x->c.steps = 4;
 	x->measured_steps = x->c.steps;
@@ -162,8 +177,35 @@ static void start_trace(run *x)
 
 /* The schedule on the GPU (Ctrl-C stops after the current step), then the trace
  * stopped and mapped to tasks. */
+/* Several GPUs: every rank runs the graph (exec/ranks_cuda.c); the step time is
+ * the slowest rank's, and x->r becomes that rank's result. */
+static zb_status execute_ranks(run *x, zb_error *err)
+{
+	int R = x->p.graph.ranks;
+	zb_exec_options eo = { .quiet = x->o.quiet || x->o.json, .seed = 1234 };
+	x->rr = zb_xcalloc((size_t)R, sizeof *x->rr);
+	zb_status st = zb_execute_ranks(&x->p.graph, &x->c, &eo, x->rr, err);
+	if (st) {
+		free(x->rr);
+		x->rr = NULL;
+		return st;
+	}
+	x->nranks = R;
+	for (int i = 0; i < R; i++) {
+		zb_exec_result *r = &x->rr[i];
+		if (r->steps_done > x->warmup)
+			r->step_time_s = zb_step_time_window(&x->p.graph, r->end, x->warmup);
+		if (r->step_time_s > x->rr[x->slowest].step_time_s)
+			x->slowest = i;
+	}
+	x->r = x->rr[x->slowest]; /* a view: rr owns the timelines */
+	return ZB_OK;
+}
+
 static zb_status execute(run *x, zb_error *err)
 {
+	if (x->p.graph.ranks > 1)
+		return execute_ranks(x, err);
 	zb_stop_catch();
 	start_trace(x);
 	zb_exec_options eo = { .quiet = x->o.quiet || x->o.json, .check = x->check, .seed = 1234,
@@ -184,6 +226,35 @@ static zb_status execute(run *x, zb_error *err)
 	return ZB_OK;
 }
 
+/* Every rank's summary and timeline (results/store_ranks.h). */
+static zb_status store_ranks(const run *x, zb_store *store, zb_error *err)
+{
+	zb_rank_row *rows = zb_xcalloc((size_t)x->nranks, sizeof *rows);
+	for (int i = 0; i < x->nranks; i++) {
+		const zb_exec_result *r = &x->rr[i];
+		rows[i] = (zb_rank_row){ .rank = i, .device = r->device, .cpu_threads = r->cpu_threads,
+					 .t0_offset_ns = r->t0_ns - x->rr[0].t0_ns, .step_time_s = r->step_time_s,
+					 .slowest = i == x->slowest, .start = r->start, .end = r->end };
+		memcpy(rows[i].busy_s, r->busy_s, sizeof rows[i].busy_s);
+	}
+	zb_status st = zb_store_add_ranks(store, x->config_id, &x->p.graph, rows, x->nranks, err);
+	free(rows);
+	return st;
+}
+
+/* The result(s) of the executor. */
+static void free_results(run *x)
+{
+	if (!x->rr) {
+		zb_exec_result_free(&x->r);
+		return;
+	}
+	for (int i = 0; i < x->nranks; i++)
+		zb_exec_result_free(&x->rr[i]);
+	free(x->rr);
+	x->rr = NULL;
+}
+
 /* Configuration, prediction, tasks, both timelines, measured steps and the trace,
  * in one transaction. */
 static zb_status store(run *x, int argc, char **argv, zb_error *err)
@@ -197,6 +268,7 @@ static zb_status store(run *x, int argc, char **argv, zb_error *err)
 	    (s.store && (st = zb_store_add_steps(s.store, x->config_id, "measured", r->steps_done, r->step_s, err))) ||
 	    (s.store && x->tr &&
 	     (st = zb_store_add_trace(s.store, x->config_id, &x->p.graph, x->tr, x->spans, r->t0_ns, err))) ||
+	    (s.store && x->nranks > 1 && (st = store_ranks(x, s.store, err))) ||
 	    (st = zb_session_commit(&s, r->interrupted ? "interrupted" : "ok", err))) {
 		zb_session_abort(&s);
 		return st;
@@ -217,6 +289,32 @@ static int precision_failed(const run *x)
 	return 1;
 }
 
+/* Several GPUs: each rank's measured summary; "slowest" is the rank reported. */
+static json_t *ranks_json(const run *x)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < x->nranks; i++) {
+		json_t *j = measured_json(&x->rr[i]);
+		json_object_set_new(j, "rank", json_integer(i));
+		json_object_set_new(j, "slowest", json_boolean(i == x->slowest));
+		char hex[24];
+		snprintf(hex, sizeof hex, "%016llx", (unsigned long long)x->rr[i].params_digest);
+		json_object_set_new(j, "params_digest", json_string(hex));
+		json_array_append_new(a, j);
+	}
+	return a;
+}
+
+static void print_ranks(const run *x)
+{
+	for (int i = 0; i < x->nranks; i++) {
+		const zb_exec_result *r = &x->rr[i];
+		printf("# rank %d: %s, %d CPU threads, step %.2f ms, comm busy %.2f ms/step, parameters %016llx%s\n", i,
+		       r->device, r->cpu_threads, r->step_time_s * 1e3, r->busy_s[ZB_RES_COMM] * 1e3,
+		       (unsigned long long)r->params_digest, i == x->slowest ? " (slowest: the step time)" : "");
+	}
+}
+
 static void report_json(const run *x)
 {
 	const zb_exec_result *r = &x->r;
@@ -229,6 +327,8 @@ static void report_json(const run *x)
 	}
 	if (x->tr)
 		json_object_set_new(j, "trace", trace_json(x->tr, x->spans));
+	if (x->nranks > 1)
+		json_object_set_new(j, "ranks", ranks_json(x));
 	zb_json_print(stdout, j);
 	json_decref(j);
 }
@@ -241,6 +341,8 @@ static void report_text(const run *x, int failed)
 	zb_sources_print(stdout, &x->c, &x->src, 0);
 	printf("# device %s, %d CPU threads (%s Adam), %d warm-up + %d measured steps%s\n", r->device, r->cpu_threads,
 	       r->adam_isa ? r->adam_isa : "?", x->warmup, x->measured_steps, r->interrupted ? " (interrupted)" : "");
+	if (x->nranks > 1)
+		print_ranks(x);
 	printf("# attention %s", zb_attention_name(x->c.policy.attention));
 	if (x->c.policy.link_rate_Bps > 0)
 		printf(", link paced to %.2f GB/s (native measured: d2h %.2f, h2d %.2f GB/s)", x->c.policy.link_rate_Bps / 1e9,
@@ -284,7 +386,7 @@ int cmd_run(int argc, char **argv)
 	}
 	zb_status st = execute(x, &err);
 	if (!st && (st = store(x, argc, argv, &err)))
-		zb_exec_result_free(&x->r);
+		free_results(x);
 	if (st) {
 		rc = zb_report_error(&err);
 	} else {
@@ -293,7 +395,7 @@ int cmd_run(int argc, char **argv)
 			report_json(x);
 		else
 			report_text(x, rc);
-		zb_exec_result_free(&x->r);
+		free_results(x);
 	}
 	zb_trace_free(x->tr);
 	zb_spans_free(x->spans);

@@ -22,6 +22,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/report.h"
+#include "cli/report_ranks.h"
 #include "cli/session.h"
 #include "cli/sweep_run.h"
 #include "plots/plot.h"
@@ -69,6 +70,28 @@ static const char *cols[] = { "model", "pcie", "gpu", "cpu", "cores", "policy", 
 static const char *units[] = { "", "", "", "", "", "", "", "", "", "ms", "1/s", "per GPU", "", "ms", "GiB", "", "", "", "" };
 static const char *fmt_head = "%-12s %-10s %-9s %-13s %5s %-8s %5s %4s %4s %10s %10s %8s %-10s %10s %8s %-4s %-9s %4s %s\n";
 
+/* --gpus or --nodes given: the per-rank columns of report_ranks.h follow */
+static int rank_cols;
+
+/* A row's common columns without the newline (eol ""), for the rank columns to follow. */
+static void print_row_fixed(FILE *f, const zb_sweep_row *p, int csv, double ratio, const char *step, const char *tps,
+			    const char *tfl, const char *bound, const char *bn, const char *zero, const char *sg,
+			    const char *eol)
+{
+	const zb_config *c = &p->cfg;
+	if (csv)
+		fprintf(f, "%s,%s,%s,%s,%d,%s,%.4g,%d,%d,%s,%s,%s,%s,%s,%.2f,%s,%s,%s,%s%s", c->model.name,
+			c->hw.link.name, c->hw.gpu.name, c->hw.cpu.name, c->hw.cpu.cores, zb_policy_name(c->policy.kind),
+			ratio, c->policy.micro_batch, c->policy.gas, step, tps, tfl, bn, bound, p->mem.gpu_bytes / GiB,
+			p->mem.fits ? "yes" : "no", zb_framework_name(c->framework), zero, sg, eol);
+	else
+		fprintf(f, "%-12s %-10s %-9s %-13s %5d %-8s %5.2f %4d %4d %10s %10s %8s %-10s %10s %8.1f %-4s %-9s %4s %-10s%s",
+			c->model.name, c->hw.link.name, c->hw.gpu.name, c->hw.cpu.name, c->hw.cpu.cores,
+			zb_policy_name(c->policy.kind), ratio, c->policy.micro_batch, c->policy.gas, step, tps, tfl,
+			bn, bound, p->mem.gpu_bytes / GiB, p->mem.fits ? "yes" : "no", zb_framework_name(c->framework),
+			zero, sg, eol);
+}
+
 static void print_row(FILE *f, const zb_sweep_row *p, int csv)
 {
 	const zb_config *c = &p->cfg;
@@ -86,6 +109,12 @@ static void print_row(FILE *f, const zb_sweep_row *p, int csv)
 	if (c->framework == ZB_FW_DEEPSPEED) {
 		snprintf(zero, sizeof zero, "%d", zb_ds_stage(c));
 		snprintf(sg, sizeof sg, "%lld", (long long)zb_ds_sub_group(c));
+	}
+	if (rank_cols) { /* the same columns, then the ranks' */
+		print_row_fixed(f, p, csv, ratio, step, tps, tfl, bound, bn, zero, sg, "");
+		zb_ranks_sweep_row(f, csv, c, p->simulated ? &p->head : NULL, p->simulated ? &p->res : NULL);
+		fputc('\n', f);
+		return;
 	}
 	if (csv)
 		fprintf(f, "%s,%s,%s,%s,%d,%s,%.4g,%d,%d,%s,%s,%s,%s,%s,%.2f,%s,%s,%s,%s\n", c->model.name,
@@ -164,9 +193,12 @@ static void print_head(const zb_options *o, const zb_sweep_grid *g, const sweep_
 {
 	if (o->json)
 		return;
+	rank_cols = o->axis[ZB_AX_GPUS] || o->axis[ZB_AX_NODES];
 	if (o->csv) {
 		for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
 			printf("%s%s%s%s", i ? "," : "", cols[i], units[i][0] ? "_" : "", units[i]);
+		if (rank_cols)
+			zb_ranks_sweep_head(stdout, 1, 0);
 		printf("\n");
 		return;
 	}
@@ -178,6 +210,17 @@ static void print_head(const zb_options *o, const zb_sweep_grid *g, const sweep_
 		printf("# shard %d/%d: rows %lld to %lld of %lld\n", f->shard_k, f->shard_n, g->first, g->end - 1,
 		       g->total);
 	printf("# %lld configurations; the lines above describe the first, the columns what varies\n", rows);
+	if (rank_cols) { /* the rank columns after a padded sub_group column */
+		static const char *fmt_wide = "%-12s %-10s %-9s %-13s %5s %-8s %5s %4s %4s %10s %10s %8s %-10s %10s %8s %-4s %-9s %4s %-10s";
+		for (int u = 0; u < 2; u++) {
+			const char **v = u ? units : cols;
+			printf(fmt_wide, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12],
+			       v[13], v[14], v[15], v[16], v[17], v[18]);
+			zb_ranks_sweep_head(stdout, 0, u);
+			printf("\n");
+		}
+		return;
+	}
 	printf(fmt_head, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8],
 	       cols[9], cols[10], cols[11], cols[12], cols[13], cols[14], cols[15], cols[16], cols[17], cols[18]);
 	printf(fmt_head, units[0], units[1], units[2], units[3], units[4], units[5], units[6], units[7],

@@ -1,6 +1,8 @@
 /* report.c - prediction output for people and machines; see report.h. */
 #include "cli/report.h"
 
+#include "cli/report_ranks.h"
+
 #include <string.h>
 
 #include "core/model.h"
@@ -202,6 +204,8 @@ void zb_prediction_print(FILE *f, const zb_config *c, const zb_graph *g, const z
 	fprintf(f, "\n%-10s %12s %12s %8s %14s\n", "resource", "busy", "alone", "util", "bytes");
 	fprintf(f, "%-10s %12s %12s %8s %14s\n", "", "ms/step", "ms/step", "%", "GB/step");
 	for (int res = 0; res < ZB_RES_COUNT; res++) {
+		if (res == ZB_RES_COMM && g->ranks <= 1)
+			continue; /* one GPU: no collectives (and the table it always had) */
 		double bytes = res == ZB_RES_D2H || res == ZB_RES_H2D ? g->copy_bytes[res] / 1e9 : 0;
 		char b[32] = "-";
 		if (bytes > 0)
@@ -216,6 +220,8 @@ void zb_prediction_print(FILE *f, const zb_config *c, const zb_graph *g, const z
 	fprintf(f, "throughput     %10.0f tokens/s, %.1f TFLOP/s per GPU (model FLOPs)\n", r->tokens_per_s,
 		r->tflops_per_gpu);
 	fprintf(f, "bottleneck     %10s     (busiest resource)\n", zb_resource_name(r->bottleneck));
+	if (g->ranks > 1)
+		zb_ranks_print(f, c, g, r);
 	fprintf(f, "# %zu tasks over %d steps, %llu events\n", g->ntasks, g->steps,
 		(unsigned long long)r->events);
 }
@@ -270,6 +276,8 @@ json_t *zb_prediction_json(const zb_config *c, const zb_graph *g, const zb_sim_r
 	json_object_set_new(j, "work_s", per_resource(r->work_s));
 	json_object_set_new(j, "tasks", json_integer((json_int_t)g->ntasks));
 	json_object_set_new(j, "events", json_integer((json_int_t)r->events));
+	if (g->ranks > 1)
+		json_object_set_new(j, "ranks", zb_ranks_json(c, g, r));
 	return j;
 }
 

@@ -162,7 +162,8 @@ static int same_schedule(const zb_config *a, const zb_config *b)
 	       pa->prefetch_layers == pb->prefetch_layers && pa->ckpt == pb->ckpt && pa->gas == pb->gas &&
 	       pa->micro_batch == pb->micro_batch && pa->seq == pb->seq && pa->dtype == pb->dtype &&
 	       pa->pageable == pb->pageable && pa->bucket_params == pb->bucket_params &&
-	       pa->cpu_threads == pb->cpu_threads;
+	       pa->cpu_threads == pb->cpu_threads && pa->gpus == pb->gpus && pa->nodes == pb->nodes &&
+	       pa->zero_stage == pb->zero_stage && a->framework == b->framework;
 }
 
 static void worker_init(worker *w, int timeline)

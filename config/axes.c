@@ -48,6 +48,8 @@ static const struct {
 	[ZB_AX_ATTENTION] = { "attention", ZB_AXK_NAME, "eager (default) | flash: the fused attention kernels (slower than eager on the H200: 43 TFLOP/s)" },
 	[ZB_AX_LINK_RATE] = { "link-rate", ZB_AXK_REAL, "emulated host link, GB/s each way: run paces its pinned copies" },
 	[ZB_AX_SUB_GROUP] = { "sub-group", ZB_AXK_INT, "deepspeed: ZeRO-3 sub_group_size in parameters (default: the file's, else 1e9)" },
+	[ZB_AX_GPUS] = { "gpus", ZB_AXK_INT, "data-parallel GPUs per node (default 1); they share the node's CPU, DRAM and PCIe switches" },
+	[ZB_AX_NODES] = { "nodes", ZB_AXK_INT, "nodes of --gpus GPUs each, joined by the hardware's network (default 1)" },
 };
 
 const char *zb_axis_flag(zb_axis a)
@@ -122,6 +124,8 @@ static long long axis_limit(zb_axis a)
 	case ZB_AX_SEQ: return ZB_MAX_SEQ;
 	case ZB_AX_STEPS: return ZB_MAX_STEPS;
 	case ZB_AX_BUCKET: return ZB_MAX_BUCKET;
+	case ZB_AX_GPUS: return ZB_MAX_GPUS_PER_NODE;
+	case ZB_AX_NODES: return ZB_MAX_NODES;
 	default: return 2147483647LL;
 	}
 }

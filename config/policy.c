@@ -108,6 +108,8 @@ static zb_status flags(const zb_config_inputs *in, zb_config *c, zb_sources *s, 
 	ZB_INT_AXIS(v, ZB_AX_MICRO_BATCH, c->policy.micro_batch);
 	ZB_INT_AXIS(v, ZB_AX_SEQ, c->policy.seq);
 	ZB_INT_AXIS(v, ZB_AX_THREADS, c->policy.cpu_threads);
+	ZB_INT_AXIS(v, ZB_AX_GPUS, c->policy.gpus);
+	ZB_INT_AXIS(v, ZB_AX_NODES, c->policy.nodes);
 	if (v[ZB_AX_BUCKET]) {
 		long long x;
 		if (zb_axis_parse_int(v[ZB_AX_BUCKET], ZB_AX_BUCKET, &x, err))

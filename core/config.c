@@ -120,6 +120,11 @@ zb_status zb_hw_validate(const zb_hw *hw, zb_error *err)
 		return st;
 	CHECK_POS(hw->gpus_per_link > 0, "gpus_per_link", "%d", hw->gpus_per_link);
 	CHECK_POS(hw->gpus_per_cpu > 0, "gpus_per_cpu", "%d", hw->gpus_per_cpu);
+	const zb_fabric *f = &hw->fabric; /* 0: none (one GPU needs none) */
+	CHECK_NONNEG(nonnegative(f->intra_bus_Bps), "fabric.intra_bus_Bps", "%g", f->intra_bus_Bps);
+	CHECK_NONNEG(nonnegative(f->intra_latency_s), "fabric.intra_latency_s", "%g", f->intra_latency_s);
+	CHECK_NONNEG(nonnegative(f->inter_bus_Bps), "fabric.inter_bus_Bps", "%g", f->inter_bus_Bps);
+	CHECK_NONNEG(nonnegative(f->inter_latency_s), "fabric.inter_latency_s", "%g", f->inter_latency_s);
 	return zb_limits_hw(hw, err);
 }
 
@@ -191,6 +196,17 @@ zb_status zb_config_validate(const zb_config *c, zb_error *err)
 		return zb_fail(err, ZB_E_INPUT, "cpu-threads %d exceed the %d cores of %s",
 			       c->policy.cpu_threads, c->hw.cpu.cores,
 			       c->hw.cpu.name[0] ? c->hw.cpu.name : "the cpu");
+	/* several ranks must have something to talk over (sim/collective.h) */
+	if (c->policy.gpus > 1 && !(c->hw.fabric.intra_bus_Bps > 0))
+		return zb_fail(err, ZB_E_INPUT,
+			       "--gpus %d: machine '%s' has no fabric between its GPUs (machine presets with one: "
+			       "dgx-a100, dgx-h100, h200-x2; or \"fabric\" in a --hw file)",
+			       c->policy.gpus, c->hw.name);
+	if (c->policy.nodes > 1 && !(c->hw.fabric.inter_bus_Bps > 0))
+		return zb_fail(err, ZB_E_INPUT,
+			       "--nodes %d: machine '%s' has no network between nodes (fabric.inter_bus_Bps; "
+			       "machine presets with one: dgx-a100, dgx-h100)",
+			       c->policy.nodes, c->hw.name);
 	return ZB_OK;
 }
 
@@ -282,7 +298,9 @@ int zb_config_cpu_threads(const zb_config *c)
 {
 	if (c->policy.cpu_threads > 0)
 		return c->policy.cpu_threads;
-	int share = c->hw.gpus_per_cpu > 1 ? c->hw.cpu.cores / c->hw.gpus_per_cpu : c->hw.cpu.cores;
+	/* the ranks of a node share it too (sim/numa.h): the larger count divides */
+	int gpc = c->policy.gpus > c->hw.gpus_per_cpu ? c->policy.gpus : c->hw.gpus_per_cpu;
+	int share = gpc > 1 ? c->hw.cpu.cores / gpc : c->hw.cpu.cores;
 	return share > 0 ? share : 1;
 }
 

@@ -16,6 +16,56 @@ void zb_graph_free(zb_graph *g)
 	memset(g, 0, sizeof *g);
 }
 
+/* Several ranks (graph.h): a bucket's per-rank tasks carry its shard S at its offset,
+ * so that the shards [off + r*S, off + (r+1)*S) of ranks 0..R-1, clipped to the bucket,
+ * tile it exactly once; a collective carries the whole bucket (or unit); each bucket
+ * is reduce-scattered once per step. */
+static zb_status check_shards(const zb_graph *g, zb_error *err)
+{
+	if (g->ranks < 1)
+		return zb_fail(err, ZB_E_INTERNAL, "graph has %d ranks", g->ranks);
+	if (g->ranks == 1) {
+		for (size_t i = 0; i < g->ntasks; i++)
+			if (g->tasks[i].resource == ZB_RES_COMM)
+				return zb_fail(err, ZB_E_INTERNAL, "task %zu is a collective in a one-rank graph", i);
+		return ZB_OK;
+	}
+	int R = g->ranks;
+	int *rs = zb_xcalloc((size_t)(g->nbuckets ? g->nbuckets : 1) * (size_t)(g->steps > 0 ? g->steps : 1), sizeof *rs);
+	zb_status st = ZB_OK;
+	for (size_t i = 0; i < g->ntasks && !st; i++) {
+		const zb_task *t = &g->tasks[i];
+		if (t->bucket < 0 || t->bucket >= g->nbuckets)
+			continue;
+		const zb_bucket *bu = &g->buckets[t->bucket];
+		int64_t S = zb_shard_params(bu->params, R);
+		if (t->resource == ZB_RES_COMM) {
+			if (t->param_offset != bu->param_offset || t->params != bu->params)
+				st = zb_fail(err, ZB_E_INTERNAL, "collective %zu covers [%lld, +%lld), its bucket %d [%lld, +%lld)", i,
+					     (long long)t->param_offset, (long long)t->params, t->bucket,
+					     (long long)bu->param_offset, (long long)bu->params);
+			else if (t->op == ZB_OP_REDUCE_SCATTER && t->step >= 0 && t->step < g->steps)
+				rs[(size_t)t->step * (size_t)g->nbuckets + (size_t)t->bucket]++;
+			continue;
+		}
+		if ((t->op == ZB_OP_ADAM || t->op == ZB_OP_GRAD_DOWN || t->op == ZB_OP_PARAM_UP) &&
+		    (t->params != S || t->param_offset != bu->param_offset || (int64_t)R * S < bu->params))
+			st = zb_fail(err, ZB_E_INTERNAL, "task %zu (%s) carries %lld parameters at %lld, bucket %d's shard is %lld at %lld",
+				     i, zb_op_name(t->op), (long long)t->params, (long long)t->param_offset, t->bucket, (long long)S,
+				     (long long)bu->param_offset);
+	}
+	int any = 0; /* zbench's schedule reduce-scatters buckets; a framework may reduce otherwise */
+	for (size_t i = 0; i < (size_t)g->nbuckets * (size_t)(g->steps > 0 ? g->steps : 1); i++)
+		any |= rs[i] != 0;
+	for (int s = 0; s < g->steps && !st && any; s++)
+		for (int bk = 0; bk < g->nbuckets && !st; bk++)
+			if (rs[(size_t)s * (size_t)g->nbuckets + (size_t)bk] != 1)
+				st = zb_fail(err, ZB_E_INTERNAL, "bucket %d is reduce-scattered %d times in step %d", bk,
+					     rs[(size_t)s * (size_t)g->nbuckets + (size_t)bk], s);
+	free(rs);
+	return st;
+}
+
 zb_status zb_graph_check(const zb_graph *g, zb_error *err)
 {
 	for (size_t i = 0; i < g->ntasks; i++) {
@@ -43,18 +93,35 @@ zb_status zb_graph_check(const zb_graph *g, zb_error *err)
 	if (covered != g->params || cpu != g->cpu_params)
 		return zb_fail(err, ZB_E_INTERNAL, "buckets cover %lld parameters (%lld on cpu), model has %lld",
 			       (long long)covered, (long long)cpu, (long long)g->params);
+	zb_status st = check_shards(g, err);
+	if (st)
+		return st;
 	/* every parameter updated exactly once per step; every CPU-updated gradient
-	 * crosses PCIe down once per step */
+	 * crosses PCIe down once per step (with several ranks: across the ranks, each
+	 * bucket task covering the R shards of its bucket) */
 	for (int s = 0; s < g->steps; s++) {
-		int64_t updated = 0, down = 0;
+		int64_t updated = 0, down = 0, down_unbucketed = 0;
 		for (size_t i = 0; i < g->ntasks; i++) {
 			const zb_task *t = &g->tasks[i];
 			if (t->step != s)
 				continue;
+			int64_t n = g->ranks > 1 && t->bucket >= 0 ? g->buckets[t->bucket].params : t->params;
 			if (t->op == ZB_OP_ADAM)
-				updated += t->params;
+				updated += n;
 			if (t->op == ZB_OP_GRAD_DOWN)
-				down += t->params;
+				down += n;
+			if (t->op == ZB_OP_GRAD_DOWN && t->bucket < 0)
+				down_unbucketed += n;
+		}
+		/* a framework's per-unit copies (no bucket) carry the modelled rank's part:
+		 * together, one rank's shard of the offloaded parameters */
+		if (g->ranks > 1 && down_unbucketed > 0 && down == down_unbucketed) {
+			int64_t lo = g->cpu_params / g->ranks, hi = zb_shard_params(g->cpu_params, g->ranks);
+			/* each copy's share rounds up: at most one parameter per copy over */
+			if (down < lo || down > hi + 65536)
+				return zb_fail(err, ZB_E_INTERNAL, "step %d sends %lld gradients down, one rank's shard of %lld is %lld",
+					       s, (long long)down, (long long)g->cpu_params, (long long)hi);
+			down = g->cpu_params;
 		}
 		if (updated != g->params)
 			return zb_fail(err, ZB_E_INTERNAL, "step %d updates %lld of %lld parameters", s,

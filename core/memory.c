@@ -147,7 +147,8 @@ static void format_reason(const zb_config *c, zb_memory *o, int gpu_ok, int host
 			 GPU_USABLE * c->hw.gpu.mem_bytes / GIB);
 	if (!host_ok)
 		snprintf(h, sizeof h, "host needs %.1f GiB of %.1f GiB (%s, %.1f usable)",
-			 o->host_bytes / GIB, c->hw.cpu.mem_bytes / GIB, c->hw.cpu.name,
+			 o->host_bytes * (c->policy.gpus > 1 ? c->policy.gpus : 1) / GIB, c->hw.cpu.mem_bytes / GIB,
+			 c->hw.cpu.name,
 			 HOST_USABLE * c->hw.cpu.mem_bytes / GIB);
 	snprintf(o->reason, sizeof o->reason, "%s%s%s", g, (!gpu_ok && !host_ok) ? "; " : "", h);
 }
@@ -235,12 +236,27 @@ void zb_memory_estimate(const zb_config *c, zb_memory *out)
 	if (p->offload_param)
 		o.host_params = w * P; /* every weight lives on the host and is fetched */
 
+	/* --- several ranks (graph.h): one rank's share; the node's ranks share the host --- */
+	int R = p->gpus * p->nodes > 1 ? p->gpus * p->nodes : 1;
+	int node_ranks = p->gpus > 1 ? p->gpus : 1;
+	if (R > 1) {
+		/* ZeRO-1/2: optimizer states partitioned; the 16-bit gradient buffer stays
+		 * whole (buckets are reduce-scattered out of it). ZeRO-3: the 16-bit weights
+		 * too, gathered per unit into a window like offload_param's. */
+		o.gpu_optimizer = (1 - r) * 12.0 * P / R + (gas > 1 ? 4.0 * P : 0.0);
+		if (p->zero_stage == 3 && !p->offload_param)
+			o.gpu_params = w * P / R + (prefetch + 1) * w * U;
+		o.host_optimizer /= R;
+		o.host_grads /= R;
+		o.host_params /= R;
+	}
+
 	o.gpu_bytes = o.gpu_params + o.gpu_grads + o.gpu_optimizer + o.gpu_activations +
 		      o.gpu_workspace;
 	o.host_bytes = o.host_optimizer + o.host_grads + o.host_params + o.host_activations;
 
 	int gpu_ok = o.gpu_bytes <= GPU_USABLE * c->hw.gpu.mem_bytes;
-	int host_ok = o.host_bytes <= HOST_USABLE * c->hw.cpu.mem_bytes;
+	int host_ok = o.host_bytes * node_ranks <= HOST_USABLE * c->hw.cpu.mem_bytes;
 	o.fits = gpu_ok && host_ok;
 	format_reason(c, &o, gpu_ok, host_ok);
 	*out = o;

@@ -26,7 +26,7 @@ typedef struct zb_memory {
 	double host_params;     /* 16-bit parameter copy going up (all params with offload_param) */
 	double host_activations;/* checkpoints offloaded to the host (ckpt cpu) */
 	double host_process;    /* framework schedules: process base and model construction */
-	double host_bytes;      /* total */
+	double host_bytes;      /* total (several ranks: one rank's; the node holds gpus of them) */
 	int fits;
 	char reason[256];       /* why it does not fit: "gpu needs 95.2 GiB of 80.0 GiB" */
 } zb_memory;

@@ -77,8 +77,10 @@ zb_status exec_allocate(exec *x, zb_error *err)
 		DEV(lse, x->bh * x->s, float);
 		DEV(fa_ws, zb_flash_bwd_workspace(&sh), char);
 	}
-	DEV(params16, x->P, uint16_t);
-	DEV(grads16, x->P, uint16_t);
+	/* with several ranks, a collective's padded range reaches up to nranks - 1
+	 * elements past the vector (exec/shard.h): room for it */
+	DEV(params16, x->P + x->nranks, uint16_t);
+	DEV(grads16, x->P + x->nranks, uint16_t);
 	if (x->split > 0) {
 		DEV(gmaster, x->split, float);
 		DEV(gm, x->split, float);
@@ -143,9 +145,14 @@ zb_status exec_initialize(exec *x, cudaStream_t s, zb_error *err)
 {
 	zb_status st;
 	size_t Th = (size_t)(x->T * x->h);
+	if (x->nranks > 1) { /* the room past the vector (exec_allocate) */
+		ZB_CUDA_TRY(err, cudaMemsetAsync(x->params16 + x->P, 0, (size_t)x->nranks * 2, s));
+		ZB_CUDA_TRY(err, cudaMemsetAsync(x->grads16 + x->P, 0, (size_t)x->nranks * 2, s));
+	}
 	if ((st = zb_fill_uniform_bf16(x->params16, (size_t)x->P, x->o->seed, -0.02f, 0.02f, s, err)) ||
 	    (st = zb_fill_uniform_bf16(x->grads16, (size_t)x->P, x->o->seed + 1, -1e-3f, 1e-3f, s, err)) ||
-	    (st = zb_fill_tokens(x->tokens, (size_t)x->T, x->o->seed + 2, (int)x->V, s, err)) ||
+	    (st = zb_fill_tokens(x->tokens, (size_t)x->T, x->o->seed + 2 + 7919ull * (uint64_t)x->rank, (int)x->V, s,
+				 err)) || /* each data-parallel rank its own batch */
 	    (st = zb_fill_uniform_bf16(x->X, Th, x->o->seed + 3, -1.0f, 1.0f, s, err)) ||
 	    (st = zb_fill_uniform_bf16(x->Xsave, Th, x->o->seed + 4, -1.0f, 1.0f, s, err)))
 		return st;

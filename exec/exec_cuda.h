@@ -27,6 +27,7 @@ enum { T_PENDING = 0, T_ISSUED, T_DONE, T_SKIPPED };
 #define GRAD_HI 1e-2f
 
 typedef struct exec exec;
+typedef struct exec_ranks exec_ranks; /* ranks_cuda.c: what the ranks of one run share */
 
 typedef struct dispatcher {
 	exec *x;
@@ -77,6 +78,12 @@ struct exec {
 	int64_t t0_ns;
 	cudaEvent_t ref;
 	int64_t ref_ns;
+
+	/* data-parallel ranks (ranks_cuda.c); rank 0 of 1 on device 0 otherwise */
+	int rank, nranks, device;
+	exec_ranks *ranks;              /* NULL with one rank */
+	void *comm;                     /* this rank's ncclComm_t */
+	uint16_t *coll_scratch;         /* staged collectives (exec/shard.h) */
 };
 
 /* Offsets of a unit's tensors inside its slice of the flat parameter vector;
@@ -107,6 +114,20 @@ zb_status exec_run_kernel(dispatcher *dp, const zb_task *t);
 zb_status exec_run_copy(dispatcher *dp, const zb_task *t);
 zb_status exec_run_gpu_adam(dispatcher *dp, const zb_task *t);
 zb_status exec_run_cpu_adam(dispatcher *dp, const zb_task *t);
+
+/* Several ranks (ranks_cuda.c): the part of a per-rank task this rank works on
+ * (the task's own range with one rank), a collective on the COMM stream, the
+ * communicator and scratch of a rank, the start of the dispatchers in step. */
+void exec_task_range(const exec *x, const zb_task *t, int64_t *off, int64_t *n);
+zb_status exec_run_collective(dispatcher *dp, const zb_task *t);
+zb_status exec_rank_open(exec *x, zb_error *err);
+zb_status exec_rank_sync(exec *x, zb_error *err);
+void exec_rank_close(exec *x, zb_status st);
+zb_status exec_rank_digest(exec *x, zb_error *err); /* r->params_digest, several ranks only */
+int exec_rank_threads(const exec *x);
+/* One rank's whole run (executor_cuda.c); ranks NULL for the single-GPU run. */
+zb_status exec_run_rank(const zb_graph *g, const zb_config *c, const zb_exec_options *o, zb_exec_result *r,
+			exec_ranks *ranks, int rank, int nranks, zb_error *err);
 
 /* Memory (buffers_cuda.c): what the run needs, allocation, release, initial values. */
 void exec_plan_bytes(const exec *x, double *dev, double *host);

@@ -62,6 +62,9 @@ typedef struct zb_exec_result {
 	double master_max_rel_err;     /* max |master - ref| / (|ref| + 1e-12) */
 	int64_t param16_mismatches;    /* GPU 16-bit params that are not RNE(master) */
 	int nan_found;
+	/* several ranks: FNV-1a of the rank's 16-bit parameters after the run (after a
+	 * ZeRO-1/2 step's all-gathers every rank holds the same; 0 with one rank) */
+	uint64_t params_digest;
 } zb_exec_result;
 
 /* Whether this build can execute (built with CUDA and a GPU is present); on 0, err
@@ -71,5 +74,14 @@ int zb_exec_available(zb_error *err);
 zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_options *o,
 		     zb_exec_result *r, zb_error *err);
 void zb_exec_result_free(zb_exec_result *r);
+
+/* Several GPUs of one node (g->ranks > 1, core/graph.h "Several GPUs"; exec/ranks_cuda.c):
+ * rank i on device i in a thread of its own, NCCL (loaded at run time,
+ * exec/nccl_dl.h) for the collectives, each rank's CPU Adam on its 1/ranks of the
+ * cores. r: g->ranks results, each on its rank's own time zero (r[i].t0_ns on the
+ * common host clock). Without --check and --trace; Ctrl-C does not stop it early.
+ * One rank: zb_execute. */
+zb_status zb_execute_ranks(const zb_graph *g, const zb_config *c, const zb_exec_options *o, zb_exec_result *r,
+			   zb_error *err);
 
 #endif

@@ -117,8 +117,8 @@ static void *dispatch(void *arg)
 	exec *x = dp->x;
 	const zb_graph *g = x->g;
 	zb_status st = ZB_OK;
-	if (cudaSetDevice(0) != cudaSuccess) {
-		dp->status = zb_fail(&dp->err, ZB_E_CUDA, "cudaSetDevice failed in dispatcher");
+	if (cudaSetDevice(x->device) != cudaSuccess) {
+		dp->status = zb_fail(&dp->err, ZB_E_CUDA, "cudaSetDevice(%d) failed in dispatcher", x->device);
 		exec_fail_run(x);
 		return NULL;
 	}
@@ -194,6 +194,7 @@ static void *dispatch(void *arg)
 		case ZB_TASK_KERNEL: st = exec_run_kernel(dp, t); break;
 		case ZB_TASK_COPY: st = exec_run_copy(dp, t); break;
 		case ZB_TASK_GPU_ADAM: st = exec_run_gpu_adam(dp, t); break;
+		case ZB_TASK_COLLECTIVE: st = exec_run_collective(dp, t); break;
 		default: st = zb_fail(&dp->err, ZB_E_INTERNAL, "task %u: unknown kind %d", t->id, t->kind);
 		}
 		if (!st && cudaEventRecord(x->ev_end[t->id], dp->stream) != cudaSuccess)
@@ -247,22 +248,24 @@ static void exec_init(exec *x, const zb_graph *g, const zb_config *c, const zb_e
 	x->pinned = !c->policy.pageable;
 	x->stop_step = INT32_MAX;
 	x->gpu_step = -1;
+	x->nranks = 1;
 }
 
-/* Device 0 with blocking-sync waits, its name, and whether the run fits in GPU
- * and host memory (refused with the figures before anything is allocated). */
+/* The rank's device (0 with one rank) with blocking-sync waits, its name, and
+ * whether the run fits in GPU and host memory (refused with the figures before
+ * anything is allocated; every rank has its own host buffers). */
 static zb_status open_device(exec *x, zb_error *err)
 {
 	zb_exec_result *r = x->r;
+	ZB_CUDA_TRY(err, cudaSetDevice(x->device));
 	/* host waits sleep instead of spinning on a core Adam needs; too late once a
 	 * context exists (cudaErrorSetOnActiveProcess), which only costs that */
 	cudaError_t fe = cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync);
 	if (fe != cudaSuccess && fe != cudaErrorSetOnActiveProcess)
 		return zb_fail(err, ZB_E_CUDA, "cudaSetDeviceFlags failed: %s", cudaGetErrorString(fe));
 	cudaGetLastError();
-	ZB_CUDA_TRY(err, cudaSetDevice(0));
 	struct cudaDeviceProp prop;
-	ZB_CUDA_TRY(err, cudaGetDeviceProperties(&prop, 0));
+	ZB_CUDA_TRY(err, cudaGetDeviceProperties(&prop, x->device));
 	snprintf(r->device, sizeof r->device, "%.127s", prop.name);
 	size_t free_b = 0, total_b = 0;
 	ZB_CUDA_TRY(err, cudaMemGetInfo(&free_b, &total_b));
@@ -272,6 +275,7 @@ static zb_status open_device(exec *x, zb_error *err)
 		return zb_fail(err, ZB_E_NOFIT, "the run needs %.2f GiB of GPU memory, %.2f GiB are free on %s",
 			       need_dev / 1073741824.0, free_b / 1073741824.0, r->device);
 	double avail = exec_host_available();
+	need_host *= x->nranks;
 	if (avail > 0 && need_host > 0.9 * avail)
 		return zb_fail(err, ZB_E_NOFIT, "the run needs %.2f GiB of host memory, %.2f GiB are available",
 			       need_host / 1073741824.0, avail / 1073741824.0);
@@ -322,7 +326,7 @@ static zb_status prepare(exec *x, dispatcher dps[ZB_RES_COUNT], zb_error *err)
 	}
 	if (st || (st = exec_allocate(x, err)))
 		return st;
-	if ((st = zb_pool_create(zb_config_cpu_threads(x->c), &x->pool, err)))
+	if ((st = zb_pool_create_slice(exec_rank_threads(x), x->rank, x->nranks, &x->pool, err)))
 		return st;
 	r->cpu_threads = zb_pool_threads(x->pool);
 	zb_adam_isa isa;
@@ -405,6 +409,8 @@ static zb_status run_dispatchers(exec *x, dispatcher dps[ZB_RES_COUNT], zb_error
 	}
 	for (int res = 0; res < started; res++)
 		pthread_join(dps[res].thread, NULL);
+	if (x->failed & 1)
+		exec_rank_close(x, ZB_E_CUDA); /* a failed rank's peers must not wait for it in a collective */
 	x->r->wall_s = (zb_now_ns() - x->t0_ns) * 1e-9;
 	pthread_mutex_lock(&x->mu);
 	x->failed |= 2; /* tells the progress thread to end */
@@ -497,9 +503,18 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 	memset(r, 0, sizeof *r);
 	if (!zb_exec_available(err))
 		return ZB_E_NOGPU;
+	if (g->ranks > 1)
+		return zb_fail(err, ZB_E_INTERNAL, "a graph of %d ranks runs through zb_execute_ranks", g->ranks);
+	return exec_run_rank(g, c, o, r, NULL, 0, 1, err);
+}
+
+zb_status exec_run_rank(const zb_graph *g, const zb_config *c, const zb_exec_options *o, zb_exec_result *r,
+			exec_ranks *ranks, int rank, int nranks, zb_error *err)
+{
 	exec xs;
 	exec *x = &xs;
 	exec_init(x, g, c, o, r);
+	x->ranks = ranks, x->rank = rank, x->nranks = nranks, x->device = rank;
 	const zb_model *m = &c->model;
 	if (m->embed_proj > 0 && m->embed_proj != m->hidden)
 		return zb_fail(err, ZB_E_INPUT, "the executor does not run models with embed_proj (%d)", m->embed_proj);
@@ -507,14 +522,19 @@ zb_status zb_execute(const zb_graph *g, const zb_config *c, const zb_exec_option
 		return zb_fail(err, ZB_E_INPUT, "--attention flash: head dim %d not supported by the fused kernels",
 			       (int)x->d);
 	zb_status st = open_device(x, err);
-	if (st)
+	if (st) {
+		exec_rank_close(x, st); /* the other ranks must not wait for this one */
 		return st;
+	}
 	alloc_tasks(x);
 	dispatcher dps[ZB_RES_COUNT];
 	memset(dps, 0, sizeof dps);
-	if (!(st = prepare(x, dps, err)) && !(st = time_zero(x, dps[ZB_RES_GPU].stream, err)) &&
-	    !(st = run_dispatchers(x, dps, err)) && !(st = collect(x, err)) && o->check && !r->interrupted)
+	if (!(st = prepare(x, dps, err)) && !(st = exec_rank_open(x, err)) &&
+	    !(st = time_zero(x, dps[ZB_RES_GPU].stream, err)) && !(st = exec_rank_sync(x, err)) &&
+	    !(st = run_dispatchers(x, dps, err)) && !(st = collect(x, err)) && !(st = exec_rank_digest(x, err)) &&
+	    o->check && !r->interrupted)
 		st = exec_precision_check(x, err);
+	exec_rank_close(x, st);
 	cleanup(x, dps);
 	if (st)
 		zb_exec_result_free(r);

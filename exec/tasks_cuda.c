@@ -255,6 +255,10 @@ zb_status exec_run_copy(dispatcher *dp, const zb_task *t)
 	exec *x = dp->x;
 	zb_error *e = &dp->err;
 	size_t bytes = (size_t)t->bytes;
+	int64_t o, n; /* this rank's part (exec_task_range: the task's own with one rank) */
+	exec_task_range(x, t, &o, &n);
+	if (x->nranks > 1)
+		bytes = (size_t)n * 2;
 	switch (t->op) {
 	case ZB_OP_GRAD_DOWN:
 		if (x->o->check) {
@@ -262,12 +266,10 @@ zb_status exec_run_copy(dispatcher *dp, const zb_task *t)
 			if (st)
 				return st;
 		}
-		return copy_async(dp, x->hgrad + (t->param_offset - x->split), x->grads16 + t->param_offset, bytes,
-				  cudaMemcpyDeviceToHost);
+		return copy_async(dp, x->hgrad + (o - x->split), x->grads16 + o, bytes, cudaMemcpyDeviceToHost);
 	case ZB_OP_PARAM_UP:
 	case ZB_OP_PARAM_FETCH:
-		return copy_async(dp, x->params16 + t->param_offset, x->hparam16 + (t->param_offset - x->split), bytes,
-				  cudaMemcpyHostToDevice);
+		return copy_async(dp, x->params16 + o, x->hparam16 + (o - x->split), bytes, cudaMemcpyHostToDevice);
 	case ZB_OP_ACT_DOWN:
 		return copy_async(dp, x->hact + (size_t)(t->unit - 1) * x->T * x->h, x->X, bytes, cudaMemcpyDeviceToHost);
 	case ZB_OP_ACT_UP:
@@ -285,18 +287,21 @@ zb_status exec_run_gpu_adam(dispatcher *dp, const zb_task *t)
 		if (st)
 			return st;
 	}
-	int64_t o = t->param_offset;
+	int64_t o, n;
+	exec_task_range(x, t, &o, &n);
 	zb_adam_buffers b = { x->grads16 + o, x->gmaster + o, x->gm + o, x->gv + o, x->params16 + o };
-	return zb_gpu_adam_step_coeffs(&x->coeffs[t->step], x->adam.grad_type, x->adam.param_type, &b, t->params,
+	return zb_gpu_adam_step_coeffs(&x->coeffs[t->step], x->adam.grad_type, x->adam.param_type, &b, n,
 				       dp->stream, &dp->err);
 }
 
 zb_status exec_run_cpu_adam(dispatcher *dp, const zb_task *t)
 {
 	exec *x = dp->x;
-	int64_t o = t->param_offset - x->split;
+	int64_t o, n;
+	exec_task_range(x, t, &o, &n);
+	o -= x->split;
 	zb_adam_params p = x->adam;
 	p.step = t->step + 1;
 	zb_adam_buffers b = { x->hgrad + o, x->hmaster + o, x->hm + o, x->hv + o, x->hparam16 + o };
-	return zb_cpu_adam_step(x->pool, &p, &b, t->params, &dp->err);
+	return zb_cpu_adam_step(x->pool, &p, &b, n, &dp->err);
 }

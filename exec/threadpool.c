@@ -106,8 +106,8 @@ static int first_sibling(int cpu)
 }
 
 /* The allowed CPUs, first hardware thread of each core first, then the others.
- * Returns how many (0 if the mask could not be read). */
-static int allowed_cpus(int **out)
+ * Returns how many (0 if the mask could not be read); *primaries: how many firsts. */
+static int allowed_cpus(int **out, int *primaries)
 {
 	size_t setsize = CPU_ALLOC_SIZE(ZB_POOL_MAX_CPUS);
 	cpu_set_t *set = CPU_ALLOC(ZB_POOL_MAX_CPUS);
@@ -122,6 +122,7 @@ static int allowed_cpus(int **out)
 	int count = CPU_COUNT_S(setsize, set);
 	int *order = zb_xmalloc(sizeof(int) * (size_t)(count > 0 ? count : 1));
 	int k = 0;
+	*primaries = 0;
 	for (int pass = 0; pass < 2; pass++) {
 		for (int c = 0; c < ZB_POOL_MAX_CPUS && k < count; c++) {
 			if (!CPU_ISSET_S(c, setsize, set))
@@ -131,6 +132,8 @@ static int allowed_cpus(int **out)
 			if (primary == (pass == 0))
 				order[k++] = c;
 		}
+		if (pass == 0)
+			*primaries = k;
 	}
 	CPU_FREE(set);
 	*out = order;
@@ -148,11 +151,35 @@ __attribute__((format(printf, 2, 3))) static void note_pin(zb_pool *pool, const 
 	va_end(ap);
 }
 
+/* Keep slice `slice` of `slices` of the ordered CPUs: a contiguous share of the
+ * first hardware threads, then the same share of the others (their siblings on
+ * most machines). Returns how many are left in order[]. */
+static int take_slice(int *order, int ncpu, int primaries, int slice, int slices)
+{
+	int k = 0, others = ncpu - primaries;
+	for (int i = primaries * slice / slices; i < primaries * (slice + 1) / slices; i++)
+		order[k++] = order[i];
+	for (int i = others * slice / slices; i < others * (slice + 1) / slices; i++)
+		order[k++] = order[primaries + i];
+	return k;
+}
+
 zb_status zb_pool_create(int threads, zb_pool **out, zb_error *err)
 {
+	return zb_pool_create_slice(threads, 0, 1, out, err);
+}
+
+zb_status zb_pool_create_slice(int threads, int slice, int slices, zb_pool **out, zb_error *err)
+{
 	*out = NULL;
-	int *order = NULL;
-	int ncpu = allowed_cpus(&order);
+	int *order = NULL, primaries = 0;
+	int ncpu = allowed_cpus(&order, &primaries);
+	if (slices < 1 || slice < 0 || slice >= slices) {
+		free(order);
+		return zb_fail(err, ZB_E_INPUT, "cpu slice %d of %d out of range", slice, slices);
+	}
+	if (slices > 1 && ncpu > 0)
+		ncpu = take_slice(order, ncpu, primaries, slice, slices);
 	if (threads <= 0)
 		threads = ncpu > 0 ? ncpu : 1;
 	if (threads > ZB_POOL_MAX_THREADS) {

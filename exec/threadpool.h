@@ -56,6 +56,11 @@ typedef struct zb_pool_span {
  * when threads cannot be created. */
 zb_status zb_pool_create(int threads, zb_pool **out, zb_error *err);
 
+/* The same on slice `slice` of `slices` of the allowed CPUs (a data-parallel rank's
+ * share, exec/ranks_cuda.c): a contiguous 1/slices of the cores' first hardware
+ * threads, then of the other threads. threads <= 0: one per CPU of the slice. */
+zb_status zb_pool_create_slice(int threads, int slice, int slices, zb_pool **out, zb_error *err);
+
 /* Stop and join the workers, free the pool. NULL is fine. */
 void zb_pool_destroy(zb_pool *pool);
 

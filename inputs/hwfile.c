@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "inputs/fabric.h"
 #include "inputs/presets.h"
 
 /* ---- field tables ---------------------------------------------------------- */
@@ -84,6 +85,15 @@ static const field cpu_fields[] = {
 	FLD(zb_cpu, task_latency_s, F_NONNEG, 1),
 	FLD(zb_cpu, sockets, F_INT_NONNEG, 0),
 	FLD(zb_cpu, xsocket_Bps, F_NONNEG, 0),
+};
+
+/* Several GPUs (issue 14): all optional, 0 = none (one GPU needs no fabric). */
+static const field fabric_fields[] = {
+	FLD(zb_fabric, name, F_STR, 0),
+	FLD(zb_fabric, intra_bus_Bps, F_NONNEG, 0),
+	FLD(zb_fabric, intra_latency_s, F_NONNEG, 0),
+	FLD(zb_fabric, inter_bus_Bps, F_NONNEG, 0),
+	FLD(zb_fabric, inter_latency_s, F_NONNEG, 0),
 };
 
 /* kv_heads defaults to heads and embed_proj to 0; the flags are required because a
@@ -248,6 +258,7 @@ static zb_status link_preset(const char *n, void *o, zb_error *e) { return zb_pr
 static zb_status gpu_preset(const char *n, void *o, zb_error *e) { return zb_preset_gpu(n, o, e); }
 static zb_status cpu_preset(const char *n, void *o, zb_error *e) { return zb_preset_cpu(n, o, e); }
 static zb_status model_preset(const char *n, void *o, zb_error *e) { return zb_preset_model(n, o, e); }
+static zb_status fabric_preset(const char *n, void *o, zb_error *e) { return zb_preset_fabric(n, o, e); }
 
 /* Look a preset up for key; its "unknown ..." message gets the file and key in front. */
 static zb_status load_preset(rd *r, const char *key, const json_t *v, preset_fn fn, void *out)
@@ -326,7 +337,7 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 	const json_t *v;
 
 	static const char *const top_keys[] = {"name", "preset", "link", "gpu", "cpu",
-					       "gpus_per_link", "gpus_per_cpu", "deepspeed", NULL};
+					       "gpus_per_link", "gpus_per_cpu", "deepspeed", "fabric", NULL};
 	const char *key;
 	json_t *jv;
 	json_object_foreach(root, key, jv) {
@@ -407,6 +418,12 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 		if ((v = json_object_get(root, counts[i].key)) &&
 		    (st = read_field(&r, counts[i].key, &counts[i], v, &hw)) != ZB_OK)
 			goto out;
+
+	/* between ranks: a fabric preset name or an object (over the machine's, if any) */
+	if ((v = json_object_get(root, "fabric")) &&
+	    (st = read_part(&r, "fabric", v, fabric_fields, NFIELDS(fabric_fields), fabric_preset, &hw.fabric,
+			    1, NULL)) != ZB_OK)
+		goto out;
 
 	/* the DeepSpeed framework profile (dsprofile.h), when calibrated */
 	if ((v = json_object_get(root, "deepspeed")) &&
@@ -526,6 +543,11 @@ static json_t *hw_json(wr *w, const zb_hw *hw)
 	json_object_set_new(o, "cpu", c);
 	json_object_set_new(o, "gpus_per_link", json_integer(hw->gpus_per_link));
 	json_object_set_new(o, "gpus_per_cpu", json_integer(hw->gpus_per_cpu));
+	if (hw->fabric.intra_bus_Bps > 0 || hw->fabric.inter_bus_Bps > 0) { /* none: one-GPU files unchanged */
+		json_t *f = json_object();
+		put_fields(w, f, fabric_fields, NFIELDS(fabric_fields), &hw->fabric);
+		json_object_set_new(o, "fabric", f);
+	}
 	if (hw->ds.set)
 		json_object_set_new(o, "deepspeed", zb_ds_profile_to_json(&hw->ds));
 	return o;
@@ -632,6 +654,12 @@ static json_t *policy_json(wr *w, const zb_config *c)
 	json_object_set_new(pol, "pageable", json_boolean(p->pageable));
 	json_object_set_new(pol, "bucket_params", json_integer((json_int_t)p->bucket_params));
 	json_object_set_new(pol, "cpu_threads", json_integer(p->cpu_threads));
+	if (p->gpus > 1 || p->nodes > 1) { /* several ranks; one GPU's text unchanged */
+		json_object_set_new(pol, "gpus", json_integer(p->gpus));
+		json_object_set_new(pol, "nodes", json_integer(p->nodes));
+		if (c->framework != ZB_FW_DEEPSPEED && p->zero_stage)
+			json_object_set_new(pol, "zero_stage", json_integer(p->zero_stage));
+	}
 	if (c->framework == ZB_FW_DEEPSPEED) {
 		json_object_set_new(pol, "zero_stage", json_integer(p->zero_stage));
 		json_object_set_new(pol, "sub_group_size", json_integer((json_int_t)p->sub_group_size));

@@ -13,6 +13,8 @@
  */
 #include "inputs/presets.h"
 
+#include "inputs/fabric.h"
+
 #include <string.h>
 
 #include "core/model.h"
@@ -268,6 +270,21 @@ static const zb_cpu cpus[] = {
 		.sockets = 1,
 	},
 	{
+		.name = "h200-x2",
+		/* The lent 2x H200 machine (device tool: 2 H200 of one host, 32 cores, 256 GiB
+		 * memory): a slice of a larger host, twice the 16-core, 128 GiB h200-machine
+		 * slice. Estimates until `zbench calibrate` measures it there: every rate is
+		 * the h200-machine's measured one, doubled where the host resource is twice
+		 * as large (same CPU generation assumed). */
+		.cores = 32,
+		.adam_params_per_core = 0.71e9, /* estimate: the h200-machine's measured rate */
+		.adam_Bps = 2 * 4.4e9 * 28,     /* estimate: twice the h200-machine's ceiling */
+		.dram_Bps = 2 * 150 * GB,       /* estimate: twice the h200-machine's measured budget */
+		.mem_bytes = 256.0 * GIB,       /* device tool: 256 GiB */
+		.task_latency_s = 5e-6,         /* estimate: as h200-machine */
+		.sockets = 1,                   /* estimate: not seen yet (lscpu there will say) */
+	},
+	{
 		.name = "dgx-2",
 		/* DGX-2 (NVIDIA DGX-2 datasheet; ZeRO-Offload paper, Ren et al. USENIX ATC'21,
 		 * Table 2, re-read 2026-11-30 from an image of it: "2 Intel Xeon Platinum 8168",
@@ -431,11 +448,21 @@ static const hw_preset machines[] = {
 	 * GPUs offloading at once). */
 	{"dgx-2", "gen3", "v100", "dgx-2", 1, 16},
 	/* DGX A100 (640 GB) (NVIDIA DGX A100 datasheet): 8 A100-80GB on gen4, 2x EPYC 7742.
-	 * gpus_per_cpu 8: the full machine; a one-GPU run takes --gpus-per-cpu 1. */
-	{"dgx-a100", "gen4", "a100-80g", "dgx-a100", 1, 8},
+	 * gpus_per_cpu 8: the full machine; a one-GPU run takes --gpus-per-cpu 1.
+	 * gpus_per_link 2: four PCIe gen4 switches, each with two GPUs and two HDR NICs
+	 * behind one uplink to the CPU (DGX A100 User Guide, system topology); it divides
+	 * the link only when --gpus puts two ranks behind a switch (sim/resources.h).
+	 * Fabric (fabric.c): NVSwitch, 8x HDR 200 Gb/s between nodes. */
+	{"dgx-a100", "gen4", "a100-80g", "dgx-a100", 2, 8},
 	/* DGX H100 (NVIDIA DGX H100 datasheet): 8 H100 SXM on gen5, 2x Xeon 8480C.
-	 * gpus_per_cpu 8: the full machine; a one-GPU run takes --gpus-per-cpu 1. */
-	{"dgx-h100", "gen5", "h100", "dgx-h100", 1, 8},
+	 * gpus_per_cpu 8: the full machine; a one-GPU run takes --gpus-per-cpu 1.
+	 * gpus_per_link 2: PCIe gen5 switches with two GPUs (and their NDR NICs) behind
+	 * one uplink to the CPU (DGX H100 User Guide, system topology), as on the A100.
+	 * Fabric (fabric.c): NVSwitch gen 3, 8x NDR 400 Gb/s between nodes. */
+	{"dgx-h100", "gen5", "h100", "dgx-h100", 2, 8},
+	/* The lent 2x H200 machine (device tool, nvidia-h200-x2): two H200 on gen5, 32
+	 * cores; their NVLink fabric: fabric.c (nvlink-h200, until calibrated). */
+	{"h200-x2", "gen5", "h200", "h200-x2", 1, 1},
 	/* One GH200 superchip: Grace and Hopper joined by NVLink-C2C. */
 	{"gh200", "nvlink-c2c", "gh200", "gh200", 1, 1},
 };
@@ -520,6 +547,7 @@ zb_status zb_preset_hw(const char *name, zb_hw *out, zb_error *err)
 				       part.msg);
 		hw.gpus_per_link = m->gpus_per_link;
 		hw.gpus_per_cpu = m->gpus_per_cpu;
+		zb_machine_fabric(m->name, &hw.fabric);
 		*out = hw;
 		return ZB_OK;
 	}

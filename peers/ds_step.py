@@ -18,6 +18,18 @@ pinned-buffer creation). Per-phase times are host wall times of the engine calls
 (DeepSpeed synchronizes inside some of them; --phase-sync adds a synchronize after
 each phase so the split is the device's, at the price of a little lost overlap).
 
+Several GPUs (--world-size N, data parallel, one process per GPU): this process
+starts N copies of itself with RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and
+MASTER_PORT set (or run it under `python3 -m torch.distributed.run --nproc_per_node N`,
+which sets them), each rank draws its own batches, and rank 0 gathers every rank's
+figures and prints the one JSON line: step_ms is the slowest rank's median (a
+data-parallel step ends when every rank's does), steps_ms the per-step maximum,
+gpu_peak_GiB and gpu_reserved_GiB the largest rank's, host_rss_GiB the sum over the
+ranks (they share the host), and "ranks" each rank's own. If a rank fails the
+others are stopped. Each rank runs on its own contiguous 1/N of the cores with
+OMP_NUM_THREADS set to their number (DeepSpeed's --bind_cores_to_rank; zbench run
+--gpus splits the cores the same way).
+
 The JSON line: step_ms (median after warm-up), steps_ms (every step), fwd_ms, bwd_ms,
 opt_ms (medians of the per-step sums of engine(), engine.backward(), engine.step() host
 wall time), gpu_peak_GiB (torch.cuda.max_memory_allocated), gpu_reserved_GiB
@@ -68,9 +80,11 @@ def parse_args(argv):
                         "flash: only the flash kernel (an error where it cannot run)")
     p.add_argument("--nvtx", action="store_true", help="NVTX ranges: 'step N', 'forward', 'backward', 'optimizer'")
     p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--world-size", type=int, default=int(os.environ.get("WORLD_SIZE", "1")),
+                   help="data-parallel GPUs, one process each (default: $WORLD_SIZE or 1)")
     a = p.parse_args(argv)
     problems = []
-    for name in ("layers", "hidden", "heads", "vocab", "seq", "micro_batch", "gas", "steps"):
+    for name in ("layers", "hidden", "heads", "vocab", "seq", "micro_batch", "gas", "steps", "world_size"):
         if getattr(a, name) <= 0:
             problems.append(f"--{name.replace('_', '-')} must be positive, got {getattr(a, name)}")
     if a.kv_heads == 0:
@@ -95,6 +109,8 @@ def parse_args(argv):
         problems.append(f"--steps {a.steps} leaves no step after the {WARMUP_STEPS} warm-up steps")
     if a.no_deepspeed == bool(a.ds_config):
         problems.append("give exactly one of --ds-config FILE and --no-deepspeed")
+    if a.world_size > 1 and a.no_deepspeed:
+        problems.append(f"--world-size {a.world_size} is for DeepSpeed (--no-deepspeed runs one GPU)")
     if problems:
         p.error("; ".join(problems))
     return a
@@ -112,6 +128,74 @@ def single_process_env():
         os.environ.setdefault(key, value)
     if "MASTER_PORT" not in os.environ:
         os.environ["MASTER_PORT"] = str(free_port())
+
+
+def launch_ranks(a, argv):
+    """Start one process per rank (this script again, with the rank's environment),
+    rank 0's stdout passed through and the others' on stderr; stop them all when one
+    fails. Returns the exit status: 0, or the first failing rank's."""
+    import signal
+    import subprocess
+    port = str(free_port())
+    cpus = sorted(os.sched_getaffinity(0))
+    n = a.world_size
+    procs = []
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)  # a timeout that stops this process stops the ranks too
+    for r in range(n):
+        # each rank on its own contiguous 1/n of the cores, as deepspeed --bind_cores_to_rank
+        # does and zbench run --gpus gives its ranks' CPU Adam pools (exec/threadpool.h)
+        mine = cpus[len(cpus) * r // n:len(cpus) * (r + 1) // n] or cpus
+        env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(n), LOCAL_WORLD_SIZE=str(n),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=port, OMP_NUM_THREADS=str(len(mine)))
+        procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__)] + argv, env=env,
+                                      stdout=None if r == 0 else sys.stderr,
+                                      preexec_fn=lambda m=mine: os.sched_setaffinity(0, m)))
+    print(f"ds_step: {n} ranks started, {len(cpus) // n} cores each", file=sys.stderr)
+    status = 0
+    try:
+        while procs and status == 0:
+            for p in list(procs):
+                rc = p.poll()
+                if rc is None:
+                    continue
+                procs.remove(p)
+                if rc != 0:
+                    status = rc if rc > 0 else 128 - rc
+                    print(f"ds_step: a rank exited with status {rc}; stopping the others", file=sys.stderr)
+            time.sleep(0.2)
+    finally:
+        for p in procs:
+            with contextlib.suppress(ProcessLookupError):
+                p.terminate()
+        for p in procs:
+            p.wait()
+    return status
+
+
+def combine_ranks(torch, result):
+    """Rank 0: the line of every rank in one (see the module's docstring); others: None."""
+    dist = torch.distributed
+    mine = {k: result[k] for k in ("step_ms", "steps_ms", "fwd_ms", "bwd_ms", "opt_ms", "gpu_peak_GiB",
+                                   "gpu_reserved_GiB", "host_rss_GiB")}
+    mine["rank"] = dist.get_rank()
+    everyone = [None] * dist.get_world_size() if dist.get_rank() == 0 else None
+    dist.gather_object(mine, everyone, dst=0)
+    if dist.get_rank() != 0:
+        return None
+    out = dict(result)
+    out["world_size"] = len(everyone)
+    out["ranks"] = everyone
+    out["rank0_step_ms"] = everyone[0]["step_ms"]
+    out["step_ms"] = max(r["step_ms"] for r in everyone)
+    out["steps_ms"] = [round(max(ts), 3) for ts in zip(*(r["steps_ms"] for r in everyone))]
+    for k in ("gpu_peak_GiB", "gpu_reserved_GiB"):
+        out[k] = max(r[k] for r in everyone)
+    out["host_rss_GiB"] = sum(r["host_rss_GiB"] for r in everyone)
+    return out
 
 
 def load_ds_config(path, a):
@@ -328,7 +412,7 @@ def run_steps(torch, a, micro_fwd, micro_bwd, opt_step, step_every_micro):
     DeepSpeed wants engine.step() after every micro batch (it counts micro steps to find the
     accumulation boundary and only updates there); plain PyTorch steps once per step."""
     gen = torch.Generator(device="cuda")
-    gen.manual_seed(a.seed)
+    gen.manual_seed(a.seed + int(os.environ.get("RANK", "0")))  # each data-parallel rank its own batches
     steps_ms, phases = [], []
     for i in range(a.steps):
         ph = Phases(torch, a.nvtx, a.phase_sync)
@@ -398,6 +482,10 @@ def median_phase(phases, name):
 
 def main(argv):
     a = parse_args(argv)
+    if a.world_size > 1 and "RANK" not in os.environ:
+        sys.exit(launch_ranks(a, argv))
+    if a.world_size != int(os.environ.get("WORLD_SIZE", "1")):
+        raise SystemExit(f"ds_step: --world-size {a.world_size} but WORLD_SIZE={os.environ.get('WORLD_SIZE')}")
     single_process_env()
     import torch
     if not torch.cuda.is_available():
@@ -432,8 +520,14 @@ def main(argv):
         "host": socket.gethostname(), "cpus": os.cpu_count(),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+    result["world_size"] = a.world_size
+    if a.world_size > 1:
+        print(f"ds_step: rank {os.environ['RANK']}: {json.dumps(result)}", file=sys.stderr)
+        result = combine_ranks(torch, result)
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         torch.distributed.destroy_process_group()
+    if result is None:
+        return  # not rank 0: rank 0 prints the line of all
     sys.stdout.flush()
     print(json.dumps(result), flush=True)  # last line of stdout: what zbench validate reads
 

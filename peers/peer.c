@@ -97,6 +97,18 @@ zb_status zb_peer_argv(const zb_peer_cmd *cmd, const zb_config *c, char ***argv,
 	push_int(&a, "--micro-batch", p->micro_batch);
 	push_int(&a, "--gas", p->gas);
 	push_int(&a, "--steps", cmd->steps);
+	if (p->gpus * p->nodes > 1) { /* data parallel: the harness starts one process per GPU */
+		if (p->nodes > 1) {
+			zb_peer_argv_free(a.v);
+			return zb_fail(err, ZB_E_INPUT, "--nodes %d: the harness runs on the GPUs of this node only",
+				       p->nodes);
+		}
+		if (!cmd->ds_config) {
+			zb_peer_argv_free(a.v);
+			return zb_fail(err, ZB_E_INPUT, "--gpus %d: plain PyTorch runs one GPU in the harness", p->gpus);
+		}
+		push_int(&a, "--world-size", p->gpus);
+	}
 	if (cmd->ds_config) {
 		push(&a, "--ds-config");
 		push(&a, cmd->ds_config);

@@ -292,3 +292,21 @@ const char zb_schema_v6[] =
 const char zb_schema_v7[] =
 	"ALTER TABLE predictions ADD COLUMN busy_comm_s REAL;"
 	"ALTER TABLE predictions ADD COLUMN work_comm_s REAL;";
+
+/* Version 8: several GPUs executed (issue 14, exec/ranks_cuda.c). The 'measured'
+ * events and steps of a configuration are its slowest rank's (the step time of a
+ * data-parallel run); ranks holds every rank's summary and rank_events every rank's
+ * timeline, each on that rank's own time zero, which lies t0_offset_ns after rank
+ * 0's. */
+const char zb_schema_v8[] =
+	"CREATE TABLE ranks("
+	" config_id INTEGER NOT NULL REFERENCES configs(id) ON DELETE CASCADE,"
+	" rank INTEGER NOT NULL, device TEXT, cpu_threads INTEGER, t0_offset_ns INTEGER,"
+	" step_time_s REAL, slowest INTEGER NOT NULL DEFAULT 0,"
+	" busy_gpu_s REAL, busy_d2h_s REAL, busy_h2d_s REAL, busy_cpu_s REAL, busy_gpu_opt_s REAL, busy_comm_s REAL,"
+	" PRIMARY KEY(config_id, rank)) WITHOUT ROWID;"
+	"CREATE TABLE rank_events("
+	" config_id INTEGER NOT NULL REFERENCES configs(id) ON DELETE CASCADE,"
+	" rank INTEGER NOT NULL, task_id INTEGER NOT NULL,"
+	" start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL CHECK(end_ns >= start_ns),"
+	" PRIMARY KEY(config_id, rank, task_id)) WITHOUT ROWID;";

@@ -80,6 +80,7 @@ static const struct migration {
 	{ "add ZB_THREAD_CPU and trace_steps for traces of other programs", zb_schema_v5 },
 	{ "add hw_profiles, baselines and baseline_results", zb_schema_v6 },
 	{ "add busy_comm_s and work_comm_s to predictions (several GPUs)", zb_schema_v7 },
+	{ "add ranks and rank_events (each rank of a run on several GPUs)", zb_schema_v8 },
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == ZB_SCHEMA_VERSION,

@@ -30,7 +30,7 @@
  * 4: peer_runs and the peer_vs_predicted view (results/peers.h);
  * 5: ZB_THREAD_CPU and trace_steps (traces of other programs, results/foreign.h);
  * 6: hw_profiles, baselines, baseline_results (results/records.h). */
-#define ZB_SCHEMA_VERSION 7
+#define ZB_SCHEMA_VERSION 8
 
 /* An open database. It belongs to one thread at a time (the connection is opened
  * without SQLite's mutex); other threads or processes open their own. */

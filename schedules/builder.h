@@ -48,6 +48,11 @@ typedef struct builder {
 	uint32_t last_gpu;       /* last GPU compute task emitted */
 	uint32_t bwd_end;        /* last backward task of the step */
 	const struct sched_family *family; /* where the optimizer work goes (families.c) */
+	/* several ranks (ranks.c; all NONE / 0 with one rank) */
+	int ranks;               /* data-parallel ranks (graph.h "Several GPUs") */
+	int zero3;               /* parameters partitioned too: gathered per layer before use */
+	uint32_t *rs_cur;        /* [buckets] this step's reduce-scatter of the bucket */
+	uint8_t *gather_due;     /* [buckets] GATHER_CUR / GATHER_PREV: an update awaits its all-gather */
 } builder;
 
 /* Add a dependency of the task about to be emitted (NONE: none). */
@@ -57,6 +62,30 @@ void sched_dep(builder *b, uint32_t id);
  * added so far. */
 uint32_t sched_bucket_copy(builder *b, int step, int bk, int op, int resource);
 uint32_t sched_bucket_adam(builder *b, int step, int bk);
+
+/* Several ranks (ranks.c): nothing is emitted with one rank, so the graph of one
+ * GPU is unchanged. ZeRO-1/2: a bucket's gradients are reduce-scattered as soon as
+ * they are ready (rs_cur, which the families wait for before a bucket's optimizer
+ * work); each rank moves and updates its shard (the copies and Adam carry params =
+ * shard); updated 16-bit shards are all-gathered after the step's backward, in
+ * bucket order (one NCCL stream runs in order: an all-gather emitted while later
+ * buckets are still to be reduce-scattered would hold them behind a CPU update).
+ * ZeRO-3: no all-gather after the update; each unit's parameters are gathered
+ * before its forward and its backward. */
+#define GATHER_CUR 1   /* update_cur[bk] is an update that needs its all-gather */
+#define GATHER_PREV 2  /* update_prev[bk] (dpu's delayed upload) */
+void sched_ranks_init(builder *b);
+void sched_ranks_free(builder *b);
+/* the last micro-batch's backward finished unit: reduce-scatter its ready buckets */
+void sched_ranks_grad_ready(builder *b, int step, int unit);
+/* mark an update of bucket bk as awaiting its all-gather (no-op with one rank or ZeRO-3) */
+void sched_ranks_updated(builder *b, int bk, int which);
+/* emit the all-gathers awaited, in bucket order */
+void sched_ranks_gather_due(builder *b, int step);
+/* ZeRO-3: gather unit's parameters before a pass; replaces b->fetch[unit] */
+void sched_ranks_gather_unit(builder *b, int step, int micro, int pass, int unit, uint32_t window_dep);
+/* Parameters of one rank's shard of n (n itself with one rank). */
+int64_t sched_shard(const builder *b, int64_t n);
 
 /* Where the optimizer work goes; a NULL hook does nothing. */
 typedef struct sched_family {

@@ -99,6 +99,11 @@ typedef struct dsb {
 	uint32_t step_end_gpu, step_end_h2d; /* tasks the next step's forward waits for */
 	uint32_t *fwd_done, *bwd_done, *fetch;
 	uint32_t copy_hold;          /* a copy the compute stream waits for, NONE if none */
+	/* several ranks (see "World size" below) */
+	int ranks;
+	int64_t part_hi;             /* stages 1/2: the modelled rank 0's partition is [0, part_hi) */
+	int64_t ipg_lo, ipg_n;       /* the gradient bucket being filled: [ipg_lo, +ipg_n) */
+	int ipg_unit;                /* its lowest unit so far */
 } dsb;
 
 static void dep(dsb *b, uint32_t id) { zb_graph_add_dep(b->g, b->deps, &b->ndeps, id); }
@@ -161,6 +166,18 @@ static uint32_t copy(dsb *b, ctx x, int res, int op, int unit, int64_t params, i
 	t.bytes = bytes;
 	return emit(b, t);
 }
+
+static uint32_t collective(dsb *b, ctx x, int op, int unit, int bucket, int64_t offset, int64_t params)
+{
+	zb_task t = zb_task_blank(ZB_TASK_COLLECTIVE, ZB_RES_COMM, op, x.pass, x.step, x.micro, unit);
+	t.bucket = bucket;
+	t.param_offset = offset;
+	t.params = params;
+	t.bytes = 2.0 * (double)params;
+	return emit(b, t);
+}
+
+static int64_t shard(const dsb *b, int64_t n) { return zb_shard_params(n, b->ranks); }
 
 static void linear(dsb *b, ctx x, int op, int unit, int64_t out, int64_t in)
 {
@@ -271,12 +288,19 @@ static void pre_unit(dsb *b, ctx x, int u, uint32_t window)
 	if (b->stage < 3)
 		return;
 	host(b, x, ZB_OP_HOOK, u, zb_ds_unit_modules(b->m, u), 0);
-	if (!b->oparam)
-		return;
-	dep(b, b->last[ZB_RES_CPU]);
-	dep(b, window);
-	b->fetch[u] = copy(b, x, ZB_RES_H2D, ZB_OP_PARAM_FETCH, u, unit_n(b, u), unit_lo(b, u),
-			   2.0 * (double)unit_n(b, u));
+	if (b->oparam) {
+		int64_t n = shard(b, unit_n(b, u)); /* several ranks: this rank's partition */
+		dep(b, b->last[ZB_RES_CPU]);
+		dep(b, window);
+		b->fetch[u] = copy(b, x, ZB_RES_H2D, ZB_OP_PARAM_FETCH, u, n, unit_lo(b, u), 2.0 * (double)n);
+	}
+	if (b->ranks > 1) { /* the partitions gathered (stage3 fetch_sub_module's all-gather) */
+		dep(b, b->last[ZB_RES_CPU]);
+		dep(b, window);
+		dep(b, b->fetch[u]);
+		dep(b, b->step_end_gpu);
+		b->fetch[u] = collective(b, x, ZB_OP_ALL_GATHER, u, -1, unit_lo(b, u), unit_n(b, u));
+	}
 }
 
 /* Gradients of unit u after its backward. */
@@ -293,8 +317,90 @@ static uint32_t accumulate_up(dsb *b, ctx o, int u, int64_t n, int64_t offset)
 	return copy(b, o, ZB_RES_H2D, ZB_OP_GRAD_COPY, u, n, offset, 4.0 * n);
 }
 
+/* ---- World size (issue 14) ------------------------------------------------------
+ * DeepSpeed 0.19 (runtime/zero/stage_1_and_2.py), stages 1/2 on R ranks: gradients
+ * are copied into an IPG bucket of reduce_bucket_size elements as autograd produces
+ * them (reduce_independent_p_g_buckets_and_remove_grads); a full bucket is reduced
+ * by average_tensor, which with use_multi_rank_bucket_allreduce (the default, True)
+ * all-reduces the whole bucket in the 16-bit communication dtype
+ * (allreduce_and_scatter -> allreduce_bucket) on the reduction stream (overlap_comm)
+ * or the compute stream; then each rank copies the part of the bucket in its own
+ * partition of the flat group (copy_grads_in_partition: fp32, down to the host with
+ * cpu_offload). step() runs the optimizer on the rank's partition and
+ * all_gather_dp_groups gathers the updated 16-bit parameters. Partitions are
+ * contiguous slices of the flat group, rank 0 the bottom: its gradients are ready
+ * last, so its copies overlap the least. The graph is rank 0's work (the ranks wait
+ * for each other at the collectives); its optimizer tasks carry the shard.
+ * Stage 3 (stage3.py) partitions every parameter across ranks: each unit is
+ * all-gathered before use (its partition fetched from the host first with
+ * offload_param), gradients are reduce-scattered per bucket, and every rank owns
+ * 1/R of each unit, sub-group and copy. */
+/* Rank 0's part of [lo, lo + n) (stages 1/2). */
+static int64_t part_of(const dsb *b, int64_t lo, int64_t n)
+{
+	int64_t hi = lo + n < b->part_hi ? lo + n : b->part_hi;
+	return hi > lo ? hi - lo : 0;
+}
+
+/* Reduce the filled bucket and copy rank 0's part of it (stages 1/2), or
+ * reduce-scatter it and send this rank's shard of its CPU part down (stage 3). */
+static void ipg_flush(dsb *b, ctx o, int last_micro)
+{
+	if (b->ipg_n == 0)
+		return;
+	int64_t lo = b->ipg_lo, n = b->ipg_n;
+	int u = b->ipg_unit;
+	b->ipg_n = 0;
+	dep(b, b->last[ZB_RES_GPU]);
+	int op = b->stage < 3 ? ZB_OP_ALL_REDUCE : ZB_OP_REDUCE_SCATTER;
+	uint32_t red = collective(b, o, op, u, -1, lo, n);
+	if (!b->overlap) /* no overlap_comm: on the compute stream, which waits for it */
+		b->copy_hold = red;
+	int64_t mine = b->stage < 3 ? part_of(b, lo, n) : 0;
+	if (b->stage == 3) { /* the CPU sub-groups' part of the bucket, this rank's shard */
+		int64_t cpu_lo = lo > b->split ? lo : b->split;
+		mine = b->offload && lo + n > cpu_lo ? shard(b, lo + n - cpu_lo) : 0;
+		lo = cpu_lo;
+	}
+	if (mine == 0)
+		return;
+	dep(b, red);
+	uint32_t cast = kernel(b, o, ZB_OP_GRAD_COPY, u, 6.0 * mine); /* the partition to fp32 */
+	if (!b->offload)
+		return;
+	dep(b, cast);
+	uint32_t down = copy(b, o, ZB_RES_D2H, last_micro ? ZB_OP_GRAD_DOWN : ZB_OP_GRAD_COPY, u, mine, lo,
+			     4.0 * mine);
+	if (!b->overlap)
+		b->copy_hold = down;
+}
+
+/* Unit u's gradients go into the IPG bucket (after its backward), which is reduced
+ * when the next unit would overflow it, and at the end of the backward (u == 0). */
+static void grads_of_unit_ranks(dsb *b, ctx x, int u, int last_micro)
+{
+	int64_t n = unit_n(b, u), lo = unit_lo(b, u);
+	ctx o = x;
+	o.pass = ZB_PASS_BWD_WEIGHT;
+	b->copy_hold = NONE;
+	if (b->ipg_n > 0 && b->ipg_n + n > b->p->bucket_params)
+		ipg_flush(b, o, last_micro);
+	kernel(b, o, ZB_OP_GRAD_COPY, u, 4.0 * n + (x.micro > 0 ? 12.0 * n : 0)); /* into the bucket */
+	if (b->stage < 3)
+		host(b, o, ZB_OP_GRAD_HOOK, u, zb_ds_unit_tensors(b->m, u), 0);
+	b->ipg_lo = lo; /* units arrive top down: the bucket grows downwards */
+	b->ipg_n += n;
+	b->ipg_unit = u;
+	if (u == 0)
+		ipg_flush(b, o, last_micro);
+}
+
 static void grads_of_unit(dsb *b, ctx x, int u, int last_micro)
 {
+	if (b->ranks > 1) {
+		grads_of_unit_ranks(b, x, u, last_micro);
+		return;
+	}
 	int64_t n = unit_n(b, u), nc = unit_cpu(b, u);
 	int64_t lo = unit_lo(b, u);
 	int down_op = last_micro ? ZB_OP_GRAD_DOWN : ZB_OP_GRAD_COPY;
@@ -392,26 +498,26 @@ static void gpu_adam(dsb *b, int step, int bk)
 	const zb_bucket *bu = &b->g->buckets[bk];
 	ctx o = { step, -1, ZB_PASS_OPT };
 	if (b->stage == 3 && !b->offload) /* _prepare_fp32_grad_for_sub_group: flatten + fp32 */
-		kernel(b, o, ZB_OP_GRAD_COPY, bu->first_unit, 6.0 * bu->params);
+		kernel(b, o, ZB_OP_GRAD_COPY, bu->first_unit, 6.0 * shard(b, bu->params));
 	zb_task t = zb_task_blank(ZB_TASK_KERNEL, ZB_RES_GPU, ZB_OP_ADAM, ZB_PASS_OPT, step, -1, bu->first_unit);
 	t.bucket = bk;
-	t.params = bu->params;
+	t.params = shard(b, bu->params); /* this rank's partition of the group (graph.h) */
 	t.param_offset = bu->param_offset;
-	t.bytes = b->f->torch_adam_Bpp * (double)bu->params;
+	t.bytes = b->f->torch_adam_Bpp * (double)t.params;
 	gpu_deps(b);
 	emit(b, t);
-	kernel(b, o, ZB_OP_CAST, bu->first_unit, 6.0 * bu->params);
+	kernel(b, o, ZB_OP_CAST, bu->first_unit, 6.0 * t.params);
 }
 
 static void cpu_group(dsb *b, int step, int bk, uint32_t grads_down)
 {
 	const zb_bucket *bu = &b->g->buckets[bk];
 	ctx o = { step, -1, ZB_PASS_OPT };
-	double n = (double)bu->params;
+	double n = (double)shard(b, bu->params); /* this rank's partition of the group */
 	dep(b, grads_down);
 	zb_task t = zb_task_blank(ZB_TASK_CPU_ADAM, ZB_RES_CPU, ZB_OP_ADAM, ZB_PASS_OPT, step, -1, bu->first_unit);
 	t.bucket = bk;
-	t.params = bu->params;
+	t.params = (int64_t)n;
 	t.param_offset = bu->param_offset;
 	t.bytes = n * ZB_ADAM_BYTES_PER_PARAM;
 	emit(b, t);
@@ -419,7 +525,7 @@ static void cpu_group(dsb *b, int step, int bk, uint32_t grads_down)
 	if (b->stage < 3) {
 		/* into the pinned bf16 buffer, then one non-blocking copy up */
 		dep(b, b->last[ZB_RES_CPU]);
-		b->step_end_h2d = copy(b, o, ZB_RES_H2D, ZB_OP_PARAM_UP, bu->first_unit, bu->params,
+		b->step_end_h2d = copy(b, o, ZB_RES_H2D, ZB_OP_PARAM_UP, bu->first_unit, (int64_t)n,
 				       bu->param_offset, 2.0 * n);
 		return;
 	}
@@ -429,7 +535,7 @@ static void cpu_group(dsb *b, int step, int bk, uint32_t grads_down)
 	 * temporary, then a pageable H2D the thread waits for */
 	host(b, o, ZB_OP_FRESH_PAGES, bu->first_unit, 0, 2.0 * n);
 	dep(b, b->last[ZB_RES_CPU]);
-	uint32_t up = copy(b, o, ZB_RES_H2D, ZB_OP_PARAM_UP_PAGEABLE, bu->first_unit, bu->params,
+	uint32_t up = copy(b, o, ZB_RES_H2D, ZB_OP_PARAM_UP_PAGEABLE, bu->first_unit, (int64_t)n,
 			   bu->param_offset, 2.0 * n);
 	dep(b, up);
 	/* a blocking copy: the thread goes on when it is done (a zero-cost marker
@@ -463,7 +569,16 @@ static void optimizer_step(dsb *b, int step)
 		ctx o = { step, -1, ZB_PASS_OPT };
 		dep(b, b->last[ZB_RES_CPU]);
 		b->step_end_h2d = copy(b, o, ZB_RES_H2D, ZB_OP_PARAM_UP, b->units - 1, 0, 0,
-				       2.0 * (double)g->params);
+				       2.0 * (double)shard(b, g->params));
+	}
+	if (b->ranks > 1 && b->stage < 3) {
+		/* all_gather_dp_groups: the updated 16-bit partitions to every rank */
+		ctx o = { step, -1, ZB_PASS_OPT };
+		dep(b, b->step_end_gpu);
+		dep(b, b->step_end_h2d);
+		dep(b, b->last[ZB_RES_CPU]);
+		b->step_end_gpu = collective(b, o, ZB_OP_ALL_GATHER, g->buckets[0].first_unit, 0,
+					     g->buckets[0].param_offset, g->buckets[0].params);
 	}
 }
 
@@ -604,8 +719,10 @@ zb_status zb_ds_graph_build(zb_graph *g, const zb_config *c, zb_error *err)
 		b.last[r] = NONE;
 
 	g->steps = c->steps;
-	g->ranks = 1; /* several ranks: issue 14 */
+	b.ranks = c->policy.gpus * c->policy.nodes > 1 ? c->policy.gpus * c->policy.nodes : 1;
+	g->ranks = b.ranks;
 	g->params = zb_model_params(b.m);
+	b.part_hi = zb_shard_params(g->params, b.ranks);
 	g->grad_bytes_per_param = 2;
 	g->tokens_per_step = (double)b.tokens * b.p->gas;
 	g->model_flops_per_step = zb_model_flops_per_token(b.m, b.p->seq) * g->tokens_per_step;
@@ -703,19 +820,36 @@ void zb_ds_memory_estimate(const zb_config *c, zb_memory *out)
 	if (offload)
 		o.host_params = stage < 3 ? 4.0 * P : 2.0 * P + (p->offload_param ? 4.0 * P : 0);
 	o.host_process = 0.9 * GIB + (stage < 3 ? 4.0 : 2.0) * P;
+	/* World size R: optimizer states, fp32 gradients and the host's 16-bit buffers
+	 * are partitioned (each rank holds 1/R); ZeRO-3 partitions the 16-bit weights
+	 * and gradients too. Not checked against a measurement (none with R > 1 yet). */
+	int R = p->gpus * p->nodes > 1 ? p->gpus * p->nodes : 1;
+	if (R > 1) {
+		o.gpu_optimizer /= R;
+		o.host_optimizer /= R;
+		o.host_grads /= R;
+		o.host_params /= R;
+		if (stage == 3) {
+			o.gpu_grads /= R;
+			if (!p->offload_param)
+				o.gpu_params /= R;
+		}
+	}
 	o.gpu_bytes = o.gpu_params + o.gpu_grads + o.gpu_optimizer + o.gpu_activations + o.gpu_workspace;
 	o.host_bytes = o.host_optimizer + o.host_grads + o.host_params + o.host_activations + o.host_process;
+	int node_ranks = p->gpus > 1 ? p->gpus : 1; /* the node's ranks share its host memory */
 	/* Headroom: PyTorch's caching allocator reserves more than it hands out (the
 	 * measured max_memory_reserved exceeds max_memory_allocated by 3.4..27.7 GiB,
 	 * median ~5 GiB), and the host keeps the OS and page cache: 90 % of each. */
 	int gpu_ok = o.gpu_bytes <= 0.90 * c->hw.gpu.mem_bytes;
-	int host_ok = o.host_bytes <= 0.90 * c->hw.cpu.mem_bytes;
+	int host_ok = o.host_bytes * node_ranks <= 0.90 * c->hw.cpu.mem_bytes;
 	o.fits = gpu_ok && host_ok;
 	if (!gpu_ok)
 		snprintf(o.reason, sizeof o.reason, "gpu needs %.1f GiB of %.1f GiB (%s, DeepSpeed, %.1f usable)",
 			 o.gpu_bytes / GIB, c->hw.gpu.mem_bytes / GIB, c->hw.gpu.name, 0.9 * c->hw.gpu.mem_bytes / GIB);
 	else if (!host_ok)
 		snprintf(o.reason, sizeof o.reason, "host needs %.1f GiB of %.1f GiB (%s, DeepSpeed, %.1f usable)",
-			 o.host_bytes / GIB, c->hw.cpu.mem_bytes / GIB, c->hw.cpu.name, 0.9 * c->hw.cpu.mem_bytes / GIB);
+			 o.host_bytes * node_ranks / GIB, c->hw.cpu.mem_bytes / GIB, c->hw.cpu.name,
+			 0.9 * c->hw.cpu.mem_bytes / GIB);
 	*out = o;
 }

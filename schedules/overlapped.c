@@ -16,10 +16,13 @@ static void bucket_overlapped(builder *b, int step, int bk, uint32_t ready)
 	const zb_bucket *bu = &b->g->buckets[bk];
 	if (!bu->on_cpu) {
 		sched_dep(b, ready);
+		sched_dep(b, b->rs_cur[bk]); /* several ranks: this rank's shard reduced */
 		b->update_cur[bk] = sched_bucket_adam(b, step, bk);
+		sched_ranks_updated(b, bk, GATHER_CUR);
 		return;
 	}
 	sched_dep(b, ready);
+	sched_dep(b, b->rs_cur[bk]);
 	sched_dep(b, b->adam_prev[bk]); /* host gradient buffer free */
 	b->down_cur[bk] = sched_bucket_copy(b, step, bk, ZB_OP_GRAD_DOWN, ZB_RES_D2H);
 	sched_dep(b, b->down_cur[bk]);
@@ -33,6 +36,7 @@ static void bucket_overlapped(builder *b, int step, int bk, uint32_t ready)
 	} else {
 		sched_dep(b, b->adam_cur[bk]);
 		b->update_cur[bk] = sched_bucket_copy(b, step, bk, ZB_OP_PARAM_UP, ZB_RES_H2D);
+		sched_ranks_updated(b, bk, GATHER_CUR);
 	}
 }
 
@@ -44,6 +48,7 @@ static void bucket_delayed_up(builder *b, int step_of_update, int bk, uint32_t l
 	sched_dep(b, last_use);
 	b->update_prev[bk] = sched_bucket_copy(b, step_of_update, bk, ZB_OP_PARAM_UP, ZB_RES_H2D);
 	b->pending_up[bk] = 0;
+	sched_ranks_updated(b, bk, GATHER_PREV);
 }
 
 /* The last micro-batch's backward has finished writing unit's gradients. */

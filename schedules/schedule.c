@@ -182,9 +182,9 @@ static void fetch_param(builder *b, ctx x, int unit, uint32_t window_dep)
 		return;
 	zb_task t = zb_task_blank(ZB_TASK_COPY, ZB_RES_H2D, ZB_OP_PARAM_FETCH, ZB_PASS_OPT, x.step, x.micro, unit);
 	t.pass = (uint8_t)x.pass;
-	t.params = n;
+	t.params = sched_shard(b, n); /* several ranks: each fetches its shard, then all gather */
 	t.param_offset = zb_model_unit_offset(b->m, unit) + zb_model_unit_params(b->m, unit) - n;
-	t.bytes = (double)n * b->grad_bytes;
+	t.bytes = (double)t.params * b->grad_bytes;
 	sched_dep(b, window_dep);
 	/* The host copy of the parameters must be the one the previous step's CPU
 	 * Adam wrote. */
@@ -227,9 +227,9 @@ uint32_t sched_bucket_copy(builder *b, int step, int bk, int op, int resource)
 	const zb_bucket *bu = &b->g->buckets[bk];
 	zb_task t = zb_task_blank(ZB_TASK_COPY, resource, op, ZB_PASS_OPT, step, -1, bu->first_unit);
 	t.bucket = bk;
-	t.params = bu->params;
+	t.params = sched_shard(b, bu->params); /* this rank's shard (graph.h) */
 	t.param_offset = bu->param_offset;
-	t.bytes = (double)bu->params * b->grad_bytes;
+	t.bytes = (double)t.params * b->grad_bytes;
 	return emit(b, t);
 }
 
@@ -240,9 +240,9 @@ uint32_t sched_bucket_adam(builder *b, int step, int bk)
 	zb_task t = zb_task_blank(cpu ? ZB_TASK_CPU_ADAM : ZB_TASK_GPU_ADAM, cpu ? ZB_RES_CPU : ZB_RES_GPU_OPT,
 			  ZB_OP_ADAM, ZB_PASS_OPT, step, -1, bu->first_unit);
 	t.bucket = bk;
-	t.params = bu->params;
+	t.params = sched_shard(b, bu->params);
 	t.param_offset = bu->param_offset;
-	t.bytes = (double)bu->params * ZB_ADAM_BYTES_PER_PARAM;
+	t.bytes = (double)t.params * ZB_ADAM_BYTES_PER_PARAM;
 	return emit(b, t);
 }
 
@@ -261,6 +261,8 @@ static void micro_batch(builder *b, int step, int micro)
 	/* forward */
 	for (int u = 0; u < U; u++) {
 		fetch_param(b, f, u, (int64_t)u - window - 1 >= 0 ? b->fwd_done[u - window - 1] : NONE);
+		sched_ranks_gather_unit(b, step, micro, ZB_PASS_FWD, u,
+					(int64_t)u - window - 1 >= 0 ? b->fwd_done[u - window - 1] : NONE);
 		if (u >= 1 && u <= L && p->ckpt == ZB_CKPT_CPU) /* the block's input goes to the host */
 			b->act_down[u] = act_copy(b, f, u, 1, b->last_gpu, NONE);
 		if (micro == 0 && step > 0)
@@ -282,6 +284,8 @@ static void micro_batch(builder *b, int step, int micro)
 	ctx bw = { step, micro, ZB_PASS_BWD_DATA };
 	for (int u = U - 1; u >= 0; u--) {
 		fetch_param(b, bw, u, (int64_t)u + window + 1 < U ? b->bwd_done[u + window + 1] : NONE);
+		sched_ranks_gather_unit(b, step, micro, ZB_PASS_BWD_DATA, u,
+					(int64_t)u + window + 1 < U ? b->bwd_done[u + window + 1] : NONE);
 		uint32_t act_up = NONE;
 		if (u >= 1 && u <= L && p->ckpt == ZB_CKPT_CPU)
 			/* bring the checkpoint back; two buffers: the one of the unit two
@@ -312,6 +316,8 @@ static void micro_batch(builder *b, int step, int micro)
 			kernel(b, bw, ZB_OP_GRAD_ACC, u, n * (b->grad_bytes + 8 + (last ? b->grad_bytes : 0)));
 		}
 		b->grad_ready[u] = b->last_gpu;
+		if (last)
+			sched_ranks_grad_ready(b, step, u);
 		if (last && b->family->grad_ready)
 			b->family->grad_ready(b, step, u);
 	}
@@ -411,12 +417,12 @@ zb_status zb_graph_build_zbench(zb_graph *g, const zb_config *cfg, zb_error *err
 	b.family = sched_family_for(cfg);
 
 	g->steps = cfg->steps;
-	g->ranks = 1; /* several ranks: issue 14 */
 	g->params = zb_model_params(b.m);
 	g->grad_bytes_per_param = b.grad_bytes;
 	g->tokens_per_step = (double)b.tokens * b.p->gas;
 	g->model_flops_per_step = zb_model_flops_per_token(b.m, b.p->seq) * g->tokens_per_step;
 	make_buckets(g, cfg);
+	sched_ranks_init(&b);
 
 	int U = b.units, NB = g->nbuckets;
 	uint32_t *mem = zb_xmalloc(sizeof(uint32_t) * (size_t)(6 * U + 7 * NB));
@@ -460,6 +466,7 @@ zb_status zb_graph_build_zbench(zb_graph *g, const zb_config *cfg, zb_error *err
 			micro_batch(&b, s, mb);
 		if (b.family->backward_done)
 			b.family->backward_done(&b, s);
+		sched_ranks_gather_due(&b, s);
 		/* dpu: buckets whose delayed upload was not emitted during this step's
 		 * backward (none are left, every bucket has a lowest unit) */
 		memcpy(b.update_prev2, b.update_prev, sizeof(uint32_t) * (size_t)NB);
@@ -469,6 +476,8 @@ zb_status zb_graph_build_zbench(zb_graph *g, const zb_config *cfg, zb_error *err
 	}
 	if (b.family->finish)
 		b.family->finish(&b);
+	sched_ranks_gather_due(&b, cfg->steps - 1);
+	sched_ranks_free(&b);
 
 	free(mem);
 	free(b.pending_up);

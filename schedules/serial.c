@@ -15,13 +15,16 @@ static void optimizer_serial(builder *b, int step)
 	for (int bk = 0; bk < g->nbuckets; bk++) {
 		if (!g->buckets[bk].on_cpu) {
 			sched_dep(b, b->bwd_end);
+			sched_dep(b, b->rs_cur[bk]); /* several ranks: this rank's shard reduced */
 			b->update_cur[bk] = sched_bucket_adam(b, step, bk);
+			sched_ranks_updated(b, bk, GATHER_CUR);
 		}
 	}
 	for (int bk = 0; bk < g->nbuckets; bk++) {
 		if (!g->buckets[bk].on_cpu)
 			continue;
 		sched_dep(b, b->bwd_end);
+		sched_dep(b, b->rs_cur[bk]);
 		sched_dep(b, b->adam_prev[bk]);
 		last_down = b->down_cur[bk] = sched_bucket_copy(b, step, bk, ZB_OP_GRAD_DOWN, ZB_RES_D2H);
 	}
@@ -40,6 +43,7 @@ static void optimizer_serial(builder *b, int step)
 		}
 		sched_dep(b, last_adam);
 		b->update_cur[bk] = sched_bucket_copy(b, step, bk, ZB_OP_PARAM_UP, ZB_RES_H2D);
+		sched_ranks_updated(b, bk, GATHER_CUR);
 	}
 }
 

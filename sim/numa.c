@@ -6,9 +6,12 @@ static int sockets(const zb_config *c)
 	return c->hw.cpu.sockets > 1 ? c->hw.cpu.sockets : 1;
 }
 
+/* The ranks of a node share its host (issue 14): gpus_per_cpu, or the run's GPUs
+ * per node when more. */
 static int gpus_per_cpu(const zb_config *c)
 {
-	return c->hw.gpus_per_cpu > 0 ? c->hw.gpus_per_cpu : 1;
+	int g = c->hw.gpus_per_cpu > 0 ? c->hw.gpus_per_cpu : 1;
+	return c->policy.gpus > g ? c->policy.gpus : g;
 }
 
 /* Sockets the optimizer's threads occupy, filled one socket after another. */

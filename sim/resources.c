@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "sim/attention.h"
+#include "sim/collective.h"
 #include "sim/numa.h"
 #include "schedules/deepspeed.h"
 
@@ -19,7 +20,18 @@ static double copy_Bps(const zb_config *c, int resource)
 	int pageable = c->policy.pageable;
 	double bw = resource == ZB_RES_H2D ? (pageable ? l->pageable_h2d_Bps : l->h2d_Bps)
 					   : (pageable ? l->pageable_d2h_Bps : l->d2h_Bps);
-	return bw / (c->hw.gpus_per_link > 0 ? c->hw.gpus_per_link : 1);
+	return bw / zb_link_sharers(c);
+}
+
+/* GPUs dividing one host link. One GPU: gpus_per_link as given (a user's way to say
+ * the others behind its switch are busy too). Several ranks on a node: those behind
+ * one switch, at most gpus_per_link (the switch's topology: 2 on a DGX). */
+int zb_link_sharers(const zb_config *c)
+{
+	int per = c->hw.gpus_per_link > 0 ? c->hw.gpus_per_link : 1;
+	if (c->policy.gpus > 1)
+		return c->policy.gpus < per ? c->policy.gpus : per;
+	return per;
 }
 
 double zb_cpu_adam_Bps(const zb_config *c)
@@ -81,6 +93,19 @@ void zb_task_flow(const zb_task *t, const zb_config *c, double *fixed_s, double 
 		*fixed_s = c->hw.cpu.task_latency_s;
 		*work = t->bytes;
 		return;
+	case ZB_RES_COMM: {
+		/* ring steps' latency as the fixed part (the same for every collective of a
+		 * run: the engine keeps one fixed cost per resource), bus bytes as the work;
+		 * an all-reduce's second pass of steps is added as the bytes it would move
+		 * in that time, so it alone takes exactly collective.h's time */
+		double lat = zb_collective_step_latency_s(c);
+		int n = zb_ranks(c);
+		*fixed_s = (n - 1) * lat;
+		*work = zb_collective_bus_bytes(c, t->op, t->bytes);
+		if (t->op == ZB_OP_ALL_REDUCE)
+			*work += (n - 1) * lat * zb_collective_bus_Bps(c);
+		return;
+	}
 	}
 	*fixed_s = 0;
 	*work = 0;
@@ -100,12 +125,14 @@ void zb_resource_rates(const zb_config *c, const zb_task *const active[ZB_RES_CO
 	rate[ZB_RES_H2D] = copy_Bps(c, ZB_RES_H2D) * (both ? l->duplex_h2d : 1.0);
 	rate[ZB_RES_D2H] = copy_Bps(c, ZB_RES_D2H) * (both ? l->duplex_d2h : 1.0);
 	rate[ZB_RES_CPU] = zb_cpu_adam_Bps(c);
+	/* collectives: NVLink/network, shared with nothing modelled here (collective.h) */
+	rate[ZB_RES_COMM] = zb_collective_bus_Bps(c);
 	zb_ds_profile scratch;
 	const zb_ds_profile *ds = ds_profile(c, &scratch);
 	if (ds) {
 		rate[ZB_RES_CPU] *= ds->cpu_adam_rel;
 		if (active[ZB_RES_H2D] && active[ZB_RES_H2D]->op == ZB_OP_PARAM_UP_PAGEABLE)
-			rate[ZB_RES_H2D] = ds->pageable_h2d_Bps / (c->hw.gpus_per_link > 0 ? c->hw.gpus_per_link : 1);
+			rate[ZB_RES_H2D] = ds->pageable_h2d_Bps / zb_link_sharers(c);
 	}
 	/* only Adam draws on DRAM at its rate; framework host tasks are durations */
 	int adam = active[ZB_RES_CPU] && active[ZB_RES_CPU]->kind == ZB_TASK_CPU_ADAM;

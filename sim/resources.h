@@ -34,6 +34,10 @@ double zb_task_alone_s(const zb_task *t, const zb_config *c);
 void zb_resource_rates(const zb_config *c, const zb_task *const active_task[ZB_RES_COUNT],
 		       double rate[ZB_RES_COUNT]);
 
+/* GPUs that divide one host link's bandwidth (gpus_per_link, and with several ranks
+ * per node at most policy.gpus of them). */
+int zb_link_sharers(const zb_config *c);
+
 /* Optimizer threads and their unshared Adam traffic rate (B/s) for one GPU. */
 double zb_cpu_adam_Bps(const zb_config *c);
 
