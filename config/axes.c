@@ -22,7 +22,7 @@ static const struct {
 	[ZB_AX_GPU] = { "gpu", ZB_AXK_NAME, "GPU preset (v100, a100-40g, a100-80g, h100, h200, b200, gh200)" },
 	[ZB_AX_CPU] = { "cpu", ZB_AXK_NAME, "host CPU preset" },
 	[ZB_AX_CORES] = { "cores", ZB_AXK_INT, "CPU cores (overrides the CPU preset)" },
-	[ZB_AX_GPUS_PER_LINK] = { "gpus-per-link", ZB_AXK_INT, "GPUs sharing one host link" },
+	[ZB_AX_GPUS_PER_LINK] = { "gpus-per-link", ZB_AXK_INT, "GPUs behind one host link (PCIe switch uplink); --gpus ranks fill them" },
 	[ZB_AX_GPUS_PER_CPU] = { "gpus-per-cpu", ZB_AXK_INT, "GPUs sharing the host's cores and DRAM (1: this run has the whole host)" },
 	[ZB_AX_MODEL] = { "model", ZB_AXK_NAME, "model preset (default gpt2-large)" },
 	[ZB_AX_MODEL_FILE] = { "model-file", ZB_AXK_NAME, "model JSON file" },
