@@ -44,7 +44,7 @@ static const struct {
 	[ZB_AX_THREADS] = { "threads", ZB_AXK_INT, "CPU optimizer threads (default: all cores)" },
 	[ZB_AX_STEPS] = { "steps", ZB_AXK_INT, "optimizer steps to schedule (default 6; the first 2 fill the pipeline)" },
 	[ZB_AX_FRAMEWORK] = { "framework", ZB_AXK_NAME, "whose schedule: zbench | deepspeed (default zbench; deepspeed with --ds-config)" },
-	[ZB_AX_ZERO_STAGE] = { "zero-stage", ZB_AXK_INT, "deepspeed: ZeRO stage 1 | 2 | 3 (default: the file's, else 3 with offload-param or ratio < 1, else 2)" },
+	[ZB_AX_ZERO_STAGE] = { "zero-stage", ZB_AXK_INT, "ZeRO stage 1 | 2 | 3; deepspeed: default the file's, else 3 with offload-param or ratio < 1, else 2; zbench with --gpus: 3 gathers parameters per layer" },
 	[ZB_AX_ATTENTION] = { "attention", ZB_AXK_NAME, "eager (default) | flash: the fused attention kernels (slower than eager on the H200: 43 TFLOP/s)" },
 	[ZB_AX_LINK_RATE] = { "link-rate", ZB_AXK_REAL, "emulated host link, GB/s each way: run paces its pinned copies" },
 	[ZB_AX_SUB_GROUP] = { "sub-group", ZB_AXK_INT, "deepspeed: ZeRO-3 sub_group_size in parameters (default: the file's, else 1e9)" },
