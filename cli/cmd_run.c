@@ -126,6 +126,12 @@ static zb_status plan(run *x, zb_error *err)
 				       x->o.axis[ZB_AX_FRAMEWORK]);
 		x->c.framework = ZB_FW_ZBENCH;
 	}
+	/* several ranks need the multi-GPU executor (issue 14, its own branch): until it is
+	 * merged this executor would run one rank's sharded graph alone */
+	if (x->c.policy.gpus * x->c.policy.nodes > 1)
+		return zb_fail(err, ZB_E_INPUT, "run --gpus %d --nodes %d: this build's executor runs one GPU (predict and "
+						"sweep model several)",
+			       x->c.policy.gpus, x->c.policy.nodes);
 	if (!x->o.axis[ZB_AX_STEPS])
 		x->c.steps = 4;
 	x->measured_steps = x->c.steps;
