@@ -117,7 +117,7 @@ static void check_ranks(const zb_graph *g, const zb_config *c, int zero3)
 				continue;
 			assert_int_equal(t->kind, ZB_TASK_COLLECTIVE);
 			assert_close(t->bytes, 2.0 * (double)t->params, 0);
-			if (t->op == ZB_OP_REDUCE_SCATTER)
+			if (t->op == ZB_OP_REDUCE_SCATTER || t->op == ZB_OP_ALL_REDUCE)
 				rs += t->params;
 			else if (t->bucket >= 0)
 				ag_bucket += t->params;
@@ -154,13 +154,13 @@ static void test_graph_invariants(void **state)
 			for (int k = 0; k < ZB_POLICY_COUNT; k++)
 				for (int q = 0; q < 3; q++)
 					for (int gas = 1; gas <= 2; gas++)
-						for (int z = 0; z < 3; z++) { /* stage 2, stage 3, offload_param */
+						for (int z = 0; z < 4; z++) { /* stage 2, stage 3, offload_param, stage 1 */
 							zb_config c;
 							base(&c, models[mi], ranks[ri]);
 							c.policy.kind = (zb_policy_kind)k;
 							c.policy.ratio = ratios[q];
 							c.policy.gas = gas;
-							c.policy.zero_stage = z == 1 ? 3 : 0;
+							c.policy.zero_stage = z == 1 ? 3 : z == 3 ? 1 : 0;
 							c.policy.offload_param = z == 2;
 							if (z == 2 && (k == ZB_POLICY_NONE || k == ZB_POLICY_DPU))
 								continue;
@@ -176,7 +176,7 @@ static void test_graph_invariants(void **state)
 									    models[mi], ranks[ri], zb_policy_name(c.policy.kind),
 									    ratios[q], gas, z, err.msg);
 							assert_int_equal(st, ZB_OK);
-							check_ranks(&g, &c, z > 0);
+							check_ranks(&g, &c, z == 1 || z == 2);
 							zb_sim_result r;
 							assert_int_equal(zb_simulate(&g, &c, &r, &err), ZB_OK);
 							zb_sim_result_free(&r);
