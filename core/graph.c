@@ -44,7 +44,8 @@ static zb_status check_shards(const zb_graph *g, zb_error *err)
 				st = zb_fail(err, ZB_E_INTERNAL, "collective %zu covers [%lld, +%lld), its bucket %d [%lld, +%lld)", i,
 					     (long long)t->param_offset, (long long)t->params, t->bucket,
 					     (long long)bu->param_offset, (long long)bu->params);
-			else if (t->op == ZB_OP_REDUCE_SCATTER && t->step >= 0 && t->step < g->steps)
+			else if ((t->op == ZB_OP_REDUCE_SCATTER || t->op == ZB_OP_ALL_REDUCE) && t->step >= 0 &&
+				 t->step < g->steps)
 				rs[(size_t)t->step * (size_t)g->nbuckets + (size_t)t->bucket]++;
 			continue;
 		}
@@ -60,7 +61,7 @@ static zb_status check_shards(const zb_graph *g, zb_error *err)
 	for (int s = 0; s < g->steps && !st && any; s++)
 		for (int bk = 0; bk < g->nbuckets && !st; bk++)
 			if (rs[(size_t)s * (size_t)g->nbuckets + (size_t)bk] != 1)
-				st = zb_fail(err, ZB_E_INTERNAL, "bucket %d is reduce-scattered %d times in step %d", bk,
+				st = zb_fail(err, ZB_E_INTERNAL, "bucket %d is reduced %d times in step %d", bk,
 					     rs[(size_t)s * (size_t)g->nbuckets + (size_t)bk], s);
 	free(rs);
 	return st;
