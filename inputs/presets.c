@@ -148,6 +148,7 @@ static const zb_gpu gpus[] = {
 		.gemm_half_dim = 64,
 		/* Estimate: the H200 figure. */
 		.kernel_latency_s = 4e-6,
+		.sms = 80, /* SMs (NVIDIA architecture whitepaper) */
 	},
 	{
 		.name = "a100-40g",
@@ -159,6 +160,7 @@ static const zb_gpu gpus[] = {
 		.hbm_Bps = 1555 * GB * ACHIEVABLE_HBM,
 		.gemm_half_dim = 64,       /* estimate: the H200 figure */
 		.kernel_latency_s = 4e-6,  /* estimate: the H200 figure */
+		.sms = 108, /* SMs (NVIDIA architecture whitepaper) */
 	},
 	{
 		.name = "a100-80g",
@@ -170,6 +172,7 @@ static const zb_gpu gpus[] = {
 		.hbm_Bps = 2039 * GB * ACHIEVABLE_HBM,
 		.gemm_half_dim = 64,       /* estimate: the H200 figure */
 		.kernel_latency_s = 4e-6,  /* estimate: the H200 figure */
+		.sms = 108, /* SMs (NVIDIA architecture whitepaper) */
 	},
 	{
 		.name = "h100",
@@ -183,6 +186,7 @@ static const zb_gpu gpus[] = {
 		.hbm_Bps = 3350 * GB * ACHIEVABLE_HBM,
 		.gemm_half_dim = 64,       /* estimate: the H200 figure */
 		.kernel_latency_s = 4e-6,  /* estimate: the H200 figure */
+		.sms = 132, /* SMs (NVIDIA architecture whitepaper) */
 	},
 	{
 		.name = "h200",
@@ -205,6 +209,7 @@ static const zb_gpu gpus[] = {
 		.gemm_half_dim = 64,
 		/* Estimate from the H200 machine: launch (~2-3 us) plus the tail of a kernel. */
 		.kernel_latency_s = 4e-6,
+		.sms = 132, /* SMs (NVIDIA architecture whitepaper) */
 	},
 	{
 		.name = "b200",
@@ -217,6 +222,7 @@ static const zb_gpu gpus[] = {
 		.hbm_Bps = 8000 * GB * ACHIEVABLE_HBM,
 		.gemm_half_dim = 64,       /* estimate: the H200 figure */
 		.kernel_latency_s = 4e-6,  /* estimate: the H200 figure */
+		.sms = 148, /* SMs (NVIDIA architecture whitepaper) */
 	},
 	{
 		.name = "gh200",
@@ -228,6 +234,7 @@ static const zb_gpu gpus[] = {
 		.hbm_Bps = 4000 * GB * ACHIEVABLE_HBM,
 		.gemm_half_dim = 64,       /* estimate: the H200 figure */
 		.kernel_latency_s = 4e-6,  /* estimate: the H200 figure */
+		.sms = 132, /* SMs (NVIDIA architecture whitepaper) */
 		.builtin_link = "nvlink-c2c",
 	},
 };
