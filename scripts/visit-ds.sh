@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
-# One GPU call (about 4 minutes) for issue 11's shape generalization: is the
-# optimizer phase of ZeRO-2 offload per parameter a property of the shape or of
-# the harness? The 2.5 B table (data/deepspeed-h200-2026-11-30.tsv) was measured
-# with another script than peers/ds_step.py, which measured gpt2-large and
-# Llama-3.2-3B; ds_step's opt phase of stage 2 offload is ~444 ms per billion
-# parameters on both of those, the 2.5 B table's ~355. This runs the 2.5 B stage-2
-# configurations through ds_step.py, then gpt2-large s2-none and s2-off with
-# --phase-sync (GPU-synchronized phases: how long the GPU's forward and backward
-# really take on the hidden-1280 shape, which zbench predicts ~20 % short).
+# One GPU call (about 4 minutes) for issue 11's shape generalization. ZeRO-2
+# offload's optimizer phase costs ~444 ms per billion parameters on gpt2-large and
+# Llama-3.2-3B (peers/ds_step.py) but ~355 on the 2.5 B shape (the table
+# data/deepspeed-h200-2026-11-30.tsv; ds_step's own 2.5 B s2-off step, 1545 ms, agrees
+# with the table's total), while stage 3's is the same on all three. This runs the
+# 2.5 B stage-2 configurations through ds_step.py (their phases), then gpt2-large
+# s2-none and s2-off with --phase-sync (GPU-synchronized phases: the GPU's own
+# forward and backward on the hidden-1280 shape).
 #   OUT=/tmp/o scripts/visit-ds.sh     (carries .whl/ like scripts/visit-deepspeed.sh)
 # Writes $OUT/ds-results.jsonl and the per-run logs (see visit-deepspeed.sh).
 set -u
