@@ -89,6 +89,8 @@ zb_status zb_ds_calibrate(const zb_ds_measured *m, const zb_config *base, zb_ds_
 		x[i] = f.x0[i] = log(v > l ? v : l);
 		lo[i] = log(l);
 		hi[i] = log(in->hi);
+		if (in->held) /* measured directly: not a degree of freedom of the fit */
+			lo[i] = hi[i] = x[i];
 	}
 	int nr = m->n + ZB_DS_NPARAM;
 	double *r = zb_xmalloc(sizeof(double) * (size_t)nr), cost;

@@ -41,6 +41,8 @@ typedef struct zb_gpu {
 	double hbm_Bps;          /* achievable device memory bandwidth (read + write) */
 	double gemm_half_dim;    /* GEMM efficiency: each dim d scales the rate by d/(d+half) */
 	double kernel_latency_s; /* launch plus tail of one kernel */
+	int sms;                 /* streaming multiprocessors (0: unknown); GEMM output tiles
+	                            run in waves of this many, zb_gemm_waves */
 	double flash_efficiency; /* fused attention's fraction of bf16_flops (0: the estimate
 	                            ZB_FLASH_EFFICIENCY, sim/attention.h) */
 	char builtin_link[ZB_NAME_MAX]; /* non-empty: this GPU has its own CPU link preset

@@ -45,6 +45,8 @@ typedef struct zb_ds_param_info {
 	const char *unit;     /* "s", "B/s", "" */
 	double lo, hi;        /* range accepted from files and by the fit */
 	const char *source;   /* where the default comes from */
+	int held;             /* 1: a profiled phase measures it directly, so calibrate keeps
+	                         the default instead of fitting it to step times */
 } zb_ds_param_info;
 
 const zb_ds_param_info *zb_ds_param(int i);

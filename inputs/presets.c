@@ -150,6 +150,7 @@ static const zb_gpu gpus[] = {
 		.gemm_half_dim = 64,
 		/* Estimate: the H200 figure. */
 		.kernel_latency_s = 4e-6,
+		.sms = 80, /* SMs (NVIDIA architecture whitepaper) */
 	},
 	{
 		.name = "a100-40g",
@@ -161,6 +162,7 @@ static const zb_gpu gpus[] = {
 		.hbm_Bps = 1555 * GB * ACHIEVABLE_HBM,
 		.gemm_half_dim = 64,       /* estimate: the H200 figure */
 		.kernel_latency_s = 4e-6,  /* estimate: the H200 figure */
+		.sms = 108, /* SMs (NVIDIA architecture whitepaper) */
 	},
 	{
 		.name = "a100-80g",
@@ -172,6 +174,7 @@ static const zb_gpu gpus[] = {
 		.hbm_Bps = 2039 * GB * ACHIEVABLE_HBM,
 		.gemm_half_dim = 64,       /* estimate: the H200 figure */
 		.kernel_latency_s = 4e-6,  /* estimate: the H200 figure */
+		.sms = 108, /* SMs (NVIDIA architecture whitepaper) */
 	},
 	{
 		.name = "h100",
@@ -185,6 +188,7 @@ static const zb_gpu gpus[] = {
 		.hbm_Bps = 3350 * GB * ACHIEVABLE_HBM,
 		.gemm_half_dim = 64,       /* estimate: the H200 figure */
 		.kernel_latency_s = 4e-6,  /* estimate: the H200 figure */
+		.sms = 132, /* SMs (NVIDIA architecture whitepaper) */
 	},
 	{
 		.name = "h200",
@@ -207,6 +211,7 @@ static const zb_gpu gpus[] = {
 		.gemm_half_dim = 64,
 		/* Estimate from the H200 machine: launch (~2-3 us) plus the tail of a kernel. */
 		.kernel_latency_s = 4e-6,
+		.sms = 132, /* SMs (NVIDIA architecture whitepaper) */
 	},
 	{
 		.name = "b200",
@@ -219,6 +224,7 @@ static const zb_gpu gpus[] = {
 		.hbm_Bps = 8000 * GB * ACHIEVABLE_HBM,
 		.gemm_half_dim = 64,       /* estimate: the H200 figure */
 		.kernel_latency_s = 4e-6,  /* estimate: the H200 figure */
+		.sms = 148, /* SMs (NVIDIA architecture whitepaper) */
 	},
 	{
 		.name = "gh200",
@@ -230,6 +236,7 @@ static const zb_gpu gpus[] = {
 		.hbm_Bps = 4000 * GB * ACHIEVABLE_HBM,
 		.gemm_half_dim = 64,       /* estimate: the H200 figure */
 		.kernel_latency_s = 4e-6,  /* estimate: the H200 figure */
+		.sms = 132, /* SMs (NVIDIA architecture whitepaper) */
 		.builtin_link = "nvlink-c2c",
 	},
 };

@@ -22,6 +22,7 @@
 
 #include "inputs/dsconfig.h"
 #include "inputs/dsprofile.h"
+#include "schedules/ds_eltwise.h"
 #include "core/model.h"
 
 #define NONE UINT32_MAX
@@ -225,14 +226,19 @@ static void block(dsb *b, ctx x, int unit, int backward)
 	int64_t h = m->hidden, kv = zb_model_kv_dim(m), f = m->ffn;
 	int64_t up = (m->gated_mlp ? 2 : 1) * f;
 	double k = backward ? 1.5 : 1.0; /* elementwise backward reads one more tensor */
-	kernel(b, x, ZB_OP_NORM1, unit, k * 2 * act(b, h));
+	double T = (double)b->tokens;
+	/* eager PyTorch's elementwise kernels by model family (ds_eltwise.h); the
+	 * rotary and layout copies ride on the norm and residual tasks around them */
+	kernel(b, x, ZB_OP_NORM1, unit, T * zb_ds_norm_bytes(m, backward));
 	linear(b, x, ZB_OP_QKV, unit, h + 2 * kv, h);
+	if (zb_ds_rotary_bytes(m, backward) > 0)
+		kernel(b, x, ZB_OP_ACT, unit, T * zb_ds_rotary_bytes(m, backward));
 	attention(b, x, unit, backward);
 	linear(b, x, ZB_OP_PROJ, unit, h, h);
-	kernel(b, x, ZB_OP_RESID, unit, k * 3 * act(b, h));
-	kernel(b, x, ZB_OP_NORM2, unit, k * 2 * act(b, h));
+	kernel(b, x, ZB_OP_RESID, unit, k * 3 * act(b, h) + T * zb_ds_layout_bytes(m, backward));
+	kernel(b, x, ZB_OP_NORM2, unit, T * zb_ds_norm_bytes(m, backward));
 	linear(b, x, ZB_OP_FC1, unit, up, h);
-	kernel(b, x, ZB_OP_ACT, unit, k * act(b, (m->gated_mlp ? 3 : 2) * f));
+	kernel(b, x, ZB_OP_ACT, unit, T * zb_ds_act_bytes(m, backward));
 	linear(b, x, ZB_OP_FC2, unit, h, f);
 	kernel(b, x, ZB_OP_RESID, unit, k * 3 * act(b, h));
 }
@@ -758,7 +764,7 @@ static double block_saved(const zb_config *c, const zb_ds_profile *f)
 	double h = m->hidden, kv = (double)zb_model_kv_dim(m), fi = m->ffn;
 	double T = (double)c->policy.micro_batch * c->policy.seq, s = c->policy.seq;
 	double w = 4 * h + (h + 2 * kv) + 2 * h + h + (m->gated_mlp ? 3 : 2) * fi;
-	double bytes = 2.0 * T * w;
+	double bytes = 2.0 * T * w + T * zb_ds_extra_saved_bytes(m);
 	if (!f->flash)
 		bytes += 2.0 * 2.0 * c->policy.micro_batch * (double)m->heads * s * s;
 	return bytes;

@@ -22,6 +22,12 @@
 /* Fraction of the peak rate a GEMM of this shape reaches: each of m, n, k scales
  * it by d / (d + gemm_half_dim), so small dimensions waste the tensor cores. */
 double zb_gemm_efficiency(const zb_gpu *gpu, double m, double n, double k);
+/* Wave quantization: a GEMM's output tiles (128 x 256, cuBLAS's bf16 tile on
+ * Hopper) run in waves of gpu->sms; the share of the last wave left idle slows the
+ * GEMM by tiles / (waves * sms). 1 when sms is unknown (0). The H200's measured
+ * 2560 x 2560 x 8192 weight gradient (553 TFLOP/s, 0.74 of the large shapes'
+ * ~747; BENCHMARKS.md "GEMMs") is 200 tiles in 2 waves of 132: 0.76. */
+double zb_gemm_waves(const zb_gpu *gpu, double m, double n, double batch);
 
 /* A task's flow on its resource when it runs alone. */
 void zb_task_flow(const zb_task *t, const zb_config *c, double *fixed_s, double *work);

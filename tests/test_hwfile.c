@@ -97,6 +97,7 @@ static void assert_gpu_equal(const zb_gpu *a, const zb_gpu *b)
 	assert_true(a->hbm_Bps == b->hbm_Bps);
 	assert_true(a->gemm_half_dim == b->gemm_half_dim);
 	assert_true(a->kernel_latency_s == b->kernel_latency_s);
+	assert_int_equal(a->sms, b->sms);
 	assert_string_equal(a->builtin_link, b->builtin_link);
 }
 

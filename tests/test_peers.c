@@ -395,7 +395,7 @@ static void test_cli_failures_go_on(void **state)
 	assert_non_null(row);
 	double meas, pred, e, gm, gp, hm, hp;
 	assert_int_equal(sscanf(row, " s2-off %lf %lf %lf %lf %lf %lf %lf", &meas, &pred, &e, &gm, &gp, &hm, &hp), 7);
-	assert_close(e, 100 * (pred - meas) / meas, 0.01);
+	assert_true(fabs(e - 100 * (pred - meas) / meas) < 0.06); /* e is printed to 0.1 % */
 	assert_close(gm, 30.0, 1e-9);
 	assert_close(hm, 61.7, 1e-9);
 	assert_contains(r.out, "\ns3-tf30            1570.0 ");
