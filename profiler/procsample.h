@@ -11,7 +11,14 @@
  * nanoseconds used in it (at most end - start for one thread).
  *
  * The tree: the root process and every process whose parent chain reaches it,
- * found again every `rescan` ticks by reading /proc/PID/stat of every process.
+ * found again every `rescan` ticks by listing /proc; the parent of a process is
+ * read from /proc/PID/stat once, when it first appears in the list.
+ *
+ * Cost: the sampler runs in zbench, not in the traced process, but it takes a
+ * core from it while it reads; a traced program whose CPU optimizer keeps every
+ * core busy (DeepSpeed's CPU Adam, OpenMP) waits at each parallel region's barrier
+ * for the thread it displaced. So a tick reads each thread's schedstat with one
+ * pread on a file kept open, and the time the ticks took is kept (self_cpu_ns).
  *
  * Resolution: a thread born between two ticks gets its CPU time so far as one
  * sample from its start (stat's starttime, 10 ms ticks) or the last tick; the CPU
@@ -40,6 +47,8 @@ typedef struct zb_cpu_thread {
 	uint32_t pid, tid;
 	char name[32];       /* /proc/PID/task/TID/comm at first sight */
 	int64_t last_cpu_ns, last_ns, total_cpu_ns;
+	int fd_plus1;        /* its schedstat kept open (fd + 1; 0: none), read with pread */
+	uint64_t seen;       /* the tick that last listed it (+ 1) */
 } zb_cpu_thread;
 
 typedef struct zb_proc_sampler {
@@ -50,10 +59,20 @@ typedef struct zb_proc_sampler {
 	size_t nthreads, cap_threads;
 	pid_t *pids;         /* the tree as last found */
 	size_t npids, cap_pids;
+	pid_t *known, *known_ppid; /* every process of the last rescan and its parent, by pid */
+	size_t nknown;
 	uint64_t ticks, read_failures;
 	int64_t last_tick_ns;
 	int use_ticks;       /* schedstat missing: stat's clock ticks */
+	size_t hint;         /* where thread_of looks first: the next thread of the last tick */
+	int nopen;           /* schedstat files kept open (at most ZB_PROC_MAX_OPEN) */
+	int64_t self_cpu_ns; /* CPU time the ticks themselves took (the sampler's own cost) */
 } zb_proc_sampler;
+
+/* Schedstat files kept open between ticks: a tick is then one pread per thread
+ * instead of open + read + close (5x cheaper, tests/test_trace_cost.c); threads
+ * beyond this are read the slow way. */
+#define ZB_PROC_MAX_OPEN 512
 
 zb_proc_sampler *zb_proc_sampler_create(pid_t root);
 void zb_proc_sampler_free(zb_proc_sampler *s);
