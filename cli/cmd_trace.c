@@ -35,18 +35,23 @@
 #include "profiler/procsample.h"
 #include "profiler/spool.h"
 #include "profiler/trace.h"
+#include "profiler/trace_kinds.h"
 #include "results/foreign.h"
 #include "results/store.h"
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: zbench trace [--db <path>] [--sample-ms <ms>] [--api] [--nvtx all|steps|none]\n"
-		   "                   [--step-match <text>] [--steps <n>] [--keep-spool] -- <command> [args...]\n\n"
-		   "Run <command> with zbench's CUPTI collector injected into every CUDA process it starts\n"
-		   "(kernels, copies with bytes and direction, memsets, synchronization; runtime/driver API\n"
-		   "calls with --api), sample each thread's CPU time from /proc every --sample-ms (default\n"
-		   "10), and store it as a run of kind 'trace' in the database (default " ZB_STORE_DEFAULT_PATH ").\n"
+	fprintf(f, "usage: zbench trace [--db <path>] [--sample-ms <ms>] [--kinds <list>] [--api]\n"
+		   "                   [--nvtx all|steps|none] [--step-match <text>] [--steps <n>] [--keep-spool]\n"
+		   "                   -- <command> [args...]\n\n"
+		   "Run <command> with zbench's CUPTI collector injected into every CUDA process it starts,\n"
+		   "sample each thread's CPU time from /proc every --sample-ms (default 10), and store it as\n"
+		   "a run of kind 'trace' in the database (default " ZB_STORE_DEFAULT_PATH ").\n"
 		   "Then: zbench analyze <run>. The command's exit status is zbench's.\n"
+		   "--kinds: what is recorded, default kernel,memcpy,memset,sync,overhead (what analyze\n"
+		   "needs, and cheap); also runtime, driver (api: both; one record per CUDA call, the\n"
+		   "costly part), launches (count kernel launches against kernel records). A list with\n"
+		   "signs changes the default: --kinds +api,-sync. --api is --kinds +api.\n"
 		   "--nvtx steps (default): only NVTX ranges and marks whose name holds --step-match (default\n"
 		   "'step', any case), by zbench's own NVTX handler; all: every range, through CUPTI (costs\n"
 		   "~2 us a range); none: NVTX left alone. --steps <n>: after the n-th step range ends, the\n"
@@ -57,6 +62,7 @@ typedef struct trace_opts {
 	const char *db, *nvtx, *step_match;
 	double sample_ms;
 	int keep, api;
+	unsigned kinds;      /* trace_kinds.h; --api adds ZB_TK_API after all options */
 	long stop_steps;
 } trace_opts;
 
@@ -136,7 +142,9 @@ static void child_env(const trace_opts *o, const char *lib, const char *spool, c
 {
 	setenv("CUDA_INJECTION64_PATH", lib, 1);
 	setenv("ZB_TRACE_SPOOL", spool, 1);
-	setenv("ZB_TRACE_API", o->api ? "1" : "0", 1);
+	char k[16];
+	snprintf(k, sizeof k, "0x%x", o->kinds);
+	setenv("ZB_TRACE_KINDS", k, 1);
 	setenv("ZB_TRACE_NVTX", o->nvtx, 1);
 	setenv("ZB_TRACE_STEP_MATCH", o->step_match, 1);
 	char n[32];
@@ -209,6 +217,7 @@ static int run_child(char **argv, const trace_opts *o, const char *lib, const ch
 typedef struct totals {
 	int processes, errors;
 	uint64_t kernels, memcpys, memsets, apis, nvtx, dropped, launches, parse_errors, buffer_failures, lost;
+	uint64_t parse_ns, overheads, overhead_ns; /* the collector's own cost (report_cost) */
 } totals;
 
 static zb_status meta_i(zb_store *s, int64_t cfg, const char *name, int64_t v, zb_error *err)
@@ -255,6 +264,10 @@ static zb_status ingest(zb_store *s, int64_t cfg, const char *spool, int64_t t0,
 		tt->kernels += t->nkernels, tt->memcpys += t->nmemcpys, tt->memsets += t->nmemsets;
 		tt->apis += t->napis, tt->nvtx += t->nnvtxs, tt->dropped += t->dropped, tt->launches += t->launches;
 		tt->parse_errors += t->parse_errors, tt->buffer_failures += t->buffer_failures;
+		tt->parse_ns += t->parse_ns, tt->overheads += t->noverheads;
+		for (size_t k = 0; k < t->noverheads; k++)
+			if (t->overheads[k].end > t->overheads[k].start)
+				tt->overhead_ns += (uint64_t)(t->overheads[k].end - t->overheads[k].start);
 		zb_trace_free(t);
 	}
 	closedir(d);
@@ -325,8 +338,16 @@ static zb_status store_trace(const char *db, int argc, char **argv, char **cmd, 
 		st = zb_store_add_trace_meta(s, cfg, "ZB_TRACE_NVTX", o->nvtx, err);
 	if (!st)
 		st = zb_store_add_trace_meta(s, cfg, "ZB_TRACE_STEP_MATCH", o->step_match, err);
+	char kinds[160];
+	zb_trace_kinds_format(o->kinds, kinds, sizeof kinds);
 	if (!st)
-		st = meta_i(s, cfg, "ZB_TRACE_API", o->api, err);
+		st = zb_store_add_trace_meta(s, cfg, "ZB_TRACE_KINDS", kinds, err);
+	if (!st)
+		st = meta_i(s, cfg, "ZB_SAMPLER_CPU_NS", ps->self_cpu_ns, err);
+	if (!st)
+		st = meta_i(s, cfg, "ZB_TRACE_PARSE_NS", (int64_t)tt->parse_ns, err);
+	if (!st)
+		st = meta_i(s, cfg, "ZB_CUPTI_OVERHEAD_NS", (int64_t)tt->overhead_ns, err);
 	if (!st && o->stop_steps)
 		st = meta_i(s, cfg, "ZB_TRACE_STOP_STEPS", o->stop_steps, err);
 	char status[48];
@@ -363,6 +384,12 @@ static int parse_opt(int argc, char **argv, int *i, trace_opts *o)
 		o->keep = 1;
 	} else if (!strcmp(a, "--api")) {
 		o->api = 1;
+	} else if (!strcmp(a, "--kinds") && more) {
+		char msg[300];
+		if (zb_trace_kinds_parse(argv[++*i], &o->kinds, msg, sizeof msg)) {
+			fprintf(stderr, "zbench: %s\n", msg);
+			return 2;
+		}
 	} else if (!strcmp(a, "--db") && more) {
 		o->db = argv[++*i];
 	} else if (!strcmp(a, "--nvtx") && more) {
@@ -414,6 +441,8 @@ static int parse_args(int argc, char **argv, trace_opts *o, int *cmd)
 		fprintf(stderr, "zbench: trace needs a command to run: zbench trace [options] -- <command> [args...]\n");
 		return 2;
 	}
+	if (o->api)
+		o->kinds |= ZB_TK_API;
 	if (o->stop_steps && strcmp(o->nvtx, "steps")) {
 		fprintf(stderr, "zbench: --steps counts the step ranges that --nvtx steps keeps, not with --nvtx %s\n",
 			o->nvtx);
@@ -421,6 +450,20 @@ static int parse_args(int argc, char **argv, trace_opts *o, int *cmd)
 	}
 	*cmd = i;
 	return -1;
+}
+
+/* What tracing itself took: the sampler's ticks (in zbench, a core taken from the
+ * program meanwhile), the collector's record conversion (in the program's CUPTI
+ * thread) and CUPTI's own overhead records (buffer flushes, instrumentation). The
+ * rest of the cost, inside the CUDA driver on the program's threads, shows only
+ * as a slower step: compare with an untraced run (scripts/visit-trace-ovh.sh). */
+static void report_cost(const totals *tt, const zb_proc_sampler *ps)
+{
+	fprintf(stderr,
+		"zbench trace: tracer cost: sampler %.1f ms CPU in %" PRIu64 " ticks (%.0f us a tick), record conversion"
+		" %.1f ms, CUPTI overhead records %.1f ms (%" PRIu64 ")\n",
+		ps->self_cpu_ns / 1e6, ps->ticks, ps->ticks ? ps->self_cpu_ns / 1e3 / (double)ps->ticks : 0.0,
+		tt->parse_ns / 1e6, tt->overhead_ns / 1e6, tt->overheads);
 }
 
 static void report(int64_t run_id, const char *db, const totals *tt, const zb_proc_sampler *ps)
@@ -432,6 +475,7 @@ static void report(int64_t run_id, const char *db, const totals *tt, const zb_pr
 		run_id, db, tt->processes, tt->processes == 1 ? "" : "es", tt->kernels, tt->memcpys, tt->memsets,
 		tt->apis, tt->nvtx, ps->nsamples, ps->nthreads, tt->dropped,
 		tt->parse_errors || tt->buffer_failures ? " (and buffers lost or unparsable: see META_DATA_EXPORT)" : "");
+	report_cost(tt, ps);
 	if (tt->launches && tt->launches != tt->kernels)
 		fprintf(stderr, "zbench trace: %" PRIu64 " kernel launches counted, %" PRIu64 " kernel records\n",
 			tt->launches, tt->kernels);
@@ -439,7 +483,8 @@ static void report(int64_t run_id, const char *db, const totals *tt, const zb_pr
 
 int cmd_trace(int argc, char **argv)
 {
-	trace_opts o = { .db = ZB_STORE_DEFAULT_PATH, .nvtx = "steps", .step_match = "step", .sample_ms = 10 };
+	trace_opts o = { .db = ZB_STORE_DEFAULT_PATH, .nvtx = "steps", .step_match = "step", .sample_ms = 10,
+			 .kinds = ZB_TK_TRACE_DEFAULT };
 	int i = 0, rc = parse_args(argc, argv, &o, &i);
 	if (rc >= 0)
 		return rc;
