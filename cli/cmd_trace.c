@@ -48,10 +48,11 @@ static void usage(FILE *f)
 		   "sample each thread's CPU time from /proc every --sample-ms (default 10), and store it as\n"
 		   "a run of kind 'trace' in the database (default " ZB_STORE_DEFAULT_PATH ").\n"
 		   "Then: zbench analyze <run>. The command's exit status is zbench's.\n"
-		   "--kinds: what is recorded, default kernel,memcpy,memset,sync,overhead (what analyze\n"
-		   "needs, and cheap); also runtime, driver (api: both; one record per CUDA call, the\n"
-		   "costly part), launches (count kernel launches against kernel records). A list with\n"
-		   "signs changes the default: --kinds +api,-sync. --api is --kinds +api.\n"
+		   "--kinds: what is recorded, default kernel,memcpy,memset,overhead (what analyze reads,\n"
+		   "and CUPTI's own overhead); also sync (completed synchronizations), runtime, driver\n"
+		   "(api: both; one record per CUDA call, the costly part), launches (count kernel\n"
+		   "launches against kernel records). A list with signs changes the default:\n"
+		   "--kinds +api,-memset. --api is --kinds +api.\n"
 		   "--nvtx steps (default): only NVTX ranges and marks whose name holds --step-match (default\n"
 		   "'step', any case), by zbench's own NVTX handler; all: every range, through CUPTI (costs\n"
 		   "~2 us a range); none: NVTX left alone. --steps <n>: after the n-th step range ends, the\n"
@@ -218,7 +219,20 @@ typedef struct totals {
 	int processes, errors;
 	uint64_t kernels, memcpys, memsets, apis, nvtx, dropped, launches, parse_errors, buffer_failures, lost;
 	uint64_t parse_ns, overheads, overhead_ns; /* the collector's own cost (report_cost) */
+	uint32_t cupti_pid[64], cupti_tid[64];     /* CUPTI's worker thread of each process */
+	int ncupti;
 } totals;
+
+/* CPU time the processes' CUPTI worker threads used, from the samples. */
+static int64_t cupti_cpu_ns(const totals *tt, const zb_proc_sampler *ps)
+{
+	int64_t ns = 0;
+	for (int i = 0; i < tt->ncupti; i++)
+		for (size_t k = 0; k < ps->nthreads; k++)
+			if (ps->threads[k].pid == tt->cupti_pid[i] && ps->threads[k].tid == tt->cupti_tid[i])
+				ns += ps->threads[k].total_cpu_ns;
+	return ns;
+}
 
 static zb_status meta_i(zb_store *s, int64_t cfg, const char *name, int64_t v, zb_error *err)
 {
@@ -265,6 +279,8 @@ static zb_status ingest(zb_store *s, int64_t cfg, const char *spool, int64_t t0,
 		tt->apis += t->napis, tt->nvtx += t->nnvtxs, tt->dropped += t->dropped, tt->launches += t->launches;
 		tt->parse_errors += t->parse_errors, tt->buffer_failures += t->buffer_failures;
 		tt->parse_ns += t->parse_ns, tt->overheads += t->noverheads;
+		if (t->cupti_tid && tt->ncupti < 64)
+			tt->cupti_pid[tt->ncupti] = t->pid, tt->cupti_tid[tt->ncupti++] = t->cupti_tid;
 		for (size_t k = 0; k < t->noverheads; k++)
 			if (t->overheads[k].end > t->overheads[k].start)
 				tt->overhead_ns += (uint64_t)(t->overheads[k].end - t->overheads[k].start);
@@ -348,6 +364,10 @@ static zb_status store_trace(const char *db, int argc, char **argv, char **cmd, 
 		st = meta_i(s, cfg, "ZB_TRACE_PARSE_NS", (int64_t)tt->parse_ns, err);
 	if (!st)
 		st = meta_i(s, cfg, "ZB_CUPTI_OVERHEAD_NS", (int64_t)tt->overhead_ns, err);
+	if (!st)
+		st = meta_i(s, cfg, "ZB_CUPTI_THREAD_CPU_NS", cupti_cpu_ns(tt, ps), err);
+	for (int k = 0; k < tt->ncupti && !st; k++) /* the thread, for a reader of ZB_THREAD_CPU */
+		st = meta_i(s, cfg, "ZB_CUPTI_THREAD_TID", tt->cupti_tid[k], err);
 	if (!st && o->stop_steps)
 		st = meta_i(s, cfg, "ZB_TRACE_STOP_STEPS", o->stop_steps, err);
 	char status[48];
@@ -461,9 +481,10 @@ static void report_cost(const totals *tt, const zb_proc_sampler *ps)
 {
 	fprintf(stderr,
 		"zbench trace: tracer cost: sampler %.1f ms CPU in %" PRIu64 " ticks (%.0f us a tick), record conversion"
-		" %.1f ms, CUPTI overhead records %.1f ms (%" PRIu64 ")\n",
+		" %.1f ms, CUPTI overhead records %.1f ms (%" PRIu64 "), CUPTI worker thread%s %.1f ms CPU\n",
 		ps->self_cpu_ns / 1e6, ps->ticks, ps->ticks ? ps->self_cpu_ns / 1e3 / (double)ps->ticks : 0.0,
-		tt->parse_ns / 1e6, tt->overhead_ns / 1e6, tt->overheads);
+		tt->parse_ns / 1e6, tt->overhead_ns / 1e6, tt->overheads, tt->ncupti == 1 ? "" : "s",
+		cupti_cpu_ns(tt, ps) / 1e6);
 }
 
 static void report(int64_t run_id, const char *db, const totals *tt, const zb_proc_sampler *ps)

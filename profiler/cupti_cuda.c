@@ -30,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "profiler/trace_kinds.h"
@@ -101,6 +103,8 @@ static struct {
 	atomic_int active;           /* tags and launch counting on */
 	atomic_int in_callback;      /* buffer callbacks running now */
 	atomic_ullong launches, buffers, buffer_failures, lost_buffers;
+	atomic_uint worker_tid;      /* the thread that delivered the last buffer outside a flush */
+	atomic_int flushing;         /* stop_session's flushes: their buffers come on its thread */
 	CUpti_SubscriberHandle sub;
 	int subscribed;
 	int callbacks_registered;
@@ -320,6 +324,8 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 			atomic_fetch_add(&G.lost_buffers, 1);
 	} else if (valid > 0) {
 		atomic_fetch_add(&G.buffers, 1);
+		if (!atomic_load(&G.flushing))
+			atomic_store(&G.worker_tid, (unsigned)syscall(SYS_gettid));
 		int64_t t0 = zb_now_ns();
 		pthread_mutex_lock(&t->mu);
 		CUpti_Activity *rec = NULL;
@@ -419,6 +425,8 @@ zb_status zb_trace_start(zb_trace *t, zb_error *err)
 	atomic_store(&G.buffers, 0);
 	atomic_store(&G.buffer_failures, 0);
 	atomic_store(&G.lost_buffers, 0);
+	atomic_store(&G.worker_tid, 0);
+	atomic_store(&G.flushing, 0);
 
 	/* the launch counter: also the first call to find out whether CUPTI is free
 	 * (subscribed even when launches are not counted: then no callback is on) */
@@ -547,6 +555,7 @@ static zb_status stop_session(zb_trace *t, zb_error *err, int use_runtime)
 	if (use_runtime && cudaDeviceSynchronize() != cudaSuccess)
 		(void)cudaGetLastError();
 	t->stopped_ns = zb_now_ns();
+	atomic_store(&G.flushing, 1);
 	CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	if (r != CUPTI_SUCCESS)
 		st = cupti_fail(err, r, "cuptiActivityFlushAll");
@@ -579,6 +588,7 @@ static zb_status stop_session(zb_trace *t, zb_error *err, int use_runtime)
 	t->launches = atomic_load(&G.launches);
 	t->buffers = atomic_load(&G.buffers);
 	t->buffer_failures = atomic_load(&G.buffer_failures);
+	t->cupti_tid = atomic_load(&G.worker_tid);
 	/* a full buffer that arrived after the sink was cleared is records lost */
 	t->parse_errors += atomic_load(&G.lost_buffers);
 	if (use_runtime)

@@ -195,6 +195,7 @@ typedef struct zb_trace {
 	uint32_t kinds_refused;          /* optional activity kinds (sync, overhead, marker) or settings CUPTI refused */
 	uint32_t kinds;                  /* what was asked for (trace_kinds.h ZB_TK_*) */
 	uint64_t parse_ns;               /* time the buffer callbacks took to convert records (collector's cost) */
+	uint32_t cupti_tid;              /* CUPTI's worker thread (delivered a buffer outside the final flush; 0: none) */
 	uint64_t nvtx_unmatched;         /* NVTX range ends without a start */
 	uint64_t mapped_tag, mapped_time, unmapped; /* GPU records by how they found their task */
 	int64_t started_ns, stopped_ns;

@@ -8,8 +8,9 @@
  * cudaGetDevice, event queries, stream queries), each timestamped and buffered on
  * the calling thread; the launch counter is a CUPTI callback on the enter and exit
  * of every kernel launch, runtime and driver (four a launch); kernel, copy and
- * memset records are one per GPU operation, a few thousand a step; sync and
- * overhead records a few hundred. `zbench analyze` reads kernels, copies, memsets,
+ * memset records are one per GPU operation, a few thousand a step; sync records
+ * one per synchronizing call or query that completed, overhead records a few.
+ * `zbench analyze` reads kernels, copies, memsets,
  * NVTX ranges and the /proc CPU samples only: API records and the launch count are
  * for a reader who wants them (correlation, the kernel-count cross-check).
  *
@@ -41,8 +42,10 @@ enum {
 #define ZB_TK_API (ZB_TK_RUNTIME | ZB_TK_DRIVER)
 /* zbench's own sessions (zbench run --trace): everything */
 #define ZB_TK_ALL 0x1ffu
-/* zbench trace: what analyze needs, and the cheap sync and overhead records */
-#define ZB_TK_TRACE_DEFAULT (ZB_TK_KERNEL | ZB_TK_MEMCPY | ZB_TK_MEMSET | ZB_TK_SYNC | ZB_TK_OVERHEAD)
+/* zbench trace: what analyze reads, and CUPTI's account of its own overhead. Sync
+ * records are out: analyze does not read them, and CUPTI must intercept every
+ * synchronizing call and query (event and stream queries too) to make them. */
+#define ZB_TK_TRACE_DEFAULT (ZB_TK_KERNEL | ZB_TK_MEMCPY | ZB_TK_MEMSET | ZB_TK_OVERHEAD)
 
 /* Parse text (see above; markers are not a name: --nvtx decides them) into *kinds.
  * 0 on success; -1 with a one-line message in err (the item that is wrong). */

@@ -66,16 +66,17 @@ static unsigned parse_ok(const char *text)
 static void test_kinds_text(void **state)
 {
 	(void)state;
-	/* the default: what analyze reads, plus the cheap sync and overhead records */
+	/* the default: what analyze reads, plus CUPTI's overhead records */
 	char s[200];
 	zb_trace_kinds_format(ZB_TK_TRACE_DEFAULT, s, sizeof s);
-	assert_string_equal(s, "kernel,memcpy,memset,sync,overhead");
-	assert_int_equal(ZB_TK_TRACE_DEFAULT & (ZB_TK_API | ZB_TK_LAUNCHES | ZB_TK_MARKER), 0);
+	assert_string_equal(s, "kernel,memcpy,memset,overhead");
+	assert_int_equal(ZB_TK_TRACE_DEFAULT & (ZB_TK_API | ZB_TK_LAUNCHES | ZB_TK_MARKER | ZB_TK_SYNC), 0);
 	assert_int_equal(parse_ok("default"), ZB_TK_TRACE_DEFAULT);
 	/* a list without signs is the set; signs change the default */
 	assert_int_equal(parse_ok("kernel,memcpy"), ZB_TK_KERNEL | ZB_TK_MEMCPY);
 	assert_int_equal(parse_ok("+api"), ZB_TK_TRACE_DEFAULT | ZB_TK_RUNTIME | ZB_TK_DRIVER);
 	assert_int_equal(parse_ok("-sync,-overhead"), ZB_TK_KERNEL | ZB_TK_MEMCPY | ZB_TK_MEMSET);
+	assert_int_equal(parse_ok("+sync"), ZB_TK_TRACE_DEFAULT | ZB_TK_SYNC);
 	assert_int_equal(parse_ok("+launches,-memset"), (ZB_TK_TRACE_DEFAULT | ZB_TK_LAUNCHES) & ~ZB_TK_MEMSET);
 	assert_int_equal(parse_ok("kernel,+runtime"), ZB_TK_KERNEL | ZB_TK_RUNTIME);
 	assert_int_equal(parse_ok("none"), 0);
@@ -137,10 +138,10 @@ static void test_kinds_cli(void **state)
 	struct {
 		const char *flags, *env, *stored;
 	} cases[] = {
-		{ "", "0x1f", "kernel,memcpy,memset,sync,overhead" },
-		{ "--api", "0x7f", "kernel,memcpy,memset,sync,overhead,runtime,driver" },
+		{ "", "0x17", "kernel,memcpy,memset,overhead" },
+		{ "--api", "0x77", "kernel,memcpy,memset,overhead,runtime,driver" },
 		{ "--kinds kernel,memcpy --api", "0x63", "kernel,memcpy,runtime,driver" },
-		{ "--kinds +launches,-sync", "0x97", "kernel,memcpy,memset,overhead,launches" },
+		{ "--kinds +launches,+sync,-memset", "0x9b", "kernel,memcpy,sync,overhead,launches" },
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		snprintf(args, sizeof args, "trace %s --db %s -- sh -c 'echo $ZB_TRACE_KINDS > %s'", cases[i].flags, db,
