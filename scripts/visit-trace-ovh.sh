@@ -134,32 +134,45 @@ ds_part() {
 	p=$(params_of "$RUNS/ds-traced-1.out")
 	$PY - "$OUT/ds-analyze.json" "$p" <<'EOF' 2>&1 | tee -a "$LOG"
 import json, sys
-a = json.load(open(sys.argv[1]))
+try:
+    a = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    sys.exit("no analysis to read (%s): see ds-analyze.txt" % e)
 m, p = a["median"], int(sys.argv[2])
-print("bytes per step (median): D2H %.3f GB = %.2f B/param, H2D %.3f GB = %.2f B/param, for %d params;"
-      " DeepSpeed moves 4 B/param down (fp32 grads) and 2 B/param up (bf16 params): D2H %.4f, H2D %.4f of that"
-      % (m["d2h_bytes"] / 1e9, m["d2h_bytes"] / p if p else 0, m["h2d_bytes"] / 1e9, m["h2d_bytes"] / p if p else 0,
-         p, m["d2h_bytes"] / (4 * p) if p else 0, m["h2d_bytes"] / (2 * p) if p else 0))
+if p <= 0:
+    sys.exit("no parameter count from the harness")
+print("bytes per step (median): D2H %.3f GB = %.3f B/param, H2D %.3f GB = %.3f B/param, for %d params;"
+      " DeepSpeed moves 4 B/param down (fp32 grads) and 2 B/param up (bf16 params): D2H %.4f x, H2D %.4f x that"
+      % (m["d2h_bytes"] / 1e9, m["d2h_bytes"] / p, m["h2d_bytes"] / 1e9, m["h2d_bytes"] / p, p,
+         m["d2h_bytes"] / (4 * p), m["h2d_bytes"] / (2 * p)))
 print("CPU optimizer %.1f ms/step, step %.1f ms, steps by %s" % (m["cpu_opt_s"] * 1e3, m["step_s"] * 1e3, a.get("found_by", "?")))
 EOF
 	$PY - "$DSDB" >"$OUT/ds-threads.txt" 2>&1 <<'EOF'
 import sqlite3, sys
 h = sqlite3.connect(sys.argv[1])
 cfg = h.execute("SELECT max(zbConfigId) FROM ZB_THREAD_CPU").fetchone()[0]
-cols = [r[1] for r in h.execute("PRAGMA table_info(ZB_THREAD_CPU)")]
-print("columns:", cols)
-key = "globalTid" if "globalTid" in cols else cols[0]
-rows = h.execute(f"SELECT {key}, sum(cpuNs), min(start), max(end) FROM ZB_THREAD_CPU WHERE zbConfigId = ? GROUP BY {key}"
-                 " ORDER BY 2 DESC LIMIT 12", (cfg,)).fetchall()
+cols = [r[1] for r in h.execute("PRAGMA table_info(META_DATA_EXPORT)")]
+meta = h.execute("SELECT name, value FROM META_DATA_EXPORT WHERE zbConfigId = ? AND name LIKE 'ZB_%'",
+                 (cfg,)).fetchall() if "zbConfigId" in cols else []
+cupti = {int(v) for k, v in meta if k == "ZB_CUPTI_THREAD_TID"}
 names = {}
 try:
     names = dict(h.execute("SELECT t.globalTid, s.value FROM ThreadNames t JOIN StringIds s ON s.id = t.nameId"))
 except sqlite3.Error as e:
     print("no thread names:", e)
-for g, ns, s, e in rows:
-    print("%-20s %-16s %9.1f ms CPU over %8.1f s" % (g, names.get(g, "?"), ns / 1e6, (e - s) / 1e9))
+rows = h.execute("SELECT globalTid, sum(cpuNs), min(start), max(end) FROM ZB_THREAD_CPU WHERE zbConfigId = ?"
+                 " GROUP BY globalTid ORDER BY 2 DESC", (cfg,)).fetchall()
+total = sum(r[1] for r in rows)
+print("trace config %s: %d threads, %.1f s of CPU in all; the 12 busiest:" % (cfg, len(rows), total / 1e9))
+for g, ns, s, e in rows[:12]:
+    tid = g & 0xFFFFFF
+    print("pid %7d tid %7d %-16s %9.1f ms CPU over %6.1f s%s" % (g >> 24, tid, names.get(g, "?"), ns / 1e6,
+          (e - s) / 1e9, "   <- CUPTI's worker thread" if tid in cupti else ""))
+for k, v in meta:
+    print(k, v)
 EOF
-	grep -E '^(columns|[0-9])' "$OUT/ds-threads.txt" | head -6 | tee -a "$LOG"
+	grep -E '^(trace config|pid )' "$OUT/ds-threads.txt" | head -7 | tee -a "$LOG"
+	grep -E 'CUPTI' "$OUT/ds-threads.txt" | tee -a "$LOG"
 }
 
 {
