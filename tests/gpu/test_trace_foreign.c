@@ -9,7 +9,8 @@
  *     kernel records == kernel launches counted by the callback (--kinds +launches);
  *   - every copy arrived with its bytes, direction and pinned/pageable kind;
  *   - the 6 NVTX ranges arrived (--nvtx steps: zbench's NVTX filter), API records with --api;
- *   - `zbench trace --steps 3` stops the program after 3 steps, exit 0, the 3 steps stored;
+ *   - `zbench trace --steps 3` stops the program after 3 steps, exit 0, the 3 steps stored,
+ *     with the default kinds (no sync records);
  *   - the CPU samples show the worker threads;
  *   - zbench analyze finds 6 steps by NVTX and >= 4 by the pattern (--no-nvtx), and
  *     the per-step H2D bytes are 64 MiB.
@@ -218,6 +219,11 @@ static void test_traced_child(void **state)
 			       " (SELECT max(zbConfigId) FROM NVTX_EVENTS)"), 0); /* no --api */
 	assert_true(q1(h, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 1 AND zbConfigId ="
 			    " (SELECT max(zbConfigId) FROM NVTX_EVENTS)") >= 3);
+	/* the default kinds: no sync records, no launch count (the program synchronizes every step) */
+	assert_int_equal(q1(h, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE zbConfigId ="
+			       " (SELECT max(zbConfigId) FROM NVTX_EVENTS)"), 0);
+	assert_int_equal(q1(h, "SELECT count(*) FROM META_DATA_EXPORT WHERE name = 'ZB_TRACE_KINDS' AND value ="
+			       " 'kernel,memcpy,memset,overhead' AND zbConfigId = (SELECT max(zbConfigId) FROM NVTX_EVENTS)"), 1);
 	sqlite3_close(h);
 }
 
