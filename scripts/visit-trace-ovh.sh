@@ -69,6 +69,10 @@ torch_part() {
 
 ds_install() { # DeepSpeed importable, from .whl/ into /tmp/site when it is not
 	$PY -c 'import deepspeed' >/dev/null 2>&1 && return 0
+	if [ -d /tmp/site/deepspeed ]; then # installed by an earlier call on this machine
+		export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+		$PY -c 'import deepspeed' >/dev/null 2>&1 && return 0
+	fi
 	ls .whl/*.whl >/dev/null 2>&1 || { say "error: $PY cannot import deepspeed and .whl/ has no wheels (carry .whl)"; return 1; }
 	pip install --no-index --no-deps --target /tmp/site .whl/*.whl >"$RUNS/pip.log" 2>&1 ||
 		{ say "error: pip install of .whl/*.whl failed (runs.tgz: pip.log)"; return 1; }
