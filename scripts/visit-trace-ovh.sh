@@ -80,6 +80,8 @@ ds_install() { # DeepSpeed importable, from .whl/ into /tmp/site when it is not
 	$PY -c 'import deepspeed' >>"$RUNS/pip.log" 2>&1 || { say "error: deepspeed not importable"; return 1; }
 }
 step_ms() { grep '^{"harness": "ds_step"' "$1" | tail -1 | $PY -c 'import json,sys; print("%.2f" % json.load(sys.stdin)["step_ms"])' 2>/dev/null || echo none; }
+steps_of() { grep '^{"harness": "ds_step"' "$1" | tail -1 | $PY -c 'import json,sys; print(" ".join("%.0f" % x for x in json.load(sys.stdin)["steps_ms"]))' 2>/dev/null; }
+timed_of() { steps_of "$1" | tr ' ' '\n' | tail -n +4 | tr '\n' ' '; } # after the harness's 3 warm-up steps
 params_of() { grep '^{"harness": "ds_step"' "$1" | tail -1 | $PY -c 'import json,sys; print(json.load(sys.stdin)["params"])' 2>/dev/null || echo 0; }
 
 # one DeepSpeed process, untraced (u) or traced (t); its wall seconds go to $LAST_S
@@ -91,18 +93,18 @@ ds_one() {
 	if [ "$kind" = u ]; then
 		# shellcheck disable=SC2086 # a command line on purpose
 		timeout "$limit" $DSCMD >"$RUNS/ds-untraced-$i.out" 2>"$RUNS/ds-untraced-$i.err"
-		say "untraced $i: exit $?, $(($(date +%s) - t0)) s, step_ms $(step_ms "$RUNS/ds-untraced-$i.out")"
+		say "untraced $i: exit $?, $(($(date +%s) - t0)) s, step_ms $(step_ms "$RUNS/ds-untraced-$i.out") (steps: $(steps_of "$RUNS/ds-untraced-$i.out"))"
 	else
 		# shellcheck disable=SC2086
 		timeout "$limit" $Z trace --db "$DSDB" $FLAGS -- $DSCMD >"$RUNS/ds-traced-$i.out" 2>"$RUNS/ds-traced-$i.err"
-		say "traced $i: exit $?, $(($(date +%s) - t0)) s, step_ms $(step_ms "$RUNS/ds-traced-$i.out")"
+		say "traced $i: exit $?, $(($(date +%s) - t0)) s, step_ms $(step_ms "$RUNS/ds-traced-$i.out") (steps: $(steps_of "$RUNS/ds-traced-$i.out"))"
 		grep -E '^zbench (trace|inject)' "$RUNS/ds-traced-$i.err" | tee -a "$LOG"
 	fi
 	LAST_S=$(($(date +%s) - t0))
 }
 
 ds_part() {
-	local cfg=${DS_CONFIG:-s2-off} most=0 us="" ts="" u t run p
+	local cfg=${DS_CONFIG:-s2-off} most=0 us="" ts="" usteps="" tsteps="" u t run p
 	DSDB=/tmp/zbench-ovh-ds.db
 	DSCMD="$PY peers/ds_step.py --family gpt --layers 32 --hidden 2560 --heads 32 --vocab 50257 --seq 2048"
 	DSCMD="$DSCMD --micro-batch 4 --ds-config peers/configs/$cfg.json --nvtx --steps ${DS_STEPS:-12}"
@@ -121,14 +123,16 @@ ds_part() {
 		ds_one "$k" "$i"
 		[ "$LAST_S" -gt "$most" ] && most=$LAST_S
 		if [ "$k" = u ]; then
-			us="$us $(step_ms "$RUNS/ds-untraced-$i.out")"
+			us="$us $(step_ms "$RUNS/ds-untraced-$i.out")" usteps="$usteps $(timed_of "$RUNS/ds-untraced-$i.out")"
 		else
-			ts="$ts $(step_ms "$RUNS/ds-traced-$i.out")"
+			ts="$ts $(step_ms "$RUNS/ds-traced-$i.out")" tsteps="$tsteps $(timed_of "$RUNS/ds-traced-$i.out")"
 		fi
 	done
 	u=$(echo "$us" | median) t=$(echo "$ts" | median)
 	say "DeepSpeed step_ms: untraced [$us ] traced [$ts ]"
 	say "median: untraced ${u} ms, traced ${t} ms, overhead $(pct "$u" "$t") ($cfg, gpt-2.5b)"
+	u=$(echo "$usteps" | median) t=$(echo "$tsteps" | median)
+	say "pooled timed steps: untraced $(echo "$usteps" | wc -w) steps, median ${u} ms; traced $(echo "$tsteps" | wc -w) steps, median ${t} ms; overhead $(pct "$u" "$t")"
 	run=$(run_of "$RUNS/ds-traced-1.err")
 	[ -f "$RUNS/ds-traced-2.err" ] && run=$(run_of "$RUNS/ds-traced-2.err")
 	[ -n "$run" ] || { say "no traced DeepSpeed run to analyze"; return 1; }
