@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What zbench trace costs a training step, on the GPU machine, in ONE device call of at
 # most ~6 minutes (issue 10: overhead <= 3 % of step time, 0 dropped records). Binaries
-# come built in build/ (zbench, libzbench_inject.so); DeepSpeed from the wheels in .whl/
-# (carry build and .whl). Nothing is compiled here.
+# come built in build/ (zbench, libzbench_inject.so); DeepSpeed from the wheels in .whl/.
+# Carry build/zbench, build/libzbench_inject.so and .whl (the whole build/ is ~60 MB, near
+# the 64 MiB a call carries). Nothing is compiled here.
 #
 #   scripts/visit-trace-ovh.sh [torch] [ds]        (default: both, in that order)
 #
