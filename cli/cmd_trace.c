@@ -196,7 +196,7 @@ static int run_child(char **argv, const trace_opts *o, const char *lib, const ch
 	g_child = pid;
 	*ps = zb_proc_sampler_create(pid);
 	int status = 0;
-	int64_t sent_at = 0;
+	int64_t sent_at = 0, cpu_at = 0, requested = period_ns;
 	for (uint64_t tick = 0;; tick++) {
 		pid_t w = waitpid(pid, &status, WNOHANG);
 		if (w == pid)
@@ -206,10 +206,20 @@ static int run_child(char **argv, const trace_opts *o, const char *lib, const ch
 			return -1;
 		}
 		zb_proc_sampler_tick(*ps, zb_now_ns(), tick % 10 == 0);
+		if (tick % 10 == 9) { /* a rescan cycle: what the last 10 ticks cost */
+			if (tick > 9)
+				period_ns = zb_proc_sampler_period(period_ns, (*ps)->self_cpu_ns - cpu_at, 10,
+								   (int64_t)1000000000);
+			cpu_at = (*ps)->self_cpu_ns;
+		}
 		stop_when_done(o, spool, pid, &sent_at);
 		sleep_ns(period_ns);
 	}
 	g_child = 0;
+	if (period_ns != requested)
+		fprintf(stderr, "zbench trace: sampling every %.0f ms instead of %.0f: a tick took %.0f us of CPU on average\n",
+			period_ns / 1e6, requested / 1e6, (*ps)->ticks ? (*ps)->self_cpu_ns / 1e3 / (double)(*ps)->ticks : 0.0);
+	(*ps)->period_ns = period_ns;
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
@@ -347,7 +357,7 @@ static zb_status store_trace(const char *db, int argc, char **argv, char **cmd, 
 	if (!st)
 		st = meta_i(s, cfg, "ZB_DROPPED_RECORDS_TOTAL", (int64_t)tt->dropped, err);
 	if (!st)
-		st = meta_i(s, cfg, "ZB_CPU_SAMPLE_PERIOD_NS", period_ns, err);
+		st = meta_i(s, cfg, "ZB_CPU_SAMPLE_PERIOD_NS", ps->period_ns ? ps->period_ns : period_ns, err);
 	if (!st)
 		st = meta_i(s, cfg, "ZB_CPU_SAMPLER_TICKS", (int64_t)ps->ticks, err);
 	if (!st)

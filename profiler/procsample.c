@@ -400,3 +400,10 @@ void zb_proc_sampler_tick(zb_proc_sampler *s, int64_t now_ns, int rescan)
 	s->last_tick_ns = now_ns;
 	s->self_cpu_ns += thread_cpu_now() - c0;
 }
+
+int64_t zb_proc_sampler_period(int64_t period_ns, int64_t cpu_ns, uint64_t n, int64_t max_ns)
+{
+	if (n == 0 || period_ns <= 0 || (double)cpu_ns <= ZB_PROC_MAX_SHARE * (double)period_ns * (double)n)
+		return period_ns;
+	return period_ns >= max_ns / 2 ? (period_ns > max_ns ? period_ns : max_ns) : 2 * period_ns;
+}

@@ -67,6 +67,7 @@ typedef struct zb_proc_sampler {
 	size_t hint;         /* where thread_of looks first: the next thread of the last tick */
 	int nopen;           /* schedstat files kept open (at most ZB_PROC_MAX_OPEN) */
 	int64_t self_cpu_ns; /* CPU time the ticks themselves took (the sampler's own cost) */
+	int64_t period_ns;   /* the period the caller ended with (zb_proc_sampler_period); 0: unset */
 } zb_proc_sampler;
 
 /* Schedstat files kept open between ticks: a tick is then one pread per thread
@@ -79,6 +80,14 @@ void zb_proc_sampler_free(zb_proc_sampler *s);
 /* One sample of every thread of the tree at now_ns; rescan: find the tree's
  * processes first. Threads gone since the last tick are simply not seen. */
 void zb_proc_sampler_tick(zb_proc_sampler *s, int64_t now_ns, int rescan);
+
+/* The sampling period for the next ticks, given the CPU time the last n ticks
+ * took at period_ns: doubled (at most max_ns) when they took more than
+ * ZB_PROC_MAX_SHARE of their periods, so the sampler stays under 1 % of a core
+ * however many threads the program has (~1 us a thread a tick: ~100 threads
+ * at 10 ms are ~1 %); never lowered. */
+#define ZB_PROC_MAX_SHARE 0.01
+int64_t zb_proc_sampler_period(int64_t period_ns, int64_t cpu_ns, uint64_t n, int64_t max_ns);
 
 /* Parsers, exposed for tests: the parent pid of a /proc/PID/stat line (the comm
  * field may hold spaces and parentheses); the run time of a schedstat line; the

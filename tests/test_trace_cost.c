@@ -221,6 +221,15 @@ static void test_sampler_cost(void **state)
 	close(ready[0]);
 	close(ready[1]);
 	zb_proc_sampler_free(s);
+
+	/* the period doubles when ticks take more than 1 % of it, up to the cap */
+	const int64_t ms = 1000000, sec = 1000 * ms;
+	assert_int_equal(zb_proc_sampler_period(10 * ms, 10 * 60000, 10, sec), 10 * ms); /* 60 us a tick: 0.6 % */
+	assert_int_equal(zb_proc_sampler_period(10 * ms, 10 * 100000, 10, sec), 10 * ms); /* exactly 1 % */
+	assert_int_equal(zb_proc_sampler_period(10 * ms, 10 * 150000, 10, sec), 20 * ms);
+	assert_int_equal(zb_proc_sampler_period(600 * ms, 10 * 50 * ms, 10, sec), sec);
+	assert_int_equal(zb_proc_sampler_period(sec, 10 * sec, 10, sec), sec);
+	assert_int_equal(zb_proc_sampler_period(10 * ms, 5 * ms, 0, sec), 10 * ms); /* no ticks */
 }
 
 /* ---- record conversion ------------------------------------------------------------- */
