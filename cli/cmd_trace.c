@@ -35,18 +35,24 @@
 #include "profiler/procsample.h"
 #include "profiler/spool.h"
 #include "profiler/trace.h"
+#include "profiler/trace_kinds.h"
 #include "results/foreign.h"
 #include "results/store.h"
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: zbench trace [--db <path>] [--sample-ms <ms>] [--api] [--nvtx all|steps|none]\n"
-		   "                   [--step-match <text>] [--steps <n>] [--keep-spool] -- <command> [args...]\n\n"
-		   "Run <command> with zbench's CUPTI collector injected into every CUDA process it starts\n"
-		   "(kernels, copies with bytes and direction, memsets, synchronization; runtime/driver API\n"
-		   "calls with --api), sample each thread's CPU time from /proc every --sample-ms (default\n"
-		   "10), and store it as a run of kind 'trace' in the database (default " ZB_STORE_DEFAULT_PATH ").\n"
+	fprintf(f, "usage: zbench trace [--db <path>] [--sample-ms <ms>] [--kinds <list>] [--api]\n"
+		   "                   [--nvtx all|steps|none] [--step-match <text>] [--steps <n>] [--keep-spool]\n"
+		   "                   -- <command> [args...]\n\n"
+		   "Run <command> with zbench's CUPTI collector injected into every CUDA process it starts,\n"
+		   "sample each thread's CPU time from /proc every --sample-ms (default 10), and store it as\n"
+		   "a run of kind 'trace' in the database (default " ZB_STORE_DEFAULT_PATH ").\n"
 		   "Then: zbench analyze <run>. The command's exit status is zbench's.\n"
+		   "--kinds: what is recorded, default kernel,memcpy,memset,overhead (what analyze reads,\n"
+		   "and CUPTI's own overhead); also sync (completed synchronizations), runtime, driver\n"
+		   "(api: both; one record per CUDA call, the costly part), launches (count kernel\n"
+		   "launches against kernel records). A list with signs changes the default:\n"
+		   "--kinds +api,-memset. --api is --kinds +api.\n"
 		   "--nvtx steps (default): only NVTX ranges and marks whose name holds --step-match (default\n"
 		   "'step', any case), by zbench's own NVTX handler; all: every range, through CUPTI (costs\n"
 		   "~2 us a range); none: NVTX left alone. --steps <n>: after the n-th step range ends, the\n"
@@ -57,6 +63,7 @@ typedef struct trace_opts {
 	const char *db, *nvtx, *step_match;
 	double sample_ms;
 	int keep, api;
+	unsigned kinds;      /* trace_kinds.h; --api adds ZB_TK_API after all options */
 	long stop_steps;
 } trace_opts;
 
@@ -136,7 +143,9 @@ static void child_env(const trace_opts *o, const char *lib, const char *spool, c
 {
 	setenv("CUDA_INJECTION64_PATH", lib, 1);
 	setenv("ZB_TRACE_SPOOL", spool, 1);
-	setenv("ZB_TRACE_API", o->api ? "1" : "0", 1);
+	char k[16];
+	snprintf(k, sizeof k, "0x%x", o->kinds);
+	setenv("ZB_TRACE_KINDS", k, 1);
 	setenv("ZB_TRACE_NVTX", o->nvtx, 1);
 	setenv("ZB_TRACE_STEP_MATCH", o->step_match, 1);
 	char n[32];
@@ -187,7 +196,7 @@ static int run_child(char **argv, const trace_opts *o, const char *lib, const ch
 	g_child = pid;
 	*ps = zb_proc_sampler_create(pid);
 	int status = 0;
-	int64_t sent_at = 0;
+	int64_t sent_at = 0, cpu_at = 0, requested = period_ns;
 	for (uint64_t tick = 0;; tick++) {
 		pid_t w = waitpid(pid, &status, WNOHANG);
 		if (w == pid)
@@ -197,10 +206,20 @@ static int run_child(char **argv, const trace_opts *o, const char *lib, const ch
 			return -1;
 		}
 		zb_proc_sampler_tick(*ps, zb_now_ns(), tick % 10 == 0);
+		if (tick % 10 == 9) { /* a rescan cycle: what the last 10 ticks cost */
+			if (tick > 9)
+				period_ns = zb_proc_sampler_period(period_ns, (*ps)->self_cpu_ns - cpu_at, 10,
+								   (int64_t)1000000000);
+			cpu_at = (*ps)->self_cpu_ns;
+		}
 		stop_when_done(o, spool, pid, &sent_at);
 		sleep_ns(period_ns);
 	}
 	g_child = 0;
+	if (period_ns != requested)
+		fprintf(stderr, "zbench trace: sampling every %.0f ms instead of %.0f: a tick took %.0f us of CPU on average\n",
+			period_ns / 1e6, requested / 1e6, (*ps)->ticks ? (*ps)->self_cpu_ns / 1e3 / (double)(*ps)->ticks : 0.0);
+	(*ps)->period_ns = period_ns;
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
@@ -209,7 +228,21 @@ static int run_child(char **argv, const trace_opts *o, const char *lib, const ch
 typedef struct totals {
 	int processes, errors;
 	uint64_t kernels, memcpys, memsets, apis, nvtx, dropped, launches, parse_errors, buffer_failures, lost;
+	uint64_t parse_ns, overheads, overhead_ns; /* the collector's own cost (report_cost) */
+	uint32_t cupti_pid[64], cupti_tid[64];     /* CUPTI's worker thread of each process */
+	int ncupti;
 } totals;
+
+/* CPU time the processes' CUPTI worker threads used, from the samples. */
+static int64_t cupti_cpu_ns(const totals *tt, const zb_proc_sampler *ps)
+{
+	int64_t ns = 0;
+	for (int i = 0; i < tt->ncupti; i++)
+		for (size_t k = 0; k < ps->nthreads; k++)
+			if (ps->threads[k].pid == tt->cupti_pid[i] && ps->threads[k].tid == tt->cupti_tid[i])
+				ns += ps->threads[k].total_cpu_ns;
+	return ns;
+}
 
 static zb_status meta_i(zb_store *s, int64_t cfg, const char *name, int64_t v, zb_error *err)
 {
@@ -255,6 +288,12 @@ static zb_status ingest(zb_store *s, int64_t cfg, const char *spool, int64_t t0,
 		tt->kernels += t->nkernels, tt->memcpys += t->nmemcpys, tt->memsets += t->nmemsets;
 		tt->apis += t->napis, tt->nvtx += t->nnvtxs, tt->dropped += t->dropped, tt->launches += t->launches;
 		tt->parse_errors += t->parse_errors, tt->buffer_failures += t->buffer_failures;
+		tt->parse_ns += t->parse_ns, tt->overheads += t->noverheads;
+		if (t->cupti_tid && tt->ncupti < 64)
+			tt->cupti_pid[tt->ncupti] = t->pid, tt->cupti_tid[tt->ncupti++] = t->cupti_tid;
+		for (size_t k = 0; k < t->noverheads; k++)
+			if (t->overheads[k].end > t->overheads[k].start)
+				tt->overhead_ns += (uint64_t)(t->overheads[k].end - t->overheads[k].start);
 		zb_trace_free(t);
 	}
 	closedir(d);
@@ -318,15 +357,27 @@ static zb_status store_trace(const char *db, int argc, char **argv, char **cmd, 
 	if (!st)
 		st = meta_i(s, cfg, "ZB_DROPPED_RECORDS_TOTAL", (int64_t)tt->dropped, err);
 	if (!st)
-		st = meta_i(s, cfg, "ZB_CPU_SAMPLE_PERIOD_NS", period_ns, err);
+		st = meta_i(s, cfg, "ZB_CPU_SAMPLE_PERIOD_NS", ps->period_ns ? ps->period_ns : period_ns, err);
 	if (!st)
 		st = meta_i(s, cfg, "ZB_CPU_SAMPLER_TICKS", (int64_t)ps->ticks, err);
 	if (!st)
 		st = zb_store_add_trace_meta(s, cfg, "ZB_TRACE_NVTX", o->nvtx, err);
 	if (!st)
 		st = zb_store_add_trace_meta(s, cfg, "ZB_TRACE_STEP_MATCH", o->step_match, err);
+	char kinds[160];
+	zb_trace_kinds_format(o->kinds, kinds, sizeof kinds);
 	if (!st)
-		st = meta_i(s, cfg, "ZB_TRACE_API", o->api, err);
+		st = zb_store_add_trace_meta(s, cfg, "ZB_TRACE_KINDS", kinds, err);
+	if (!st)
+		st = meta_i(s, cfg, "ZB_SAMPLER_CPU_NS", ps->self_cpu_ns, err);
+	if (!st)
+		st = meta_i(s, cfg, "ZB_TRACE_PARSE_NS", (int64_t)tt->parse_ns, err);
+	if (!st)
+		st = meta_i(s, cfg, "ZB_CUPTI_OVERHEAD_NS", (int64_t)tt->overhead_ns, err);
+	if (!st)
+		st = meta_i(s, cfg, "ZB_CUPTI_THREAD_CPU_NS", cupti_cpu_ns(tt, ps), err);
+	for (int k = 0; k < tt->ncupti && !st; k++) /* the thread, for a reader of ZB_THREAD_CPU */
+		st = meta_i(s, cfg, "ZB_CUPTI_THREAD_TID", tt->cupti_tid[k], err);
 	if (!st && o->stop_steps)
 		st = meta_i(s, cfg, "ZB_TRACE_STOP_STEPS", o->stop_steps, err);
 	char status[48];
@@ -363,6 +414,12 @@ static int parse_opt(int argc, char **argv, int *i, trace_opts *o)
 		o->keep = 1;
 	} else if (!strcmp(a, "--api")) {
 		o->api = 1;
+	} else if (!strcmp(a, "--kinds") && more) {
+		char msg[300];
+		if (zb_trace_kinds_parse(argv[++*i], &o->kinds, msg, sizeof msg)) {
+			fprintf(stderr, "zbench: %s\n", msg);
+			return 2;
+		}
 	} else if (!strcmp(a, "--db") && more) {
 		o->db = argv[++*i];
 	} else if (!strcmp(a, "--nvtx") && more) {
@@ -414,6 +471,8 @@ static int parse_args(int argc, char **argv, trace_opts *o, int *cmd)
 		fprintf(stderr, "zbench: trace needs a command to run: zbench trace [options] -- <command> [args...]\n");
 		return 2;
 	}
+	if (o->api)
+		o->kinds |= ZB_TK_API;
 	if (o->stop_steps && strcmp(o->nvtx, "steps")) {
 		fprintf(stderr, "zbench: --steps counts the step ranges that --nvtx steps keeps, not with --nvtx %s\n",
 			o->nvtx);
@@ -421,6 +480,21 @@ static int parse_args(int argc, char **argv, trace_opts *o, int *cmd)
 	}
 	*cmd = i;
 	return -1;
+}
+
+/* What tracing itself took: the sampler's ticks (in zbench, a core taken from the
+ * program meanwhile), the collector's record conversion (in the program's CUPTI
+ * thread) and CUPTI's own overhead records (buffer flushes, instrumentation). The
+ * rest of the cost, inside the CUDA driver on the program's threads, shows only
+ * as a slower step: compare with an untraced run (scripts/visit-trace-ovh.sh). */
+static void report_cost(const totals *tt, const zb_proc_sampler *ps)
+{
+	fprintf(stderr,
+		"zbench trace: tracer cost: sampler %.1f ms CPU in %" PRIu64 " ticks (%.0f us a tick), record conversion"
+		" %.1f ms, CUPTI overhead records %.1f ms (%" PRIu64 "), CUPTI worker thread%s %.1f ms CPU\n",
+		ps->self_cpu_ns / 1e6, ps->ticks, ps->ticks ? ps->self_cpu_ns / 1e3 / (double)ps->ticks : 0.0,
+		tt->parse_ns / 1e6, tt->overhead_ns / 1e6, tt->overheads, tt->ncupti == 1 ? "" : "s",
+		cupti_cpu_ns(tt, ps) / 1e6);
 }
 
 static void report(int64_t run_id, const char *db, const totals *tt, const zb_proc_sampler *ps)
@@ -432,6 +506,7 @@ static void report(int64_t run_id, const char *db, const totals *tt, const zb_pr
 		run_id, db, tt->processes, tt->processes == 1 ? "" : "es", tt->kernels, tt->memcpys, tt->memsets,
 		tt->apis, tt->nvtx, ps->nsamples, ps->nthreads, tt->dropped,
 		tt->parse_errors || tt->buffer_failures ? " (and buffers lost or unparsable: see META_DATA_EXPORT)" : "");
+	report_cost(tt, ps);
 	if (tt->launches && tt->launches != tt->kernels)
 		fprintf(stderr, "zbench trace: %" PRIu64 " kernel launches counted, %" PRIu64 " kernel records\n",
 			tt->launches, tt->kernels);
@@ -439,7 +514,8 @@ static void report(int64_t run_id, const char *db, const totals *tt, const zb_pr
 
 int cmd_trace(int argc, char **argv)
 {
-	trace_opts o = { .db = ZB_STORE_DEFAULT_PATH, .nvtx = "steps", .step_match = "step", .sample_ms = 10 };
+	trace_opts o = { .db = ZB_STORE_DEFAULT_PATH, .nvtx = "steps", .step_match = "step", .sample_ms = 10,
+			 .kinds = ZB_TK_TRACE_DEFAULT };
 	int i = 0, rc = parse_args(argc, argv, &o, &i);
 	if (rc >= 0)
 		return rc;

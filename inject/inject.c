@@ -14,7 +14,8 @@
  * call); zbench trace sets it, and this library sets it again to the libcupti the
  * process actually loaded (route_nvtx). "steps": NVTX_INJECTION64_PATH names this
  * library, whose InitializeInjectionNvtx2 (nvtx_steps.c) keeps only step ranges.
- * "none": no NVTX. ZB_TRACE_API = 1: runtime/driver API records. Unset: all, 1.
+ * "none": no NVTX. ZB_TRACE_KINDS: the activity kinds and the launch counter, a
+ * number of trace_kinds.h bits (zbench trace passes its --kinds). Unset: all, all.
  *
  * A failure to start is written to <pid>.err in the spool directory (one line) and
  * the program runs on untraced. A fork()ed child does not write its parent's
@@ -33,6 +34,7 @@
 
 #include "inject/nvtx_steps.h"
 #include "profiler/spool.h"
+#include "profiler/trace_kinds.h"
 #include "profiler/trace.h"
 
 /* The executor's clock (exec/threadpool.c), which cupti_cuda.c stamps records with. */
@@ -135,12 +137,21 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		return 1;
 	}
 	/* ZB_TRACE_NVTX: all (CUPTI's markers, every range), steps (nvtx_steps.c, set up
-	 * by NVTX itself), none; ZB_TRACE_API: 1 for API records. Unset: all and 1. */
-	const char *nvtx = getenv("ZB_TRACE_NVTX"), *api = getenv("ZB_TRACE_API");
+	 * by NVTX itself), none; ZB_TRACE_KINDS: trace_kinds.h bits. Unset: all, all. */
+	const char *nvtx = getenv("ZB_TRACE_NVTX"), *kt = getenv("ZB_TRACE_KINDS");
 	int all = !nvtx || !strcmp(nvtx, "all");
 	if (all)
 		route_nvtx();
-	zb_trace_set_kinds(!api || !strcmp(api, "1"), all);
+	char *end = NULL;
+	unsigned long k = kt && kt[0] ? strtoul(kt, &end, 0) : ZB_TK_ALL;
+	if (end && (*end || k > ZB_TK_ALL)) {
+		char msg[160];
+		snprintf(msg, sizeof msg, "invalid ZB_TRACE_KINDS '%.40s' (expected a number of trace kind bits)", kt);
+		write_error(msg);
+		pthread_mutex_unlock(&once);
+		return 1; /* the program runs on untraced */
+	}
+	zb_trace_set_kinds(all ? (unsigned)k | ZB_TK_MARKER : (unsigned)k & ~ZB_TK_MARKER);
 	zb_trace *t = zb_trace_create();
 	zb_error err = { 0 };
 	if (zb_trace_start(t, &err)) {

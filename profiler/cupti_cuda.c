@@ -13,7 +13,9 @@
  * The sink is an atomic pointer read by the callbacks; zb_trace_stop clears it and
  * waits until no callback is still inside a buffer, so the trace can be freed.
  *
- * Launch count: a CUPTI callback subscription on the launch functions only (runtime:
+ * Kinds: the set of trace_kinds.h (zb_trace_set_kinds; zbench's own sessions: all).
+ *
+ * Launch count (ZB_TK_LAUNCHES): a CUPTI callback subscription on the launch functions only (runtime:
  * cudaLaunch*, __cudaLaunchKernel; driver: cuLaunch*). Runtime launches count on
  * their successful exit; driver launches count only outside any runtime launch on
  * the same thread (a runtime launch may reach the driver's launch internally), so
@@ -28,8 +30,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "common/clock.h"
+#include "profiler/trace_kinds.h"
 
 /* libstdc++'s demangler (the CUDA build links -lstdc++). */
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -37,32 +42,34 @@ char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 #define BUF_SIZE ((size_t)8 << 20)
 #define BUF_ALIGN 8
 
-static const CUpti_ActivityKind kinds[] = {
-	CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, /* first: tags must precede the API records */
-	CUPTI_ACTIVITY_KIND_RUNTIME,
-	CUPTI_ACTIVITY_KIND_DRIVER,
-	CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-	CUPTI_ACTIVITY_KIND_MEMCPY,
-	CUPTI_ACTIVITY_KIND_MEMSET,
-	CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,   /* from here on optional: a CUPTI that */
-	CUPTI_ACTIVITY_KIND_OVERHEAD,          /* refuses them traces without them */
-	CUPTI_ACTIVITY_KIND_MARKER,            /* NVTX (only with NVTX_INJECTION64_PATH) */
+static const struct {
+	CUpti_ActivityKind kind;
+	unsigned bit; /* trace_kinds.h; 0: always */
+} kinds[] = {
+	{ CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, 0 }, /* first: tags must precede the API records */
+	{ CUPTI_ACTIVITY_KIND_RUNTIME, ZB_TK_RUNTIME },
+	{ CUPTI_ACTIVITY_KIND_DRIVER, ZB_TK_DRIVER },
+	{ CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, ZB_TK_KERNEL },
+	{ CUPTI_ACTIVITY_KIND_MEMCPY, ZB_TK_MEMCPY },
+	{ CUPTI_ACTIVITY_KIND_MEMSET, ZB_TK_MEMSET },
+	{ CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, ZB_TK_SYNC }, /* from here on optional: a CUPTI that */
+	{ CUPTI_ACTIVITY_KIND_OVERHEAD, ZB_TK_OVERHEAD },    /* refuses them traces without them */
+	{ CUPTI_ACTIVITY_KIND_MARKER, ZB_TK_MARKER },        /* NVTX (only with NVTX_INJECTION64_PATH) */
 };
 #define NKINDS (sizeof kinds / sizeof kinds[0])
 #define NREQUIRED 6
 
-static int want_api = 1, want_markers = 1; /* zb_trace_set_kinds */
+static unsigned want = ZB_TK_ALL; /* zb_trace_set_kinds */
 
-void zb_trace_set_kinds(int api, int nvtx_markers)
+void zb_trace_set_kinds(unsigned k)
 {
-	want_api = api, want_markers = nvtx_markers;
+	want = k;
 }
 
-/* Left off by zb_trace_set_kinds: neither enabled nor disabled. */
-static int unwanted(CUpti_ActivityKind k)
+/* Left out by zb_trace_set_kinds: neither enabled nor disabled. */
+static int unwanted(size_t i)
 {
-	return ((k == CUPTI_ACTIVITY_KIND_RUNTIME || k == CUPTI_ACTIVITY_KIND_DRIVER) && !want_api) ||
-	       (k == CUPTI_ACTIVITY_KIND_MARKER && !want_markers);
+	return kinds[i].bit && !(want & kinds[i].bit);
 }
 
 static const CUpti_CallbackId runtime_launches[] = {
@@ -96,6 +103,8 @@ static struct {
 	atomic_int active;           /* tags and launch counting on */
 	atomic_int in_callback;      /* buffer callbacks running now */
 	atomic_ullong launches, buffers, buffer_failures, lost_buffers;
+	atomic_uint worker_tid;      /* the thread that delivered the last buffer outside a flush */
+	atomic_int flushing;         /* stop_session's flushes: their buffers come on its thread */
 	CUpti_SubscriberHandle sub;
 	int subscribed;
 	int callbacks_registered;
@@ -315,6 +324,9 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 			atomic_fetch_add(&G.lost_buffers, 1);
 	} else if (valid > 0) {
 		atomic_fetch_add(&G.buffers, 1);
+		if (!atomic_load(&G.flushing))
+			atomic_store(&G.worker_tid, (unsigned)syscall(SYS_gettid));
+		int64_t t0 = zb_now_ns();
 		pthread_mutex_lock(&t->mu);
 		CUpti_Activity *rec = NULL;
 		for (;;) {
@@ -327,6 +339,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *b
 				t->parse_errors++;
 			break;
 		}
+		t->parse_ns += (uint64_t)(zb_now_ns() - t0); /* the collector's own cost, lock wait included */
 		pthread_mutex_unlock(&t->mu);
 	}
 	free(buffer);
@@ -386,8 +399,8 @@ static int64_t cupti_offset(int *ok)
 static void disable_all(void)
 {
 	for (size_t i = 0; i < NKINDS; i++)
-		if (!unwanted(kinds[i]))
-			(void)cuptiActivityDisable(kinds[i]);
+		if (!unwanted(i))
+			(void)cuptiActivityDisable(kinds[i].kind);
 }
 
 static void unsubscribe(void)
@@ -412,8 +425,11 @@ zb_status zb_trace_start(zb_trace *t, zb_error *err)
 	atomic_store(&G.buffers, 0);
 	atomic_store(&G.buffer_failures, 0);
 	atomic_store(&G.lost_buffers, 0);
+	atomic_store(&G.worker_tid, 0);
+	atomic_store(&G.flushing, 0);
 
-	/* the launch counter: also the first call to find out whether CUPTI is free */
+	/* the launch counter: also the first call to find out whether CUPTI is free
+	 * (subscribed even when launches are not counted: then no callback is on) */
 	r = cuptiSubscribe(&G.sub, on_launch, NULL);
 	if (r != CUPTI_SUCCESS) {
 		st = cupti_fail(err, r, "cuptiSubscribe");
@@ -422,11 +438,13 @@ zb_status zb_trace_start(zb_trace *t, zb_error *err)
 	G.subscribed = 1;
 	/* the two launch functions everything uses must be counted; an old or exotic
 	 * one this CUPTI does not know is only skipped */
-	for (size_t i = 0; i < sizeof runtime_launches / sizeof runtime_launches[0] && !st; i++)
+	size_t nrt = want & ZB_TK_LAUNCHES ? sizeof runtime_launches / sizeof runtime_launches[0] : 0;
+	size_t ndrv = want & ZB_TK_LAUNCHES ? sizeof driver_launches / sizeof driver_launches[0] : 0;
+	for (size_t i = 0; i < nrt && !st; i++)
 		if ((r = cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_RUNTIME_API, runtime_launches[i])) != CUPTI_SUCCESS &&
 		    runtime_launches[i] == CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000)
 			st = cupti_fail(err, r, "cuptiEnableCallback (cudaLaunchKernel)");
-	for (size_t i = 0; i < sizeof driver_launches / sizeof driver_launches[0] && !st; i++)
+	for (size_t i = 0; i < ndrv && !st; i++)
 		if ((r = cuptiEnableCallback(1, G.sub, CUPTI_CB_DOMAIN_DRIVER_API, driver_launches[i])) != CUPTI_SUCCESS &&
 		    driver_launches[i] == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel)
 			st = cupti_fail(err, r, "cuptiEnableCallback (cuLaunchKernel)");
@@ -453,21 +471,26 @@ zb_status zb_trace_start(zb_trace *t, zb_error *err)
 	}
 	atomic_store(&G.sink, t);
 	G.owner = t;
+	/* sync records of event and stream queries only where the work had completed:
+	 * PyTorch's allocators poll cudaEventQuery, one record a poll otherwise */
+	if ((want & ZB_TK_SYNC) && cuptiActivityEnableAllSyncRecords(0) != CUPTI_SUCCESS)
+		t->kinds_refused++; /* noted; every query is recorded then */
 	for (; nenabled < NKINDS; nenabled++) {
-		if (unwanted(kinds[nenabled]))
+		if (unwanted(nenabled))
 			continue;
-		r = cuptiActivityEnable(kinds[nenabled]);
+		r = cuptiActivityEnable(kinds[nenabled].kind);
 		if (r != CUPTI_SUCCESS && nenabled >= NREQUIRED) {
 			t->kinds_refused++; /* noted; the session goes on */
 			continue;
 		}
 		if (r != CUPTI_SUCCESS) {
 			char call[64];
-			snprintf(call, sizeof call, "cuptiActivityEnable(kind %d)", (int)kinds[nenabled]);
+			snprintf(call, sizeof call, "cuptiActivityEnable(kind %d)", (int)kinds[nenabled].kind);
 			st = cupti_fail(err, r, call);
 			goto fail;
 		}
 	}
+	t->kinds = want;
 	t->started_ns = zb_now_ns();
 	atomic_store(&G.active, 1);
 	pthread_mutex_unlock(&G.mu);
@@ -532,6 +555,7 @@ static zb_status stop_session(zb_trace *t, zb_error *err, int use_runtime)
 	if (use_runtime && cudaDeviceSynchronize() != cudaSuccess)
 		(void)cudaGetLastError();
 	t->stopped_ns = zb_now_ns();
+	atomic_store(&G.flushing, 1);
 	CUptiResult r = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	if (r != CUPTI_SUCCESS)
 		st = cupti_fail(err, r, "cuptiActivityFlushAll");
@@ -541,9 +565,9 @@ static zb_status stop_session(zb_trace *t, zb_error *err, int use_runtime)
 		st = cupti_fail(err, r, "cuptiActivityGetNumDroppedRecords");
 	t->dropped += dropped;
 	for (size_t i = 0; i < NKINDS; i++) {
-		if (unwanted(kinds[i]))
+		if (unwanted(i))
 			continue;
-		r = cuptiActivityDisable(kinds[i]);
+		r = cuptiActivityDisable(kinds[i].kind);
 		if (r != CUPTI_SUCCESS && !st && i < NREQUIRED) /* an optional kind may never have been on */
 			st = cupti_fail(err, r, "cuptiActivityDisable");
 	}
@@ -564,6 +588,7 @@ static zb_status stop_session(zb_trace *t, zb_error *err, int use_runtime)
 	t->launches = atomic_load(&G.launches);
 	t->buffers = atomic_load(&G.buffers);
 	t->buffer_failures = atomic_load(&G.buffer_failures);
+	t->cupti_tid = atomic_load(&G.worker_tid);
 	/* a full buffer that arrived after the sink was cleared is records lost */
 	t->parse_errors += atomic_load(&G.lost_buffers);
 	if (use_runtime)

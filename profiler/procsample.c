@@ -4,6 +4,8 @@
 #include "profiler/procsample.h"
 
 #include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,9 +25,14 @@ void zb_proc_sampler_free(zb_proc_sampler *s)
 {
 	if (!s)
 		return;
+	for (size_t i = 0; i < s->nthreads; i++)
+		if (s->threads[i].fd_plus1)
+			close(s->threads[i].fd_plus1 - 1);
 	free(s->samples);
 	free(s->threads);
 	free(s->pids);
+	free(s->known);
+	free(s->known_ppid);
 	free(s);
 }
 
@@ -80,14 +87,18 @@ int zb_proc_parse_stat_ticks(const char *stat, int64_t *ticks)
 	return 1;
 }
 
+/* One read of a small /proc file (no stdio: fopen allocates a 4 KiB buffer). */
 static int read_small(const char *path, char *buf, size_t n)
 {
-	FILE *f = fopen(path, "r");
-	if (!f)
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return 0;
-	size_t got = fread(buf, 1, n - 1, f);
-	fclose(f);
-	buf[got] = 0;
+	ssize_t got;
+	do
+		got = read(fd, buf, n - 1);
+	while (got < 0 && errno == EINTR);
+	close(fd);
+	buf[got > 0 ? got : 0] = 0;
 	return got > 0;
 }
 
@@ -100,36 +111,85 @@ static void add_pid(zb_proc_sampler *s, pid_t p)
 	s->pids[s->npids++] = p;
 }
 
-/* The root and its descendants: every process's parent from /proc, then the
- * closure from the root (a few passes; trees are shallow). */
-static void rescan_tree(zb_proc_sampler *s)
+static int cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	return (x > y) - (x < y);
+}
+
+/* The parent of pid as the last rescan knew it; -1 when it did not list pid. */
+static pid_t known_parent(const zb_proc_sampler *s, pid_t pid)
+{
+	size_t lo = 0, hi = s->nknown;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (s->known[mid] < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < s->nknown && s->known[lo] == pid ? s->known_ppid[lo] : -1;
+}
+
+/* Every process in /proc and its parent: the last rescan's parents where it knew
+ * the process (a process keeps its pid and parent, or is reparented to init when
+ * its parent ends: then it stays in the tree), /proc/PID/stat for new ones. */
+static size_t list_processes(zb_proc_sampler *s, pid_t **all_out, pid_t **par_out)
 {
 	DIR *d = opendir("/proc");
-	s->npids = 0;
-	add_pid(s, s->root);
-	if (!d)
-		return;
 	pid_t *all = NULL, *par = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *e;
 	char path[64], buf[512];
-	while ((e = readdir(d))) {
+	while (d && (e = readdir(d))) {
 		char *end;
 		long p = strtol(e->d_name, &end, 10);
-		if (*end || p <= 0 || p == s->root)
-			continue;
-		snprintf(path, sizeof path, "/proc/%ld/stat", p);
-		pid_t pp;
-		if (!read_small(path, buf, sizeof buf) || !zb_proc_parse_ppid(buf, &pp))
+		if (*end || p <= 0)
 			continue;
 		if (n == cap) {
 			cap = cap ? 2 * cap : 512;
 			all = zb_xrealloc(all, cap * sizeof *all);
-			par = zb_xrealloc(par, cap * sizeof *par);
 		}
-		all[n] = (pid_t)p, par[n++] = pp;
+		all[n++] = (pid_t)p;
 	}
-	closedir(d);
+	if (d)
+		closedir(d);
+	if (n > 1)
+		qsort(all, n, sizeof *all, cmp_pid);
+	par = zb_xmalloc((n ? n : 1) * sizeof *par);
+	for (size_t i = 0; i < n; i++) {
+		par[i] = known_parent(s, all[i]);
+		if (par[i] >= 0)
+			continue;
+		snprintf(path, sizeof path, "/proc/%d/stat", (int)all[i]);
+		pid_t pp;
+		par[i] = read_small(path, buf, sizeof buf) && zb_proc_parse_ppid(buf, &pp) ? pp : 0;
+	}
+	*all_out = all, *par_out = par;
+	return n;
+}
+
+/* The root and its descendants: the closure from the root over the parents of
+ * every process (a few passes; trees are shallow). */
+static void rescan_tree(zb_proc_sampler *s)
+{
+	pid_t *all, *par;
+	size_t n = list_processes(s, &all, &par);
+	/* the listing, with its parents, is what the next rescan knows */
+	free(s->known);
+	free(s->known_ppid);
+	s->known = zb_xmalloc((n ? n : 1) * sizeof *s->known);
+	s->known_ppid = zb_xmalloc((n ? n : 1) * sizeof *s->known_ppid);
+	if (n) {
+		memcpy(s->known, all, n * sizeof *all);
+		memcpy(s->known_ppid, par, n * sizeof *par);
+	}
+	s->nknown = n;
+	s->npids = 0;
+	add_pid(s, s->root);
+	for (size_t i = 0; i < n; i++)
+		if (all[i] == s->root)
+			all[i] = 0;
 	for (int changed = 1; changed;) {
 		changed = 0;
 		for (size_t i = 0; i < n; i++) {
@@ -148,14 +208,25 @@ static void rescan_tree(zb_proc_sampler *s)
 	free(par);
 }
 
-static zb_cpu_thread *thread_of(zb_proc_sampler *s, uint32_t pid, uint32_t tid, int *fresh)
+/* The entry of a thread seen before, or NULL. */
+static zb_cpu_thread *thread_find(zb_proc_sampler *s, uint32_t pid, uint32_t tid)
 {
-	/* from the back: a tick visits threads in the order they were first seen */
+	/* a tick lists the threads in the same order as the last one: the hint hits */
+	size_t h = s->hint;
+	if (h < s->nthreads && s->threads[h].tid == tid && s->threads[h].pid == pid) {
+		s->hint = h + 1;
+		return &s->threads[h];
+	}
 	for (size_t i = s->nthreads; i-- > 0;)
 		if (s->threads[i].tid == tid && s->threads[i].pid == pid) {
-			*fresh = 0;
+			s->hint = i + 1;
 			return &s->threads[i];
 		}
+	return NULL;
+}
+
+static zb_cpu_thread *thread_new(zb_proc_sampler *s, uint32_t pid, uint32_t tid)
+{
 	if (s->nthreads == s->cap_threads) {
 		s->cap_threads = s->cap_threads ? 2 * s->cap_threads : 64;
 		s->threads = zb_xrealloc(s->threads, s->cap_threads * sizeof *s->threads);
@@ -163,17 +234,51 @@ static zb_cpu_thread *thread_of(zb_proc_sampler *s, uint32_t pid, uint32_t tid, 
 	zb_cpu_thread *t = &s->threads[s->nthreads++];
 	memset(t, 0, sizeof *t);
 	t->pid = pid, t->tid = tid;
-	*fresh = 1;
+	s->hint = s->nthreads;
 	return t;
 }
 
-/* CPU ns of one thread; 0 when it is gone. */
-static int thread_cpu(zb_proc_sampler *s, uint32_t pid, uint32_t tid, int64_t *ns)
+static void close_fd(zb_proc_sampler *s, zb_cpu_thread *t)
+{
+	if (t->fd_plus1) {
+		close(t->fd_plus1 - 1);
+		t->fd_plus1 = 0;
+		s->nopen--;
+	}
+}
+
+/* schedstat of a thread through its kept file (opened at first need, while fewer
+ * than ZB_PROC_MAX_OPEN are); the slow way for the others. */
+static int read_schedstat(zb_proc_sampler *s, zb_cpu_thread *t, const char *path, char *buf, size_t n)
+{
+	if (!t || (!t->fd_plus1 && s->nopen >= ZB_PROC_MAX_OPEN))
+		return read_small(path, buf, n);
+	if (!t->fd_plus1) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return 0;
+		t->fd_plus1 = fd + 1;
+		s->nopen++;
+	}
+	ssize_t got;
+	do
+		got = pread(t->fd_plus1 - 1, buf, n - 1, 0);
+	while (got < 0 && errno == EINTR);
+	if (got <= 0) { /* the thread ended (ESRCH) */
+		close_fd(s, t);
+		return 0;
+	}
+	buf[got] = 0;
+	return 1;
+}
+
+/* CPU ns of one thread (t: its entry, NULL before it has one); 0 when it is gone. */
+static int thread_cpu(zb_proc_sampler *s, zb_cpu_thread *t, uint32_t pid, uint32_t tid, int64_t *ns)
 {
 	char path[96], buf[512];
 	if (!s->use_ticks) {
 		snprintf(path, sizeof path, "/proc/%u/task/%u/schedstat", pid, tid);
-		if (read_small(path, buf, sizeof buf) && zb_proc_parse_schedstat(buf, ns))
+		if (read_schedstat(s, t, path, buf, sizeof buf) && zb_proc_parse_schedstat(buf, ns))
 			return 1;
 		if (access("/proc/self/schedstat", R_OK) == 0)
 			return 0; /* the thread is gone */
@@ -229,12 +334,15 @@ static void sample_pid(zb_proc_sampler *s, pid_t pid, int64_t now)
 		if (*end || tid <= 0)
 			continue;
 		int64_t ns;
-		if (!thread_cpu(s, (uint32_t)pid, (uint32_t)tid, &ns)) {
+		zb_cpu_thread *t = thread_find(s, (uint32_t)pid, (uint32_t)tid);
+		if (!thread_cpu(s, t, (uint32_t)pid, (uint32_t)tid, &ns)) {
 			s->read_failures++;
 			continue;
 		}
-		int fresh;
-		zb_cpu_thread *t = thread_of(s, (uint32_t)pid, (uint32_t)tid, &fresh);
+		int fresh = !t;
+		if (fresh)
+			t = thread_new(s, (uint32_t)pid, (uint32_t)tid);
+		t->seen = s->ticks + 1;
 		if (fresh) {
 			char cpath[96];
 			snprintf(cpath, sizeof cpath, "/proc/%d/task/%ld/comm", (int)pid, tid);
@@ -269,12 +377,33 @@ static void sample_pid(zb_proc_sampler *s, pid_t pid, int64_t now)
 	closedir(d);
 }
 
+static int64_t thread_cpu_now(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 void zb_proc_sampler_tick(zb_proc_sampler *s, int64_t now_ns, int rescan)
 {
+	int64_t c0 = thread_cpu_now();
 	if (rescan || s->npids == 0)
 		rescan_tree(s);
 	for (size_t i = 0; i < s->npids; i++)
 		sample_pid(s, s->pids[i], now_ns);
+	/* the files of threads this tick did not list (ended, or their process did) */
+	for (size_t i = 0; i < s->nthreads && s->nopen > 0; i++)
+		if (s->threads[i].fd_plus1 && s->threads[i].seen != s->ticks + 1)
+			close_fd(s, &s->threads[i]);
 	s->ticks++;
 	s->last_tick_ns = now_ns;
+	s->self_cpu_ns += thread_cpu_now() - c0;
+}
+
+int64_t zb_proc_sampler_period(int64_t period_ns, int64_t cpu_ns, uint64_t n, int64_t max_ns)
+{
+	if (n == 0 || period_ns <= 0 || (double)cpu_ns <= ZB_PROC_MAX_SHARE * (double)period_ns * (double)n)
+		return period_ns;
+	return period_ns >= max_ns / 2 ? (period_ns > max_ns ? period_ns : max_ns) : 2 * period_ns;
 }

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #define MAGIC "ZBSPOOL1"
-#define FORMAT 1
+#define FORMAT 2 /* 2: kinds, cupti_tid, parse_ns */
 
 /* Counters and session facts, in file order. */
 typedef struct spool_head {
@@ -19,6 +19,8 @@ typedef struct spool_head {
 	uint64_t dropped, launches, buffers, buffer_failures, parse_errors, unknown_records, untimed_records;
 	uint64_t nvtx_unmatched, nvtx_open;
 	uint32_t kinds_refused, clock_method; /* 0 none, 1 timestamp-callback, 2 offset */
+	uint32_t kinds, cupti_tid;
+	uint64_t parse_ns;
 	int64_t clock_offset_ns, clock_residual_ns, started_ns, stopped_ns;
 	uint64_t counts[8]; /* records per array, then strings */
 } spool_head;
@@ -59,6 +61,7 @@ zb_status zb_spool_write(const zb_trace *t, const char *path, zb_error *err)
 	h.unknown_records = t->unknown_records, h.untimed_records = t->untimed_records;
 	h.nvtx_unmatched = t->nvtx_unmatched, h.nvtx_open = t->nnvtx_open;
 	h.kinds_refused = t->kinds_refused, h.clock_method = method_id(t->clock_method);
+	h.kinds = t->kinds, h.parse_ns = t->parse_ns, h.cupti_tid = t->cupti_tid;
 	h.clock_offset_ns = t->clock_offset_ns, h.clock_residual_ns = t->clock_residual_ns;
 	h.started_ns = t->started_ns, h.stopped_ns = t->stopped_ns;
 	const void *arr[7] = { t->kernels, t->memcpys, t->memsets, t->apis, t->syncs, t->overheads, t->nvtxs };
@@ -126,6 +129,7 @@ zb_status zb_spool_read(const char *path, zb_trace **out, zb_error *err)
 	t->unknown_records = h.unknown_records, t->untimed_records = h.untimed_records;
 	t->nvtx_unmatched = h.nvtx_unmatched + h.nvtx_open; /* ranges never closed count as unmatched */
 	t->kinds_refused = h.kinds_refused;
+	t->kinds = h.kinds, t->parse_ns = h.parse_ns, t->cupti_tid = h.cupti_tid;
 	t->clock_method = methods[h.clock_method < 3 ? h.clock_method : 0];
 	t->clock_offset_ns = h.clock_offset_ns, t->clock_residual_ns = h.clock_residual_ns;
 	t->started_ns = h.started_ns, t->stopped_ns = h.stopped_ns;

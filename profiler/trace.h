@@ -192,7 +192,10 @@ typedef struct zb_trace {
 	uint64_t dropped;                /* records CUPTI dropped (cuptiActivityGetNumDroppedRecords) */
 	uint64_t launches;               /* kernel launch calls counted by the callback */
 	uint64_t buffers, buffer_failures, parse_errors, unknown_records, untimed_records;
-	uint32_t kinds_refused;          /* optional activity kinds (sync, overhead, marker) CUPTI refused */
+	uint32_t kinds_refused;          /* optional activity kinds (sync, overhead, marker) or settings CUPTI refused */
+	uint32_t kinds;                  /* what was asked for (trace_kinds.h ZB_TK_*) */
+	uint64_t parse_ns;               /* time the buffer callbacks took to convert records (collector's cost) */
+	uint32_t cupti_tid;              /* CUPTI's worker thread (delivered a buffer outside the final flush; 0: none) */
 	uint64_t nvtx_unmatched;         /* NVTX range ends without a start */
 	uint64_t mapped_tag, mapped_time, unmapped; /* GPU records by how they found their task */
 	int64_t started_ns, stopped_ns;
@@ -256,12 +259,12 @@ void zb_trace_fill_synthetic(zb_trace *t, size_t ntasks, int64_t t0_ns);
 
 /* ---- CUPTI (profiler/cupti_cuda.c; a build without CUDA says so) ---------------- */
 
-/* Which optional kinds the next zb_trace_start enables (default: both on, as
- * zbench's own sessions want). api: runtime and driver API records, one per CUDA
- * call (DeepSpeed makes ~1.3 million a step); nvtx_markers: CUPTI's NVTX marker
- * records (NVTX_INJECTION64_PATH = libcupti). `zbench trace` leaves both off by
- * default (--api, --nvtx all). */
-void zb_trace_set_kinds(int api, int nvtx_markers);
+/* Which kinds the next zb_trace_start records and whether it counts launches: a
+ * set of trace_kinds.h bits (default ZB_TK_ALL, as zbench's own sessions want;
+ * `zbench trace` asks for ZB_TK_TRACE_DEFAULT unless --kinds/--api/--nvtx all say
+ * more). Kernels, copies and memsets are required when asked for: a CUPTI that
+ * refuses one fails the start; sync, overhead and markers are optional. */
+void zb_trace_set_kinds(unsigned kinds);
 
 /* Start the process's tracing session into t. Fails (ZB_E_NOCUDA, ZB_E_NOGPU,
  * ZB_E_CUDA) with one line naming the reason when CUPTI cannot trace here; nothing

@@ -127,6 +127,7 @@ static void test_spool_roundtrip(void **state)
 	zb_trace_add_nvtx(t, &n);
 	t->dropped = 3, t->launches = 150, t->clock_method = "timestamp-callback", t->started_ns = 77;
 	t->nvtx_unmatched = 2;
+	t->kinds = 0x1f, t->parse_ns = 123456789, t->cupti_tid = 4242;
 	zb_trace_nvtx_begin(t, &n); /* left open: counts as unmatched in the file */
 	const char *path = tmp("1.zbt");
 	OK(zb_spool_write(t, path, &err_));
@@ -150,6 +151,9 @@ static void test_spool_roundtrip(void **state)
 	assert_int_equal(r->pid, t->pid);
 	assert_int_equal(r->nvtx_unmatched, 3);
 	assert_int_equal(r->started_ns, 77);
+	assert_int_equal(r->kinds, 0x1f);
+	assert_int_equal(r->parse_ns, 123456789);
+	assert_int_equal(r->cupti_tid, 4242);
 	assert_string_equal(r->clock_method, "timestamp-callback");
 	assert_int_equal(access(tmp("1.zbt.tmp"), F_OK), -1); /* renamed into place */
 	zb_trace_free(r);

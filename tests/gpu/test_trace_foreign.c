@@ -6,10 +6,11 @@
  * exits with 3.
  * The test runs `zbench trace -- <self> child 6` and checks that
  *   - the exit code 3 passes through, one CUDA process was traced, 0 records dropped,
- *     kernel records == kernel launches counted by the callback;
+ *     kernel records == kernel launches counted by the callback (--kinds +launches);
  *   - every copy arrived with its bytes, direction and pinned/pageable kind;
  *   - the 6 NVTX ranges arrived (--nvtx steps: zbench's NVTX filter), API records with --api;
- *   - `zbench trace --steps 3` stops the program after 3 steps, exit 0, the 3 steps stored;
+ *   - `zbench trace --steps 3` stops the program after 3 steps, exit 0, the 3 steps stored,
+ *     with the default kinds (no sync records);
  *   - the CPU samples show the worker threads;
  *   - zbench analyze finds 6 steps by NVTX and >= 4 by the pattern (--no-nvtx), and
  *     the per-step H2D bytes are 64 MiB.
@@ -144,13 +145,14 @@ static void test_traced_child(void **state)
 	char db[256], cmd[2048], log[256];
 	snprintf(db, sizeof db, "%s/t.db", tmpdir);
 	snprintf(log, sizeof log, "%s/trace.log", tmpdir);
-	snprintf(cmd, sizeof cmd, "%s trace --api --db %s -- %s child 6 2>%s", z, db, self, log);
+	snprintf(cmd, sizeof cmd, "%s trace --api --kinds +launches --db %s -- %s child 6 2>%s", z, db, self, log);
 	int rc = sh(cmd);
 	char *out = zb_test_slurp(log, NULL);
 	print_message("%s", out);
 	assert_int_equal(rc, 3);
 	assert_contains(out, "1 CUDA process traced");
 	assert_contains(out, "dropped records: 0");
+	assert_contains(out, "tracer cost: sampler");
 	free(out);
 	sqlite3 *h;
 	assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
@@ -217,6 +219,11 @@ static void test_traced_child(void **state)
 			       " (SELECT max(zbConfigId) FROM NVTX_EVENTS)"), 0); /* no --api */
 	assert_true(q1(h, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 1 AND zbConfigId ="
 			    " (SELECT max(zbConfigId) FROM NVTX_EVENTS)") >= 3);
+	/* the default kinds: no sync records, no launch count (the program synchronizes every step) */
+	assert_int_equal(q1(h, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_SYNCHRONIZATION WHERE zbConfigId ="
+			       " (SELECT max(zbConfigId) FROM NVTX_EVENTS)"), 0);
+	assert_int_equal(q1(h, "SELECT count(*) FROM META_DATA_EXPORT WHERE name = 'ZB_TRACE_KINDS' AND value ="
+			       " 'kernel,memcpy,memset,overhead' AND zbConfigId = (SELECT max(zbConfigId) FROM NVTX_EVENTS)"), 1);
 	sqlite3_close(h);
 }
 
