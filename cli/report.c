@@ -217,6 +217,12 @@ void zb_prediction_print(FILE *f, const zb_config *c, const zb_graph *g, const z
 		if (res == ZB_RES_COMM && g->ranks <= 1)
 			continue; /* one GPU: no collectives (and the table it always had) */
 		double bytes = res == ZB_RES_D2H || res == ZB_RES_H2D ? g->copy_bytes[res] / 1e9 : 0;
+		if (res == ZB_RES_COMM) { /* the collectives' buffers per step (each rank sends (n-1)/n of them) */
+			for (size_t i = 0; i < g->ntasks; i++)
+				if (g->tasks[i].resource == ZB_RES_COMM)
+					bytes += g->tasks[i].bytes;
+			bytes /= 1e9 * (g->steps > 0 ? g->steps : 1);
+		}
 		char b[32] = "-";
 		if (bytes > 0)
 			snprintf(b, sizeof b, "%.3f", bytes);

@@ -12,6 +12,7 @@
 #include "core/graph.h"
 #include "core/model.h"
 #include "inputs/fabric.h"
+#include "inputs/hwfile.h"
 #include "inputs/presets.h"
 #include "sim/collective.h"
 #include "sim/engine.h"
@@ -407,6 +408,18 @@ static void test_hwfile_fabric(void **state)
 {
 	(void)state;
 	char path[400], args[600];
+	/* a saved machine (calibrate's output) keeps its fabric exactly; one without none */
+	zb_hw hw, back;
+	snprintf(path, sizeof path, "%s/saved.json", tmpdir);
+	assert_int_equal(zb_preset_hw("dgx-h100", &hw, NULL), ZB_OK);
+	assert_int_equal(zb_hw_save(path, &hw, NULL), ZB_OK);
+	assert_int_equal(zb_hw_load(path, &back, NULL), ZB_OK);
+	assert_memory_equal(&hw.fabric, &back.fabric, sizeof hw.fabric);
+	assert_int_equal(zb_preset_hw("h200-machine", &hw, NULL), ZB_OK);
+	assert_int_equal(zb_hw_save(path, &hw, NULL), ZB_OK);
+	char *text = zb_test_slurp(path, NULL);
+	assert_null(strstr(text, "fabric"));
+	free(text);
 	snprintf(path, sizeof path, "%s/fab.json", tmpdir);
 	FILE *f = fopen(path, "w");
 	assert_non_null(f);
