@@ -81,6 +81,7 @@ struct zb_sim_scratch {
 	work_slot slots[WORK_SLOTS];
 	int next_slot;
 	double *start, *end;   /* the timeline handed out in the result */
+	double *times;         /* [ntasks + 1] the time of each event so far (see catch_up) */
 	int memo_on, memo_n, memo_next;
 	struct memo *memo;     /* [MEMO] recent results, see zb_sim_scratch_memo */
 };
@@ -107,6 +108,7 @@ typedef struct flow {
 	double t_last;     /* time fixed_left / work_left were last brought up to date */
 	double due;        /* completion time at the current rate */
 	uint64_t seq;      /* when `due` was scheduled: the tie-breaker */
+	size_t caught;     /* events (sim.times) already applied to fixed_left / work_left */
 } flow;
 
 typedef struct sim {
@@ -120,10 +122,15 @@ typedef struct sim {
 	unsigned cls;                      /* the class bits (CLS_*) of the running flows */
 	unsigned left;                     /* bit res: resource res has tasks not started */
 	unsigned maybe;                    /* bit res: resource res may be able to start a task */
+	unsigned fresh;                    /* bit res: started since the last reschedule */
+	unsigned key;                      /* busy | cls at the last reschedule */
+	int nan_rates;                     /* a rate is NaN (never equal to itself) */
 	double fixed[ZB_RES_COUNT];        /* fixed cost of every task of a resource */
 	double rates[NSETS][ZB_RES_COUNT]; /* rate of each resource per busy set */
 	uint64_t next_seq;
 	double now;
+	double *times;                     /* the scratch's event times, [nevents] so far */
+	size_t nevents;
 } sim;
 
 zb_sim_index *zb_sim_index_new(const zb_graph *g)
@@ -223,6 +230,7 @@ void zb_sim_scratch_free(zb_sim_scratch *w)
 		free(w->slots[i].work);
 	free(w->start);
 	free(w->end);
+	free(w->times);
 	free(w->memo);
 	free(w);
 }
@@ -240,6 +248,7 @@ static void scratch_reserve(zb_sim_scratch *w, size_t n)
 	}
 	w->start = zb_xrealloc(w->start, cap * sizeof *w->start);
 	w->end = zb_xrealloc(w->end, cap * sizeof *w->end);
+	w->times = zb_xrealloc(w->times, (cap + 1) * sizeof *w->times);
 	w->cap = cap;
 }
 
@@ -266,6 +275,8 @@ static void prepare_rates(sim *s)
 		if (active[ZB_RES_H2D])
 			active[ZB_RES_H2D] = set & CLS_PAGEABLE ? &up_pageable : &up;
 		zb_resource_rates(s->c, active, s->rates[set]);
+		for (int res = 0; res < ZB_RES_COUNT; res++)
+			s->nan_rates |= isnan(s->rates[set][res]);
 	}
 	for (int res = 0; res < ZB_RES_COUNT; res++) {
 		zb_task probe = { .kind = ZB_TASK_KERNEL, .resource = (uint8_t)res };
@@ -359,6 +370,18 @@ static void advance(flow *f, double now)
 	f->t_last = now;
 }
 
+/* A flow's fixed_left and work_left are brought up to date at every event, one
+ * advance() per event, and read only when its rate changes. So they are brought
+ * up to date only then: the same advance() calls, on the same event times, in the
+ * same order (the times are logged), hence the same values to the bit; a flow
+ * that keeps its rate until it finishes (most do) costs nothing per event. */
+static void catch_up(sim *s, flow *f)
+{
+	for (size_t k = f->caught; k < s->nevents; k++)
+		advance(f, s->times[k]);
+	f->caught = s->nevents;
+}
+
 #define EACH(res, mask) for (unsigned m_ = (mask), res; m_ && (res = (unsigned)__builtin_ctz(m_), 1); m_ &= m_ - 1)
 
 /* Start every task that can start now: an idle resource with tasks left whose
@@ -390,20 +413,30 @@ static void start_ready(sim *s)
 		f->task = id;
 		f->rate = -1; /* forces a completion time below */
 		f->t_last = s->now;
+		f->caught = s->nevents;
 		w->start[id] = s->now;
 		s->busy |= 1u << res;
+		s->fresh |= 1u << res;
 	}
 }
 
 /* New completion times for the flows whose rate changed with the busy set, in
- * resource order (the order gives the tie-breaking sequence numbers). */
+ * resource order (the order gives the tie-breaking sequence numbers). After an
+ * event that left the busy set and classes as they were (a stream's next task
+ * started as its last one ended, the common case), every running flow already
+ * has its rate from this set's row: only the flows just started can change. */
 static void reschedule(sim *s)
 {
-	const double *rate = s->rates[s->busy | s->cls];
-	EACH(res, s->busy) {
+	unsigned key = s->busy | s->cls;
+	unsigned todo = key == s->key && !s->nan_rates ? s->fresh : s->busy;
+	s->key = key;
+	s->fresh = 0;
+	const double *rate = s->rates[key];
+	EACH(res, todo) {
 		flow *f = &s->flows[res];
 		if (f->rate == rate[res])
 			continue;
+		catch_up(s, f);
 		f->rate = rate[res];
 		f->due = s->now + f->fixed_left + (f->work_left > 0 ? f->work_left / f->rate : 0);
 		f->seq = s->next_seq++;
@@ -714,6 +747,8 @@ zb_status zb_simulate_indexed(const zb_sim_index *ix, zb_sim_scratch *w, const z
 			s.left |= 1u << res;
 	}
 	s.maybe = s.left;
+	s.key = ~0u;
+	s.times = w->times;
 	prepare_rates(&s);
 	/* host durations come from the framework profile, which the memo does not key on */
 	int memo_on = w->memo_on && c->framework == ZB_FW_ZBENCH;
@@ -731,8 +766,7 @@ zb_status zb_simulate_indexed(const zb_sim_index *ix, zb_sim_scratch *w, const z
 	reschedule(&s);
 	for (int res; (res = next_event(&s)) >= 0;) {
 		s.now = s.flows[res].due;
-		EACH(i, s.busy)
-			advance(&s.flows[i], s.now);
+		s.times[s.nevents++] = s.now; /* advances every other busy flow (catch_up) */
 		finish(&s, res);
 		done++;
 		start_ready(&s);
