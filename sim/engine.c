@@ -106,8 +106,6 @@ typedef struct flow {
 	double work_left;  /* work still to drain */
 	double rate;       /* work per second now */
 	double t_last;     /* time fixed_left / work_left were last brought up to date */
-	double due;        /* completion time at the current rate */
-	uint64_t seq;      /* when `due` was scheduled: the tie-breaker */
 	size_t caught;     /* events (sim.times) already applied to fixed_left / work_left */
 } flow;
 
@@ -118,6 +116,10 @@ typedef struct sim {
 	zb_sim_scratch *w;
 	size_t head[ZB_RES_COUNT];
 	flow flows[ZB_RES_COUNT];
+	/* each flow's completion time at its current rate, and when that was scheduled
+	 * (the tie-breaker); an idle resource has +inf and UINT64_MAX (see next_event) */
+	double due[ZB_RES_COUNT];
+	uint64_t seq[ZB_RES_COUNT];
 	unsigned busy;                     /* bit res: resource res runs a flow */
 	unsigned cls;                      /* the class bits (CLS_*) of the running flows */
 	unsigned left;                     /* bit res: resource res has tasks not started */
@@ -396,7 +398,7 @@ static double host_s(const sim *s, uint32_t id)
 	return fixed;
 }
 
-static void start_ready(sim *s)
+static inline __attribute__((always_inline)) void start_ready(sim *s)
 {
 	const zb_sim_index *ix = s->ix;
 	zb_sim_scratch *w = s->w;
@@ -425,7 +427,7 @@ static void start_ready(sim *s)
  * event that left the busy set and classes as they were (a stream's next task
  * started as its last one ended, the common case), every running flow already
  * has its rate from this set's row: only the flows just started can change. */
-static void reschedule(sim *s)
+static inline __attribute__((always_inline)) void reschedule(sim *s)
 {
 	unsigned key = s->busy | s->cls;
 	unsigned todo = key == s->key && !s->nan_rates ? s->fresh : s->busy;
@@ -438,33 +440,33 @@ static void reschedule(sim *s)
 			continue;
 		catch_up(s, f);
 		f->rate = rate[res];
-		f->due = s->now + f->fixed_left + (f->work_left > 0 ? f->work_left / f->rate : 0);
-		f->seq = s->next_seq++;
+		s->due[res] = s->now + f->fixed_left + (f->work_left > 0 ? f->work_left / f->rate : 0);
+		s->seq[res] = s->next_seq++;
 		s->r->events++;
 	}
 }
 
 /* The busy resource whose flow completes first (-1: none busy): the earliest
  * completion time, ties to the earliest scheduled. */
-static int next_event(const sim *s)
+static inline __attribute__((always_inline)) int next_event(const sim *s)
 {
 	int best = -1;
 	EACH(res, s->busy) {
-		const flow *f = &s->flows[res];
-		if (best < 0 || f->due < s->flows[best].due ||
-		    (f->due == s->flows[best].due && f->seq < s->flows[best].seq))
+		if (best < 0 || s->due[res] < s->due[best] || (s->due[res] == s->due[best] && s->seq[res] < s->seq[best]))
 			best = (int)res;
 	}
 	return best;
 }
 
-static void finish(sim *s, int res)
+static inline __attribute__((always_inline)) void finish(sim *s, int res)
 {
 	const zb_sim_index *ix = s->ix;
 	flow *f = &s->flows[res];
 	uint32_t id = f->task;
 	s->w->end[id] = s->now;
 	f->task = NONE;
+	s->due[res] = INFINITY;
+	s->seq[res] = UINT64_MAX;
 	s->busy &= ~(1u << res);
 	s->cls &= ~(unsigned)ix->cls[id];
 	if (++s->head[res] == ix->count[res])
@@ -743,6 +745,8 @@ zb_status zb_simulate_indexed(const zb_sim_index *ix, zb_sim_scratch *w, const z
 	s.w = w;
 	for (int res = 0; res < ZB_RES_COUNT; res++) {
 		s.flows[res].task = NONE;
+		s.due[res] = INFINITY;
+		s.seq[res] = UINT64_MAX;
 		if (ix->count[res])
 			s.left |= 1u << res;
 	}
@@ -765,7 +769,7 @@ zb_status zb_simulate_indexed(const zb_sim_index *ix, zb_sim_scratch *w, const z
 	start_ready(&s);
 	reschedule(&s);
 	for (int res; (res = next_event(&s)) >= 0;) {
-		s.now = s.flows[res].due;
+		s.now = s.due[res];
 		s.times[s.nevents++] = s.now; /* advances every other busy flow (catch_up) */
 		finish(&s, res);
 		done++;
