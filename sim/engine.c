@@ -25,6 +25,7 @@
 #include "sim/engine.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +53,12 @@ struct zb_sim_index {
 	uint8_t *cls;          /* each task's class bits (CLS_*) */
 	uint8_t *host;         /* 1: a framework host task, timed by its own duration */
 	int uniform[ZB_RES_COUNT]; /* every task of the resource has the same class and none is host work */
+	/* the busy sets (with class bits) this graph can reach: subsets of the resources
+	 * that have tasks, a class bit only with its resource and only if a task of
+	 * that class exists; and every resource alone (the summary's rates). Only
+	 * these rows of the rate table are computed, compared and kept by the memo. */
+	uint16_t nsets;
+	uint16_t sets[NSETS];
 };
 
 /* Per thread. The work of each task depends on the graph and the GPU only (see
@@ -128,12 +135,37 @@ typedef struct sim {
 	unsigned key;                      /* busy | cls at the last reschedule */
 	int nan_rates;                     /* a rate is NaN (never equal to itself) */
 	double fixed[ZB_RES_COUNT];        /* fixed cost of every task of a resource */
-	double rates[NSETS][ZB_RES_COUNT]; /* rate of each resource per busy set */
 	uint64_t next_seq;
 	double now;
 	double *times;                     /* the scratch's event times, [nevents] so far */
 	size_t nevents;
+	/* rate of each resource per busy set, the rows of ix->sets only; last: the
+	 * rest of the struct is cleared, not this */
+	double rates[NSETS][ZB_RES_COUNT];
 } sim;
+
+static int set_reachable(const zb_sim_index *ix, unsigned set, const unsigned cls_seen[ZB_RES_COUNT])
+{
+	unsigned res_bits = set & ((1u << ZB_RES_COUNT) - 1);
+	if (__builtin_popcount(res_bits) == 1 && !(set & ~res_bits))
+		return 1; /* a resource alone, class bits clear: read by the summary even without tasks */
+	for (int res = 0; res < ZB_RES_COUNT; res++)
+		if (res_bits & (1u << res) && !ix->count[res])
+			return 0;
+	/* the class bits of the running CPU and H2D tasks */
+	unsigned cpu = res_bits & (1u << ZB_RES_CPU) ? cls_seen[ZB_RES_CPU] : 1u;
+	unsigned h2d = res_bits & (1u << ZB_RES_H2D) ? cls_seen[ZB_RES_H2D] : 1u;
+	unsigned c = set >> ZB_RES_COUNT; /* its CLS_ADAM and CLS_PAGEABLE bits */
+	return (cpu >> (c & 1u)) & 1u && (h2d >> (c & 2u)) & 1u;
+}
+
+static void reachable_sets(zb_sim_index *ix, const unsigned cls_seen[ZB_RES_COUNT])
+{
+	ix->nsets = 0;
+	for (unsigned set = 0; set < NSETS; set++)
+		if (set_reachable(ix, set, cls_seen))
+			ix->sets[ix->nsets++] = (uint16_t)set;
+}
 
 zb_sim_index *zb_sim_index_new(const zb_graph *g)
 {
@@ -153,6 +185,7 @@ zb_sim_index *zb_sim_index_new(const zb_graph *g)
 	}
 	size_t nlast = (size_t)(g->steps > 0 ? g->steps : 1) * ZB_RES_COUNT;
 	ix->last = zb_xmalloc(nlast * sizeof *ix->last);
+	unsigned cls_seen[ZB_RES_COUNT] = { 0 }; /* bit c: a task of class bits c (0..3 >> ZB_RES_COUNT) */
 	for (size_t i = 0; i < nlast; i++)
 		ix->last[i] = NONE;
 	ix->succ_begin = zb_xcalloc(n + 1, sizeof *ix->succ_begin);
@@ -168,6 +201,7 @@ zb_sim_index *zb_sim_index_new(const zb_graph *g)
 		ix->cls[i] = (uint8_t)((t->kind == ZB_TASK_CPU_ADAM ? CLS_ADAM : 0) |
 				       (t->op == ZB_OP_PARAM_UP_PAGEABLE ? CLS_PAGEABLE : 0));
 		ix->host[i] = t->kind == ZB_TASK_HOST;
+		cls_seen[t->resource] |= 1u << (ix->cls[i] >> ZB_RES_COUNT);
 		if (first_cls[t->resource] == NONE)
 			first_cls[t->resource] = ix->cls[i];
 		if (ix->host[i] || ix->cls[i] != first_cls[t->resource])
@@ -175,6 +209,7 @@ zb_sim_index *zb_sim_index_new(const zb_graph *g)
 		if (t->step >= 0 && t->step < g->steps)
 			ix->last[(size_t)t->step * ZB_RES_COUNT + t->resource] = (uint32_t)i;
 	}
+	reachable_sets(ix, cls_seen);
 	for (size_t i = 0; i < n; i++)
 		ix->succ_begin[i + 1] += ix->succ_begin[i];
 	uint32_t *fill = zb_xmalloc((n + 1) * sizeof *fill);
@@ -268,7 +303,8 @@ static void prepare_rates(sim *s)
 	static const zb_task up = { .kind = ZB_TASK_COPY, .op = ZB_OP_PARAM_UP, .resource = ZB_RES_H2D };
 	static const zb_task up_pageable = { .kind = ZB_TASK_COPY, .op = ZB_OP_PARAM_UP_PAGEABLE,
 					     .resource = ZB_RES_H2D };
-	for (unsigned set = 0; set < NSETS; set++) {
+	for (unsigned i = 0; i < s->ix->nsets; i++) {
+		unsigned set = s->ix->sets[i];
 		const zb_task *active[ZB_RES_COUNT];
 		for (int res = 0; res < ZB_RES_COUNT; res++)
 			active[res] = set & (1u << res) ? &any : NULL;
@@ -277,8 +313,8 @@ static void prepare_rates(sim *s)
 		if (active[ZB_RES_H2D])
 			active[ZB_RES_H2D] = set & CLS_PAGEABLE ? &up_pageable : &up;
 		zb_resource_rates(s->c, active, s->rates[set]);
-		for (int res = 0; res < ZB_RES_COUNT; res++)
-			s->nan_rates |= isnan(s->rates[set][res]);
+		for (int res = 0; res < ZB_RES_COUNT; res++) /* only a busy resource's rate is compared */
+			s->nan_rates |= s->ix->count[res] && isnan(s->rates[set][res]);
 	}
 	for (int res = 0; res < ZB_RES_COUNT; res++) {
 		zb_task probe = { .kind = ZB_TASK_KERNEL, .resource = (uint8_t)res };
@@ -327,13 +363,24 @@ static void prepare_tasks(sim *s)
 	w->slot = k;
 }
 
+/* the rows of the sets the graph can reach (the others are never computed) */
+static int same_rates(const sim *s, const memo *m)
+{
+	for (unsigned i = 0; i < s->ix->nsets; i++) {
+		unsigned set = s->ix->sets[i];
+		if (memcmp(m->rates[set], s->rates[set], sizeof m->rates[set]))
+			return 0;
+	}
+	return 1;
+}
+
 static memo *memo_find(const sim *s)
 {
 	const zb_sim_scratch *w = s->w;
 	for (int i = 0; i < w->memo_n; i++) {
 		memo *m = &w->memo[i];
 		if (m->serial == s->ix->serial && m->dtype == (int)s->c->policy.dtype &&
-		    !memcmp(m->fixed, s->fixed, sizeof m->fixed) && !memcmp(m->rates, s->rates, sizeof m->rates) &&
+		    !memcmp(m->fixed, s->fixed, sizeof m->fixed) && same_rates(s, m) &&
 		    !memcmp(&m->gpu, &s->c->hw.gpu, sizeof m->gpu))
 			return m;
 	}
@@ -351,7 +398,8 @@ static void memo_add(const sim *s)
 	m->dtype = (int)s->c->policy.dtype;
 	m->gpu = s->c->hw.gpu;
 	memcpy(m->fixed, s->fixed, sizeof m->fixed);
-	memcpy(m->rates, s->rates, sizeof m->rates);
+	for (unsigned i = 0; i < s->ix->nsets; i++)
+		memcpy(m->rates[s->ix->sets[i]], s->rates[s->ix->sets[i]], sizeof m->rates[0]);
 	m->res = *s->r;
 	m->res.start = m->res.end = NULL;
 }
@@ -738,7 +786,7 @@ zb_status zb_simulate_indexed(const zb_sim_index *ix, zb_sim_scratch *w, const z
 	r->end = w->end;
 
 	sim s;
-	memset(&s, 0, sizeof s);
+	memset(&s, 0, offsetof(sim, rates));
 	s.ix = ix;
 	s.c = c;
 	s.r = r;
