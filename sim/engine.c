@@ -486,7 +486,8 @@ static inline __attribute__((always_inline)) void reschedule(sim *s)
 		flow *f = &s->flows[res];
 		if (f->rate == rate[res])
 			continue;
-		catch_up(s, f);
+		if (f->caught != s->nevents) /* not a flow started at this event */
+			catch_up(s, f);
 		f->rate = rate[res];
 		s->due[res] = s->now + f->fixed_left + (f->work_left > 0 ? f->work_left / f->rate : 0);
 		s->seq[res] = s->next_seq++;
