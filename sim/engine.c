@@ -52,6 +52,7 @@ struct zb_sim_index {
 	uint8_t *res;          /* each task's resource, packed (the summary's passes read only this) */
 	uint8_t *cls;          /* each task's class bits (CLS_*) */
 	uint8_t *host;         /* 1: a framework host task, timed by its own duration */
+	int any_host;          /* the graph has one (DeepSpeed's schedule) */
 	int uniform[ZB_RES_COUNT]; /* every task of the resource has the same class and none is host work */
 	/* the busy sets (with class bits) this graph can reach: subsets of the resources
 	 * that have tasks, a class bit only with its resource and only if a task of
@@ -139,6 +140,7 @@ typedef struct sim {
 	double now;
 	double *times;                     /* the scratch's event times, [nevents] so far */
 	size_t nevents;
+	uint64_t events;                   /* completion times scheduled (the result's events) */
 	/* rate of each resource per busy set, the rows of ix->sets only; last: the
 	 * rest of the struct is cleared, not this */
 	double rates[NSETS][ZB_RES_COUNT];
@@ -201,6 +203,7 @@ zb_sim_index *zb_sim_index_new(const zb_graph *g)
 		ix->cls[i] = (uint8_t)((t->kind == ZB_TASK_CPU_ADAM ? CLS_ADAM : 0) |
 				       (t->op == ZB_OP_PARAM_UP_PAGEABLE ? CLS_PAGEABLE : 0));
 		ix->host[i] = t->kind == ZB_TASK_HOST;
+		ix->any_host |= ix->host[i];
 		cls_seen[t->resource] |= 1u << (ix->cls[i] >> ZB_RES_COUNT);
 		if (first_cls[t->resource] == NONE)
 			first_cls[t->resource] = ix->cls[i];
@@ -457,7 +460,7 @@ static inline __attribute__((always_inline)) void start_ready(sim *s)
 		if (w->waiting[id])
 			continue;
 		flow *f = &s->flows[res];
-		f->fixed_left = ix->host[id] ? host_s(s, id) : s->fixed[res];
+		f->fixed_left = ix->any_host && ix->host[id] ? host_s(s, id) : s->fixed[res];
 		f->work_left = w->work[id];
 		s->cls |= ix->cls[id];
 		f->task = id;
@@ -491,7 +494,7 @@ static inline __attribute__((always_inline)) void reschedule(sim *s)
 		f->rate = rate[res];
 		s->due[res] = s->now + f->fixed_left + (f->work_left > 0 ? f->work_left / f->rate : 0);
 		s->seq[res] = s->next_seq++;
-		s->r->events++;
+		s->events++;
 	}
 }
 
@@ -825,6 +828,7 @@ zb_status zb_simulate_indexed(const zb_sim_index *ix, zb_sim_scratch *w, const z
 		start_ready(&s);
 		reschedule(&s);
 	}
+	r->events = s.events;
 	r->total_s = s.now;
 	if (done != g->ntasks) {
 		r->start = r->end = NULL;
