@@ -14,6 +14,12 @@
 #   <module>/*_cuda.c     host C using the CUDA runtime API: only with nvcc
 #   <module>/*_nocuda.c   the "built without CUDA" side of the same API: only without
 #   <module>/*.cu         kernels and CUDA glue: only with nvcc
+#   <module>/*_shim.c     build/zbench's forwarders to the GPU library: only with nvcc,
+#                         only in build/zbench (exec/gpu_entry.h)
+#
+# With nvcc, every *_cuda.c and *.cu object goes into build/lib/libzbench_gpu.so,
+# which build/zbench loads (dlopen) only for a command that needs the GPU: zbench
+# itself links no CUDA library. Test programs link those objects directly.
 #   tests/test_*.c        one cmocka test program each
 #   tests/gpu/test_*.c    GPU test programs (built with nvcc only)
 
@@ -46,6 +52,7 @@ CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I. -pthread \
            -DZB_VERSION='"$(VERSION)"' -DZB_GIT_COMMIT='"$(GIT_COMMIT)"' $(SANFLAGS)
 LDLIBS  := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lsqlite3 -lm -pthread
+HOST_LDLIBS := $(LDLIBS)
 MODULES := common core inputs config schedules sim analysis exec profiler results plots bench peers cli
 ifeq ($(FUZZ),1)
 MODULES := common core inputs config schedules sim analysis cli # what the harnesses reach (options, parsers, model); no executor
@@ -54,7 +61,8 @@ endif
 ALL_C   := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
 CUDA_C  := $(filter %_cuda.c,$(ALL_C))
 NOCUDA_C:= $(filter %_nocuda.c,$(ALL_C))
-PLAIN_C := $(filter-out $(CUDA_C) $(NOCUDA_C) cli/main.c,$(ALL_C))
+SHIM_C  := $(filter %_shim.c,$(ALL_C))
+PLAIN_C := $(filter-out $(CUDA_C) $(NOCUDA_C) $(SHIM_C) cli/main.c,$(ALL_C))
 CU_SRC  := $(foreach m,$(MODULES),$(wildcard $(m)/*.cu))
 
 ifneq ($(NVCC),)
@@ -64,16 +72,20 @@ CFLAGS    += -DZB_HAVE_CUDA=1 $(CUDA_INC)
 NVCCFLAGS := -O3 -std=c++17 -I. -DZB_HAVE_CUDA=1 --compiler-options -Wall \
              -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 \
              -gencode arch=compute_90,code=compute_90
-LDLIBS    += $(foreach d,$(CUDA_LIBDIRS),-L$(d) -Wl,-rpath,$(d)) \
+CUDA_LDLIBS := $(foreach d,$(CUDA_LIBDIRS),-L$(d) -Wl,-rpath,$(d)) \
              -lcublasLt -lcublas -lcupti -lcudart -lstdc++ -ldl
-LIB_SRC   := $(PLAIN_C) $(CUDA_C)
-CU_OBJ    := $(patsubst %.cu,$(BUILD)/%.cu.o,$(CU_SRC))
+LDLIBS    += $(CUDA_LDLIBS)
+# position-independent (build/gpu/): the same objects go into the shared GPU library
+GPU_OBJ   := $(patsubst %.c,$(BUILD)/gpu/%.o,$(CUDA_C)) $(patsubst %.cu,$(BUILD)/gpu/%.cu.o,$(CU_SRC))
+GPU_SO    := $(BUILD)/lib/libzbench_gpu.so
+HOST_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(PLAIN_C) $(SHIM_C))
 else
-LIB_SRC   := $(PLAIN_C) $(NOCUDA_C)
-CU_OBJ    :=
+NOCUDA_OBJ:= $(patsubst %.c,$(BUILD)/%.o,$(NOCUDA_C))
+GPU_OBJ   :=
+GPU_SO    :=
 endif
 
-LIB_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRC)) $(CU_OBJ)
+LIB_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(PLAIN_C)) $(GPU_OBJ) $(NOCUDA_OBJ)
 LIB      := $(BUILD)/libzbench.a
 ZBENCH   := $(BUILD)/zbench
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -120,18 +132,40 @@ $(BUILD)/%.o: %.c $(wildcard */*.h)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/%.cu.o: %.cu $(wildcard */*.h) $(wildcard */*.cuh)
+$(BUILD)/gpu/%.o: %.c $(wildcard */*.h)
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  CC-GPU  $<")
+	$(Q)$(CC) $(CFLAGS) -fPIC -c $< -o $@
+
+$(BUILD)/gpu/%.cu.o: %.cu $(wildcard */*.h) $(wildcard */*.cuh)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    $<")
-	$(Q)$(NVCC) $(NVCCFLAGS) -c $< -o $@
+	$(Q)$(NVCC) $(NVCCFLAGS) -Xcompiler -fPIC -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+ifneq ($(NVCC),)
+# zbench: every host object (not the archive: the GPU library calls host functions
+# no command of zbench may reference), exported to the library (--export-dynamic),
+# and the forwarders of exec/gpu_load_shim.c; no CUDA library.
+$(ZBENCH): $(BUILD)/cli/main.o $(HOST_OBJ)
+	@$(if $(Q),echo "  LD      $@")
+	$(Q)$(CC) $(CFLAGS) $^ -o $@ -Wl,--export-dynamic $(HOST_LDLIBS) -ldl
+
+# Undefined host symbols resolve against zbench when it loads the library.
+$(GPU_SO): $(GPU_OBJ) exec/gpu_entry.map
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  LD-SO   $@")
+	$(Q)$(CC) -shared -o $@ $(GPU_OBJ) -Wl,--version-script=exec/gpu_entry.map -Wl,-rpath,'$$ORIGIN' \
+		$(CUDA_LDLIBS) -lm -pthread
+else
 $(ZBENCH): $(BUILD)/cli/main.o $(LIB)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ $(LDLIBS)
+endif
+all: $(GPU_SO)
 
 # Test programs carry libcmocka beside them (build/lib) so they also run on the
 # GPU machine, which has no cmocka package.
@@ -153,7 +187,7 @@ SAN_ENV := ASAN_OPTIONS=log_path=$(SAN_DIR)/asan:detect_leaks=1 \
            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:log_path=$(SAN_DIR)/ubsan
 endif
 
-test: $(ZBENCH) $(INJECT) $(TEST_BIN) $(GPU_TEST_BIN)
+test: $(ZBENCH) $(GPU_SO) $(INJECT) $(TEST_BIN) $(GPU_TEST_BIN)
 ifeq ($(SAN),1)
 	$(Q)rm -rf $(SAN_DIR) && mkdir -p $(SAN_DIR) && chmod 1777 $(SAN_DIR)
 	$(Q)rc=0; ZBENCH=$(ZBENCH) ZB_SAN=1 $(SAN_ENV) tests/run.sh $(TEST_BIN) || rc=1; \
@@ -164,7 +198,7 @@ else
 	$(Q)ZBENCH=$(ZBENCH) tests/run.sh $(TEST_BIN) $(GPU_TEST_BIN) $(if $(NVCC),,tests/gpu)
 endif
 
-test-gpu: $(ZBENCH) $(INJECT) $(GPU_TEST_BIN)
+test-gpu: $(ZBENCH) $(GPU_SO) $(INJECT) $(GPU_TEST_BIN)
 ifeq ($(NVCC),)
 	@echo "test-gpu: built without CUDA (nvcc not found)"; exit 2
 else

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "bench/cases.h"
+#include "bench/gpu_cases.h"
 #include "exec/copy_bench.h"
 #include "exec/cuda_check.h"
 #include "exec/executor.h"
@@ -167,14 +168,8 @@ static zb_status run_e2e(const zb_bench_args *a, FILE *out, json_t *res, zb_erro
 	return st;
 }
 
+#define CASE(name, description, waived, run) { name, "gpu", description, waived, run },
 const zb_bench_case zb_bench_gpu_cases[] = {
-	{ "gpu-adam", "gpu", "fused GPU Adam, Gparam/s (1G parameters)", no_gpu, run_gpu_adam },
-	{ "gemm", "gpu", "bf16 cuBLASLt GEMMs of the 2.5B model's shapes, TFLOP/s", no_gpu, run_gemm },
-	{ "pcie", "gpu", "pinned copies 4 KB..1 GB each way and both at once; pageable", no_gpu, run_pcie },
-	{ "flash", "gpu", "fused attention fwd/bwd, 2.5B shape (d 80) and d 128 GQA, TFLOP/s", no_gpu,
-	  zb_bench_run_flash },
-	{ "e2e", "gpu", "2.5B GPT step under each policy: measured, predicted, lower bound", no_gpu, run_e2e },
-	{ "nccl", "gpu", "NCCL all-reduce/reduce-scatter/all-gather on all GPUs: busbw, latency, ring fit",
-	  zb_bench_nccl_waived, zb_bench_run_nccl },
+	ZB_BENCH_GPU_CASES(CASE)
 	{ 0 },
 };

@@ -83,6 +83,8 @@ typedef struct zb_sources {
 	char hf_model_type[32];
 	int hf_max_positions;
 	char hf_notes[320];
+	int no_detail;                  /* nobody reads this one's text: detail[] is not composed (a
+					 * sweep resolves every row with sources nobody prints) */
 } zb_sources;
 
 const char *zb_source_name(zb_source s);   /* "flag", "ds-config", "hf-config", "default" */

@@ -35,6 +35,10 @@ void zb_src_mark(zb_sources *s, zb_setting k, zb_source from, const char *fmt, .
 {
 	char buf[sizeof s->detail[0]];
 	va_list ap;
+	if (s->no_detail) {
+		s->from[k] = from;
+		return;
+	}
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
@@ -46,6 +50,10 @@ void zb_src_mark(zb_sources *s, zb_setting k, zb_source from, const char *fmt, .
 void zb_src_mark_flag(zb_sources *s, zb_setting k, zb_axis a, const char *val)
 {
 	char prev[sizeof s->detail[0]] = "";
+	if (s->no_detail) {
+		s->from[k] = ZB_SRC_FLAG;
+		return;
+	}
 	if (s->from[k] == ZB_SRC_DS || s->from[k] == ZB_SRC_HF)
 		snprintf(prev, sizeof prev, " (overrides %s: %.200s)", zb_source_name(s->from[k]), s->detail[k]);
 	zb_src_mark(s, k, ZB_SRC_FLAG, "%s %s%s", zb_axis_flag(a), val, prev);
@@ -54,6 +62,8 @@ void zb_src_mark_flag(zb_sources *s, zb_setting k, zb_axis a, const char *val)
 /* Append text to a setting's detail. */
 void zb_src_note(zb_sources *s, zb_setting k, const char *fmt, ...)
 {
+	if (s->no_detail)
+		return;
 	size_t len = strlen(s->detail[k]);
 	va_list ap;
 	va_start(ap, fmt);

@@ -25,6 +25,7 @@
 #include "sim/engine.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,7 +52,14 @@ struct zb_sim_index {
 	uint8_t *res;          /* each task's resource, packed (the summary's passes read only this) */
 	uint8_t *cls;          /* each task's class bits (CLS_*) */
 	uint8_t *host;         /* 1: a framework host task, timed by its own duration */
+	int any_host;          /* the graph has one (DeepSpeed's schedule) */
 	int uniform[ZB_RES_COUNT]; /* every task of the resource has the same class and none is host work */
+	/* the busy sets (with class bits) this graph can reach: subsets of the resources
+	 * that have tasks, a class bit only with its resource and only if a task of
+	 * that class exists; and every resource alone (the summary's rates). Only
+	 * these rows of the rate table are computed, compared and kept by the memo. */
+	uint16_t nsets;
+	uint16_t sets[NSETS];
 };
 
 /* Per thread. The work of each task depends on the graph and the GPU only (see
@@ -81,6 +89,7 @@ struct zb_sim_scratch {
 	work_slot slots[WORK_SLOTS];
 	int next_slot;
 	double *start, *end;   /* the timeline handed out in the result */
+	double *times;         /* [ntasks + 1] the time of each event so far (see catch_up) */
 	int memo_on, memo_n, memo_next;
 	struct memo *memo;     /* [MEMO] recent results, see zb_sim_scratch_memo */
 };
@@ -105,8 +114,7 @@ typedef struct flow {
 	double work_left;  /* work still to drain */
 	double rate;       /* work per second now */
 	double t_last;     /* time fixed_left / work_left were last brought up to date */
-	double due;        /* completion time at the current rate */
-	uint64_t seq;      /* when `due` was scheduled: the tie-breaker */
+	size_t caught;     /* events (sim.times) already applied to fixed_left / work_left */
 } flow;
 
 typedef struct sim {
@@ -116,15 +124,50 @@ typedef struct sim {
 	zb_sim_scratch *w;
 	size_t head[ZB_RES_COUNT];
 	flow flows[ZB_RES_COUNT];
+	/* each flow's completion time at its current rate, and when that was scheduled
+	 * (the tie-breaker); an idle resource has +inf and UINT64_MAX (see next_event) */
+	double due[ZB_RES_COUNT];
+	uint64_t seq[ZB_RES_COUNT];
 	unsigned busy;                     /* bit res: resource res runs a flow */
 	unsigned cls;                      /* the class bits (CLS_*) of the running flows */
 	unsigned left;                     /* bit res: resource res has tasks not started */
 	unsigned maybe;                    /* bit res: resource res may be able to start a task */
+	unsigned fresh;                    /* bit res: started since the last reschedule */
+	unsigned key;                      /* busy | cls at the last reschedule */
+	int nan_rates;                     /* a rate is NaN (never equal to itself) */
 	double fixed[ZB_RES_COUNT];        /* fixed cost of every task of a resource */
-	double rates[NSETS][ZB_RES_COUNT]; /* rate of each resource per busy set */
 	uint64_t next_seq;
 	double now;
+	double *times;                     /* the scratch's event times, [nevents] so far */
+	size_t nevents;
+	uint64_t events;                   /* completion times scheduled (the result's events) */
+	/* rate of each resource per busy set, the rows of ix->sets only; last: the
+	 * rest of the struct is cleared, not this */
+	double rates[NSETS][ZB_RES_COUNT];
 } sim;
+
+static int set_reachable(const zb_sim_index *ix, unsigned set, const unsigned cls_seen[ZB_RES_COUNT])
+{
+	unsigned res_bits = set & ((1u << ZB_RES_COUNT) - 1);
+	if (__builtin_popcount(res_bits) == 1 && !(set & ~res_bits))
+		return 1; /* a resource alone, class bits clear: read by the summary even without tasks */
+	for (int res = 0; res < ZB_RES_COUNT; res++)
+		if (res_bits & (1u << res) && !ix->count[res])
+			return 0;
+	/* the class bits of the running CPU and H2D tasks */
+	unsigned cpu = res_bits & (1u << ZB_RES_CPU) ? cls_seen[ZB_RES_CPU] : 1u;
+	unsigned h2d = res_bits & (1u << ZB_RES_H2D) ? cls_seen[ZB_RES_H2D] : 1u;
+	unsigned c = set >> ZB_RES_COUNT; /* its CLS_ADAM and CLS_PAGEABLE bits */
+	return (cpu >> (c & 1u)) & 1u && (h2d >> (c & 2u)) & 1u;
+}
+
+static void reachable_sets(zb_sim_index *ix, const unsigned cls_seen[ZB_RES_COUNT])
+{
+	ix->nsets = 0;
+	for (unsigned set = 0; set < NSETS; set++)
+		if (set_reachable(ix, set, cls_seen))
+			ix->sets[ix->nsets++] = (uint16_t)set;
+}
 
 zb_sim_index *zb_sim_index_new(const zb_graph *g)
 {
@@ -144,6 +187,7 @@ zb_sim_index *zb_sim_index_new(const zb_graph *g)
 	}
 	size_t nlast = (size_t)(g->steps > 0 ? g->steps : 1) * ZB_RES_COUNT;
 	ix->last = zb_xmalloc(nlast * sizeof *ix->last);
+	unsigned cls_seen[ZB_RES_COUNT] = { 0 }; /* bit c: a task of class bits c (0..3 >> ZB_RES_COUNT) */
 	for (size_t i = 0; i < nlast; i++)
 		ix->last[i] = NONE;
 	ix->succ_begin = zb_xcalloc(n + 1, sizeof *ix->succ_begin);
@@ -159,6 +203,8 @@ zb_sim_index *zb_sim_index_new(const zb_graph *g)
 		ix->cls[i] = (uint8_t)((t->kind == ZB_TASK_CPU_ADAM ? CLS_ADAM : 0) |
 				       (t->op == ZB_OP_PARAM_UP_PAGEABLE ? CLS_PAGEABLE : 0));
 		ix->host[i] = t->kind == ZB_TASK_HOST;
+		ix->any_host |= ix->host[i];
+		cls_seen[t->resource] |= 1u << (ix->cls[i] >> ZB_RES_COUNT);
 		if (first_cls[t->resource] == NONE)
 			first_cls[t->resource] = ix->cls[i];
 		if (ix->host[i] || ix->cls[i] != first_cls[t->resource])
@@ -166,6 +212,7 @@ zb_sim_index *zb_sim_index_new(const zb_graph *g)
 		if (t->step >= 0 && t->step < g->steps)
 			ix->last[(size_t)t->step * ZB_RES_COUNT + t->resource] = (uint32_t)i;
 	}
+	reachable_sets(ix, cls_seen);
 	for (size_t i = 0; i < n; i++)
 		ix->succ_begin[i + 1] += ix->succ_begin[i];
 	uint32_t *fill = zb_xmalloc((n + 1) * sizeof *fill);
@@ -223,6 +270,7 @@ void zb_sim_scratch_free(zb_sim_scratch *w)
 		free(w->slots[i].work);
 	free(w->start);
 	free(w->end);
+	free(w->times);
 	free(w->memo);
 	free(w);
 }
@@ -240,6 +288,7 @@ static void scratch_reserve(zb_sim_scratch *w, size_t n)
 	}
 	w->start = zb_xrealloc(w->start, cap * sizeof *w->start);
 	w->end = zb_xrealloc(w->end, cap * sizeof *w->end);
+	w->times = zb_xrealloc(w->times, (cap + 1) * sizeof *w->times);
 	w->cap = cap;
 }
 
@@ -257,7 +306,8 @@ static void prepare_rates(sim *s)
 	static const zb_task up = { .kind = ZB_TASK_COPY, .op = ZB_OP_PARAM_UP, .resource = ZB_RES_H2D };
 	static const zb_task up_pageable = { .kind = ZB_TASK_COPY, .op = ZB_OP_PARAM_UP_PAGEABLE,
 					     .resource = ZB_RES_H2D };
-	for (unsigned set = 0; set < NSETS; set++) {
+	for (unsigned i = 0; i < s->ix->nsets; i++) {
+		unsigned set = s->ix->sets[i];
 		const zb_task *active[ZB_RES_COUNT];
 		for (int res = 0; res < ZB_RES_COUNT; res++)
 			active[res] = set & (1u << res) ? &any : NULL;
@@ -266,6 +316,8 @@ static void prepare_rates(sim *s)
 		if (active[ZB_RES_H2D])
 			active[ZB_RES_H2D] = set & CLS_PAGEABLE ? &up_pageable : &up;
 		zb_resource_rates(s->c, active, s->rates[set]);
+		for (int res = 0; res < ZB_RES_COUNT; res++) /* only a busy resource's rate is compared */
+			s->nan_rates |= s->ix->count[res] && isnan(s->rates[set][res]);
 	}
 	for (int res = 0; res < ZB_RES_COUNT; res++) {
 		zb_task probe = { .kind = ZB_TASK_KERNEL, .resource = (uint8_t)res };
@@ -314,13 +366,24 @@ static void prepare_tasks(sim *s)
 	w->slot = k;
 }
 
+/* the rows of the sets the graph can reach (the others are never computed) */
+static int same_rates(const sim *s, const memo *m)
+{
+	for (unsigned i = 0; i < s->ix->nsets; i++) {
+		unsigned set = s->ix->sets[i];
+		if (memcmp(m->rates[set], s->rates[set], sizeof m->rates[set]))
+			return 0;
+	}
+	return 1;
+}
+
 static memo *memo_find(const sim *s)
 {
 	const zb_sim_scratch *w = s->w;
 	for (int i = 0; i < w->memo_n; i++) {
 		memo *m = &w->memo[i];
 		if (m->serial == s->ix->serial && m->dtype == (int)s->c->policy.dtype &&
-		    !memcmp(m->fixed, s->fixed, sizeof m->fixed) && !memcmp(m->rates, s->rates, sizeof m->rates) &&
+		    !memcmp(m->fixed, s->fixed, sizeof m->fixed) && same_rates(s, m) &&
 		    !memcmp(&m->gpu, &s->c->hw.gpu, sizeof m->gpu))
 			return m;
 	}
@@ -338,7 +401,8 @@ static void memo_add(const sim *s)
 	m->dtype = (int)s->c->policy.dtype;
 	m->gpu = s->c->hw.gpu;
 	memcpy(m->fixed, s->fixed, sizeof m->fixed);
-	memcpy(m->rates, s->rates, sizeof m->rates);
+	for (unsigned i = 0; i < s->ix->nsets; i++)
+		memcpy(m->rates[s->ix->sets[i]], s->rates[s->ix->sets[i]], sizeof m->rates[0]);
 	m->res = *s->r;
 	m->res.start = m->res.end = NULL;
 }
@@ -359,6 +423,18 @@ static void advance(flow *f, double now)
 	f->t_last = now;
 }
 
+/* A flow's fixed_left and work_left are brought up to date at every event, one
+ * advance() per event, and read only when its rate changes. So they are brought
+ * up to date only then: the same advance() calls, on the same event times, in the
+ * same order (the times are logged), hence the same values to the bit; a flow
+ * that keeps its rate until it finishes (most do) costs nothing per event. */
+static void catch_up(sim *s, flow *f)
+{
+	for (size_t k = f->caught; k < s->nevents; k++)
+		advance(f, s->times[k]);
+	f->caught = s->nevents;
+}
+
 #define EACH(res, mask) for (unsigned m_ = (mask), res; m_ && (res = (unsigned)__builtin_ctz(m_), 1); m_ &= m_ - 1)
 
 /* Start every task that can start now: an idle resource with tasks left whose
@@ -373,7 +449,7 @@ static double host_s(const sim *s, uint32_t id)
 	return fixed;
 }
 
-static void start_ready(sim *s)
+static inline __attribute__((always_inline)) void start_ready(sim *s)
 {
 	const zb_sim_index *ix = s->ix;
 	zb_sim_scratch *w = s->w;
@@ -384,54 +460,65 @@ static void start_ready(sim *s)
 		if (w->waiting[id])
 			continue;
 		flow *f = &s->flows[res];
-		f->fixed_left = ix->host[id] ? host_s(s, id) : s->fixed[res];
+		f->fixed_left = ix->any_host && ix->host[id] ? host_s(s, id) : s->fixed[res];
 		f->work_left = w->work[id];
 		s->cls |= ix->cls[id];
 		f->task = id;
 		f->rate = -1; /* forces a completion time below */
 		f->t_last = s->now;
+		f->caught = s->nevents;
 		w->start[id] = s->now;
 		s->busy |= 1u << res;
+		s->fresh |= 1u << res;
 	}
 }
 
 /* New completion times for the flows whose rate changed with the busy set, in
- * resource order (the order gives the tie-breaking sequence numbers). */
-static void reschedule(sim *s)
+ * resource order (the order gives the tie-breaking sequence numbers). After an
+ * event that left the busy set and classes as they were (a stream's next task
+ * started as its last one ended, the common case), every running flow already
+ * has its rate from this set's row: only the flows just started can change. */
+static inline __attribute__((always_inline)) void reschedule(sim *s)
 {
-	const double *rate = s->rates[s->busy | s->cls];
-	EACH(res, s->busy) {
+	unsigned key = s->busy | s->cls;
+	unsigned todo = key == s->key && !s->nan_rates ? s->fresh : s->busy;
+	s->key = key;
+	s->fresh = 0;
+	const double *rate = s->rates[key];
+	EACH(res, todo) {
 		flow *f = &s->flows[res];
 		if (f->rate == rate[res])
 			continue;
+		if (f->caught != s->nevents) /* not a flow started at this event */
+			catch_up(s, f);
 		f->rate = rate[res];
-		f->due = s->now + f->fixed_left + (f->work_left > 0 ? f->work_left / f->rate : 0);
-		f->seq = s->next_seq++;
-		s->r->events++;
+		s->due[res] = s->now + f->fixed_left + (f->work_left > 0 ? f->work_left / f->rate : 0);
+		s->seq[res] = s->next_seq++;
+		s->events++;
 	}
 }
 
 /* The busy resource whose flow completes first (-1: none busy): the earliest
  * completion time, ties to the earliest scheduled. */
-static int next_event(const sim *s)
+static inline __attribute__((always_inline)) int next_event(const sim *s)
 {
 	int best = -1;
 	EACH(res, s->busy) {
-		const flow *f = &s->flows[res];
-		if (best < 0 || f->due < s->flows[best].due ||
-		    (f->due == s->flows[best].due && f->seq < s->flows[best].seq))
+		if (best < 0 || s->due[res] < s->due[best] || (s->due[res] == s->due[best] && s->seq[res] < s->seq[best]))
 			best = (int)res;
 	}
 	return best;
 }
 
-static void finish(sim *s, int res)
+static inline __attribute__((always_inline)) void finish(sim *s, int res)
 {
 	const zb_sim_index *ix = s->ix;
 	flow *f = &s->flows[res];
 	uint32_t id = f->task;
 	s->w->end[id] = s->now;
 	f->task = NONE;
+	s->due[res] = INFINITY;
+	s->seq[res] = UINT64_MAX;
 	s->busy &= ~(1u << res);
 	s->cls &= ~(unsigned)ix->cls[id];
 	if (++s->head[res] == ix->count[res])
@@ -703,17 +790,21 @@ zb_status zb_simulate_indexed(const zb_sim_index *ix, zb_sim_scratch *w, const z
 	r->end = w->end;
 
 	sim s;
-	memset(&s, 0, sizeof s);
+	memset(&s, 0, offsetof(sim, rates));
 	s.ix = ix;
 	s.c = c;
 	s.r = r;
 	s.w = w;
 	for (int res = 0; res < ZB_RES_COUNT; res++) {
 		s.flows[res].task = NONE;
+		s.due[res] = INFINITY;
+		s.seq[res] = UINT64_MAX;
 		if (ix->count[res])
 			s.left |= 1u << res;
 	}
 	s.maybe = s.left;
+	s.key = ~0u;
+	s.times = w->times;
 	prepare_rates(&s);
 	/* host durations come from the framework profile, which the memo does not key on */
 	int memo_on = w->memo_on && c->framework == ZB_FW_ZBENCH;
@@ -730,14 +821,14 @@ zb_status zb_simulate_indexed(const zb_sim_index *ix, zb_sim_scratch *w, const z
 	start_ready(&s);
 	reschedule(&s);
 	for (int res; (res = next_event(&s)) >= 0;) {
-		s.now = s.flows[res].due;
-		EACH(i, s.busy)
-			advance(&s.flows[i], s.now);
+		s.now = s.due[res];
+		s.times[s.nevents++] = s.now; /* advances every other busy flow (catch_up) */
 		finish(&s, res);
 		done++;
 		start_ready(&s);
 		reschedule(&s);
 	}
+	r->events = s.events;
 	r->total_s = s.now;
 	if (done != g->ntasks) {
 		r->start = r->end = NULL;
