@@ -25,7 +25,7 @@ static const zb_flag flags[] = {
 	  .help = "the image: .png (pngcairo) or .svg" },
 	ZB_STRING("db", &db, "<path>", "results database (default " ZB_STORE_DEFAULT_PATH ")"),
 	ZB_ID("run", &req.run_id, "<id>",
-	      "the run to draw (ratio, hardware: default the latest sweep;\n"
+	      "the run to draw (ratio, hardware, scaling: default the latest sweep;\n"
 	      "memory: the latest run with predictions; accuracy, timeline: only this run)"),
 	ZB_ID("config", &req.config_id, "<id>", "one configuration (timeline: default the latest with events)"),
 	ZB_STRING("data", &req.keep_dir, "<dir>", "keep the gnuplot script and data files in <dir>"),
@@ -54,7 +54,7 @@ int cmd_plot(int argc, char **argv)
 	if (!zb_flags_parse(argc, argv, flags, &kind, 1, &npos, usage, &rc))
 		return rc;
 	if (!npos) {
-		fprintf(stderr, "zbench: missing plot kind (known: ratio, hardware, accuracy, timeline, memory)\n");
+		fprintf(stderr, "zbench: missing plot kind (known: ratio, hardware, accuracy, timeline, memory, scaling)\n");
 		return 2;
 	}
 	if (zb_plot_kind_parse(kind, &req.kind, &err))

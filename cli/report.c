@@ -2,6 +2,7 @@
 #include "cli/report.h"
 
 #include "cli/report_ranks.h"
+#include "sim/collective.h"
 
 #include <string.h>
 
@@ -17,8 +18,13 @@ void zb_config_label(const zb_config *c, char *buf, size_t n)
 	char fw[48] = "";
 	if (c->framework == ZB_FW_DEEPSPEED)
 		snprintf(fw, sizeof fw, ", deepspeed zero %d", zb_ds_stage(c));
-	snprintf(buf, n, "%s on %s (%s, %s, %d cores): %s ratio %.2f, micro-batch %d, seq %d, gas %d%s%s%s%s",
-		 c->model.name, c->hw.name, c->hw.link.name, c->hw.gpu.name, c->hw.cpu.cores,
+	else if (p->gpus * p->nodes > 1 && (p->zero_stage == 3 || p->offload_param))
+		snprintf(fw, sizeof fw, ", zero 3");
+	char ranks[64] = ""; /* several GPUs only: one GPU's label as it always was */
+	if (p->gpus * p->nodes > 1)
+		snprintf(ranks, sizeof ranks, ", %d GPUs x %d node%s", p->gpus, p->nodes, p->nodes == 1 ? "" : "s");
+	snprintf(buf, n, "%s on %s (%s, %s, %d cores%s): %s ratio %.2f, micro-batch %d, seq %d, gas %d%s%s%s%s",
+		 c->model.name, c->hw.name, c->hw.link.name, c->hw.gpu.name, c->hw.cpu.cores, ranks,
 		 zb_policy_name(p->kind), p->kind == ZB_POLICY_NONE ? 0.0 : p->ratio, p->micro_batch, p->seq,
 		 p->gas, p->offload_param ? ", offload-param" : "", p->ckpt != ZB_CKPT_NONE ? ", ckpt " : "",
 		 p->ckpt != ZB_CKPT_NONE ? zb_ckpt_name(p->ckpt) : "", fw);
@@ -37,6 +43,10 @@ void zb_print_header(FILE *f, const char *command, const zb_config *c)
 		c->hw.link.name, c->hw.link.h2d_Bps / 1e9, c->hw.link.d2h_Bps / 1e9, c->hw.gpu.name,
 		zb_config_gpu_flops(c) / 1e12, zb_dtype_name(c->policy.dtype), c->hw.gpu.hbm_Bps / 1e9,
 		c->hw.cpu.name, zb_config_cpu_threads(c), c->hw.cpu.dram_Bps / 1e9);
+	if (c->policy.gpus * c->policy.nodes > 1)
+		fprintf(f, "# fabric %s: %.0f GB/s NCCL busbw within a node, %.0f GB/s per node between nodes; ring busbw %.0f GB/s\n",
+			c->hw.fabric.name[0] ? c->hw.fabric.name : "(unnamed)", c->hw.fabric.intra_bus_Bps / 1e9,
+			c->hw.fabric.inter_bus_Bps / 1e9, zb_collective_bus_Bps(c) / 1e9);
 	if (c->framework == ZB_FW_DEEPSPEED) {
 		zb_ds_profile scratch;
 		const zb_ds_profile *d = zb_ds_profile_of(&c->hw.ds, &scratch);
@@ -207,6 +217,12 @@ void zb_prediction_print(FILE *f, const zb_config *c, const zb_graph *g, const z
 		if (res == ZB_RES_COMM && g->ranks <= 1)
 			continue; /* one GPU: no collectives (and the table it always had) */
 		double bytes = res == ZB_RES_D2H || res == ZB_RES_H2D ? g->copy_bytes[res] / 1e9 : 0;
+		if (res == ZB_RES_COMM) { /* the collectives' buffers per step (each rank sends (n-1)/n of them) */
+			for (size_t i = 0; i < g->ntasks; i++)
+				if (g->tasks[i].resource == ZB_RES_COMM)
+					bytes += g->tasks[i].bytes;
+			bytes /= 1e9 * (g->steps > 0 ? g->steps : 1);
+		}
 		char b[32] = "-";
 		if (bytes > 0)
 			snprintf(b, sizeof b, "%.3f", bytes);

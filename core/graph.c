@@ -18,8 +18,9 @@ void zb_graph_free(zb_graph *g)
 
 /* Several ranks (graph.h): a bucket's per-rank tasks carry its shard S at its offset,
  * so that the shards [off + r*S, off + (r+1)*S) of ranks 0..R-1, clipped to the bucket,
- * tile it exactly once; a collective carries the whole bucket (or unit); each bucket
- * is reduce-scattered once per step. */
+ * tile it exactly once (R*S >= the bucket by zb_shard_params); a collective carries the
+ * whole bucket (or unit); when a schedule reduces buckets (reduce-scatter, or ZeRO-1's
+ * all-reduce), each bucket's gradients are reduced exactly once per step. */
 static zb_status check_shards(const zb_graph *g, zb_error *err)
 {
 	if (g->ranks < 1)
@@ -44,23 +45,24 @@ static zb_status check_shards(const zb_graph *g, zb_error *err)
 				st = zb_fail(err, ZB_E_INTERNAL, "collective %zu covers [%lld, +%lld), its bucket %d [%lld, +%lld)", i,
 					     (long long)t->param_offset, (long long)t->params, t->bucket,
 					     (long long)bu->param_offset, (long long)bu->params);
-			else if (t->op == ZB_OP_REDUCE_SCATTER && t->step >= 0 && t->step < g->steps)
+			else if ((t->op == ZB_OP_REDUCE_SCATTER || t->op == ZB_OP_ALL_REDUCE) && t->step >= 0 &&
+				 t->step < g->steps)
 				rs[(size_t)t->step * (size_t)g->nbuckets + (size_t)t->bucket]++;
 			continue;
 		}
 		if ((t->op == ZB_OP_ADAM || t->op == ZB_OP_GRAD_DOWN || t->op == ZB_OP_PARAM_UP) &&
-		    (t->params != S || t->param_offset != bu->param_offset || (int64_t)R * S < bu->params))
+		    (t->params != S || t->param_offset != bu->param_offset))
 			st = zb_fail(err, ZB_E_INTERNAL, "task %zu (%s) carries %lld parameters at %lld, bucket %d's shard is %lld at %lld",
 				     i, zb_op_name(t->op), (long long)t->params, (long long)t->param_offset, t->bucket, (long long)S,
 				     (long long)bu->param_offset);
 	}
-	int any = 0; /* zbench's schedule reduce-scatters buckets; a framework may reduce otherwise */
+	int any = 0; /* zbench's schedule reduces buckets; DeepSpeed's reduces its own IPG buckets */
 	for (size_t i = 0; i < (size_t)g->nbuckets * (size_t)(g->steps > 0 ? g->steps : 1); i++)
 		any |= rs[i] != 0;
 	for (int s = 0; s < g->steps && !st && any; s++)
 		for (int bk = 0; bk < g->nbuckets && !st; bk++)
 			if (rs[(size_t)s * (size_t)g->nbuckets + (size_t)bk] != 1)
-				st = zb_fail(err, ZB_E_INTERNAL, "bucket %d is reduce-scattered %d times in step %d", bk,
+				st = zb_fail(err, ZB_E_INTERNAL, "bucket %d is reduced %d times in step %d", bk,
 					     rs[(size_t)s * (size_t)g->nbuckets + (size_t)bk], s);
 	free(rs);
 	return st;

@@ -138,6 +138,20 @@ typedef struct zb_bucket {
  *     and bucket (or -1). The executor pads the range to R*S elements so that NCCL's
  *     equal counts hold (reduce-scatter and all-gather of S elements per rank).
  * With R = 1 no collective is emitted and every rank-aware field reads as before.
+ * What the schedules emit (schedules/ranks.c, schedules/deepspeed.c):
+ *   - zbench ZeRO-1/2: per bucket and step one REDUCE_SCATTER (ZeRO-1: ALL_REDUCE) once
+ *     its gradients are ready, then per-rank GRAD_DOWN/ADAM/PARAM_UP (or GPU ADAM) on
+ *     the shard, then one ALL_GATHER of the bucket after the step's backward;
+ *   - zbench ZeRO-3 (policy.zero_stage 3, or offload_param with R > 1): no gather after
+ *     the update; before each forward and backward of a unit an ALL_GATHER with
+ *     bucket -1 over the unit's range (zb_model_unit_offset/params); with
+ *     offload_param the PARAM_FETCH before it carries params = the shard of the
+ *     unit's CPU part, param_offset = that part's start;
+ *   - DeepSpeed's schedule is rank 0's work (not executed): ALL_REDUCE of its IPG
+ *     buckets (bucket -1, their range), per-unit copies of rank 0's partition
+ *     (bucket -1), one ALL_GATHER of the flat group (bucket 0) after the step.
+ * tokens_per_step and model_flops_per_step stay one rank's: the job's throughput is
+ * tokens/s x ranks.
  */
 static inline int64_t zb_shard_params(int64_t params, int ranks)
 {

@@ -105,3 +105,21 @@ void zb_machine_fabric(const char *machine, zb_fabric *out)
 int zb_fabric_count(void) { return COUNT(fabrics); }
 
 const char *zb_fabric_name(int i) { return i >= 0 && i < COUNT(fabrics) ? fabrics[i].name : NULL; }
+
+void zb_fabrics_print(FILE *f)
+{
+	fprintf(f, "\n# fabrics (between ranks: NCCL bus bandwidth, ring step latency)\n");
+	fprintf(f, "#%-15s %10s %10s %10s %10s  %s\n", "name", "intra", "intra", "inter", "inter", "machines");
+	fprintf(f, "#%-15s %10s %10s %10s %10s\n", "", "GB/s", "us", "GB/s/node", "us");
+	for (int i = 0; i < COUNT(fabrics); i++) {
+		const zb_fabric *x = &fabrics[i];
+		char used[128] = "";
+		size_t len = 0;
+		for (int k = 0; k < COUNT(machine_fabrics) && len < sizeof used; k++)
+			if (!strcmp(machine_fabrics[k].fabric, x->name))
+				len += (size_t)snprintf(used + len, sizeof used - len, "%s%s", len ? ", " : "",
+							machine_fabrics[k].machine);
+		fprintf(f, " %-15s %10.0f %10.1f %10.0f %10.1f  %s\n", x->name, x->intra_bus_Bps / GB,
+			x->intra_latency_s * 1e6, x->inter_bus_Bps / GB, x->inter_latency_s * 1e6, used);
+	}
+}

@@ -7,6 +7,8 @@
 #ifndef ZB_FABRIC_H
 #define ZB_FABRIC_H
 
+#include <stdio.h>
+
 #include "common/error.h"
 #include "core/config.h"
 
@@ -17,6 +19,8 @@ zb_status zb_preset_fabric(const char *name, zb_fabric *out, zb_error *err);
 void zb_machine_fabric(const char *machine, zb_fabric *out);
 
 int zb_fabric_count(void);
+/* The fabric table of `zbench list presets`. */
+void zb_fabrics_print(FILE *f);
 const char *zb_fabric_name(int i);
 
 #endif

@@ -655,4 +655,5 @@ void zb_presets_print(FILE *f)
 		fprintf(f, " %-13s %-11s %-9s %-13s %9d %8d\n", m->name, m->link, m->gpu, m->cpu,
 			m->gpus_per_link, m->gpus_per_cpu);
 	}
+	zb_fabrics_print(f);
 }

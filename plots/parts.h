@@ -137,5 +137,6 @@ zb_status plot_hardware(plot_ctx *c); /* plot_hardware.c */
 zb_status plot_accuracy(plot_ctx *c); /* plot_accuracy.c */
 zb_status plot_timeline(plot_ctx *c); /* plot_timeline.c */
 zb_status plot_memory(plot_ctx *c);   /* plot_memory.c */
+zb_status plot_scaling(plot_ctx *c);  /* plot_scaling.c */
 
 #endif

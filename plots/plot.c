@@ -30,6 +30,8 @@ static const struct {
 			       "Gantt of one step: GPU, PCIe D2H/H2D, CPU Adam, GPU Adam; predicted above measured",
 			       plot_timeline },
 	[ZB_PLOT_MEMORY] = { "memory", "GPU and host memory per policy setting, stacked by term", plot_memory },
+	[ZB_PLOT_SCALING] = { "scaling", "job throughput against GPUs per node, linear scaling dashed (a sweep over --gpus)",
+			      plot_scaling },
 };
 
 const char *zb_plot_kind_name(zb_plot_kind k)
@@ -49,7 +51,7 @@ zb_status zb_plot_kind_parse(const char *name, zb_plot_kind *out, zb_error *err)
 			*out = (zb_plot_kind)k;
 			return ZB_OK;
 		}
-	return zb_fail(err, ZB_E_INPUT, "unknown plot kind '%s' (known: ratio, hardware, accuracy, timeline, memory)",
+	return zb_fail(err, ZB_E_INPUT, "unknown plot kind '%s' (known: ratio, hardware, accuracy, timeline, memory, scaling)",
 		       name);
 }
 

@@ -30,6 +30,9 @@
  *             policy from the columns) and used only when their totals equal the
  *             stored gpu_bytes / host_bytes; otherwise (a database of another
  *             zbench version) the stored totals are drawn as one "total" block.
+ *   scaling   the job's throughput against GPUs per node (a sweep over --gpus), one
+ *             line per other varied setting, with linear scaling dashed: where the
+ *             node's shared CPU, DRAM or PCIe switches bound the step (plot_scaling.c).
  */
 #ifndef ZB_PLOT_H
 #define ZB_PLOT_H
@@ -45,6 +48,7 @@ typedef enum zb_plot_kind {
 	ZB_PLOT_ACCURACY,
 	ZB_PLOT_TIMELINE,
 	ZB_PLOT_MEMORY,
+	ZB_PLOT_SCALING,
 	ZB_PLOT_KIND_COUNT
 } zb_plot_kind;
 

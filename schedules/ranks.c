@@ -3,7 +3,8 @@
  * (builder.h, "Several ranks"; the contract is core/graph.h, "Several GPUs").
  *
  * ZeRO-1/2 as DeepSpeed's stage_1_and_2.py and PyTorch's ZeRO do it with buckets:
- * each bucket's 16-bit gradients are reduce-scattered as soon as the last
+ * each bucket's 16-bit gradients are reduce-scattered (ZeRO-1: all-reduced, every
+ * rank keeping whole gradients) as soon as the last
  * micro-batch's backward has written them, overlapping the rest of the backward;
  * each rank then offloads and updates only its shard, so the GRAD_DOWN, ADAM and
  * PARAM_UP tasks of a bucket carry params = its shard; the updated shards are
@@ -62,8 +63,10 @@ void sched_ranks_grad_ready(builder *b, int step, int unit)
 		if (bu->first_unit != unit)
 			continue; /* its lowest unit's gradients are not written yet */
 		sched_dep(b, b->grad_ready[unit]);
-		b->rs_cur[bk] = collective(b, ZB_OP_REDUCE_SCATTER, ZB_PASS_OPT, step, -1, bu->first_unit, bk,
-					   bu->param_offset, bu->params);
+		/* ZeRO-1 (--zero-stage 1) keeps whole gradients: all-reduced, as DDP does */
+		int op = b->p->zero_stage == 1 ? ZB_OP_ALL_REDUCE : ZB_OP_REDUCE_SCATTER;
+		b->rs_cur[bk] = collective(b, op, ZB_PASS_OPT, step, -1, bu->first_unit, bk, bu->param_offset,
+					   bu->params);
 	}
 }
 

@@ -23,15 +23,15 @@ static double copy_Bps(const zb_config *c, int resource)
 	return bw / zb_link_sharers(c);
 }
 
-/* GPUs dividing one host link. One GPU: gpus_per_link as given (a user's way to say
- * the others behind its switch are busy too). Several ranks on a node: those behind
- * one switch, at most gpus_per_link (the switch's topology: 2 on a DGX). */
+/* GPUs dividing one host link: gpus_per_link is the topology (GPUs behind one PCIe
+ * switch uplink: 2 on a DGX); the ranks of this run fill the switches, so at most
+ * policy.gpus of them share one. One GPU has its link to itself (issue 14: before,
+ * gpus_per_link divided the link whatever the run; `--gpus N` says it now). */
 int zb_link_sharers(const zb_config *c)
 {
 	int per = c->hw.gpus_per_link > 0 ? c->hw.gpus_per_link : 1;
-	if (c->policy.gpus > 1)
-		return c->policy.gpus < per ? c->policy.gpus : per;
-	return per;
+	int g = c->policy.gpus > 1 ? c->policy.gpus : 1;
+	return g < per ? g : per;
 }
 
 double zb_cpu_adam_Bps(const zb_config *c)

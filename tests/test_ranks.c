@@ -12,6 +12,7 @@
 #include "core/graph.h"
 #include "core/model.h"
 #include "inputs/fabric.h"
+#include "inputs/hwfile.h"
 #include "inputs/presets.h"
 #include "sim/collective.h"
 #include "sim/engine.h"
@@ -117,7 +118,7 @@ static void check_ranks(const zb_graph *g, const zb_config *c, int zero3)
 				continue;
 			assert_int_equal(t->kind, ZB_TASK_COLLECTIVE);
 			assert_close(t->bytes, 2.0 * (double)t->params, 0);
-			if (t->op == ZB_OP_REDUCE_SCATTER)
+			if (t->op == ZB_OP_REDUCE_SCATTER || t->op == ZB_OP_ALL_REDUCE)
 				rs += t->params;
 			else if (t->bucket >= 0)
 				ag_bucket += t->params;
@@ -154,13 +155,13 @@ static void test_graph_invariants(void **state)
 			for (int k = 0; k < ZB_POLICY_COUNT; k++)
 				for (int q = 0; q < 3; q++)
 					for (int gas = 1; gas <= 2; gas++)
-						for (int z = 0; z < 3; z++) { /* stage 2, stage 3, offload_param */
+						for (int z = 0; z < 4; z++) { /* stage 2, stage 3, offload_param, stage 1 */
 							zb_config c;
 							base(&c, models[mi], ranks[ri]);
 							c.policy.kind = (zb_policy_kind)k;
 							c.policy.ratio = ratios[q];
 							c.policy.gas = gas;
-							c.policy.zero_stage = z == 1 ? 3 : 0;
+							c.policy.zero_stage = z == 1 ? 3 : z == 3 ? 1 : 0;
 							c.policy.offload_param = z == 2;
 							if (z == 2 && (k == ZB_POLICY_NONE || k == ZB_POLICY_DPU))
 								continue;
@@ -176,7 +177,7 @@ static void test_graph_invariants(void **state)
 									    models[mi], ranks[ri], zb_policy_name(c.policy.kind),
 									    ratios[q], gas, z, err.msg);
 							assert_int_equal(st, ZB_OK);
-							check_ranks(&g, &c, z > 0);
+							check_ranks(&g, &c, z == 1 || z == 2);
 							zb_sim_result r;
 							assert_int_equal(zb_simulate(&g, &c, &r, &err), ZB_OK);
 							zb_sim_result_free(&r);
@@ -407,6 +408,18 @@ static void test_hwfile_fabric(void **state)
 {
 	(void)state;
 	char path[400], args[600];
+	/* a saved machine (calibrate's output) keeps its fabric exactly; one without none */
+	zb_hw hw, back;
+	snprintf(path, sizeof path, "%s/saved.json", tmpdir);
+	assert_int_equal(zb_preset_hw("dgx-h100", &hw, NULL), ZB_OK);
+	assert_int_equal(zb_hw_save(path, &hw, NULL), ZB_OK);
+	assert_int_equal(zb_hw_load(path, &back, NULL), ZB_OK);
+	assert_memory_equal(&hw.fabric, &back.fabric, sizeof hw.fabric);
+	assert_int_equal(zb_preset_hw("h200-machine", &hw, NULL), ZB_OK);
+	assert_int_equal(zb_hw_save(path, &hw, NULL), ZB_OK);
+	char *text = zb_test_slurp(path, NULL);
+	assert_null(strstr(text, "fabric"));
+	free(text);
 	snprintf(path, sizeof path, "%s/fab.json", tmpdir);
 	FILE *f = fopen(path, "w");
 	assert_non_null(f);
@@ -433,6 +446,41 @@ static void test_hwfile_fabric(void **state)
 	r = run(args);
 	assert_int_equal(r.rc, 2);
 	assert_contains(r.err, "unknown fabric 'nvlink9'");
+	zb_test_result_free(&r);
+}
+
+/* zbench plot scaling over a strong-scaling sweep: a PNG, and a one-line error for a
+ * sweep without several GPU counts. */
+static void test_plot_scaling(void **state)
+{
+	(void)state;
+	char args[900], png[400];
+	snprintf(args, sizeof args,
+		 "sweep --hw dgx-h100 --gpus-per-cpu 1 --cores 32 --gpus 1,2,4 --gas 4,2,1 --model gpt2 --micro-batch 1 --seq 256 "
+		 "--policy overlap --ratio 1 --steps 4 --db %s/s.db",
+		 tmpdir);
+	zb_test_result r = run(args);
+	assert_int_equal(r.rc, 0);
+	zb_test_result_free(&r);
+	if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
+		print_message("skipped: gnuplot not installed\n");
+	} else {
+		snprintf(png, sizeof png, "%s/scaling.png", tmpdir);
+		snprintf(args, sizeof args, "plot scaling --db %s/s.db -o %s", tmpdir, png);
+		r = run(args);
+		assert_int_equal(r.rc, 0);
+		assert_contains(r.out, "fixed global batch");
+		assert_int_equal(access(png, F_OK), 0);
+		zb_test_result_free(&r);
+	}
+	snprintf(args, sizeof args, "sweep --ratio 0,1 --policy overlap --model gpt2 --steps 4 --db %s/t.db", tmpdir);
+	r = run(args);
+	assert_int_equal(r.rc, 0);
+	zb_test_result_free(&r);
+	snprintf(args, sizeof args, "plot scaling --db %s/t.db -o %s/x.png", tmpdir, tmpdir);
+	r = run(args);
+	assert_int_equal(r.rc, 2);
+	assert_contains(r.err, "needs a sweep over --gpus");
 	zb_test_result_free(&r);
 }
 
@@ -466,6 +514,7 @@ int main(void)
 		cmocka_unit_test(test_presets_fabric),     cmocka_unit_test(test_host_shares),
 		cmocka_unit_test(test_sweep_dgx),          cmocka_unit_test(test_bad_flags),
 		cmocka_unit_test(test_hwfile_fabric),      cmocka_unit_test(test_deepspeed_ranks),
+		cmocka_unit_test(test_plot_scaling),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
