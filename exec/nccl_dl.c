@@ -35,8 +35,11 @@ static void load(void)
 		{ "ncclAllGather", SLOT(AllGather) },         { "ncclGroupStart", SLOT(GroupStart) },
 		{ "ncclGroupEnd", SLOT(GroupEnd) },
 	};
-	/* before the library reads its environment (at the first communicator) */
+	/* before the library reads its environment (at the first communicator): no
+	 * NVLink multicast; every connection made at init, so that no collective call
+	 * waits inside NCCL for a peer to make its first call (exec/ranks_cuda.c) */
 	setenv("NCCL_NVLS_ENABLE", "0", 0);
+	setenv("NCCL_RUNTIME_CONNECT", "0", 0);
 	const char *lib = getenv("ZB_NCCL_LIBRARY");
 	if (!lib || !*lib)
 		lib = "libnccl.so.2";

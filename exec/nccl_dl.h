@@ -7,7 +7,9 @@
  * found through LD_LIBRARY_PATH and the binary's rpath. Loading also sets
  * NCCL_NVLS_ENABLE=0 unless the environment says otherwise: NVLink SHARP multicast
  * objects are not wanted on the machines zbench borrows (and a ring or tree over
- * NVLink is what the fabric model of the simulator describes).
+ * NVLink is what the fabric model of the simulator describes); and
+ * NCCL_RUNTIME_CONNECT=0 (connections at communicator init, not at the first
+ * collective, which would make that call wait for the peers inside NCCL).
  *
  * With CUDA (ZB_HAVE_CUDA) the typed entry points are in zb_nccl_api, with nccl.h's
  * types; ZB_NCCL_TRY checks a call and names ncclGetErrorString's text.

@@ -37,8 +37,21 @@ struct exec_ranks {
 	int arrived, generation;
 	int failed, failed_rank;
 	ncclComm_t *comms;
-	int *comm_state;
+	int *comm_state;         /* changed holding comm_mu[rank] and then mu */
+	pthread_mutex_t *comm_mu; /* held by a rank's collective calls (exec_run_collective) */
 };
+
+/* comm_state[r] = to; returns the old state. */
+static int set_comm_state(exec_ranks *s, int r, int to)
+{
+	pthread_mutex_lock(&s->comm_mu[r]);
+	pthread_mutex_lock(&s->mu);
+	int was = s->comm_state[r];
+	s->comm_state[r] = to;
+	pthread_mutex_unlock(&s->mu);
+	pthread_mutex_unlock(&s->comm_mu[r]);
+	return was;
+}
 
 /* ---- per-rank work ranges ------------------------------------------------------- */
 
@@ -102,10 +115,8 @@ zb_status exec_rank_open(exec *x, zb_error *err)
 	ncclComm_t comm = NULL;
 	ZB_CUDA_TRY(err, cudaSetDevice(x->device));
 	ZB_NCCL_TRY(err, zb_nccl()->CommInitRank(&comm, s->n, s->id, x->rank));
-	pthread_mutex_lock(&s->mu);
 	s->comms[x->rank] = comm;
-	s->comm_state[x->rank] = COMM_ALIVE;
-	pthread_mutex_unlock(&s->mu);
+	set_comm_state(s, x->rank, COMM_ALIVE);
 	x->comm = comm;
 	int64_t n = scratch_elems(x);
 	if (n > 0)
@@ -123,30 +134,21 @@ void exec_rank_close(exec *x, zb_status st)
 	exec_ranks *s = x->ranks;
 	if (!s)
 		return;
-	ncclComm_t mine = NULL, abort_list[64];
-	int naborts = 0;
-	pthread_mutex_lock(&s->mu);
 	if (st) {
+		pthread_mutex_lock(&s->mu);
 		if (!s->failed) {
 			s->failed = 1;
 			s->failed_rank = x->rank;
 		}
-		pthread_cond_broadcast(&s->cv);
-		for (int r = 0; r < s->n && naborts < 64; r++)
-			if (s->comm_state[r] == COMM_ALIVE) {
-				s->comm_state[r] = COMM_GONE;
-				abort_list[naborts++] = s->comms[r];
-			}
-	} else if (s->comm_state[x->rank] == COMM_ALIVE) {
-		s->comm_state[x->rank] = COMM_GONE;
-		mine = s->comms[x->rank];
+		pthread_cond_broadcast(&s->cv); /* out of the barrier */
+		pthread_mutex_unlock(&s->mu);
+		/* every rank's communicator: a peer may wait for this rank in a collective */
+		for (int r = 0; r < s->n; r++)
+			if (set_comm_state(s, r, COMM_GONE) == COMM_ALIVE)
+				zb_nccl()->CommAbort(s->comms[r]);
+	} else if (set_comm_state(s, x->rank, COMM_GONE) == COMM_ALIVE) {
+		zb_nccl()->CommDestroy(s->comms[x->rank]);
 	}
-	pthread_mutex_unlock(&s->mu);
-	/* outside the lock: a destroy or abort may take a while */
-	for (int i = 0; i < naborts; i++)
-		zb_nccl()->CommAbort(abort_list[i]);
-	if (mine)
-		zb_nccl()->CommDestroy(mine);
 	if (x->coll_scratch) {
 		cudaFree(x->coll_scratch);
 		x->coll_scratch = NULL;
@@ -213,14 +215,9 @@ static zb_status all_gather(dispatcher *dp, const zb_task *t, ncclDataType_t ty,
 	return ZB_OK;
 }
 
-zb_status exec_run_collective(dispatcher *dp, const zb_task *t)
+static zb_status issue_collective(dispatcher *dp, const zb_task *t)
 {
 	exec *x = dp->x;
-	if (!x->comm)
-		return zb_fail(&dp->err, ZB_E_INTERNAL, "task %u: a collective in a run of one rank", t->id);
-	if (t->param_offset < 0 || t->params < 0 || t->param_offset + t->params > x->P)
-		return zb_fail(&dp->err, ZB_E_INTERNAL, "task %u: collective range [%lld, +%lld) outside the %lld "
-			       "parameters", t->id, (long long)t->param_offset, (long long)t->params, (long long)x->P);
 	ncclDataType_t ty = x->adam.grad_type == ZB_HALF_FP16 ? ncclFloat16 : ncclBfloat16;
 	zb_collective_layout l = zb_collective_layout_of(t->params, x->nranks);
 	switch (t->op) {
@@ -233,6 +230,30 @@ zb_status exec_run_collective(dispatcher *dp, const zb_task *t)
 	default:
 		return zb_fail(&dp->err, ZB_E_INTERNAL, "task %u: no collective for op %s", t->id, zb_op_name(t->op));
 	}
+}
+
+/* Under the rank's communicator lock, so that a failed peer's ncclCommAbort
+ * (exec_rank_close) never frees the communicator while a call on it is under way:
+ * the peer marks it gone under that lock first, and a call that finds it gone fails.
+ * A call never waits for a peer inside NCCL (connections are made at init:
+ * NCCL_RUNTIME_CONNECT=0, nccl_dl.c), so holding the lock cannot block the peer. */
+zb_status exec_run_collective(dispatcher *dp, const zb_task *t)
+{
+	exec *x = dp->x;
+	if (!x->comm)
+		return zb_fail(&dp->err, ZB_E_INTERNAL, "task %u: a collective in a run of one rank", t->id);
+	if (t->param_offset < 0 || t->params < 0 || t->param_offset + t->params > x->P)
+		return zb_fail(&dp->err, ZB_E_INTERNAL, "task %u: collective range [%lld, +%lld) outside the %lld "
+			       "parameters", t->id, (long long)t->param_offset, (long long)t->params, (long long)x->P);
+	exec_ranks *s = x->ranks;
+	if (!s) /* a test driving one rank's collectives itself */
+		return issue_collective(dp, t);
+	pthread_mutex_lock(&s->comm_mu[x->rank]);
+	zb_status st = s->comm_state[x->rank] == COMM_ALIVE
+			       ? issue_collective(dp, t)
+			       : zb_fail(&dp->err, ZB_E_CUDA, "another rank failed, rank %d stops", x->rank);
+	pthread_mutex_unlock(&s->comm_mu[x->rank]);
+	return st;
 }
 
 /* ---- the run of all ranks ------------------------------------------------------------ */
@@ -291,6 +312,9 @@ zb_status zb_execute_ranks(const zb_graph *g, const zb_config *c, const zb_exec_
 	pthread_cond_init(&s.cv, NULL);
 	s.comms = zb_xcalloc((size_t)R, sizeof *s.comms);
 	s.comm_state = zb_xcalloc((size_t)R, sizeof *s.comm_state);
+	s.comm_mu = zb_xcalloc((size_t)R, sizeof *s.comm_mu);
+	for (int i = 0; i < R; i++)
+		pthread_mutex_init(&s.comm_mu[i], NULL);
 	rank_arg *a = zb_xcalloc((size_t)R, sizeof *a);
 	int started = 0;
 	for (int i = 0; i < R; i++) {
@@ -328,6 +352,9 @@ zb_status zb_execute_ranks(const zb_graph *g, const zb_config *c, const zb_exec_
 	free(a);
 	free(s.comms);
 	free(s.comm_state);
+	for (int i = 0; i < R; i++)
+		pthread_mutex_destroy(&s.comm_mu[i]);
+	free(s.comm_mu);
 	pthread_mutex_destroy(&s.mu);
 	pthread_cond_destroy(&s.cv);
 	return st;

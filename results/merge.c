@@ -36,6 +36,8 @@ static const struct {
 	{ "task_deps", { "config_id" }, { CONFIG_ID } },
 	{ "events", { "config_id" }, { CONFIG_ID } },
 	{ "steps", { "config_id" }, { CONFIG_ID } },
+	{ "ranks", { "config_id" }, { CONFIG_ID } },       /* runs on several GPUs (schema 8) */
+	{ "rank_events", { "config_id" }, { CONFIG_ID } },
 };
 #define NTABLES (sizeof tables / sizeof tables[0])
 

@@ -15,6 +15,9 @@
 #include "exec/shard.h"
 #include "inputs/presets.h"
 #include "peers/peer.h"
+#include "results/merge.h"
+#include "results/store.h"
+#include "results/store_ranks.h"
 
 static const char *zbench;
 static char tmpdir[256];
@@ -143,6 +146,58 @@ static void test_peer_world_size(void **state)
 	zb_peer_argv_free(argv);
 }
 
+/* Every rank's summary and timeline in ranks and rank_events (tasks not run get no
+ * row), and zbench merge carries them with the configuration ids remapped. */
+static void test_store_ranks(void **state)
+{
+	(void)state;
+	char a[400], b[400];
+	snprintf(a, sizeof a, "%s/ranks-a.db", tmpdir);
+	snprintf(b, sizeof b, "%s/ranks-b.db", tmpdir);
+	zb_error err = { 0 };
+	zb_config c;
+	memset(&c, 0, sizeof c);
+	assert_int_equal(zb_preset_hw("h200-x2", &c.hw, &err), ZB_OK);
+	assert_int_equal(zb_preset_model("gpt2", &c.model, &err), ZB_OK);
+	zb_policy_defaults(&c.policy);
+	c.policy.gpus = 2;
+	c.steps = 1;
+	zb_graph g;
+	memset(&g, 0, sizeof g);
+	g.ntasks = 3;
+	double s0[] = { 0, 1e-3, -1 }, e0[] = { 1e-3, 2e-3, -1 }, s1[] = { 0, 1.5e-3, 3e-3 }, e1[] = { 1e-3, 3e-3, 4e-3 };
+	zb_rank_row rows[2] = {
+		{ .rank = 0, .device = "NVIDIA H200", .cpu_threads = 16, .step_time_s = 2e-3, .start = s0, .end = e0 },
+		{ .rank = 1, .device = "NVIDIA H200", .cpu_threads = 16, .t0_offset_ns = 1234, .step_time_s = 4e-3,
+		  .slowest = 1, .start = s1, .end = e1 },
+	};
+	rows[1].busy_s[ZB_RES_COMM] = 5e-4;
+	const char *paths[] = { a, b };
+	for (int i = 0; i < 2; i++) {
+		zb_store *s = NULL;
+		int64_t run_id, config_id;
+		zb_run_info info = { .kind = "run", .command = "zbench run --gpus 2" };
+		assert_int_equal(zb_store_open(&s, paths[i], 1000, &err), ZB_OK);
+		assert_int_equal(zb_store_add_run(s, &info, &run_id, &err), ZB_OK);
+		assert_int_equal(zb_store_add_config(s, run_id, &c, NULL, &config_id, &err), ZB_OK);
+		if (zb_store_add_ranks(s, config_id, &g, rows, 2, &err))
+			fail_msg("%s", err.msg);
+		int64_t n = 0;
+		assert_int_equal(zb_store_count(s, "ranks", &n, &err), ZB_OK);
+		assert_int_equal(n, 2);
+		assert_int_equal(zb_store_count(s, "rank_events", &n, &err), ZB_OK);
+		assert_int_equal(n, 5); /* rank 0's third task did not run */
+		if (i == 1) { /* the first database merged into the second */
+			assert_int_equal(zb_store_merge(s, paths, 1, NULL, &err), ZB_OK);
+			assert_int_equal(zb_store_count(s, "rank_events", &n, &err), ZB_OK);
+			assert_int_equal(n, 10);
+			assert_int_equal(zb_store_count(s, "ranks", &n, &err), ZB_OK);
+			assert_int_equal(n, 4);
+		}
+		zb_store_close(s);
+	}
+}
+
 static zb_test_result run(const char *args) { return zb_test_run(zbench, tmpdir, args); }
 
 static void test_run_flags(void **state)
@@ -200,6 +255,7 @@ int main(void)
 		cmocka_unit_test(test_nccl_fit),
 		cmocka_unit_test(test_run_flags),
 		cmocka_unit_test(test_peer_world_size),
+		cmocka_unit_test(test_store_ranks),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

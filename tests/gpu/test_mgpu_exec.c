@@ -8,7 +8,7 @@
  *     untouched on every rank. Tolerance: the averages exact to one bf16 rounding
  *     (relative 2^-8); all-gathered values and untouched elements bit-exact.
  *   - whole runs of zbench's schedule on 2 ranks (ZeRO-2: none, offload, overlap,
- *     Twin-Flow 0.5; ZeRO-3 per-layer gathers): every task of every rank has an
+ *     Twin-Flow 0.5, dpu; ZeRO-1 all-reduce; ZeRO-3 per-layer gathers): every task of every rank has an
  *     interval that respects the graph's dependencies, the collectives took time,
  *     and after the last step the ranks' 16-bit parameters are identical (digest)
  *     where the schedule all-gathers every update (not dpu, not ZeRO-3).
@@ -169,7 +169,7 @@ static void test_collectives_reference(void **state)
 
 /* ---- whole runs ------------------------------------------------------------------- */
 
-static void config(zb_config *c, const char *policy, double ratio, int zero3)
+static void config(zb_config *c, const char *policy, double ratio, int stage)
 {
 	zb_error err;
 	memset(c, 0, sizeof *c);
@@ -184,14 +184,14 @@ static void config(zb_config *c, const char *policy, double ratio, int zero3)
 	c->policy.bucket_params = 3000001; /* several buckets, odd: padded collectives */
 	c->policy.cpu_threads = 4;
 	c->policy.gpus = NR;
-	c->policy.zero_stage = zero3 ? 3 : 2;
+	c->policy.zero_stage = stage;
 	c->steps = 4;
 }
 
-static void run_ranks(const char *policy, double ratio, int zero3)
+static void run_ranks(const char *policy, double ratio, int stage)
 {
 	zb_config c;
-	config(&c, policy, ratio, zero3);
+	config(&c, policy, ratio, stage);
 	zb_graph g;
 	zb_error err = { 0 };
 	if (zb_graph_build(&g, &c, &err))
@@ -204,7 +204,7 @@ static void run_ranks(const char *policy, double ratio, int zero3)
 	zb_exec_options o = { .quiet = 1, .seed = 5 };
 	zb_exec_result r[NR];
 	if (zb_execute_ranks(&g, &c, &o, r, &err))
-		fail_msg("%s ratio %.2f zero%d: %s", policy, ratio, zero3 ? 3 : 2, err.msg);
+		fail_msg("%s ratio %.2f zero%d: %s", policy, ratio, stage, err.msg);
 	for (int k = 0; k < NR; k++) {
 		assert_int_equal(r[k].steps_done, g.steps);
 		assert_true(r[k].step_time_s > 0 && r[k].busy_s[ZB_RES_COMM] > 0);
@@ -221,10 +221,10 @@ static void run_ranks(const char *policy, double ratio, int zero3)
 		}
 	}
 	print_message("%s ratio %.2f zero%d: step %.2f / %.2f ms, comm busy %.2f ms, digests %016llx %016llx\n",
-		      policy, ratio, zero3 ? 3 : 2, r[0].step_time_s * 1e3, r[1].step_time_s * 1e3,
+		      policy, ratio, stage, r[0].step_time_s * 1e3, r[1].step_time_s * 1e3,
 		      r[0].busy_s[ZB_RES_COMM] * 1e3, (unsigned long long)r[0].params_digest,
 		      (unsigned long long)r[1].params_digest);
-	if (!zero3 && strcmp(policy, "dpu") != 0)
+	if (stage != 3 && strcmp(policy, "dpu") != 0)
 		assert_true(r[0].params_digest == r[1].params_digest);
 	for (int k = 0; k < NR; k++)
 		zb_exec_result_free(&r[k]);
@@ -235,18 +235,19 @@ static void test_runs_zero2(void **state)
 {
 	(void)state;
 	NEED_2GPU();
-	run_ranks("none", 0, 0);
-	run_ranks("offload", 1, 0);
-	run_ranks("overlap", 1, 0);
-	run_ranks("overlap", 0.5, 0);
-	run_ranks("dpu", 1, 0);
+	run_ranks("none", 0, 2);
+	run_ranks("offload", 1, 2);
+	run_ranks("overlap", 1, 2);
+	run_ranks("overlap", 0.5, 2);
+	run_ranks("dpu", 1, 2);
+	run_ranks("overlap", 1, 1); /* ZeRO-1: buckets all-reduced */
 }
 
 static void test_runs_zero3(void **state)
 {
 	(void)state;
 	NEED_2GPU();
-	run_ranks("overlap", 1, 1);
+	run_ranks("overlap", 1, 3);
 }
 
 int main(void)
