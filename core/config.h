@@ -18,6 +18,7 @@ extern "C" {
 
 #include "common/error.h"
 #include "inputs/dsprofile.h"
+#include "inputs/execprofile.h"
 
 #define ZB_NAME_MAX 64
 
@@ -83,6 +84,7 @@ typedef struct zb_hw {
 	int gpus_per_link;           /* GPUs whose copies share one host link (>= 1) */
 	int gpus_per_cpu;            /* GPUs whose optimizers share this CPU's cores and DRAM */
 	zb_ds_profile ds;            /* DeepSpeed's framework costs on this machine (dsprofile.h) */
+	zb_exec_profile exec;        /* zbench's executor's kernels on this machine (execprofile.h) */
 } zb_hw;
 
 /* A decoder-only transformer. GPT-2 / OPT blocks: LayerNorm, MHA, biases, GeLU MLP

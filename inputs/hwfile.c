@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "inputs/execprofile.h"
 #include "inputs/presets.h"
 
 /* ---- field tables ---------------------------------------------------------- */
@@ -326,7 +327,7 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 	const json_t *v;
 
 	static const char *const top_keys[] = {"name", "preset", "link", "gpu", "cpu",
-					       "gpus_per_link", "gpus_per_cpu", "deepspeed", NULL};
+					       "gpus_per_link", "gpus_per_cpu", "deepspeed", "executor", NULL};
 	const char *key;
 	json_t *jv;
 	json_object_foreach(root, key, jv) {
@@ -411,6 +412,10 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 	/* the DeepSpeed framework profile (dsprofile.h), when calibrated */
 	if ((v = json_object_get(root, "deepspeed")) &&
 	    (st = zb_ds_profile_from_json(v, path, &hw.ds, err)) != ZB_OK)
+		goto out;
+	/* the executor profile (execprofile.h), when calibrated */
+	if ((v = json_object_get(root, "executor")) &&
+	    (st = zb_exec_profile_from_json(v, path, &hw.exec, err)) != ZB_OK)
 		goto out;
 
 	zb_error e;
@@ -528,6 +533,8 @@ static json_t *hw_json(wr *w, const zb_hw *hw)
 	json_object_set_new(o, "gpus_per_cpu", json_integer(hw->gpus_per_cpu));
 	if (hw->ds.set)
 		json_object_set_new(o, "deepspeed", zb_ds_profile_to_json(&hw->ds));
+	if (hw->exec.set)
+		json_object_set_new(o, "executor", zb_exec_profile_to_json(&hw->exec));
 	return o;
 }
 
@@ -632,6 +639,11 @@ static json_t *policy_json(wr *w, const zb_config *c)
 	json_object_set_new(pol, "pageable", json_boolean(p->pageable));
 	json_object_set_new(pol, "bucket_params", json_integer((json_int_t)p->bucket_params));
 	json_object_set_new(pol, "cpu_threads", json_integer(p->cpu_threads));
+	/* only when not the default, so earlier stored configurations read the same */
+	if (p->attention != ZB_ATTN_EAGER)
+		json_object_set_new(pol, "attention", json_string(p->attention == ZB_ATTN_FLASH ? "flash" : "eager"));
+	if (p->link_rate_Bps > 0)
+		json_object_set_new(pol, "link_rate_Bps", put_real(w, p->link_rate_Bps));
 	if (c->framework == ZB_FW_DEEPSPEED) {
 		json_object_set_new(pol, "zero_stage", json_integer(p->zero_stage));
 		json_object_set_new(pol, "sub_group_size", json_integer((json_int_t)p->sub_group_size));

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "sim/attention.h"
+#include "sim/kernels.h"
 #include "sim/numa.h"
 #include "schedules/deepspeed.h"
 
@@ -33,6 +34,10 @@ double zb_cpu_adam_Bps(const zb_config *c)
 	double ceiling = (cpu->adam_Bps > 0 ? cpu->adam_Bps : cpu->dram_Bps) * share;
 	double dram = cpu->dram_Bps * share;
 	double r = compute < ceiling ? compute : ceiling;
+	zb_exec_profile scratch; /* zbench's executor: its fitted thread curve (kernels.h) */
+	double h = zb_exec_adam_Pps(c, zb_exec_profile_for(c, &scratch), cores, share);
+	if (h > 0)
+		r = h * ZB_ADAM_BYTES_PER_PARAM;
 	return zb_numa_cap(c, r < dram ? r : dram);
 }
 
@@ -50,6 +55,12 @@ void zb_task_flow(const zb_task *t, const zb_config *c, double *fixed_s, double 
 	if (t->kind == ZB_TASK_HOST) { /* framework host work: a duration */
 		*fixed_s = zb_ds_host_task_s(t, c);
 		*work = 0;
+		return;
+	}
+	zb_exec_profile escratch;
+	const zb_exec_profile *ep = zb_exec_profile_for(c, &escratch);
+	if (ep && (t->resource == ZB_RES_GPU || t->resource == ZB_RES_GPU_OPT)) {
+		zb_exec_gpu_flow(t, c, ep, fixed_s, work); /* per kernel class (kernels.h) */
 		return;
 	}
 	switch (t->resource) {
@@ -78,7 +89,7 @@ void zb_task_flow(const zb_task *t, const zb_config *c, double *fixed_s, double 
 		*work = t->bytes;
 		return;
 	case ZB_RES_CPU:
-		*fixed_s = c->hw.cpu.task_latency_s;
+		*fixed_s = ep && ep->adam_task_s > 0 ? ep->adam_task_s : c->hw.cpu.task_latency_s;
 		*work = t->bytes;
 		return;
 	}

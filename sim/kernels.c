@@ -1,0 +1,68 @@
+/* kernels.c - the executor profile's task timing; see kernels.h. */
+#include "sim/kernels.h"
+
+#include "sim/attention.h"
+#include "sim/resources.h"
+
+const zb_exec_profile *zb_exec_profile_for(const zb_config *c, zb_exec_profile *scratch)
+{
+	return c->framework == ZB_FW_ZBENCH ? zb_exec_profile_of(&c->hw.exec, scratch) : NULL;
+}
+
+static int aligned8(int32_t d) { return d % 8 == 0; }
+
+int zb_exec_gemm_group(const zb_task *t)
+{
+	if (t->kind != ZB_TASK_GEMM)
+		return -1;
+	if (t->op == ZB_OP_ATTN)
+		return ZB_GEMM_FLASH;
+	if (!aligned8(t->m) || !aligned8(t->n) || !aligned8(t->k))
+		return ZB_GEMM_UNALIGNED;
+	return t->batch > 1 ? ZB_GEMM_BATCHED : ZB_GEMM_DENSE;
+}
+
+int zb_exec_pass(const zb_task *t)
+{
+	return t->pass == ZB_PASS_BWD_DATA ? 1 : t->pass == ZB_PASS_BWD_WEIGHT ? 2 : 0;
+}
+
+double zb_exec_unit_s(const zb_task *t, const zb_config *c, double half_dim)
+{
+	const zb_gpu *gpu = &c->hw.gpu;
+	if (t->kind == ZB_TASK_GEMM) {
+		double peak = zb_config_gpu_flops(c);
+		if (t->op == ZB_OP_ATTN)
+			return t->flops / (peak * zb_flash_efficiency(gpu));
+		zb_gpu g = *gpu;
+		g.gemm_half_dim = half_dim;
+		return t->flops / (peak * zb_gemm_efficiency(&g, t->m, t->n, t->k));
+	}
+	return t->bytes / gpu->hbm_Bps;
+}
+
+void zb_exec_gpu_flow(const zb_task *t, const zb_config *c, const zb_exec_profile *p, double *fixed_s,
+		      double *work)
+{
+	double h = p->gemm_half_dim > 0 ? p->gemm_half_dim : c->hw.gpu.gemm_half_dim;
+	double s = zb_exec_unit_s(t, c, h), f = 1;
+	int g = zb_exec_gemm_group(t);
+	if (g >= 0)
+		f = p->gemm[g][zb_exec_pass(t)];
+	else if (t->kind == ZB_TASK_GPU_ADAM)
+		f = p->gpu_adam;
+	else if (t->op < ZB_EXEC_KOPS)
+		f = p->kernel[t->op][zb_exec_pass(t) ? 1 : 0];
+	*fixed_s = p->launch_s > 0 ? p->launch_s : c->hw.gpu.kernel_latency_s;
+	*work = f > 0 ? s / f : s;
+}
+
+double zb_exec_adam_Pps(const zb_config *c, const zb_exec_profile *p, double threads, double share)
+{
+	if (!p || !(p->adam_thread > 0) || !(p->adam_mem > 0))
+		return 0;
+	const zb_cpu *cpu = &c->hw.cpu;
+	double mem = (cpu->adam_Bps > 0 ? cpu->adam_Bps : cpu->dram_Bps) / ZB_ADAM_BYTES_PER_PARAM;
+	double per_param = 1 / (threads * p->adam_thread * cpu->adam_params_per_core) + 1 / (p->adam_mem * mem * share);
+	return 1 / per_param;
+}

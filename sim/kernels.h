@@ -1,0 +1,35 @@
+/*
+ * kernels.h - zbench's own executor's tasks timed by the executor profile
+ * (inputs/execprofile.h): per kernel class, a factor on the first-principles model of
+ * resources.h. The simulator uses it for framework zbench; the fit (analysis/kfit.h)
+ * uses the same unit-factor times, so a fitted factor means the same in both.
+ */
+#ifndef ZB_KERNELS_H
+#define ZB_KERNELS_H
+
+#include "core/config.h"
+#include "core/graph.h"
+
+/* The executor profile that times c's tasks, or NULL when the plain model does
+ * (another framework's schedule). */
+const zb_exec_profile *zb_exec_profile_for(const zb_config *c, zb_exec_profile *scratch);
+
+/* Class of a GPU task: GEMM group (ZB_GEMM_*, -1 for other kinds) and pass slot. */
+int zb_exec_gemm_group(const zb_task *t);
+int zb_exec_pass(const zb_task *t);       /* 0 forward/recompute, 1 bwd data, 2 bwd weight */
+
+/* A GPU-side task's seconds of work with every factor 1 (half_dim as given):
+ * GEMMs flops / (peak x efficiency), fused attention flops / (peak x flash
+ * efficiency), kernels and GPU Adam bytes / hbm_Bps. */
+double zb_exec_unit_s(const zb_task *t, const zb_config *c, double half_dim);
+
+/* The fixed part and standalone work of a GPU or GPU-optimizer task under p. */
+void zb_exec_gpu_flow(const zb_task *t, const zb_config *c, const zb_exec_profile *p, double *fixed_s,
+		      double *work);
+
+/* CPU Adam params/s of t threads with the harmonic model (execprofile.h), the memory
+ * ceiling times share (this GPU's part of the host), before NUMA caps; 0 when p does
+ * not set it. */
+double zb_exec_adam_Pps(const zb_config *c, const zb_exec_profile *p, double threads, double share);
+
+#endif
