@@ -430,22 +430,20 @@ out:
 	return st;
 }
 
-zb_status zb_model_load(const char *path, zb_model *out, zb_error *err)
+zb_status zb_model_from_json(const void *obj, const char *path, zb_model *out, zb_error *err)
 {
 	rd r = {path, err};
-	json_t *root;
-	zb_status st = load_json(&r, &root);
-	if (st != ZB_OK)
-		return st;
-
+	const json_t *root = obj;
+	if (!json_is_object(root))
+		return zb_fail(err, ZB_E_INPUT, "%s: a model must be a JSON object", path);
 	zb_model m;
 	memset(&m, 0, sizeof m);
 	unsigned present = 0;
 	int from_preset = json_object_get(root, "preset") != NULL;
-	st = read_part(&r, "", root, model_fields, NFIELDS(model_fields), model_preset, &m, 0,
-		       &present);
+	zb_status st = read_part(&r, "", root, model_fields, NFIELDS(model_fields), model_preset, &m, 0,
+				 &present);
 	if (st != ZB_OK)
-		goto out;
+		return st;
 	if (!from_preset) {
 		/* model_fields[0] is name, [4] kv_heads: defaults when absent. */
 		if (!(present & 1u))
@@ -454,12 +452,20 @@ zb_status zb_model_load(const char *path, zb_model *out, zb_error *err)
 			m.kv_heads = m.heads;
 	}
 	zb_error e;
-	if ((st = zb_model_validate(&m, &e)) != ZB_OK) {
-		st = prefixed(&r, st, &e);
-		goto out;
-	}
+	if ((st = zb_model_validate(&m, &e)) != ZB_OK)
+		return prefixed(&r, st, &e);
 	*out = m;
-out:
+	return ZB_OK;
+}
+
+zb_status zb_model_load(const char *path, zb_model *out, zb_error *err)
+{
+	rd r = {path, err};
+	json_t *root;
+	zb_status st = load_json(&r, &root);
+	if (st != ZB_OK)
+		return st;
+	st = zb_model_from_json(root, path, out, err);
 	json_decref(root);
 	return st;
 }

@@ -1,0 +1,389 @@
+/* kfit.c - fitting the executor profile to measured tasks; see kfit.h. */
+#include "analysis/kfit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/kernels.h"
+#include "sim/predict.h"
+
+/* ---- overlap of a measured task with other resources ----------------------------- */
+
+/* Fraction of [s, e] during which resource r of x was busy: a binary search for the
+ * first interval ending after s, then the intervals until e. */
+static double overlap(const zb_kfit_item *x, int r, double s, double e)
+{
+	if (!(e > s))
+		return 0;
+	const double *v = x->ivl[r];
+	int lo = 0, hi = x->nivl[r];
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		if (v[2 * mid + 1] <= s)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	double cov = 0;
+	for (int i = lo; i < x->nivl[r] && v[2 * i] < e; i++) {
+		double a = v[2 * i] > s ? v[2 * i] : s, b = v[2 * i + 1] < e ? v[2 * i + 1] : e;
+		if (b > a)
+			cov += b - a;
+	}
+	return cov / (e - s);
+}
+
+/* ---- samples ------------------------------------------------------------------- */
+
+enum { NGEMM = ZB_GEMM_GROUPS * ZB_EXEC_PASSES, NKERN = ZB_EXEC_KOPS * 2, CL_ADAM = NGEMM + NKERN,
+       NCLASS = CL_ADAM + 1 };
+
+typedef struct sample {
+	const zb_task *t;
+	const zb_config *c;
+	int cls;
+	double d;     /* measured seconds */
+	double x;     /* unit-factor seconds at the current half dimension */
+} sample;
+
+static int gpu_class(const zb_task *t)
+{
+	int g = zb_exec_gemm_group(t);
+	if (g >= 0)
+		return g * ZB_EXEC_PASSES + zb_exec_pass(t);
+	if (t->kind == ZB_TASK_GPU_ADAM)
+		return CL_ADAM;
+	return NGEMM + t->op * 2 + (zb_exec_pass(t) ? 1 : 0);
+}
+
+/* Steady-state tasks of the used items on resource set mask, measured > 0. */
+static int in_window(const zb_kfit_set *s, const zb_kfit_item *x, size_t i)
+{
+	return x->g.tasks[i].step >= s->warmup && x->mend[i] > x->mstart[i] && isfinite(x->mend[i]);
+}
+
+/* ---- GPU ------------------------------------------------------------------------- */
+
+/* Factors a[cls] (seconds per unit second) and launch L minimizing
+ * sum (L + a x - d)^2 / d, alternating closed forms. */
+static void fit_gpu_classes(sample *sm, int n, double a[NCLASS], double *L, double *obj)
+{
+	for (int c = 0; c < NCLASS; c++)
+		a[c] = 1;
+	*L = 4e-6;
+	for (int it = 0; it < 40; it++) {
+		double num[NCLASS] = { 0 }, den[NCLASS] = { 0 };
+		for (int i = 0; i < n; i++) {
+			num[sm[i].cls] += sm[i].x * (sm[i].d - *L) / sm[i].d;
+			den[sm[i].cls] += sm[i].x * sm[i].x / sm[i].d;
+		}
+		for (int c = 0; c < NCLASS; c++)
+			if (den[c] > 0 && num[c] > 0)
+				a[c] = num[c] / den[c];
+		double ln = 0, ld = 0;
+		for (int i = 0; i < n; i++) {
+			ln += (sm[i].d - a[sm[i].cls] * sm[i].x) / sm[i].d;
+			ld += 1 / sm[i].d;
+		}
+		*L = ld > 0 ? ln / ld : 0;
+		if (*L < 0)
+			*L = 0;
+		if (*L > 50e-6)
+			*L = 50e-6;
+	}
+	double o = 0;
+	for (int i = 0; i < n; i++) {
+		double r = *L + a[sm[i].cls] * sm[i].x - sm[i].d;
+		o += r * r / sm[i].d;
+	}
+	*obj = o;
+}
+
+static double rms_rel(const sample *sm, int n, const double a[NCLASS], double L)
+{
+	double s2 = 0, w = 0;
+	for (int i = 0; i < n; i++) {
+		double r = (L + a[sm[i].cls] * sm[i].x) / sm[i].d - 1;
+		s2 += sm[i].d * r * r; /* time-weighted */
+		w += sm[i].d;
+	}
+	return w > 0 ? sqrt(s2 / w) : NAN;
+}
+
+static void set_x(sample *sm, int n, double h)
+{
+	for (int i = 0; i < n; i++)
+		sm[i].x = zb_exec_unit_s(sm[i].t, sm[i].c, h);
+}
+
+static int collect_gpu(const zb_kfit_set *s, const unsigned char *use, zb_config *cfgs, sample **out)
+{
+	int n = 0, cap = 0;
+	sample *sm = NULL;
+	for (int k = 0; k < s->n; k++) {
+		if (use && !use[k])
+			continue;
+		const zb_kfit_item *x = &s->it[k];
+		for (size_t i = 0; i < x->g.ntasks; i++) {
+			const zb_task *t = &x->g.tasks[i];
+			if ((t->resource != ZB_RES_GPU && t->resource != ZB_RES_GPU_OPT) || !in_window(s, x, i))
+				continue;
+			if (t->kind == ZB_TASK_COLLECTIVE || t->kind == ZB_TASK_HOST)
+				continue;
+			int other = t->resource == ZB_RES_GPU ? ZB_RES_GPU_OPT : ZB_RES_GPU;
+			if (overlap(x, other, x->mstart[i], x->mend[i]) > 0.1) /* time-shared: not alone */
+				continue;
+			if (n == cap) {
+				cap = cap ? 2 * cap : 4096;
+				sm = realloc(sm, (size_t)cap * sizeof *sm);
+				if (!sm)
+					abort();
+			}
+			sm[n++] = (sample){ t, &cfgs[k], gpu_class(t), x->mend[i] - x->mstart[i], 0 };
+		}
+	}
+	*out = sm;
+	return n;
+}
+
+static void fit_gpu(const zb_kfit_set *s, const unsigned char *use, zb_config *cfgs, zb_hw *hw,
+		    zb_kfit_stats *st)
+{
+	sample *sm;
+	int n = collect_gpu(s, use, cfgs, &sm);
+	st->gpu_samples = n;
+	if (n < 10) {
+		free(sm);
+		return;
+	}
+	double best = INFINITY, bh = hw->gpu.gemm_half_dim, a[NCLASS], L;
+	for (double h = 8; h <= 1024; h *= 1.15) {
+		set_x(sm, n, h);
+		double obj;
+		fit_gpu_classes(sm, n, a, &L, &obj);
+		if (obj < best)
+			best = obj, bh = h;
+	}
+	set_x(sm, n, bh);
+	double obj;
+	fit_gpu_classes(sm, n, a, &L, &obj);
+	int seen[NCLASS] = { 0 };
+	for (int i = 0; i < n; i++)
+		seen[sm[i].cls]++;
+	zb_exec_profile *p = &hw->exec;
+	p->gemm_half_dim = bh;
+	p->launch_s = L;
+	for (int c = 0; c < NCLASS; c++) {
+		if (seen[c] < 3 || !(a[c] > 0.1))
+			continue;
+		double f = 1 / a[c];
+		if (f > 10)
+			f = 10;
+		if (c < NGEMM)
+			p->gemm[c / ZB_EXEC_PASSES][c % ZB_EXEC_PASSES] = f;
+		else if (c == CL_ADAM)
+			p->gpu_adam = f;
+		else
+			p->kernel[(c - NGEMM) / 2][(c - NGEMM) % 2] = f;
+	}
+	st->gpu_rms = rms_rel(sm, n, a, L);
+	free(sm);
+}
+
+/* ---- CPU Adam ---------------------------------------------------------------------- */
+
+/* Solve the 3x3 system A z = b by Gaussian elimination; 0 on success. */
+static int solve3(double A[3][3], double b[3], double z[3])
+{
+	for (int i = 0; i < 3; i++) {
+		int piv = i;
+		for (int r = i + 1; r < 3; r++)
+			if (fabs(A[r][i]) > fabs(A[piv][i]))
+				piv = r;
+		if (fabs(A[piv][i]) < 1e-300)
+			return -1;
+		for (int c = 0; c < 3; c++) {
+			double tmp = A[i][c];
+			A[i][c] = A[piv][c];
+			A[piv][c] = tmp;
+		}
+		double tb = b[i];
+		b[i] = b[piv];
+		b[piv] = tb;
+		for (int r = i + 1; r < 3; r++) {
+			double f = A[r][i] / A[i][i];
+			for (int c = i; c < 3; c++)
+				A[r][c] -= f * A[i][c];
+			b[r] -= f * b[i];
+		}
+	}
+	for (int i = 2; i >= 0; i--) {
+		double v = b[i];
+		for (int c = i + 1; c < 3; c++)
+			v -= A[i][c] * z[c];
+		z[i] = v / A[i][i];
+	}
+	return 0;
+}
+
+/* duration = L + P/t u + P v over the CPU Adam tasks; weights 1/d. */
+static void fit_cpu(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, zb_kfit_stats *st)
+{
+	double A[3][3] = { { 0 } }, b[3] = { 0 };
+	int n = 0, threads_seen[1024] = { 0 }, distinct = 0;
+	for (int k = 0; k < s->n; k++) {
+		if (use && !use[k])
+			continue;
+		const zb_kfit_item *x = &s->it[k];
+		double t = zb_config_cpu_threads(&x->c);
+		for (size_t i = 0; i < x->g.ntasks; i++) {
+			const zb_task *tk = &x->g.tasks[i];
+			if (tk->kind != ZB_TASK_CPU_ADAM || !in_window(s, x, i) || x->c.policy.pageable)
+				continue;
+			double d = x->mend[i] - x->mstart[i], f[3] = { 1, tk->params / t, (double)tk->params };
+			for (int r = 0; r < 3; r++) {
+				for (int c = 0; c < 3; c++)
+					A[r][c] += f[r] * f[c] / d;
+				b[r] += f[r] * d / d;
+			}
+			n++;
+			if ((int)t < 1024 && !threads_seen[(int)t]++)
+				distinct++;
+		}
+	}
+	st->cpu_samples = n;
+	double z[3];
+	if (n < 5 || distinct < 2 || solve3(A, b, z) || !(z[1] > 0) || !(z[2] > 0))
+		return; /* one thread count cannot separate compute from memory */
+	const zb_cpu *cpu = &hw->cpu;
+	double mem = (cpu->adam_Bps > 0 ? cpu->adam_Bps : cpu->dram_Bps) / ZB_ADAM_BYTES_PER_PARAM;
+	hw->exec.adam_thread = 1 / (z[1] * cpu->adam_params_per_core);
+	hw->exec.adam_mem = 1 / (z[2] * mem);
+	hw->exec.adam_task_s = z[0] > 0 ? z[0] : 0;
+	/* rms over the same samples */
+	double s2 = 0, w = 0;
+	for (int k = 0; k < s->n; k++) {
+		if (use && !use[k])
+			continue;
+		const zb_kfit_item *x = &s->it[k];
+		double t = zb_config_cpu_threads(&x->c);
+		for (size_t i = 0; i < x->g.ntasks; i++) {
+			const zb_task *tk = &x->g.tasks[i];
+			if (tk->kind != ZB_TASK_CPU_ADAM || !in_window(s, x, i) || x->c.policy.pageable)
+				continue;
+			double d = x->mend[i] - x->mstart[i];
+			double r = (z[0] + tk->params / t * z[1] + tk->params * z[2]) / d - 1;
+			s2 += d * r * r;
+			w += d;
+		}
+	}
+	st->cpu_rms = w > 0 ? sqrt(s2 / w) : NAN;
+}
+
+/* ---- copies ------------------------------------------------------------------------ */
+
+/* Bandwidth of resource r's copies: bytes / (d - latency) summed, of tasks whose
+ * overlap with the other direction is in [lo, hi] and pageable as asked. */
+static double copy_rate(const zb_kfit_set *s, const unsigned char *use, int r, int pageable, double lo, double hi,
+			double lat, int *count)
+{
+	double bytes = 0, secs = 0;
+	*count = 0;
+	for (int k = 0; k < s->n; k++) {
+		const zb_kfit_item *x = &s->it[k];
+		if ((use && !use[k]) || x->c.policy.link_rate_Bps > 0 || x->c.policy.pageable != pageable)
+			continue;
+		int other = r == ZB_RES_H2D ? ZB_RES_D2H : ZB_RES_H2D;
+		for (size_t i = 0; i < x->g.ntasks; i++) {
+			const zb_task *t = &x->g.tasks[i];
+			if (t->resource != r || t->kind != ZB_TASK_COPY || !in_window(s, x, i) || t->bytes < (1 << 20))
+				continue;
+			double ov = overlap(x, other, x->mstart[i], x->mend[i]);
+			if (ov < lo || ov > hi)
+				continue;
+			bytes += t->bytes;
+			secs += x->mend[i] - x->mstart[i] - lat;
+			(*count)++;
+		}
+	}
+	return *count >= 3 && secs > 0 ? bytes / secs : 0;
+}
+
+static void fit_copies(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, zb_kfit_stats *st)
+{
+	zb_link *l = &hw->link;
+	double lat = l->copy_latency_s;
+	int n1, n2, n3, n4, n5, n6;
+	double h = copy_rate(s, use, ZB_RES_H2D, 0, 0, 0.1, lat, &n1);
+	double d = copy_rate(s, use, ZB_RES_D2H, 0, 0, 0.1, lat, &n2);
+	double hb = copy_rate(s, use, ZB_RES_H2D, 0, 0.9, 1.01, lat, &n3);
+	double db = copy_rate(s, use, ZB_RES_D2H, 0, 0.9, 1.01, lat, &n4);
+	double ph = copy_rate(s, use, ZB_RES_H2D, 1, 0, 1.01, lat, &n5);
+	double pd = copy_rate(s, use, ZB_RES_D2H, 1, 0, 1.01, lat, &n6);
+	if (h > 0)
+		l->h2d_Bps = h;
+	if (d > 0)
+		l->d2h_Bps = d;
+	if (hb > 0 && h > 0)
+		l->duplex_h2d = hb / h > 1 ? 1 : hb / h;
+	if (db > 0 && d > 0)
+		l->duplex_d2h = db / d > 1 ? 1 : db / d;
+	if (ph > 0)
+		l->pageable_h2d_Bps = ph;
+	if (pd > 0)
+		l->pageable_d2h_Bps = pd;
+	st->copy_samples = n1 + n2 + n3 + n4 + n5 + n6;
+}
+
+/* ---- fit and predict ------------------------------------------------------------------ */
+
+zb_status zb_kfit_fit(const zb_kfit_set *s, const unsigned char *use, const zb_hw *base, zb_hw *out,
+		      zb_kfit_stats *stats, zb_error *err)
+{
+	memset(stats, 0, sizeof *stats);
+	zb_hw hw = *base;
+	zb_exec_profile scratch;
+	hw.exec = *zb_exec_profile_of(&base->exec, &scratch);
+	hw.exec.set = 1;
+	/* the unit times of the GPU samples read the configuration's GPU and dtype */
+	zb_config *cfgs = zb_xcalloc((size_t)s->n, sizeof *cfgs);
+	zb_status st = ZB_OK;
+	for (int k = 0; k < s->n && !st; k++)
+		st = zb_kfit_config(&s->it[k], &hw, &cfgs[k], err);
+	if (!st) {
+		fit_gpu(s, use, cfgs, &hw, stats);
+		fit_cpu(s, use, &hw, stats);
+		fit_copies(s, use, &hw, stats);
+		st = zb_hw_validate(&hw, err);
+		if (!st)
+			st = zb_exec_profile_validate(&hw.exec, err);
+	}
+	free(cfgs);
+	if (!st)
+		*out = hw;
+	return st;
+}
+
+zb_status zb_kfit_predict(const zb_kfit_set *s, const zb_hw *hw, zb_kfit_pred *out, zb_error *err)
+{
+	for (int k = 0; k < s->n; k++) {
+		zb_kfit_pred *o = &out[k];
+		o->step_s = NAN;
+		for (int r = 0; r < ZB_RES_COUNT; r++)
+			o->busy_s[r] = NAN;
+		zb_config c;
+		zb_prediction p;
+		zb_status st = zb_kfit_config(&s->it[k], hw, &c, err);
+		if (st)
+			return st;
+		if ((st = zb_predict(&p, &c, err)))
+			return st;
+		if (p.simulated) {
+			o->step_s = zb_step_time_window(&p.graph, p.res.end, s->warmup);
+			zb_busy_window(&p.graph, p.res.start, p.res.end, s->warmup, o->busy_s);
+		}
+		zb_prediction_free(&p);
+	}
+	return ZB_OK;
+}
