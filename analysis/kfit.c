@@ -171,7 +171,7 @@ static void fit_gpu(const zb_kfit_set *s, const unsigned char *use, zb_config *c
 	int seen[NCLASS] = { 0 };
 	for (int i = 0; i < n; i++)
 		seen[sm[i].cls]++;
-	zb_exec_profile *p = &hw->exec;
+	zb_exec_profile *p = &hw->gpu.exec;
 	p->gemm_half_dim = bh;
 	p->launch_s = L;
 	for (int c = 0; c < NCLASS; c++) {
@@ -227,6 +227,60 @@ static int solve3(double A[3][3], double b[3], double z[3])
 	return 0;
 }
 
+/* Copies of either direction during [s, e], as a fraction of it (up to 2). */
+static double copy_overlap(const zb_kfit_item *x, double s, double e)
+{
+	return overlap(x, ZB_RES_H2D, s, e) + overlap(x, ZB_RES_D2H, s, e);
+}
+
+/* A CPU Adam task of the window that no copy overlaps (< 10%): Adam alone. */
+static int cpu_alone(const zb_kfit_set *s, const zb_kfit_item *x, size_t i)
+{
+	return x->g.tasks[i].kind == ZB_TASK_CPU_ADAM && in_window(s, x, i) && !x->c.policy.pageable &&
+	       copy_overlap(x, x->mstart[i], x->mend[i]) < 0.1;
+}
+
+/* Host DRAM shared by Adam and DMA (resources.c): for each Adam task that copies
+ * overlap most of the time, the budget its slowdown implies, f x (Adam's alone
+ * demand + the overlapping copies' demand); the time-weighted mean. */
+static void fit_dram(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw)
+{
+	double sum = 0, w = 0, floor_Bps = 0;
+	zb_exec_profile *p = &hw->gpu.exec;
+	for (int k = 0; k < s->n; k++) {
+		const zb_kfit_item *x = &s->it[k];
+		if ((use && !use[k]) || x->c.policy.pageable || x->c.policy.link_rate_Bps > 0)
+			continue;
+		zb_config c = x->c;
+		c.hw = *hw;
+		double t = zb_config_cpu_threads(&c), ra = zb_exec_adam_Pps(&c, p, t, 1);
+		if (!(ra > 0))
+			return;
+		if (ra * ZB_ADAM_BYTES_PER_PARAM > floor_Bps)
+			floor_Bps = ra * ZB_ADAM_BYTES_PER_PARAM;
+		for (size_t i = 0; i < x->g.ntasks; i++) {
+			const zb_task *tk = &x->g.tasks[i];
+			if (tk->kind != ZB_TASK_CPU_ADAM || !in_window(s, x, i))
+				continue;
+			double s0 = x->mstart[i], e0 = x->mend[i], d = e0 - s0;
+			double oh = overlap(x, ZB_RES_H2D, s0, e0), od = overlap(x, ZB_RES_D2H, s0, e0);
+			if (oh + od < 0.5)
+				continue;
+			double alone = p->adam_task_s + tk->params / ra, f = alone / d;
+			double both = oh > 0.5 && od > 0.5;
+			double demand = ra * ZB_ADAM_BYTES_PER_PARAM +
+					oh * hw->link.h2d_Bps * (both ? hw->link.duplex_h2d : 1) +
+					od * hw->link.d2h_Bps * (both ? hw->link.duplex_d2h : 1);
+			sum += d * (f < 1 ? f * demand : demand);
+			w += d;
+		}
+	}
+	if (w > 0) {
+		double b = sum / w;
+		hw->cpu.dram_Bps = b > floor_Bps ? b : floor_Bps; /* Adam alone is never capped by it */
+	}
+}
+
 /* duration = L + P/t u + P v over the CPU Adam tasks; weights 1/d. */
 static void fit_cpu(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, zb_kfit_stats *st)
 {
@@ -239,7 +293,7 @@ static void fit_cpu(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, z
 		double t = zb_config_cpu_threads(&x->c);
 		for (size_t i = 0; i < x->g.ntasks; i++) {
 			const zb_task *tk = &x->g.tasks[i];
-			if (tk->kind != ZB_TASK_CPU_ADAM || !in_window(s, x, i) || x->c.policy.pageable)
+			if (!cpu_alone(s, x, i))
 				continue;
 			double d = x->mend[i] - x->mstart[i], f[3] = { 1, tk->params / t, (double)tk->params };
 			for (int r = 0; r < 3; r++) {
@@ -258,9 +312,9 @@ static void fit_cpu(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, z
 		return; /* one thread count cannot separate compute from memory */
 	const zb_cpu *cpu = &hw->cpu;
 	double mem = (cpu->adam_Bps > 0 ? cpu->adam_Bps : cpu->dram_Bps) / ZB_ADAM_BYTES_PER_PARAM;
-	hw->exec.adam_thread = 1 / (z[1] * cpu->adam_params_per_core);
-	hw->exec.adam_mem = 1 / (z[2] * mem);
-	hw->exec.adam_task_s = z[0] > 0 ? z[0] : 0;
+	hw->gpu.exec.adam_thread = 1 / (z[1] * cpu->adam_params_per_core);
+	hw->gpu.exec.adam_mem = 1 / (z[2] * mem);
+	hw->gpu.exec.adam_task_s = z[0] > 0 ? z[0] : 0;
 	/* rms over the same samples */
 	double s2 = 0, w = 0;
 	for (int k = 0; k < s->n; k++) {
@@ -270,7 +324,7 @@ static void fit_cpu(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, z
 		double t = zb_config_cpu_threads(&x->c);
 		for (size_t i = 0; i < x->g.ntasks; i++) {
 			const zb_task *tk = &x->g.tasks[i];
-			if (tk->kind != ZB_TASK_CPU_ADAM || !in_window(s, x, i) || x->c.policy.pageable)
+			if (!cpu_alone(s, x, i))
 				continue;
 			double d = x->mend[i] - x->mstart[i];
 			double r = (z[0] + tk->params / t * z[1] + tk->params * z[2]) / d - 1;
@@ -300,7 +354,7 @@ static double copy_rate(const zb_kfit_set *s, const unsigned char *use, int r, i
 			if (t->resource != r || t->kind != ZB_TASK_COPY || !in_window(s, x, i) || t->bytes < (1 << 20))
 				continue;
 			double ov = overlap(x, other, x->mstart[i], x->mend[i]);
-			if (ov < lo || ov > hi)
+			if (ov < lo || ov > hi || overlap(x, ZB_RES_CPU, x->mstart[i], x->mend[i]) > (pageable ? 1.01 : 0.1))
 				continue;
 			bytes += t->bytes;
 			secs += x->mend[i] - x->mstart[i] - lat;
@@ -336,6 +390,55 @@ static void fit_copies(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw
 	st->copy_samples = n1 + n2 + n3 + n4 + n5 + n6;
 }
 
+/* ---- by simulation ---------------------------------------------------------------- */
+
+/* Mean absolute step-time error of the used items whose use2 flag is set, on hw. */
+static double sim_error(const zb_kfit_set *s, const unsigned char *use, const unsigned char *pick, const zb_hw *hw)
+{
+	double sum = 0;
+	int n = 0;
+	for (int k = 0; k < s->n; k++) {
+		if ((use && !use[k]) || !pick[k])
+			continue;
+		zb_kfit_set one = *s;
+		one.it = &s->it[k];
+		one.n = 1;
+		zb_kfit_pred p;
+		zb_error e;
+		if (zb_kfit_predict(&one, hw, &p, &e) || !isfinite(p.step_s))
+			continue;
+		sum += fabs(p.step_s / s->it[k].meas_step_s - 1);
+		n++;
+	}
+	return n ? sum / n : NAN;
+}
+
+/* The GPU's rate while Adam holds every core (execprofile.h "starved"): what the
+ * task durations cannot show (the GPU idles between tasks), so the step times of
+ * the configurations it applies to decide, over a grid. */
+static void fit_starved(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw)
+{
+	unsigned char *pick = zb_xcalloc((size_t)s->n, 1);
+	int any = 0;
+	for (int k = 0; k < s->n; k++) {
+		const zb_kfit_item *x = &s->it[k];
+		pick[k] = zb_config_cpu_threads(&x->c) >= hw->cpu.cores && x->c.policy.kind != ZB_POLICY_NONE &&
+			  x->c.policy.ratio > 0;
+		any |= pick[k] && (!use || use[k]);
+	}
+	if (any) {
+		double best = INFINITY, bs = 1;
+		for (double f = 1.0; f > 0.05; f -= 0.05) {
+			hw->gpu.exec.starved = f;
+			double e = sim_error(s, use, pick, hw);
+			if (e < best - 1e-4)
+				best = e, bs = f;
+		}
+		hw->gpu.exec.starved = bs;
+	}
+	free(pick);
+}
+
 /* ---- fit and predict ------------------------------------------------------------------ */
 
 zb_status zb_kfit_fit(const zb_kfit_set *s, const unsigned char *use, const zb_hw *base, zb_hw *out,
@@ -344,8 +447,8 @@ zb_status zb_kfit_fit(const zb_kfit_set *s, const unsigned char *use, const zb_h
 	memset(stats, 0, sizeof *stats);
 	zb_hw hw = *base;
 	zb_exec_profile scratch;
-	hw.exec = *zb_exec_profile_of(&base->exec, &scratch);
-	hw.exec.set = 1;
+	hw.gpu.exec = *zb_exec_profile_of(&base->gpu.exec, &scratch);
+	hw.gpu.exec.set = 1;
 	/* the unit times of the GPU samples read the configuration's GPU and dtype */
 	zb_config *cfgs = zb_xcalloc((size_t)s->n, sizeof *cfgs);
 	zb_status st = ZB_OK;
@@ -355,9 +458,11 @@ zb_status zb_kfit_fit(const zb_kfit_set *s, const unsigned char *use, const zb_h
 		fit_gpu(s, use, cfgs, &hw, stats);
 		fit_cpu(s, use, &hw, stats);
 		fit_copies(s, use, &hw, stats);
+		fit_dram(s, use, &hw);
+		fit_starved(s, use, &hw);
 		st = zb_hw_validate(&hw, err);
 		if (!st)
-			st = zb_exec_profile_validate(&hw.exec, err);
+			st = zb_exec_profile_validate(&hw.gpu.exec, err);
 	}
 	free(cfgs);
 	if (!st)

@@ -46,6 +46,9 @@ typedef struct zb_gpu {
 	                            ZB_FLASH_EFFICIENCY, sim/attention.h) */
 	char builtin_link[ZB_NAME_MAX]; /* non-empty: this GPU has its own CPU link preset
 	                                   (gh200: "nvlink-c2c"), used unless --pcie is given */
+	zb_exec_profile exec;    /* zbench's executor on this machine (execprofile.h; the
+	                            "executor" object of a hardware file): here because the
+	                            simulator's caches of task work are keyed by the GPU */
 } zb_gpu;
 
 typedef struct zb_cpu {
@@ -84,7 +87,6 @@ typedef struct zb_hw {
 	int gpus_per_link;           /* GPUs whose copies share one host link (>= 1) */
 	int gpus_per_cpu;            /* GPUs whose optimizers share this CPU's cores and DRAM */
 	zb_ds_profile ds;            /* DeepSpeed's framework costs on this machine (dsprofile.h) */
-	zb_exec_profile exec;        /* zbench's executor's kernels on this machine (execprofile.h) */
 } zb_hw;
 
 /* A decoder-only transformer. GPT-2 / OPT blocks: LayerNorm, MHA, biases, GeLU MLP

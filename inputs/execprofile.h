@@ -21,6 +21,9 @@
  *              rate, instead of the CPU model's min(t x per-core rate, ceiling); factors on
  *              the CPU's own figures (cpu.adam_params_per_core, cpu.adam_Bps / 28), so one
  *              profile suits any CPU preset; 0: the CPU model
+ *   starved    the GPU streams' rate while CPU Adam runs on every core: the thread that
+ *              launches the kernels then waits for a core (~5 ms time slices measured on
+ *              the H200 machine), so the GPU idles between launches (1: no effect)
  *   adam_task_s the fixed cost of one CPU Adam task (dispatch, first touch), instead of
  *              cpu.task_latency_s when > 0
  * `zbench calibrate --from-db` fits every factor from the executor's measured task
@@ -46,6 +49,7 @@ typedef struct zb_exec_profile {
 	double adam_thread;                          /* CPU Adam: factor on cpu.adam_params_per_core */
 	double adam_mem;                             /* CPU Adam: factor on the memory ceiling */
 	double adam_task_s;                          /* 0: cpu.task_latency_s */
+	double starved;                              /* GPU rate while Adam holds every core (0: 1) */
 } zb_exec_profile;
 
 const char *zb_gemm_group_name(int g);  /* "dense", "batched", "unaligned", "flash" */

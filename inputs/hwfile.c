@@ -415,7 +415,7 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 		goto out;
 	/* the executor profile (execprofile.h), when calibrated */
 	if ((v = json_object_get(root, "executor")) &&
-	    (st = zb_exec_profile_from_json(v, path, &hw.exec, err)) != ZB_OK)
+	    (st = zb_exec_profile_from_json(v, path, &hw.gpu.exec, err)) != ZB_OK)
 		goto out;
 
 	zb_error e;
@@ -539,8 +539,8 @@ static json_t *hw_json(wr *w, const zb_hw *hw)
 	json_object_set_new(o, "gpus_per_cpu", json_integer(hw->gpus_per_cpu));
 	if (hw->ds.set)
 		json_object_set_new(o, "deepspeed", zb_ds_profile_to_json(&hw->ds));
-	if (hw->exec.set)
-		json_object_set_new(o, "executor", zb_exec_profile_to_json(&hw->exec));
+	if (hw->gpu.exec.set)
+		json_object_set_new(o, "executor", zb_exec_profile_to_json(&hw->gpu.exec));
 	return o;
 }
 

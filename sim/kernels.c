@@ -6,7 +6,7 @@
 
 const zb_exec_profile *zb_exec_profile_for(const zb_config *c, zb_exec_profile *scratch)
 {
-	return c->framework == ZB_FW_ZBENCH ? zb_exec_profile_of(&c->hw.exec, scratch) : NULL;
+	return c->framework == ZB_FW_ZBENCH ? zb_exec_profile_of(&c->hw.gpu.exec, scratch) : NULL;
 }
 
 static int aligned8(int32_t d) { return d % 8 == 0; }
@@ -65,4 +65,14 @@ double zb_exec_adam_Pps(const zb_config *c, const zb_exec_profile *p, double thr
 	double mem = (cpu->adam_Bps > 0 ? cpu->adam_Bps : cpu->dram_Bps) / ZB_ADAM_BYTES_PER_PARAM;
 	double per_param = 1 / (threads * p->adam_thread * cpu->adam_params_per_core) + 1 / (p->adam_mem * mem * share);
 	return 1 / per_param;
+}
+
+double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_COUNT])
+{
+	if (c->framework != ZB_FW_ZBENCH || !active[ZB_RES_CPU] || active[ZB_RES_CPU]->kind != ZB_TASK_CPU_ADAM ||
+	    zb_config_cpu_threads(c) < c->hw.cpu.cores)
+		return 1;
+	zb_exec_profile scratch;
+	const zb_exec_profile *p = zb_exec_profile_of(&c->hw.gpu.exec, &scratch);
+	return p->starved > 0 && p->starved < 1 ? p->starved : 1;
 }

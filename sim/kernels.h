@@ -32,4 +32,8 @@ void zb_exec_gpu_flow(const zb_task *t, const zb_config *c, const zb_exec_profil
  * not set it. */
 double zb_exec_adam_Pps(const zb_config *c, const zb_exec_profile *p, double threads, double share);
 
+/* The GPU streams' rate factor now (execprofile.h "starved"): below 1 only for
+ * zbench's schedule while CPU Adam runs with a thread on every core. */
+double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_COUNT]);
+
 #endif

@@ -105,6 +105,9 @@ void zb_resource_rates(const zb_config *c, const zb_task *const active[ZB_RES_CO
 	double share = active[ZB_RES_GPU] && active[ZB_RES_GPU_OPT] ? 0.5 : 1.0;
 	rate[ZB_RES_GPU] = share;
 	rate[ZB_RES_GPU_OPT] = share;
+	double starved = zb_exec_starved(c, active);
+	rate[ZB_RES_GPU] *= starved;
+	rate[ZB_RES_GPU_OPT] *= starved;
 
 	/* PCIe: duplex slowdown when both directions are busy */
 	int both = active[ZB_RES_H2D] && active[ZB_RES_D2H];
