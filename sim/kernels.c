@@ -30,15 +30,19 @@ int zb_exec_pass(const zb_task *t)
 double zb_exec_unit_s(const zb_task *t, const zb_config *c, double half_dim)
 {
 	const zb_gpu *gpu = &c->hw.gpu;
-	if (t->kind == ZB_TASK_GEMM) {
-		double peak = zb_config_gpu_flops(c);
-		if (t->op == ZB_OP_ATTN)
-			return t->flops / (peak * zb_flash_efficiency(gpu));
-		zb_gpu g = *gpu;
-		g.gemm_half_dim = half_dim;
-		return t->flops / (peak * zb_gemm_efficiency(&g, t->m, t->n, t->k));
+	double mem = t->bytes / gpu->hbm_Bps;
+	if (t->kind == ZB_TASK_GEMM) { /* bounded by arithmetic or by memory, as resources.c */
+		double peak = zb_config_gpu_flops(c), compute;
+		if (t->op == ZB_OP_ATTN) {
+			compute = t->flops / (peak * zb_flash_efficiency(gpu));
+		} else {
+			zb_gpu g = *gpu;
+			g.gemm_half_dim = half_dim;
+			compute = t->flops / (peak * zb_gemm_efficiency(&g, t->m, t->n, t->k));
+		}
+		return compute > mem ? compute : mem;
 	}
-	return t->bytes / gpu->hbm_Bps;
+	return mem;
 }
 
 void zb_exec_gpu_flow(const zb_task *t, const zb_config *c, const zb_exec_profile *p, double *fixed_s,

@@ -19,8 +19,9 @@ int zb_exec_gemm_group(const zb_task *t);
 int zb_exec_pass(const zb_task *t);       /* 0 forward/recompute, 1 bwd data, 2 bwd weight */
 
 /* A GPU-side task's seconds of work with every factor 1 (half_dim as given):
- * GEMMs flops / (peak x efficiency), fused attention flops / (peak x flash
- * efficiency), kernels and GPU Adam bytes / hbm_Bps. */
+ * GEMMs and fused attention the larger of flops / (peak x efficiency) (the flash
+ * efficiency for fused attention) and bytes / hbm_Bps, kernels and GPU Adam
+ * bytes / hbm_Bps. */
 double zb_exec_unit_s(const zb_task *t, const zb_config *c, double half_dim);
 
 /* The fixed part and standalone work of a GPU or GPU-optimizer task under p. */
