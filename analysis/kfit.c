@@ -446,18 +446,10 @@ zb_status zb_kfit_fit(const zb_kfit_set *s, const unsigned char *use, const zb_h
 {
 	memset(stats, 0, sizeof *stats);
 	zb_hw hw = *base;
-	if (!base->gpu.exec.set) {
-		/* from neutral factors, not the defaults (themselves a fit): what is not
-		 * measured here keeps the plain model, and a half-out check is out of sample */
-		zb_exec_profile *p = &hw.gpu.exec;
-		memset(p, 0, sizeof *p);
-		for (int g = 0; g < ZB_GEMM_GROUPS; g++)
-			for (int q = 0; q < ZB_EXEC_PASSES; q++)
-				p->gemm[g][q] = 1;
-		for (int o = 0; o < ZB_EXEC_KOPS; o++)
-			p->kernel[o][0] = p->kernel[o][1] = 1;
-		p->gpu_adam = 1;
-	}
+	if (base->gpu.exec.set != 1) /* from neutral factors, not a preset's (itself a fit): what is
+					 * not measured keeps the plain model, and a half-out check is
+					 * out of sample */
+		zb_exec_profile_neutral(&hw.gpu.exec);
 	hw.gpu.exec.set = 1;
 	/* the unit times of the GPU samples read the configuration's GPU and dtype */
 	zb_config *cfgs = zb_xcalloc((size_t)s->n, sizeof *cfgs);

@@ -40,17 +40,27 @@ static const double gemm_fit[ZB_GEMM_GROUPS][ZB_EXEC_PASSES] = {
 	[ZB_GEMM_UNALIGNED] = { 0.118, 0.166, 0.174 },
 	[ZB_GEMM_FLASH] = { 1, 1, 1 },
 };
-static zb_exec_profile fit_h200;
+static zb_exec_profile fit_h200, neutral;
 static pthread_once_t fit_once = PTHREAD_ONCE_INIT;
 
-static void fill_defaults(void)
+static void fill_neutral(zb_exec_profile *p)
 {
-	zb_exec_profile *p = &fit_h200;
 	memset(p, 0, sizeof *p);
-	p->set = 1;
-	memcpy(p->gemm, gemm_fit, sizeof p->gemm);
+	for (int g = 0; g < ZB_GEMM_GROUPS; g++)
+		for (int s = 0; s < ZB_EXEC_PASSES; s++)
+			p->gemm[g][s] = 1;
 	for (int o = 0; o < ZB_EXEC_KOPS; o++)
 		p->kernel[o][0] = p->kernel[o][1] = 1;
+	p->gpu_adam = 1;
+}
+
+static void fill_profiles(void)
+{
+	fill_neutral(&neutral);
+	zb_exec_profile *p = &fit_h200;
+	fill_neutral(p);
+	p->set = 2;
+	memcpy(p->gemm, gemm_fit, sizeof p->gemm);
 	for (size_t i = 0; i < sizeof kernel_fit / sizeof kernel_fit[0]; i++) {
 		p->kernel[kernel_fit[i].op][0] = kernel_fit[i].fwd;
 		p->kernel[kernel_fit[i].op][1] = kernel_fit[i].bwd;
@@ -64,10 +74,16 @@ static void fill_defaults(void)
 	p->starved = 0.75;
 }
 
-void zb_exec_profile_defaults(zb_exec_profile *p)
+void zb_exec_profile_h200(zb_exec_profile *p)
 {
-	pthread_once(&fit_once, fill_defaults);
+	pthread_once(&fit_once, fill_profiles);
 	*p = fit_h200;
+}
+
+void zb_exec_profile_neutral(zb_exec_profile *p)
+{
+	pthread_once(&fit_once, fill_profiles);
+	*p = neutral;
 }
 
 const zb_exec_profile *zb_exec_profile_of(const zb_exec_profile *maybe, zb_exec_profile *scratch)
@@ -75,8 +91,8 @@ const zb_exec_profile *zb_exec_profile_of(const zb_exec_profile *maybe, zb_exec_
 	(void)scratch;
 	if (maybe && maybe->set)
 		return maybe;
-	pthread_once(&fit_once, fill_defaults);
-	return &fit_h200;
+	pthread_once(&fit_once, fill_profiles);
+	return &neutral;
 }
 
 static int factor_ok(double x) { return isfinite(x) && x >= 0 && x <= 10; }
@@ -165,9 +181,14 @@ zb_status zb_exec_profile_from_json(const void *obj, const char *path, zb_exec_p
 {
 	const json_t *o = obj;
 	zb_exec_profile p;
-	zb_exec_profile_defaults(&p);
+	if (json_is_string(o) && !strcmp(json_string_value(o), "h200")) { /* the h200 preset's */
+		zb_exec_profile_h200(out);
+		return ZB_OK;
+	}
+	zb_exec_profile_neutral(&p);
+	p.set = 1;
 	if (!json_is_object(o))
-		return zb_fail(err, ZB_E_INPUT, "%s: key 'executor' must be an object", path);
+		return zb_fail(err, ZB_E_INPUT, "%s: key 'executor' must be an object or \"h200\"", path);
 	const char *key;
 	json_t *v;
 	zb_status st;
@@ -193,6 +214,8 @@ zb_status zb_exec_profile_from_json(const void *obj, const char *path, zb_exec_p
 
 void *zb_exec_profile_to_json(const zb_exec_profile *p)
 {
+	if (p->set == 2) /* a preset's: its name reads back the same */
+		return json_string("h200");
 	json_t *o = json_object(), *g = json_object(), *k = json_object();
 	char buf[64];
 	json_object_set_new(o, "gemm_half_dim", json_real(p->gemm_half_dim));

@@ -27,8 +27,8 @@
  *   adam_task_s the fixed cost of one CPU Adam task (dispatch, first touch), instead of
  *              cpu.task_latency_s when > 0
  * `zbench calibrate --from-db` fits every factor from the executor's measured task
- * durations (analysis/kfit.h); zb_exec_profile_defaults() holds the fit of the H200
- * machine's full validate suite, which presets use.
+ * durations (analysis/kfit.h); zb_exec_profile_h200() holds the fit of the H200
+ * machine's full validate suite, which the h200 GPU preset carries.
  */
 #ifndef ZB_EXECPROFILE_H
 #define ZB_EXECPROFILE_H
@@ -40,7 +40,7 @@ enum { ZB_EXEC_PASSES = 3 };   /* forward (and recompute), backward data, backwa
 enum { ZB_EXEC_KOPS = 40 };    /* >= ZB_OP_COUNT (core/graph.h; checked in execprofile.c) */
 
 typedef struct zb_exec_profile {
-	int set;                                     /* 0: not given (defaults apply) */
+	int set;                                     /* 0: none (plain model), 1: given, 2: a preset's */
 	double gemm_half_dim;                        /* 0: gpu.gemm_half_dim */
 	double gemm[ZB_GEMM_GROUPS][ZB_EXEC_PASSES]; /* factor on the GEMM efficiency */
 	double kernel[ZB_EXEC_KOPS][2];              /* fraction of hbm_Bps, [op][0 fwd, 1 bwd] */
@@ -55,14 +55,18 @@ typedef struct zb_exec_profile {
 const char *zb_gemm_group_name(int g);  /* "dense", "batched", "unaligned", "flash" */
 const char *zb_exec_pass_name(int p);   /* "fwd", "bwd_data", "bwd_weight" */
 
-/* The fit of the H200 machine (what presets use). */
-void zb_exec_profile_defaults(zb_exec_profile *p);
-/* The profile a configuration runs with: hw's when set, else the defaults. */
+/* The fit of the H200 machine (the h200 GPU preset carries it, with set = 2: a preset's,
+ * not written to files; 1: from a file or a fit, written). */
+void zb_exec_profile_h200(zb_exec_profile *p);
+/* Every factor 1, nothing set: the plain model (what a GPU without a profile gets). */
+void zb_exec_profile_neutral(zb_exec_profile *p);
+/* The profile a configuration runs with: hw's when set, else the neutral one. */
 const zb_exec_profile *zb_exec_profile_of(const zb_exec_profile *maybe, zb_exec_profile *scratch);
 zb_status zb_exec_profile_validate(const zb_exec_profile *p, zb_error *err);
 
-/* JSON (json_t *, opaque here): the "executor" object of a hardware file; missing keys
- * keep their defaults, unknown keys and bad values are errors naming path and key. */
+/* JSON (json_t *, opaque here): the "executor" object of a hardware file (or "h200": the
+ * preset's fit); missing keys are neutral, unknown keys and bad values are errors naming
+ * path and key. */
 zb_status zb_exec_profile_from_json(const void *obj, const char *path, zb_exec_profile *out, zb_error *err);
 void *zb_exec_profile_to_json(const zb_exec_profile *p); /* a new json_t * reference */
 

@@ -539,7 +539,7 @@ static json_t *hw_json(wr *w, const zb_hw *hw)
 	json_object_set_new(o, "gpus_per_cpu", json_integer(hw->gpus_per_cpu));
 	if (hw->ds.set)
 		json_object_set_new(o, "deepspeed", zb_ds_profile_to_json(&hw->ds));
-	if (hw->gpu.exec.set)
+	if (hw->gpu.exec.set) /* a preset's (2) as its name, "h200" */
 		json_object_set_new(o, "executor", zb_exec_profile_to_json(&hw->gpu.exec));
 	return o;
 }
