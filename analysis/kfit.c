@@ -388,6 +388,34 @@ static void fit_copies(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw
 	if (pd > 0)
 		l->pageable_d2h_Bps = pd;
 	st->copy_samples = n1 + n2 + n3 + n4 + n5 + n6;
+	/* --link-rate: achieved / asked, copies the other direction does not overlap */
+	for (int r = ZB_RES_D2H; r <= ZB_RES_H2D; r++) {
+		double got = 0, want = 0;
+		int other = r == ZB_RES_H2D ? ZB_RES_D2H : ZB_RES_H2D;
+		for (int k = 0; k < s->n; k++) {
+			const zb_kfit_item *x = &s->it[k];
+			double asked = x->c.policy.link_rate_Bps, native = r == ZB_RES_H2D ? l->h2d_Bps : l->d2h_Bps;
+			if ((use && !use[k]) || !(asked > 0))
+				continue;
+			if (asked > native)
+				asked = native;
+			for (size_t i = 0; i < x->g.ntasks; i++) {
+				const zb_task *t = &x->g.tasks[i];
+				if (t->resource != r || t->kind != ZB_TASK_COPY || !in_window(s, x, i) || t->bytes < (1 << 20) ||
+				    overlap(x, other, x->mstart[i], x->mend[i]) > 0.1)
+					continue;
+				got += x->mend[i] - x->mstart[i] - lat; /* seconds measured */
+				want += t->bytes / asked;             /* seconds at the asked rate */
+			}
+		}
+		if (got > 0 && want > 0) {
+			double f = want / got;
+			if (r == ZB_RES_H2D)
+				hw->gpu.exec.paced_h2d = f > 2 ? 2 : f;
+			else
+				hw->gpu.exec.paced_d2h = f > 2 ? 2 : f;
+		}
+	}
 }
 
 /* ---- by simulation ---------------------------------------------------------------- */

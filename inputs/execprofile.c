@@ -113,7 +113,8 @@ zb_status zb_exec_profile_validate(const zb_exec_profile *p, zb_error *err)
 		{ "gemm_half_dim", p->gemm_half_dim, 1e5 }, { "gpu_adam", p->gpu_adam, 10 },
 		{ "launch_s", p->launch_s, 1 },           { "adam_thread", p->adam_thread, 10 },
 		{ "adam_mem", p->adam_mem, 10 },          { "adam_task_s", p->adam_task_s, 1 },
-		{ "starved", p->starved, 1 },
+		{ "starved", p->starved, 1 },           { "paced_h2d", p->paced_h2d, 2 },
+		{ "paced_d2h", p->paced_d2h, 2 },
 	};
 	for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
 		if (!isfinite(one[i].v) || one[i].v < 0 || one[i].v > one[i].hi)
@@ -174,6 +175,8 @@ static double *scalar_slot(zb_exec_profile *p, const char *key)
 	if (!strcmp(key, "adam_mem")) return &p->adam_mem;
 	if (!strcmp(key, "adam_task_s")) return &p->adam_task_s;
 	if (!strcmp(key, "starved")) return &p->starved;
+	if (!strcmp(key, "paced_h2d")) return &p->paced_h2d;
+	if (!strcmp(key, "paced_d2h")) return &p->paced_d2h;
 	return NULL;
 }
 
@@ -238,5 +241,7 @@ void *zb_exec_profile_to_json(const zb_exec_profile *p)
 	json_object_set_new(o, "adam_mem", json_real(p->adam_mem));
 	json_object_set_new(o, "adam_task_s", json_real(p->adam_task_s));
 	json_object_set_new(o, "starved", json_real(p->starved));
+	json_object_set_new(o, "paced_h2d", json_real(p->paced_h2d));
+	json_object_set_new(o, "paced_d2h", json_real(p->paced_d2h));
 	return o;
 }

@@ -20,6 +20,13 @@ static double copy_Bps(const zb_config *c, int resource)
 	int pageable = c->policy.pageable;
 	double bw = resource == ZB_RES_H2D ? (pageable ? l->pageable_h2d_Bps : l->h2d_Bps)
 					   : (pageable ? l->pageable_d2h_Bps : l->d2h_Bps);
+	if (c->policy.link_rate_Bps > 0) { /* paced copies: what the executor's pacing achieves */
+		zb_exec_profile scratch;
+		const zb_exec_profile *ep = zb_exec_profile_for(c, &scratch);
+		double f = !ep ? 0 : resource == ZB_RES_H2D ? ep->paced_h2d : ep->paced_d2h;
+		if (f > 0)
+			bw *= f;
+	}
 	return bw / (c->hw.gpus_per_link > 0 ? c->hw.gpus_per_link : 1);
 }
 
