@@ -66,32 +66,34 @@ static int in_window(const zb_kfit_set *s, const zb_kfit_item *x, size_t i)
 /* ---- GPU ------------------------------------------------------------------------- */
 
 /* Factors a[cls] (seconds per unit second) and launch L minimizing
- * sum (L + a x - d)^2 / d, alternating closed forms. */
+ * sum (L + a x - d)^2 / d, exactly: for a given L each a_c = A_c - L B_c (weighted least
+ * squares within its class), which leaves a quadratic in L. */
 static void fit_gpu_classes(sample *sm, int n, double a[NCLASS], double *L, double *obj)
 {
-	for (int c = 0; c < NCLASS; c++)
-		a[c] = 1;
-	*L = 4e-6;
-	for (int it = 0; it < 40; it++) {
-		double num[NCLASS] = { 0 }, den[NCLASS] = { 0 };
-		for (int i = 0; i < n; i++) {
-			num[sm[i].cls] += sm[i].x * (sm[i].d - *L) / sm[i].d;
-			den[sm[i].cls] += sm[i].x * sm[i].x / sm[i].d;
-		}
-		for (int c = 0; c < NCLASS; c++)
-			if (den[c] > 0 && num[c] > 0)
-				a[c] = num[c] / den[c];
-		double ln = 0, ld = 0;
-		for (int i = 0; i < n; i++) {
-			ln += (sm[i].d - a[sm[i].cls] * sm[i].x) / sm[i].d;
-			ld += 1 / sm[i].d;
-		}
-		*L = ld > 0 ? ln / ld : 0;
-		if (*L < 0)
-			*L = 0;
-		if (*L > 50e-6)
-			*L = 50e-6;
+	double sxx[NCLASS] = { 0 }, sxd[NCLASS] = { 0 }, sx[NCLASS] = { 0 }, A[NCLASS], B[NCLASS];
+	for (int i = 0; i < n; i++) {
+		double w = 1 / sm[i].d;
+		sxx[sm[i].cls] += w * sm[i].x * sm[i].x;
+		sxd[sm[i].cls] += w * sm[i].x * sm[i].d;
+		sx[sm[i].cls] += w * sm[i].x;
 	}
+	for (int c = 0; c < NCLASS; c++) {
+		A[c] = sxx[c] > 0 ? sxd[c] / sxx[c] : 1;
+		B[c] = sxx[c] > 0 ? sx[c] / sxx[c] : 0;
+	}
+	double num = 0, den = 0;
+	for (int i = 0; i < n; i++) {
+		double w = 1 / sm[i].d, u = 1 - B[sm[i].cls] * sm[i].x, v = A[sm[i].cls] * sm[i].x - sm[i].d;
+		num -= w * u * v;
+		den += w * u * u;
+	}
+	*L = den > 0 ? num / den : 0;
+	if (*L < 0)
+		*L = 0;
+	if (*L > 50e-6)
+		*L = 50e-6;
+	for (int c = 0; c < NCLASS; c++)
+		a[c] = sxx[c] > 0 ? A[c] - *L * B[c] : 1;
 	double o = 0;
 	for (int i = 0; i < n; i++) {
 		double r = *L + a[sm[i].cls] * sm[i].x - sm[i].d;
