@@ -13,9 +13,10 @@
 #      the h200-machine preset alone, the committed profile, and a profile refitted on
 #      this very run (`zbench calibrate --from-db`: in-sample, and fitted on half the
 #      configurations predicting the other half).
-# $OUT gets 7 files: visit-fid.log (every summary), validate.json, fid.db, preset.json,
+# $OUT gets 7 files: visit-fid.log (every summary), validate.json, fid.db (or fid-db.tar with
+# its -wal when validate was cut off), preset.json,
 # committed.json, refit.json (the replays, --json), hw-fid-refit.json (the refitted
-# profile).
+# profile). ZB_SKIP_VALIDATE=1 only replays an fid.db already in $OUT (to test the script).
 set -u
 OUT=${OUT:-/tmp/zbench-out}
 mkdir -p "$OUT"
@@ -26,12 +27,14 @@ HW=hw/h200-machine-executor.json
 T0=$(date +%s)
 step() { echo "=== $* ($(date +%T), +$(($(date +%s) - T0)) s)" | tee -a "$LOG"; }
 
-step "zbench $($Z --version 2>&1 | head -1); $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1); $(nproc) CPUs"
+step "$($Z --version 2>&1 | head -1); $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1); $(nproc) CPUs"
+if [ -z "${ZB_SKIP_VALIDATE:-}" ]; then # (set: replay an fid.db already in $OUT, for testing the script)
 rm -f "$DB"
 step "validate --suite fid --hw $HW"
 timeout -k 5 "${ZB_VALIDATE_S:-380}" $Z validate --suite fid --hw "$HW" --budget "${ZB_BUDGET:-300}" --db "$DB" \
 	--json >"$OUT/validate.json" 2>>"$LOG"
 echo "validate exit $?" | tee -a "$LOG"
+fi
 python3 - "$OUT/validate.json" <<'EOF' 2>&1 | tee -a "$LOG"
 import json, sys
 try:
@@ -46,15 +49,22 @@ for c in d["configs"]:
 print("summary", json.dumps(d["summary"]), "order", json.dumps(d.get("order")))
 print("speedups", json.dumps(d.get("speedups")))
 EOF
+# the replays read a copy, so that no reader's -shm/-wal files land in $OUT
+RDB=/tmp/zbench-fid-replay.db
+rm -f "$RDB" "$RDB-wal" "$RDB-shm"
+for f in "$DB" "$DB-wal"; do [ -f "$f" ] && cp "$f" "$RDB${f#$DB}"; done
 replay() { # name, flags: calibrate --from-db on this run's measurements
 	local name=$1
 	shift
-	step "replay $name: calibrate --from-db $DB $*"
-	timeout -k 5 "${ZB_REPLAY_S:-30}" $Z calibrate --from-db "$DB" "$@" --quiet >>"$LOG" 2>&1
-	timeout -k 5 "${ZB_REPLAY_S:-30}" $Z calibrate --from-db "$DB" "$@" --json >"$OUT/$name.json" 2>>"$LOG"
+	step "replay $name: calibrate --from-db $*"
+	timeout -k 5 "${ZB_REPLAY_S:-30}" $Z calibrate --from-db "$RDB" "$@" >>"$LOG" 2>&1
+	timeout -k 5 "${ZB_REPLAY_S:-30}" $Z calibrate --from-db "$RDB" "$@" --json >"$OUT/$name.json" 2>>"$LOG"
 }
 replay preset --eval h200-machine
 replay committed --eval "$HW"
 replay refit --base h200-machine --out "$OUT/hw-fid-refit.json"
+if ls "$DB"-* >/dev/null 2>&1; then # a cut-off validate leaves its -wal: one file, as at most 8 come back
+	tar cf "$OUT/fid-db.tar" -C "$OUT" $(cd "$OUT" && ls fid.db*) && rm -f "$DB" "$DB"-*
+fi
 step "done"
 ls -la "$OUT" | tee -a "$LOG"
