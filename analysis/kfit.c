@@ -149,6 +149,36 @@ static int collect_gpu(const zb_kfit_set *s, const unsigned char *use, zb_config
 	return n;
 }
 
+/* Rates while both GPU streams run: the tasks the other stream overlapped most of
+ * their time (> 90%), measured against their fitted alone time. */
+static void fit_shares(const zb_kfit_set *s, const unsigned char *use, zb_config *cfgs, zb_hw *hw)
+{
+	double meas[2] = { 0 }, alone[2] = { 0 };
+	const zb_exec_profile *p = &hw->gpu.exec;
+	for (int k = 0; k < s->n; k++) {
+		if (use && !use[k])
+			continue;
+		const zb_kfit_item *x = &s->it[k];
+		zb_config c = cfgs[k];
+		c.hw.gpu.exec = *p;
+		for (size_t i = 0; i < x->g.ntasks; i++) {
+			const zb_task *t = &x->g.tasks[i];
+			int r = t->resource == ZB_RES_GPU ? 0 : t->resource == ZB_RES_GPU_OPT ? 1 : -1;
+			if (r < 0 || !in_window(s, x, i) || t->kind == ZB_TASK_HOST || t->kind == ZB_TASK_COLLECTIVE ||
+			    overlap(x, r ? ZB_RES_GPU : ZB_RES_GPU_OPT, x->mstart[i], x->mend[i]) < 0.9)
+				continue;
+			double fixed, work;
+			zb_exec_gpu_flow(t, &c, p, &fixed, &work);
+			meas[r] += x->mend[i] - x->mstart[i] - fixed;
+			alone[r] += work;
+		}
+	}
+	if (meas[0] > 0 && alone[0] > 0)
+		hw->gpu.exec.shared_gpu = alone[0] / meas[0] > 1 ? 1 : alone[0] / meas[0];
+	if (meas[1] > 0 && alone[1] > 0)
+		hw->gpu.exec.shared_opt = alone[1] / meas[1] > 1 ? 1 : alone[1] / meas[1];
+}
+
 static void fit_gpu(const zb_kfit_set *s, const unsigned char *use, zb_config *cfgs, zb_hw *hw,
 		    zb_kfit_stats *st)
 {
@@ -191,6 +221,7 @@ static void fit_gpu(const zb_kfit_set *s, const unsigned char *use, zb_config *c
 	}
 	st->gpu_rms = rms_rel(sm, n, a, L);
 	free(sm);
+	fit_shares(s, use, cfgs, hw);
 }
 
 /* ---- CPU Adam ---------------------------------------------------------------------- */

@@ -71,7 +71,9 @@ static void fill_profiles(void)
 	p->adam_thread = 1.11; /* x cpu.adam_params_per_core: 0.79 Gparam/s a thread on the h200-machine CPU */
 	p->adam_mem = 1.61;    /* x cpu.adam_Bps / 28: 7.1 Gparam/s; 16 threads 4.5 alone */
 	p->adam_task_s = 2.88e-5;
-	p->starved = 0.75;
+	p->starved = 0.70;
+	p->shared_gpu = 0.708; /* compute while GPU Adam runs: 1.4x its alone time */
+	p->shared_opt = 0.529; /* GPU Adam while compute runs: 2136 against 3956 GB/s alone */
 }
 
 void zb_exec_profile_h200(zb_exec_profile *p)
@@ -114,7 +116,8 @@ zb_status zb_exec_profile_validate(const zb_exec_profile *p, zb_error *err)
 		{ "launch_s", p->launch_s, 1 },           { "adam_thread", p->adam_thread, 10 },
 		{ "adam_mem", p->adam_mem, 10 },          { "adam_task_s", p->adam_task_s, 1 },
 		{ "starved", p->starved, 1 },           { "paced_h2d", p->paced_h2d, 2 },
-		{ "paced_d2h", p->paced_d2h, 2 },
+		{ "paced_d2h", p->paced_d2h, 2 },       { "shared_gpu", p->shared_gpu, 1 },
+		{ "shared_opt", p->shared_opt, 1 },
 	};
 	for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
 		if (!isfinite(one[i].v) || one[i].v < 0 || one[i].v > one[i].hi)
@@ -177,6 +180,8 @@ static double *scalar_slot(zb_exec_profile *p, const char *key)
 	if (!strcmp(key, "starved")) return &p->starved;
 	if (!strcmp(key, "paced_h2d")) return &p->paced_h2d;
 	if (!strcmp(key, "paced_d2h")) return &p->paced_d2h;
+	if (!strcmp(key, "shared_gpu")) return &p->shared_gpu;
+	if (!strcmp(key, "shared_opt")) return &p->shared_opt;
 	return NULL;
 }
 
@@ -243,5 +248,7 @@ void *zb_exec_profile_to_json(const zb_exec_profile *p)
 	json_object_set_new(o, "starved", json_real(p->starved));
 	json_object_set_new(o, "paced_h2d", json_real(p->paced_h2d));
 	json_object_set_new(o, "paced_d2h", json_real(p->paced_d2h));
+	json_object_set_new(o, "shared_gpu", json_real(p->shared_gpu));
+	json_object_set_new(o, "shared_opt", json_real(p->shared_opt));
 	return o;
 }

@@ -24,6 +24,8 @@
  *   starved    the GPU streams' rate while CPU Adam runs on every core: the thread that
  *              launches the kernels then waits for a core (~5 ms time slices measured on
  *              the H200 machine), so the GPU idles between launches (1: no effect)
+ *   shared_gpu, shared_opt  the rates of GPU compute and GPU Adam while both streams run
+ *              (0: the plain model's 0.5 each; measured on the H200: compute ~0.7, Adam ~0.55)
  *   paced      --link-rate runs: the fraction of the asked rate the paced copies achieve,
  *              each direction (the GPU-timer pacing loses time per chunk; 0: 1)
  *   adam_task_s the fixed cost of one CPU Adam task (dispatch, first touch), instead of
@@ -53,6 +55,7 @@ typedef struct zb_exec_profile {
 	double adam_task_s;                          /* 0: cpu.task_latency_s */
 	double starved;                              /* GPU rate while Adam holds every core (0: 1) */
 	double paced_h2d, paced_d2h;                 /* achieved / asked --link-rate (0: 1) */
+	double shared_gpu, shared_opt;               /* rates while both GPU streams run (0: 0.5) */
 } zb_exec_profile;
 
 const char *zb_gemm_group_name(int g);  /* "dense", "batched", "unaligned", "flash" */

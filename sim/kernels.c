@@ -80,3 +80,14 @@ double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_CO
 	const zb_exec_profile *p = zb_exec_profile_of(&c->hw.gpu.exec, &scratch);
 	return p->starved > 0 && p->starved < 1 ? p->starved : 1;
 }
+
+void zb_exec_shares(const zb_config *c, const zb_task *const active[ZB_RES_COUNT], double rate[ZB_RES_COUNT])
+{
+	if (c->framework != ZB_FW_ZBENCH || !active[ZB_RES_GPU] || !active[ZB_RES_GPU_OPT])
+		return;
+	const zb_exec_profile *p = zb_exec_profile_of(&c->hw.gpu.exec, NULL);
+	if (p->shared_gpu > 0)
+		rate[ZB_RES_GPU] = p->shared_gpu;
+	if (p->shared_opt > 0)
+		rate[ZB_RES_GPU_OPT] = p->shared_opt;
+}

@@ -37,4 +37,8 @@ double zb_exec_adam_Pps(const zb_config *c, const zb_exec_profile *p, double thr
  * zbench's schedule while CPU Adam runs with a thread on every core. */
 double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_COUNT]);
 
+/* While both GPU streams run: rate[GPU] and rate[GPU_OPT] from the profile's
+ * shared_gpu and shared_opt where set (zbench's schedule only). */
+void zb_exec_shares(const zb_config *c, const zb_task *const active[ZB_RES_COUNT], double rate[ZB_RES_COUNT]);
+
 #endif

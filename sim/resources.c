@@ -112,6 +112,7 @@ void zb_resource_rates(const zb_config *c, const zb_task *const active[ZB_RES_CO
 	double share = active[ZB_RES_GPU] && active[ZB_RES_GPU_OPT] ? 0.5 : 1.0;
 	rate[ZB_RES_GPU] = share;
 	rate[ZB_RES_GPU_OPT] = share;
+	zb_exec_shares(c, active, rate); /* zbench's executor: the measured shares (kernels.h) */
 	double starved = zb_exec_starved(c, active);
 	rate[ZB_RES_GPU] *= starved;
 	rate[ZB_RES_GPU_OPT] *= starved;
