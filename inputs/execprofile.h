@@ -21,8 +21,8 @@
  *              rate, instead of the CPU model's min(t x per-core rate, ceiling); factors on
  *              the CPU's own figures (cpu.adam_params_per_core, cpu.adam_Bps / 28), so one
  *              profile suits any CPU preset; 0: the CPU model
- *   starved    the GPU streams' rate while CPU Adam runs on every core: the thread that
- *              launches the kernels then waits for a core (~5 ms time slices measured on
+ *   starved    the GPU compute stream's rate while CPU Adam runs on every core: the thread
+ *              that launches the kernels then waits for a core (~5 ms time slices measured on
  *              the H200 machine), so the GPU idles between launches (1: no effect)
  *   shared_gpu, shared_opt  the rates of GPU compute and GPU Adam while both streams run
  *              (0: the plain model's 0.5 each; measured on the H200: compute ~0.7, Adam ~0.55)
@@ -53,7 +53,7 @@ typedef struct zb_exec_profile {
 	double adam_thread;                          /* CPU Adam: factor on cpu.adam_params_per_core */
 	double adam_mem;                             /* CPU Adam: factor on the memory ceiling */
 	double adam_task_s;                          /* 0: cpu.task_latency_s */
-	double starved;                              /* GPU rate while Adam holds every core (0: 1) */
+	double starved;                              /* GPU compute rate while Adam holds every core (0: 1) */
 	double paced_h2d, paced_d2h;                 /* achieved / asked --link-rate (0: 1) */
 	double shared_gpu, shared_opt;               /* rates while both GPU streams run (0: 0.5) */
 } zb_exec_profile;

@@ -33,8 +33,9 @@ void zb_exec_gpu_flow(const zb_task *t, const zb_config *c, const zb_exec_profil
  * not set it. */
 double zb_exec_adam_Pps(const zb_config *c, const zb_exec_profile *p, double threads, double share);
 
-/* The GPU streams' rate factor now (execprofile.h "starved"): below 1 only for
- * zbench's schedule while CPU Adam runs with a thread on every core. */
+/* The GPU compute stream's rate factor now (execprofile.h "starved"): below 1 only
+ * for zbench's schedule while CPU Adam runs with a thread on every core. (GPU Adam,
+ * a few long kernels, measured no such loss.) */
 double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_COUNT]);
 
 /* While both GPU streams run: rate[GPU] and rate[GPU_OPT] from the profile's
