@@ -36,9 +36,9 @@ double zb_exec_unit_s(const zb_task *t, const zb_config *c, double half_dim)
 		if (t->op == ZB_OP_ATTN) {
 			compute = t->flops / (peak * zb_flash_efficiency(gpu));
 		} else {
-			zb_gpu g = *gpu;
-			g.gemm_half_dim = half_dim;
-			compute = t->flops / (peak * zb_gemm_efficiency(&g, t->m, t->n, t->k));
+			double h = half_dim; /* zb_gemm_efficiency's curve with this half dimension */
+			double eff = (t->m / (t->m + h)) * (t->n / (t->n + h)) * (t->k / (t->k + h));
+			compute = t->flops / (peak * eff);
 		}
 		return compute > mem ? compute : mem;
 	}
