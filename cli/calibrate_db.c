@@ -23,7 +23,7 @@
 #include "inputs/presets.h"
 
 static struct {
-	const char *db, *base, *out, *eval, *name;
+	const char *db, *base, *out, *eval, *name, *holdout;
 	int64_t run;
 	int warmup, json, quiet;
 } o;
@@ -36,6 +36,7 @@ static const zb_flag flags[] = {
 	ZB_STRING("out", &o.out, "<file>", "the profile to write (default results/hw-executor.json)"),
 	ZB_STRING("name", &o.name, "<name>", "the profile's machine name (default executor-fit)"),
 	ZB_STRING("eval", &o.eval, "<machine|file>", "evaluate this profile on the run, fit nothing"),
+	ZB_STRING("holdout", &o.holdout, "<model>", "also fit without this model's configurations and predict them"),
 	ZB_SWITCH("json", &o.json, "results as JSON"),
 	ZB_SWITCH("quiet", &o.quiet, "no per-configuration rows"),
 	{ 0 },
@@ -44,12 +45,13 @@ static const zb_flag flags[] = {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: zbench calibrate --from-db <db> [--run <id>] [--warmup <n>] [--base <machine|file>]\n"
-		   "                        [--out <file>] [--eval <machine|file>] [--json] [--quiet]\n\n"
+		   "                        [--out <file>] [--eval <machine|file>] [--holdout <model>] [--json] [--quiet]\n\n"
 		   "Fit the executor profile (per kernel class: GEMM groups and passes, memory-bound ops,\n"
 		   "GPU Adam, launch; CPU Adam against threads; pinned and pageable copies) to the tasks\n"
 		   "a zbench validate run measured, write it over --base, and report the step-time error\n"
 		   "of every configuration re-simulated: base, fitted (in-sample), and fitted on half of\n"
-		   "the configurations predicting the other half (out-of-sample).\n\noptions:\n");
+		   "the configurations predicting the other half (out-of-sample); --holdout: fitted without\n"
+		   "one model's configurations, predicting them.\n\noptions:\n");
 	zb_flags_usage(f, flags);
 }
 
@@ -75,6 +77,34 @@ static void print_summary(const char *label, const zb_kfit_summary *m)
 		if (isfinite(m->busy_mape[r]))
 			printf(" %s %.1f%%", zb_resource_name((zb_resource)r), 100 * m->busy_mape[r]);
 	printf("\n");
+}
+
+/* Fit without the configurations of model `name` (its preset name, e.g. gpt2-xl), predict
+ * those: out of the model family, a harder test than alternate halves. *n gets their count. */
+static zb_status holdout(const zb_kfit_set *s, const zb_hw *base, const char *name, zb_kfit_pred *out, int *n,
+			 zb_error *err)
+{
+	unsigned char *use = zb_xcalloc((size_t)s->n, 1);
+	*n = 0;
+	for (int i = 0; i < s->n; i++) {
+		use[i] = strcmp(s->it[i].c.model.name, name) != 0;
+		*n += !use[i];
+	}
+	zb_status st = ZB_OK;
+	if (*n == 0 || *n == s->n) {
+		st = zb_fail(err, ZB_E_INPUT, "--holdout %s: %s", name,
+			     *n ? "every configuration is of that model" : "no configuration of that model");
+	} else {
+		zb_hw fitted;
+		zb_kfit_stats stats;
+		if (!(st = zb_kfit_fit(s, use, base, &fitted, &stats, err)))
+			st = zb_kfit_predict(s, &fitted, out, err);
+		for (int i = 0; i < s->n && !st; i++)
+			if (use[i])
+				out[i].step_s = NAN; /* only the held-out ones count */
+	}
+	free(use);
+	return st;
 }
 
 /* Fit on the items of one half, predict the other; both halves. */
@@ -144,11 +174,20 @@ int zb_calibrate_from_db(int argc, char **argv)
 		if (!st)
 			st = zb_hw_save(o.out, &fitted, &err);
 	}
+	zb_kfit_pred *ph = NULL;
+	int nh = 0;
+	if (!st && o.holdout) {
+		ph = zb_xcalloc((size_t)s.n, sizeof *ph);
+		st = holdout(&s, &base, o.holdout, ph, &nh, &err);
+	}
 	if (st) {
 		zb_kfit_free(&s);
-		free(pb), free(pf), free(px);
+		free(pb), free(pf), free(px), free(ph);
 		return zb_report_error(&err);
 	}
+	zb_kfit_summary mh;
+	if (ph)
+		zb_kfit_summarize(&s, ph, &mh);
 	zb_kfit_summary mb, mf, mx;
 	zb_kfit_summarize(&s, pb, &mb);
 	zb_kfit_summarize(&s, pf, &mf);
@@ -161,6 +200,9 @@ int zb_calibrate_from_db(int argc, char **argv)
 		json_object_set_new(root, "skipped", json_integer(s.skipped));
 		json_object_set_new(root, "base", summary_json(&mb));
 		json_object_set_new(root, o.eval ? "eval" : "fitted", summary_json(&mf));
+		if (ph)
+			json_object_set_new(root, "holdout", json_pack("{s:s, s:o}", "model", o.holdout, "summary",
+								      summary_json(&mh)));
 		if (!o.eval) {
 			json_object_set_new(root, "half_out", summary_json(&mx));
 			json_object_set_new(root, "profile", json_string(o.out));
@@ -194,6 +236,11 @@ int zb_calibrate_from_db(int argc, char **argv)
 		}
 		print_summary(o.base ? o.base : "base h200-machine", &mb);
 		print_summary(o.eval ? o.eval : "fitted (in-sample)", &mf);
+		if (ph) {
+			char label[96];
+			snprintf(label, sizeof label, "fitted without %.40s, on it", o.holdout);
+			print_summary(label, &mh);
+		}
 		if (!o.eval) {
 			print_summary("fitted on half, other half", &mx);
 			printf("# fit: %d GPU task samples (time-weighted rms %.1f%%), %d CPU Adam (rms %.1f%%), %d copies; "
@@ -203,6 +250,6 @@ int zb_calibrate_from_db(int argc, char **argv)
 		}
 	}
 	zb_kfit_free(&s);
-	free(pb), free(pf), free(px);
+	free(pb), free(pf), free(px), free(ph);
 	return 0;
 }

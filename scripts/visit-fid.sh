@@ -62,7 +62,7 @@ replay() { # name, flags: calibrate --from-db on this run's measurements
 }
 replay preset --eval h200-machine
 replay committed --eval "$HW"
-replay refit --base h200-machine --out "$OUT/hw-fid-refit.json"
+replay refit --base h200-machine --out "$OUT/hw-fid-refit.json" --holdout gpt2-large
 if ls "$DB"-* >/dev/null 2>&1; then # a cut-off validate leaves its -wal: one file, as at most 8 come back
 	tar cf "$OUT/fid-db.tar" -C "$OUT" $(cd "$OUT" && ls fid.db*) && rm -f "$DB" "$DB"-*
 fi
