@@ -138,9 +138,7 @@ static int collect_gpu(const zb_kfit_set *s, const unsigned char *use, zb_config
 				continue;
 			if (n == cap) {
 				cap = cap ? 2 * cap : 4096;
-				sm = realloc(sm, (size_t)cap * sizeof *sm);
-				if (!sm)
-					abort();
+				sm = zb_xrealloc(sm, (size_t)cap * sizeof *sm);
 			}
 			sm[n++] = (sample){ t, &cfgs[k], gpu_class(t), x->mend[i] - x->mstart[i], 0 };
 		}

@@ -21,6 +21,10 @@ static zb_status read_policy(const json_t *o, zb_policy *p, zb_error *err)
 		return zb_fail(err, ZB_E_INPUT, "stored configuration: 'policy' is not an object");
 	const json_t *v;
 	zb_status st = ZB_OK;
+	const char *names[] = { "kind", "ckpt", "dtype", "attention" };
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if ((v = json_object_get(o, names[i])) && !json_is_string(v))
+			return zb_fail(err, ZB_E_INPUT, "stored configuration: policy.%s is not a string", names[i]);
 	if ((v = json_object_get(o, "kind")) && (st = zb_policy_parse(json_string_value(v), &p->kind, err)))
 		return st;
 	if ((v = json_object_get(o, "ckpt")) && (st = zb_ckpt_parse(json_string_value(v), &p->ckpt, err)))
@@ -197,9 +201,7 @@ zb_status zb_kfit_load(const char *db, int64_t run_id, int warmup, const zb_hw *
 	while ((rc = zb_rows_next(q)) > 0) {
 		if (out->n == cap) {
 			cap = cap ? 2 * cap : 64;
-			out->it = realloc(out->it, (size_t)cap * sizeof *out->it);
-			if (!out->it)
-				abort();
+			out->it = zb_xrealloc(out->it, (size_t)cap * sizeof *out->it);
 		}
 		zb_kfit_item *x = &out->it[out->n];
 		int r = load_item(s, zb_rows_int(q, 0, 0), zb_rows_text(q, 26), base, warmup, x, err);
