@@ -6,13 +6,15 @@
 #   1. zbench validate --suite fid (44 configurations: native link, --link-rate 12 and
 #      25 GB/s, 2..16 threads, pageable, ckpt, parameter offload, GQA, flash and eager)
 #      on the GPU, predicted with the committed executor profile
-#      hw/h200-machine-executor.json (fitted on another run: out-of-sample). Hard
-#      limit ZB_VALIDATE_S (default 400 s); every configuration is committed as it ends,
-#      so a cut-off run still leaves the configurations it finished.
+#      hw/h200-machine-executor.json (fitted on another run: out-of-sample). No
+#      configuration starts after ZB_BUDGET (290 s); hard limit ZB_VALIDATE_S (360 s);
+#      every configuration is committed as it ends, so a cut-off run still leaves the
+#      configurations it finished.
 #   2. Replays of the same measurements through the simulator (CPU only, seconds each):
 #      the h200-machine preset alone, the committed profile, and a profile refitted on
 #      this very run (`zbench calibrate --from-db`: in-sample, and fitted on half the
-#      configurations predicting the other half).
+#      configurations predicting the other half, and without gpt2-large predicting it).
+#      ZB_REPLAY_S (20 s) each, skipped when the visit would pass ZB_TOTAL_S (490 s).
 # $OUT gets 7 files: visit-fid.log (every summary), validate.json, fid.db (or fid-db.tar with
 # its -wal when validate was cut off), preset.json,
 # committed.json, refit.json (the replays, --json), hw-fid-refit.json (the refitted
@@ -31,7 +33,7 @@ step "$($Z --version 2>&1 | head -1); $(nvidia-smi --query-gpu=name --format=csv
 if [ -z "${ZB_SKIP_VALIDATE:-}" ]; then # (set: replay an fid.db already in $OUT, for testing the script)
 rm -f "$DB"
 step "validate --suite fid --hw $HW"
-timeout -k 5 "${ZB_VALIDATE_S:-380}" $Z validate --suite fid --hw "$HW" --budget "${ZB_BUDGET:-300}" --db "$DB" \
+timeout -k 5 "${ZB_VALIDATE_S:-360}" $Z validate --suite fid --hw "$HW" --budget "${ZB_BUDGET:-290}" --db "$DB" \
 	--json >"$OUT/validate.json" 2>>"$LOG"
 echo "validate exit $?" | tee -a "$LOG"
 fi
@@ -56,9 +58,14 @@ for f in "$DB" "$DB-wal"; do [ -f "$f" ] && cp "$f" "$RDB${f#$DB}"; done
 replay() { # name, flags: calibrate --from-db on this run's measurements
 	local name=$1
 	shift
+	local left=$((${ZB_TOTAL_S:-490} - ($(date +%s) - T0)))
+	if [ "$left" -lt $((2 * ${ZB_REPLAY_S:-20} + 10)) ]; then # the whole visit stays under ~8.2 minutes
+		step "replay $name: skipped, $left s left"
+		return
+	fi
 	step "replay $name: calibrate --from-db $*"
-	timeout -k 5 "${ZB_REPLAY_S:-30}" $Z calibrate --from-db "$RDB" "$@" >>"$LOG" 2>&1
-	timeout -k 5 "${ZB_REPLAY_S:-30}" $Z calibrate --from-db "$RDB" "$@" --json >"$OUT/$name.json" 2>>"$LOG"
+	timeout -k 5 "${ZB_REPLAY_S:-20}" $Z calibrate --from-db "$RDB" "$@" >>"$LOG" 2>&1
+	timeout -k 5 "${ZB_REPLAY_S:-20}" $Z calibrate --from-db "$RDB" "$@" --json >"$OUT/$name.json" 2>>"$LOG"
 }
 replay preset --eval h200-machine
 replay committed --eval "$HW"
