@@ -36,6 +36,7 @@
 #include <jansson.h>
 
 #include "bench/calibrate.h"
+#include "cli/calibrate_db.h"
 #include "cli/calibrate_ds.h"
 #include "common/clock.h"
 #include "common/stats.h"
@@ -746,6 +747,8 @@ int cmd_calibrate(int argc, char **argv)
 	for (int i = 1; i < argc; i++) /* fitting DeepSpeed's profile to measured runs */
 		if (strcmp(argv[i], "--deepspeed") == 0)
 			return zb_calibrate_deepspeed(argc, argv);
+		else if (strcmp(argv[i], "--from-db") == 0 || strncmp(argv[i], "--from-db=", 10) == 0)
+			return zb_calibrate_from_db(argc, argv); /* the executor profile from a validate run */
 	calib *k = &cal;
 	memset(k, 0, sizeof *k);
 	k->out_path = DEFAULT_OUT;

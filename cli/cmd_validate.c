@@ -115,6 +115,7 @@ typedef struct summary {
 	double speed_worst;
 	json_t *speedups;
 	int met_mape, met_worst, met_speed;
+	int order_pairs, order_swaps; /* pairs > 3% apart when measured, predicted the other way round */
 } summary;
 
 /* ---- plan ------------------------------------------------------------------------------ */
@@ -324,6 +325,15 @@ static void summarize_errors(const validation *v, summary *m)
 	free(me);
 	for (int i = 0; i < n; i++)
 		m->skipped += !v->it[i].ran;
+	/* the order of configurations by step time */
+	for (int i = 0; i < n; i++)
+		for (int j = 0; j < i && v->it[i].ran; j++) {
+			const zb_suite_outcome *a = &v->it[i].out, *b = &v->it[j].out;
+			if (!v->it[j].ran || fabs(a->meas_step_s / b->meas_step_s - 1) <= 0.03)
+				continue;
+			m->order_pairs++;
+			m->order_swaps += (a->meas_step_s > b->meas_step_s) != (a->pred_step_s > b->pred_step_s);
+		}
 }
 
 /* Each Twin-Flow setting's speedup over its group's reference (plain offload of the
@@ -414,6 +424,8 @@ static void report_json(const validation *v, summary *m)
 				      m->skipped, "mape", num(m->mape), "max_abs_err", num(m->worst), "within_3pct",
 				      m->within3, "within_8pct", m->within8, "busy_mape", busy, "expected_s", v->total_est,
 				      "wall_s", v->wall));
+	json_object_set_new(root, "order", json_pack("{s:i, s:i, s:b}", "pairs", m->order_pairs, "swapped",
+						     m->order_swaps, "preserved", m->order_swaps == 0));
 	json_object_set_new(root, "speedups", m->speedups);
 	m->speedups = NULL;
 	zb_json_print(stdout, root);
@@ -429,6 +441,8 @@ static void report_text(const validation *v, const summary *m)
 	if (m->nspeed)
 		printf("speedups: %d of %d within 5%% (worst %.2f%%): %s\n", m->speed_ok, m->nspeed,
 		       100 * m->speed_worst, m->met_speed ? "met" : "NOT MET");
+	printf("order by step time: %s (%d of %d pairs more than 3%% apart predicted the other way round)\n",
+	       m->order_swaps ? "NOT preserved" : "preserved", m->order_swaps, m->order_pairs);
 	printf("busy-time MAPE by resource:");
 	for (int r = 0; r < ZB_RES_COUNT; r++)
 		if (isfinite(m->busy_mape[r]))

@@ -134,6 +134,9 @@ static void predict_case(pcase *pc)
 	}
 	const char *metric = pc->f[C_METRIC];
 	if (params > 0) {
+		/* another framework's CPU Adam: the CPU model's figures, not the curve fitted to
+		 * zbench's own executor (execprofile.h), as for DeepSpeed's schedule */
+		c.hw.gpu.exec.set = 0;
 		double rate = zb_cpu_adam_Bps(&c) / ZB_ADAM_BYTES_PER_PARAM; /* params/s */
 		pc->pred = strcmp(metric, "adam_s") == 0 ? params / rate : rate / 1e9;
 		pc->predicted = 1;

@@ -17,55 +17,112 @@
 /* model, policy, ratio, threads, micro-batch, seq, gas, ckpt, offload-param, pageable, group */
 static const zb_suite_entry full[] = {
 	/* speedup group 1: gpt2-medium (0.36B), 8 threads */
-	{ "gpt2-medium", "offload", 1, 8, 8, 1024, 1, NULL, 0, 0, 1 },
-	{ "gpt2-medium", "overlap", 1, 8, 8, 1024, 1, NULL, 0, 0, 1 },
-	{ "gpt2-medium", "dpu", 1, 8, 8, 1024, 1, NULL, 0, 0, 1 },
-	{ "gpt2-medium", "dpu", 0.5, 8, 8, 1024, 1, NULL, 0, 0, 1 },
-	{ "gpt2-medium", "overlap", 0.25, 8, 8, 1024, 1, NULL, 0, 0, 1 },
-	{ "gpt2-medium", "none", 0, 8, 8, 1024, 1, NULL, 0, 0, 1 },
+	{ "gpt2-medium", "offload", 1, 8, 8, 1024, 1, NULL, 0, 0, 1, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "overlap", 1, 8, 8, 1024, 1, NULL, 0, 0, 1, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "dpu", 1, 8, 8, 1024, 1, NULL, 0, 0, 1, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "dpu", 0.5, 8, 8, 1024, 1, NULL, 0, 0, 1, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "overlap", 0.25, 8, 8, 1024, 1, NULL, 0, 0, 1, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "none", 0, 8, 8, 1024, 1, NULL, 0, 0, 1, NULL, 0, 0, 0 },
 	/* speedup group 2: gpt2-xl (1.56B), 16 threads */
-	{ "gpt2-xl", "offload", 1, 16, 4, 1024, 1, NULL, 0, 0, 2 },
-	{ "gpt2-xl", "overlap", 1, 16, 4, 1024, 1, NULL, 0, 0, 2 },
-	{ "gpt2-xl", "dpu", 1, 16, 4, 1024, 1, NULL, 0, 0, 2 },
-	{ "gpt2-xl", "dpu", 0.75, 16, 4, 1024, 1, NULL, 0, 0, 2 },
-	{ "gpt2-xl", "dpu", 0.5, 16, 4, 1024, 1, NULL, 0, 0, 2 },
-	{ "gpt2-xl", "dpu", 0.25, 16, 4, 1024, 1, NULL, 0, 0, 2 },
-	{ "gpt2-xl", "dpu", 0, 16, 4, 1024, 1, NULL, 0, 0, 2 },
-	{ "gpt2-xl", "overlap", 0.5, 16, 4, 1024, 1, NULL, 0, 0, 2 },
-	{ "gpt2-xl", "none", 0, 16, 4, 1024, 1, NULL, 0, 0, 2 },
+	{ "gpt2-xl", "offload", 1, 16, 4, 1024, 1, NULL, 0, 0, 2, NULL, 0, 0, 0 },
+	{ "gpt2-xl", "overlap", 1, 16, 4, 1024, 1, NULL, 0, 0, 2, NULL, 0, 0, 0 },
+	{ "gpt2-xl", "dpu", 1, 16, 4, 1024, 1, NULL, 0, 0, 2, NULL, 0, 0, 0 },
+	{ "gpt2-xl", "dpu", 0.75, 16, 4, 1024, 1, NULL, 0, 0, 2, NULL, 0, 0, 0 },
+	{ "gpt2-xl", "dpu", 0.5, 16, 4, 1024, 1, NULL, 0, 0, 2, NULL, 0, 0, 0 },
+	{ "gpt2-xl", "dpu", 0.25, 16, 4, 1024, 1, NULL, 0, 0, 2, NULL, 0, 0, 0 },
+	{ "gpt2-xl", "dpu", 0, 16, 4, 1024, 1, NULL, 0, 0, 2, NULL, 0, 0, 0 },
+	{ "gpt2-xl", "overlap", 0.5, 16, 4, 1024, 1, NULL, 0, 0, 2, NULL, 0, 0, 0 },
+	{ "gpt2-xl", "none", 0, 16, 4, 1024, 1, NULL, 0, 0, 2, NULL, 0, 0, 0 },
 	/* speedup group 3: gpt-2.5b (2.6B), seq 2048, the e2e benchmark's shape */
-	{ "gpt-2.5b", "offload", 1, 16, 4, 2048, 1, NULL, 0, 0, 3 },
-	{ "gpt-2.5b", "dpu", 1, 16, 4, 2048, 1, NULL, 0, 0, 3 },
-	{ "gpt-2.5b", "dpu", 0.25, 16, 4, 2048, 1, NULL, 0, 0, 3 },
-	{ "gpt-2.5b", "dpu", 0.125, 16, 4, 2048, 1, NULL, 0, 0, 3 },
-	{ "gpt-2.5b", "none", 0, 16, 4, 2048, 1, NULL, 0, 0, 3 },
+	{ "gpt-2.5b", "offload", 1, 16, 4, 2048, 1, NULL, 0, 0, 3, NULL, 0, 0, 0 },
+	{ "gpt-2.5b", "dpu", 1, 16, 4, 2048, 1, NULL, 0, 0, 3, NULL, 0, 0, 0 },
+	{ "gpt-2.5b", "dpu", 0.25, 16, 4, 2048, 1, NULL, 0, 0, 3, NULL, 0, 0, 0 },
+	{ "gpt-2.5b", "dpu", 0.125, 16, 4, 2048, 1, NULL, 0, 0, 3, NULL, 0, 0, 0 },
+	{ "gpt-2.5b", "none", 0, 16, 4, 2048, 1, NULL, 0, 0, 3, NULL, 0, 0, 0 },
 	/* CPU threads 2 .. 16: gpt2-large (0.77B), full offload, the CPU flow decides */
-	{ "gpt2-large", "dpu", 1, 2, 4, 1024, 1, NULL, 0, 0, 0 },
-	{ "gpt2-large", "dpu", 1, 4, 4, 1024, 1, NULL, 0, 0, 0 },
-	{ "gpt2-large", "dpu", 1, 8, 4, 1024, 1, NULL, 0, 0, 0 },
-	{ "gpt2-large", "dpu", 1, 16, 4, 1024, 1, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 2, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 4, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 8, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 16, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
 	/* micro-batch and gradient accumulation */
-	{ "gpt2-large", "overlap", 0.5, 16, 1, 1024, 1, NULL, 0, 0, 0 },
-	{ "gpt2-large", "overlap", 0.5, 16, 2, 1024, 2, NULL, 0, 0, 0 },
-	{ "gpt2-large", "overlap", 0.5, 16, 8, 1024, 1, NULL, 0, 0, 0 },
-	{ "gpt2-large", "dpu", 0.5, 16, 2, 1024, 4, NULL, 0, 0, 0 },
+	{ "gpt2-large", "overlap", 0.5, 16, 1, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-large", "overlap", 0.5, 16, 2, 1024, 2, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-large", "overlap", 0.5, 16, 8, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 0.5, 16, 2, 1024, 4, NULL, 0, 0, 0, NULL, 0, 0, 0 },
 	/* checkpointing, parameter offload, pageable copies */
-	{ "gpt2-large", "overlap", 1, 16, 4, 1024, 1, NULL, 1, 0, 0 },
-	{ "gpt2-xl", "dpu", 0.5, 16, 4, 1024, 1, "gpu", 0, 0, 0 },
-	{ "opt-1.3b", "dpu", 0.5, 12, 2, 2048, 1, "cpu", 0, 0, 0 },
-	{ "opt-1.3b", "offload", 1, 12, 2, 2048, 2, NULL, 0, 0, 0 },
-	{ "gpt2-medium", "offload", 1, 8, 4, 1024, 1, NULL, 0, 1, 0 },
+	{ "gpt2-large", "overlap", 1, 16, 4, 1024, 1, NULL, 1, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-xl", "dpu", 0.5, 16, 4, 1024, 1, "gpu", 0, 0, 0, NULL, 0, 0, 0 },
+	{ "opt-1.3b", "dpu", 0.5, 12, 2, 2048, 1, "cpu", 0, 0, 0, NULL, 0, 0, 0 },
+	{ "opt-1.3b", "offload", 1, 12, 2, 2048, 2, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "offload", 1, 8, 4, 1024, 1, NULL, 0, 1, 0, NULL, 0, 0, 0 },
 	/* llama-6b (5.9B): Twin-Flow ratios that keep the pinned host state small */
-	{ "llama-6b", "dpu", 0.25, 16, 2, 2048, 1, NULL, 0, 0, 0 },
-	{ "llama-6b", "overlap", 0.3, 16, 2, 2048, 2, NULL, 0, 0, 0 },
-	{ "llama-6b", "none", 0, 16, 1, 2048, 1, NULL, 0, 0, 0 },
+	{ "llama-6b", "dpu", 0.25, 16, 2, 2048, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "llama-6b", "overlap", 0.3, 16, 2, 2048, 2, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "llama-6b", "none", 0, 16, 1, 2048, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
 };
 
+/* model, policy, ratio, threads, micro-batch, seq, gas, ckpt, offload-param, pageable, group,
+ * attention, link GB/s, layers, kv heads */
+#define LQ "llama2-7b" /* with 4 layers and 8 KV heads: a 1.1B grouped-query shape */
+static const zb_suite_entry fid[] = {
+	/* gpt2-medium, 8 threads: native link, gen3 and gen4 rates */
+	{ "gpt2-medium", "offload", 1, 8, 8, 1024, 1, NULL, 0, 0, 1, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "overlap", 1, 8, 8, 1024, 1, NULL, 0, 0, 1, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "dpu", 1, 8, 8, 1024, 1, NULL, 0, 0, 1, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "dpu", 0.5, 8, 8, 1024, 1, NULL, 0, 0, 1, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "overlap", 0.25, 8, 8, 1024, 1, NULL, 0, 0, 1, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "none", 0, 8, 8, 1024, 1, NULL, 0, 0, 1, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "offload", 1, 8, 8, 1024, 1, NULL, 0, 0, 2, NULL, 12, 0, 0 },
+	{ "gpt2-medium", "dpu", 1, 8, 8, 1024, 1, NULL, 0, 0, 2, NULL, 12, 0, 0 },
+	{ "gpt2-medium", "dpu", 0.5, 8, 8, 1024, 1, NULL, 0, 0, 2, NULL, 12, 0, 0 },
+	{ "gpt2-medium", "overlap", 0.25, 8, 8, 1024, 1, NULL, 0, 0, 2, NULL, 12, 0, 0 },
+	{ "gpt2-medium", "offload", 1, 8, 8, 1024, 1, NULL, 0, 0, 3, NULL, 25, 0, 0 },
+	{ "gpt2-medium", "dpu", 1, 8, 8, 1024, 1, NULL, 0, 0, 3, NULL, 25, 0, 0 },
+	{ "gpt2-medium", "dpu", 0.5, 8, 8, 1024, 1, NULL, 0, 0, 3, NULL, 25, 0, 0 },
+	{ "gpt2-medium", "overlap", 0.25, 8, 8, 1024, 1, NULL, 0, 0, 3, NULL, 25, 0, 0 },
+	/* gpt2-large, 16 threads: native, gen3, gen4 */
+	{ "gpt2-large", "offload", 1, 16, 4, 1024, 1, NULL, 0, 0, 4, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 16, 4, 1024, 1, NULL, 0, 0, 4, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 0.5, 16, 4, 1024, 1, NULL, 0, 0, 4, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 0.25, 16, 4, 1024, 1, NULL, 0, 0, 4, NULL, 0, 0, 0 },
+	{ "gpt2-large", "none", 0, 16, 4, 1024, 1, NULL, 0, 0, 4, NULL, 0, 0, 0 },
+	{ "gpt2-large", "offload", 1, 16, 4, 1024, 1, NULL, 0, 0, 5, NULL, 12, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 16, 4, 1024, 1, NULL, 0, 0, 5, NULL, 12, 0, 0 },
+	{ "gpt2-large", "dpu", 0.5, 16, 4, 1024, 1, NULL, 0, 0, 5, NULL, 12, 0, 0 },
+	{ "gpt2-large", "offload", 1, 16, 4, 1024, 1, NULL, 0, 0, 6, NULL, 25, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 16, 4, 1024, 1, NULL, 0, 0, 6, NULL, 25, 0, 0 },
+	{ "gpt2-large", "dpu", 0.5, 16, 4, 1024, 1, NULL, 0, 0, 6, NULL, 25, 0, 0 },
+	/* fewer cores: the CPU flow decides */
+	{ "gpt2-large", "dpu", 1, 2, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 4, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 8, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "dpu", 1, 4, 8, 1024, 1, NULL, 0, 0, 0, NULL, 25, 0, 0 },
+	/* pageable copies, checkpointing, parameter offload, micro-batch and accumulation */
+	{ "gpt2-medium", "offload", 1, 8, 4, 1024, 1, NULL, 0, 1, 0, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "dpu", 1, 8, 8, 1024, 1, NULL, 0, 1, 0, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 0.5, 16, 4, 1024, 1, "gpu", 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "dpu", 0.5, 8, 8, 1024, 1, "cpu", 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "overlap", 1, 8, 8, 1024, 1, NULL, 1, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "overlap", 0.5, 8, 2, 1024, 2, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-large", "overlap", 0.5, 16, 1, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	/* grouped-query attention (Llama shape), eager and flash */
+	{ LQ, "offload", 1, 16, 2, 1024, 1, NULL, 0, 0, 7, NULL, 0, 4, 8 },
+	{ LQ, "dpu", 0.5, 16, 2, 1024, 1, NULL, 0, 0, 7, NULL, 0, 4, 8 },
+	{ LQ, "none", 0, 16, 2, 1024, 1, NULL, 0, 0, 7, NULL, 0, 4, 8 },
+	{ LQ, "none", 0, 16, 2, 1024, 1, NULL, 0, 0, 0, "flash", 0, 4, 8 },
+	/* flash attention */
+	{ "gpt2-medium", "none", 0, 8, 8, 1024, 1, NULL, 0, 0, 0, "flash", 0, 0, 0 },
+	{ "gpt2-medium", "dpu", 0.5, 8, 8, 1024, 1, NULL, 0, 0, 0, "flash", 0, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 16, 4, 1024, 1, NULL, 0, 0, 0, "flash", 0, 0, 0 },
+	{ "gpt2-large", "dpu", 0.5, 16, 4, 1024, 1, NULL, 0, 0, 0, "flash", 12, 0, 0 },
+};
+#undef LQ
+
 static const zb_suite_entry quick[] = {
-	{ "gpt2-medium", "offload", 1, 8, 2, 512, 1, NULL, 0, 0, 1 },
-	{ "gpt2-medium", "dpu", 0.5, 8, 2, 512, 1, NULL, 0, 0, 1 },
-	{ "gpt2-medium", "none", 0, 8, 2, 512, 1, NULL, 0, 0, 1 },
-	{ "gpt2-large", "overlap", 0.25, 4, 2, 512, 2, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "offload", 1, 8, 2, 512, 1, NULL, 0, 0, 1, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "dpu", 0.5, 8, 2, 512, 1, NULL, 0, 0, 1, NULL, 0, 0, 0 },
+	{ "gpt2-medium", "none", 0, 8, 2, 512, 1, NULL, 0, 0, 1, NULL, 0, 0, 0 },
+	{ "gpt2-large", "overlap", 0.25, 4, 2, 512, 2, NULL, 0, 0, 0, NULL, 0, 0, 0 },
 };
 
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -73,6 +130,8 @@ static const zb_suite_entry quick[] = {
 static const zb_suite suites[] = {
 	{ "full", "36 configurations: every policy, ratios 0..1, 2..16 threads, 0.36B..5.9B parameters", full, COUNT(full) },
 	{ "quick", "4 small configurations (seq 512), seconds on the GPU", quick, COUNT(quick) },
+	{ "fid", "44 configurations in one visit: native, gen3 and gen4 link rates, 2..16 threads, pageable, "
+		 "checkpointing, parameter offload, GQA, flash and eager (1 warm-up + 2 measured steps)", fid, COUNT(fid) },
 };
 
 zb_status zb_suite_find(const char *name, const zb_suite **out, zb_error *err)
@@ -82,14 +141,22 @@ zb_status zb_suite_find(const char *name, const zb_suite **out, zb_error *err)
 			*out = &suites[i];
 			return ZB_OK;
 		}
-	return zb_fail(err, ZB_E_INPUT, "unknown suite '%s' (known: full, quick)", name);
+	return zb_fail(err, ZB_E_INPUT, "unknown suite '%s' (known: full, quick, fid)", name);
 }
 
 void zb_suite_key(const zb_suite_entry *e, char *buf, size_t n)
 {
-	snprintf(buf, n, "%s/%s/r%g/t%d/mb%d/s%d/gas%d%s%s%s%s", e->model, e->policy, e->ratio, e->threads,
-		 e->micro_batch, e->seq, e->gas, e->ckpt ? "/ckpt-" : "", e->ckpt ? e->ckpt : "",
-		 e->offload_param ? "/op" : "", e->pageable ? "/pg" : "");
+	int w = snprintf(buf, n, "%s/%s/r%g/t%d/mb%d/s%d/gas%d%s%s%s%s", e->model, e->policy, e->ratio, e->threads,
+			 e->micro_batch, e->seq, e->gas, e->ckpt ? "/ckpt-" : "", e->ckpt ? e->ckpt : "",
+			 e->offload_param ? "/op" : "", e->pageable ? "/pg" : "");
+	if (w < 0 || (size_t)w >= n)
+		return;
+	if (e->layers || e->kv_heads) /* suite fid's overrides, only when set: keys of the others unchanged */
+		w += snprintf(buf + w, n - (size_t)w, "/L%d/kv%d", e->layers, e->kv_heads);
+	if ((size_t)w < n && e->attention)
+		w += snprintf(buf + w, n - (size_t)w, "/%s", e->attention);
+	if ((size_t)w < n && e->link_gbps > 0)
+		snprintf(buf + w, n - (size_t)w, "/link%g", e->link_gbps);
 }
 
 int zb_suite_is_reference(const zb_suite_entry *e)
@@ -100,7 +167,7 @@ int zb_suite_is_reference(const zb_suite_entry *e)
 zb_status zb_suite_config(const zb_suite_entry *e, const char *hw, int warmup, int steps, zb_config *out,
 			  zb_error *err)
 {
-	char ratio[32], threads[16], mb[16], seq[16], gas[16], nsteps[16];
+	char ratio[32], threads[16], mb[16], seq[16], gas[16], nsteps[16], layers[16], kv[16], link[32];
 	snprintf(ratio, sizeof ratio, "%.10g", e->ratio);
 	snprintf(threads, sizeof threads, "%d", e->threads);
 	snprintf(mb, sizeof mb, "%d", e->micro_batch);
@@ -121,6 +188,19 @@ zb_status zb_suite_config(const zb_suite_entry *e, const char *hw, int warmup, i
 	v[ZB_AX_GAS] = gas;
 	v[ZB_AX_CKPT] = e->ckpt;
 	v[ZB_AX_STEPS] = nsteps;
+	if (e->layers) {
+		snprintf(layers, sizeof layers, "%d", e->layers);
+		v[ZB_AX_LAYERS] = layers;
+	}
+	if (e->kv_heads) {
+		snprintf(kv, sizeof kv, "%d", e->kv_heads);
+		v[ZB_AX_KV_HEADS] = kv;
+	}
+	if (e->link_gbps > 0) {
+		snprintf(link, sizeof link, "%.10g", e->link_gbps);
+		v[ZB_AX_LINK_RATE] = link;
+	}
+	v[ZB_AX_ATTENTION] = e->attention;
 	zb_options o = { 0 };
 	o.offload_param = e->offload_param;
 	o.pageable = e->pageable;

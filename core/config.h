@@ -18,6 +18,7 @@ extern "C" {
 
 #include "common/error.h"
 #include "inputs/dsprofile.h"
+#include "inputs/execprofile.h"
 
 #define ZB_NAME_MAX 64
 
@@ -47,6 +48,9 @@ typedef struct zb_gpu {
 	                            ZB_FLASH_EFFICIENCY, sim/attention.h) */
 	char builtin_link[ZB_NAME_MAX]; /* non-empty: this GPU has its own CPU link preset
 	                                   (gh200: "nvlink-c2c"), used unless --pcie is given */
+	zb_exec_profile exec;    /* zbench's executor on this machine (execprofile.h; the
+	                            "executor" object of a hardware file): here because the
+	                            simulator's caches of task work are keyed by the GPU */
 } zb_gpu;
 
 typedef struct zb_cpu {

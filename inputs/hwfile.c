@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "inputs/fabric.h"
+#include "inputs/execprofile.h"
 #include "inputs/presets.h"
 
 /* ---- field tables ---------------------------------------------------------- */
@@ -338,7 +339,7 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 	const json_t *v;
 
 	static const char *const top_keys[] = {"name", "preset", "link", "gpu", "cpu",
-					       "gpus_per_link", "gpus_per_cpu", "deepspeed", "fabric", NULL};
+					       "gpus_per_link", "gpus_per_cpu", "deepspeed", "fabric", "executor", NULL};
 	const char *key;
 	json_t *jv;
 	json_object_foreach(root, key, jv) {
@@ -430,6 +431,10 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 	if ((v = json_object_get(root, "deepspeed")) &&
 	    (st = zb_ds_profile_from_json(v, path, &hw.ds, err)) != ZB_OK)
 		goto out;
+	/* the executor profile (execprofile.h), when calibrated */
+	if ((v = json_object_get(root, "executor")) &&
+	    (st = zb_exec_profile_from_json(v, path, &hw.gpu.exec, err)) != ZB_OK)
+		goto out;
 
 	zb_error e;
 	if ((st = zb_hw_validate(&hw, &e)) != ZB_OK) {
@@ -443,22 +448,20 @@ out:
 	return st;
 }
 
-zb_status zb_model_load(const char *path, zb_model *out, zb_error *err)
+zb_status zb_model_from_json(const void *obj, const char *path, zb_model *out, zb_error *err)
 {
 	rd r = {path, err};
-	json_t *root;
-	zb_status st = load_json(&r, &root);
-	if (st != ZB_OK)
-		return st;
-
+	const json_t *root = obj;
+	if (!json_is_object(root))
+		return zb_fail(err, ZB_E_INPUT, "%s: a model must be a JSON object", path);
 	zb_model m;
 	memset(&m, 0, sizeof m);
 	unsigned present = 0;
 	int from_preset = json_object_get(root, "preset") != NULL;
-	st = read_part(&r, "", root, model_fields, NFIELDS(model_fields), model_preset, &m, 0,
-		       &present);
+	zb_status st = read_part(&r, "", root, model_fields, NFIELDS(model_fields), model_preset, &m, 0,
+				 &present);
 	if (st != ZB_OK)
-		goto out;
+		return st;
 	if (!from_preset) {
 		/* model_fields[0] is name, [4] kv_heads: defaults when absent. */
 		if (!(present & 1u))
@@ -467,12 +470,20 @@ zb_status zb_model_load(const char *path, zb_model *out, zb_error *err)
 			m.kv_heads = m.heads;
 	}
 	zb_error e;
-	if ((st = zb_model_validate(&m, &e)) != ZB_OK) {
-		st = prefixed(&r, st, &e);
-		goto out;
-	}
+	if ((st = zb_model_validate(&m, &e)) != ZB_OK)
+		return prefixed(&r, st, &e);
 	*out = m;
-out:
+	return ZB_OK;
+}
+
+zb_status zb_model_load(const char *path, zb_model *out, zb_error *err)
+{
+	rd r = {path, err};
+	json_t *root;
+	zb_status st = load_json(&r, &root);
+	if (st != ZB_OK)
+		return st;
+	st = zb_model_from_json(root, path, out, err);
 	json_decref(root);
 	return st;
 }
@@ -551,6 +562,8 @@ static json_t *hw_json(wr *w, const zb_hw *hw)
 	}
 	if (hw->ds.set)
 		json_object_set_new(o, "deepspeed", zb_ds_profile_to_json(&hw->ds));
+	if (hw->gpu.exec.set) /* a preset's (2) as its name, "h200" */
+		json_object_set_new(o, "executor", zb_exec_profile_to_json(&hw->gpu.exec));
 	return o;
 }
 
@@ -661,6 +674,11 @@ static json_t *policy_json(wr *w, const zb_config *c)
 		if (c->framework != ZB_FW_DEEPSPEED && p->zero_stage)
 			json_object_set_new(pol, "zero_stage", json_integer(p->zero_stage));
 	}
+	/* only when not the default, so earlier stored configurations read the same */
+	if (p->attention != ZB_ATTN_EAGER)
+		json_object_set_new(pol, "attention", json_string(p->attention == ZB_ATTN_FLASH ? "flash" : "eager"));
+	if (p->link_rate_Bps > 0)
+		json_object_set_new(pol, "link_rate_Bps", put_real(w, p->link_rate_Bps));
 	if (c->framework == ZB_FW_DEEPSPEED) {
 		json_object_set_new(pol, "zero_stage", json_integer(p->zero_stage));
 		json_object_set_new(pol, "sub_group_size", json_integer((json_int_t)p->sub_group_size));

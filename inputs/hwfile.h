@@ -16,6 +16,8 @@
 
 zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err);
 zb_status zb_model_load(const char *path, zb_model *out, zb_error *err);
+/* The same from a parsed JSON object (json_t *, opaque here); path names it in errors. */
+zb_status zb_model_from_json(const void *obj, const char *path, zb_model *out, zb_error *err);
 
 /* Write atomically (temp file + rename) so a failure leaves no half file. */
 zb_status zb_hw_save(const char *path, const zb_hw *hw, zb_error *err);

@@ -5,6 +5,7 @@
 
 #include "sim/attention.h"
 #include "sim/collective.h"
+#include "sim/kernels.h"
 #include "sim/numa.h"
 #include "schedules/deepspeed.h"
 
@@ -28,6 +29,13 @@ static double copy_Bps(const zb_config *c, int resource)
 	int pageable = c->policy.pageable;
 	double bw = resource == ZB_RES_H2D ? (pageable ? l->pageable_h2d_Bps : l->h2d_Bps)
 					   : (pageable ? l->pageable_d2h_Bps : l->d2h_Bps);
+	if (c->policy.link_rate_Bps > 0) { /* paced copies: what the executor's pacing achieves */
+		zb_exec_profile scratch;
+		const zb_exec_profile *ep = zb_exec_profile_for(c, &scratch);
+		double f = !ep ? 0 : resource == ZB_RES_H2D ? ep->paced_h2d : ep->paced_d2h;
+		if (f > 0)
+			bw *= f;
+	}
 	return bw / zb_link_sharers(c);
 }
 
@@ -53,6 +61,10 @@ double zb_cpu_adam_Bps(const zb_config *c)
 	double ceiling = (cpu->adam_Bps > 0 ? cpu->adam_Bps : cpu->dram_Bps) * share;
 	double dram = cpu->dram_Bps * share;
 	double r = compute < ceiling ? compute : ceiling;
+	zb_exec_profile scratch; /* zbench's executor: its fitted thread curve (kernels.h) */
+	double h = zb_exec_adam_Pps(c, zb_exec_profile_for(c, &scratch), cores, share);
+	if (h > 0)
+		r = h * ZB_ADAM_BYTES_PER_PARAM;
 	return zb_numa_cap(c, r < dram ? r : dram);
 }
 
@@ -70,6 +82,12 @@ void zb_task_flow(const zb_task *t, const zb_config *c, double *fixed_s, double 
 	if (t->kind == ZB_TASK_HOST) { /* framework host work: a duration */
 		*fixed_s = zb_ds_host_task_s(t, c);
 		*work = 0;
+		return;
+	}
+	zb_exec_profile escratch;
+	const zb_exec_profile *ep = zb_exec_profile_for(c, &escratch);
+	if (ep && (t->resource == ZB_RES_GPU || t->resource == ZB_RES_GPU_OPT)) {
+		zb_exec_gpu_flow(t, c, ep, fixed_s, work); /* per kernel class (kernels.h) */
 		return;
 	}
 	switch (t->resource) {
@@ -103,7 +121,7 @@ void zb_task_flow(const zb_task *t, const zb_config *c, double *fixed_s, double 
 		*work = t->bytes;
 		return;
 	case ZB_RES_CPU:
-		*fixed_s = c->hw.cpu.task_latency_s;
+		*fixed_s = ep && ep->adam_task_s > 0 ? ep->adam_task_s : c->hw.cpu.task_latency_s;
 		*work = t->bytes;
 		return;
 	case ZB_RES_COMM: {
@@ -132,6 +150,8 @@ void zb_resource_rates(const zb_config *c, const zb_task *const active[ZB_RES_CO
 	double share = active[ZB_RES_GPU] && active[ZB_RES_GPU_OPT] ? 0.5 : 1.0;
 	rate[ZB_RES_GPU] = share;
 	rate[ZB_RES_GPU_OPT] = share;
+	zb_exec_shares(c, active, rate); /* zbench's executor: the measured shares (kernels.h) */
+	rate[ZB_RES_GPU] *= zb_exec_starved(c, active); /* its launches wait for a core (kernels.h) */
 
 	/* PCIe: duplex slowdown when both directions are busy */
 	int both = active[ZB_RES_H2D] && active[ZB_RES_D2H];

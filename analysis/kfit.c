@@ -1,0 +1,555 @@
+/* kfit.c - fitting the executor profile to measured tasks; see kfit.h. */
+#include "analysis/kfit.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/kernels.h"
+#include "sim/predict.h"
+
+/* ---- overlap of a measured task with other resources ----------------------------- */
+
+/* Fraction of [s, e] during which resource r of x was busy: a binary search for the
+ * first interval ending after s, then the intervals until e. */
+static double overlap(const zb_kfit_item *x, int r, double s, double e)
+{
+	if (!(e > s))
+		return 0;
+	const double *v = x->ivl[r];
+	int lo = 0, hi = x->nivl[r];
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		if (v[2 * mid + 1] <= s)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	double cov = 0;
+	for (int i = lo; i < x->nivl[r] && v[2 * i] < e; i++) {
+		double a = v[2 * i] > s ? v[2 * i] : s, b = v[2 * i + 1] < e ? v[2 * i + 1] : e;
+		if (b > a)
+			cov += b - a;
+	}
+	return cov / (e - s);
+}
+
+/* ---- samples ------------------------------------------------------------------- */
+
+enum { NGEMM = ZB_GEMM_GROUPS * ZB_EXEC_PASSES, NKERN = ZB_EXEC_KOPS * 2, CL_ADAM = NGEMM + NKERN,
+       NCLASS = CL_ADAM + 1 };
+
+typedef struct sample {
+	const zb_task *t;
+	const zb_config *c;
+	int cls;
+	double d;     /* measured seconds */
+	double x;     /* unit-factor seconds at the current half dimension */
+} sample;
+
+static int gpu_class(const zb_task *t)
+{
+	int g = zb_exec_gemm_group(t);
+	if (g >= 0)
+		return g * ZB_EXEC_PASSES + zb_exec_pass(t);
+	if (t->kind == ZB_TASK_GPU_ADAM)
+		return CL_ADAM;
+	return NGEMM + t->op * 2 + (zb_exec_pass(t) ? 1 : 0);
+}
+
+/* Steady-state tasks of the used items on resource set mask, measured > 0. */
+static int in_window(const zb_kfit_set *s, const zb_kfit_item *x, size_t i)
+{
+	return x->g.tasks[i].step >= s->warmup && x->mend[i] > x->mstart[i] && isfinite(x->mend[i]);
+}
+
+/* ---- GPU ------------------------------------------------------------------------- */
+
+/* Factors a[cls] (seconds per unit second) and launch L minimizing
+ * sum (L + a x - d)^2 / d, exactly: for a given L each a_c = A_c - L B_c (weighted least
+ * squares within its class), which leaves a quadratic in L. */
+static void fit_gpu_classes(sample *sm, int n, double a[NCLASS], double *L, double *obj)
+{
+	double sxx[NCLASS] = { 0 }, sxd[NCLASS] = { 0 }, sx[NCLASS] = { 0 }, A[NCLASS], B[NCLASS];
+	for (int i = 0; i < n; i++) {
+		double w = 1 / sm[i].d;
+		sxx[sm[i].cls] += w * sm[i].x * sm[i].x;
+		sxd[sm[i].cls] += w * sm[i].x * sm[i].d;
+		sx[sm[i].cls] += w * sm[i].x;
+	}
+	for (int c = 0; c < NCLASS; c++) {
+		A[c] = sxx[c] > 0 ? sxd[c] / sxx[c] : 1;
+		B[c] = sxx[c] > 0 ? sx[c] / sxx[c] : 0;
+	}
+	double num = 0, den = 0;
+	for (int i = 0; i < n; i++) {
+		double w = 1 / sm[i].d, u = 1 - B[sm[i].cls] * sm[i].x, v = A[sm[i].cls] * sm[i].x - sm[i].d;
+		num -= w * u * v;
+		den += w * u * u;
+	}
+	*L = den > 0 ? num / den : 0;
+	if (*L < 0)
+		*L = 0;
+	if (*L > 50e-6)
+		*L = 50e-6;
+	for (int c = 0; c < NCLASS; c++)
+		a[c] = sxx[c] > 0 ? A[c] - *L * B[c] : 1;
+	double o = 0;
+	for (int i = 0; i < n; i++) {
+		double r = *L + a[sm[i].cls] * sm[i].x - sm[i].d;
+		o += r * r / sm[i].d;
+	}
+	*obj = o;
+}
+
+static double rms_rel(const sample *sm, int n, const double a[NCLASS], double L)
+{
+	double s2 = 0, w = 0;
+	for (int i = 0; i < n; i++) {
+		double r = (L + a[sm[i].cls] * sm[i].x) / sm[i].d - 1;
+		s2 += sm[i].d * r * r; /* time-weighted */
+		w += sm[i].d;
+	}
+	return w > 0 ? sqrt(s2 / w) : NAN;
+}
+
+static void set_x(sample *sm, int n, double h)
+{
+	for (int i = 0; i < n; i++)
+		sm[i].x = zb_exec_unit_s(sm[i].t, sm[i].c, h);
+}
+
+static int collect_gpu(const zb_kfit_set *s, const unsigned char *use, zb_config *cfgs, sample **out)
+{
+	int n = 0, cap = 0;
+	sample *sm = NULL;
+	for (int k = 0; k < s->n; k++) {
+		if (use && !use[k])
+			continue;
+		const zb_kfit_item *x = &s->it[k];
+		for (size_t i = 0; i < x->g.ntasks; i++) {
+			const zb_task *t = &x->g.tasks[i];
+			if ((t->resource != ZB_RES_GPU && t->resource != ZB_RES_GPU_OPT) || !in_window(s, x, i))
+				continue;
+			if (t->kind == ZB_TASK_COLLECTIVE || t->kind == ZB_TASK_HOST)
+				continue;
+			int other = t->resource == ZB_RES_GPU ? ZB_RES_GPU_OPT : ZB_RES_GPU;
+			if (overlap(x, other, x->mstart[i], x->mend[i]) > 0.1) /* time-shared: not alone */
+				continue;
+			if (n == cap) {
+				cap = cap ? 2 * cap : 4096;
+				sm = zb_xrealloc(sm, (size_t)cap * sizeof *sm);
+			}
+			sm[n++] = (sample){ t, &cfgs[k], gpu_class(t), x->mend[i] - x->mstart[i], 0 };
+		}
+	}
+	*out = sm;
+	return n;
+}
+
+/* Rates while both GPU streams run: the tasks the other stream overlapped most of
+ * their time (> 90%), measured against their fitted alone time. */
+static void fit_shares(const zb_kfit_set *s, const unsigned char *use, zb_config *cfgs, zb_hw *hw)
+{
+	double meas[2] = { 0 }, alone[2] = { 0 };
+	const zb_exec_profile *p = &hw->gpu.exec;
+	for (int k = 0; k < s->n; k++) {
+		if (use && !use[k])
+			continue;
+		const zb_kfit_item *x = &s->it[k];
+		zb_config c = cfgs[k];
+		c.hw.gpu.exec = *p;
+		for (size_t i = 0; i < x->g.ntasks; i++) {
+			const zb_task *t = &x->g.tasks[i];
+			int r = t->resource == ZB_RES_GPU ? 0 : t->resource == ZB_RES_GPU_OPT ? 1 : -1;
+			if (r < 0 || !in_window(s, x, i) || t->kind == ZB_TASK_HOST || t->kind == ZB_TASK_COLLECTIVE ||
+			    overlap(x, r ? ZB_RES_GPU : ZB_RES_GPU_OPT, x->mstart[i], x->mend[i]) < 0.9)
+				continue;
+			double fixed, work;
+			zb_exec_gpu_flow(t, &c, p, &fixed, &work);
+			meas[r] += x->mend[i] - x->mstart[i] - fixed;
+			alone[r] += work;
+		}
+	}
+	if (meas[0] > 0 && alone[0] > 0)
+		hw->gpu.exec.shared_gpu = alone[0] / meas[0] > 1 ? 1 : alone[0] / meas[0];
+	if (meas[1] > 0 && alone[1] > 0)
+		hw->gpu.exec.shared_opt = alone[1] / meas[1] > 1 ? 1 : alone[1] / meas[1];
+}
+
+static void fit_gpu(const zb_kfit_set *s, const unsigned char *use, zb_config *cfgs, zb_hw *hw,
+		    zb_kfit_stats *st)
+{
+	sample *sm;
+	int n = collect_gpu(s, use, cfgs, &sm);
+	st->gpu_samples = n;
+	if (n < 10) {
+		free(sm);
+		return;
+	}
+	double best = INFINITY, bh = hw->gpu.gemm_half_dim, a[NCLASS], L;
+	for (double h = 8; h <= 1024; h *= 1.15) {
+		set_x(sm, n, h);
+		double obj;
+		fit_gpu_classes(sm, n, a, &L, &obj);
+		if (obj < best)
+			best = obj, bh = h;
+	}
+	set_x(sm, n, bh);
+	double obj;
+	fit_gpu_classes(sm, n, a, &L, &obj);
+	int seen[NCLASS] = { 0 };
+	for (int i = 0; i < n; i++)
+		seen[sm[i].cls]++;
+	zb_exec_profile *p = &hw->gpu.exec;
+	p->gemm_half_dim = bh;
+	p->launch_s = L;
+	for (int c = 0; c < NCLASS; c++) {
+		if (seen[c] < 3 || !(a[c] > 0.1))
+			continue;
+		double f = 1 / a[c];
+		if (f > 10)
+			f = 10;
+		if (c < NGEMM)
+			p->gemm[c / ZB_EXEC_PASSES][c % ZB_EXEC_PASSES] = f;
+		else if (c == CL_ADAM)
+			p->gpu_adam = f;
+		else
+			p->kernel[(c - NGEMM) / 2][(c - NGEMM) % 2] = f;
+	}
+	st->gpu_rms = rms_rel(sm, n, a, L);
+	free(sm);
+	fit_shares(s, use, cfgs, hw);
+}
+
+/* ---- CPU Adam ---------------------------------------------------------------------- */
+
+/* Solve the 3x3 system A z = b by Gaussian elimination; 0 on success. */
+static int solve3(double A[3][3], double b[3], double z[3])
+{
+	for (int i = 0; i < 3; i++) {
+		int piv = i;
+		for (int r = i + 1; r < 3; r++)
+			if (fabs(A[r][i]) > fabs(A[piv][i]))
+				piv = r;
+		if (fabs(A[piv][i]) < 1e-300)
+			return -1;
+		for (int c = 0; c < 3; c++) {
+			double tmp = A[i][c];
+			A[i][c] = A[piv][c];
+			A[piv][c] = tmp;
+		}
+		double tb = b[i];
+		b[i] = b[piv];
+		b[piv] = tb;
+		for (int r = i + 1; r < 3; r++) {
+			double f = A[r][i] / A[i][i];
+			for (int c = i; c < 3; c++)
+				A[r][c] -= f * A[i][c];
+			b[r] -= f * b[i];
+		}
+	}
+	for (int i = 2; i >= 0; i--) {
+		double v = b[i];
+		for (int c = i + 1; c < 3; c++)
+			v -= A[i][c] * z[c];
+		z[i] = v / A[i][i];
+	}
+	return 0;
+}
+
+/* Copies of either direction during [s, e], as a fraction of it (up to 2). */
+static double copy_overlap(const zb_kfit_item *x, double s, double e)
+{
+	return overlap(x, ZB_RES_H2D, s, e) + overlap(x, ZB_RES_D2H, s, e);
+}
+
+/* A CPU Adam task of the window that no copy overlaps (< 10%): Adam alone. */
+static int cpu_alone(const zb_kfit_set *s, const zb_kfit_item *x, size_t i)
+{
+	return x->g.tasks[i].kind == ZB_TASK_CPU_ADAM && in_window(s, x, i) && !x->c.policy.pageable &&
+	       copy_overlap(x, x->mstart[i], x->mend[i]) < 0.1;
+}
+
+/* Host DRAM shared by Adam and DMA (resources.c): for each Adam task that copies
+ * overlap most of the time, the budget its slowdown implies, f x (Adam's alone
+ * demand + the overlapping copies' demand); the time-weighted mean. */
+static void fit_dram(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw)
+{
+	double sum = 0, w = 0, floor_Bps = 0;
+	zb_exec_profile *p = &hw->gpu.exec;
+	for (int k = 0; k < s->n; k++) {
+		const zb_kfit_item *x = &s->it[k];
+		if ((use && !use[k]) || x->c.policy.pageable || x->c.policy.link_rate_Bps > 0)
+			continue;
+		zb_config c = x->c;
+		c.hw = *hw;
+		double t = zb_config_cpu_threads(&c), ra = zb_exec_adam_Pps(&c, p, t, 1);
+		if (!(ra > 0))
+			return;
+		if (ra * ZB_ADAM_BYTES_PER_PARAM > floor_Bps)
+			floor_Bps = ra * ZB_ADAM_BYTES_PER_PARAM;
+		for (size_t i = 0; i < x->g.ntasks; i++) {
+			const zb_task *tk = &x->g.tasks[i];
+			if (tk->kind != ZB_TASK_CPU_ADAM || !in_window(s, x, i))
+				continue;
+			double s0 = x->mstart[i], e0 = x->mend[i], d = e0 - s0;
+			double oh = overlap(x, ZB_RES_H2D, s0, e0), od = overlap(x, ZB_RES_D2H, s0, e0);
+			if (oh + od < 0.5)
+				continue;
+			double alone = p->adam_task_s + tk->params / ra, f = alone / d;
+			double both = oh > 0.5 && od > 0.5;
+			double demand = ra * ZB_ADAM_BYTES_PER_PARAM +
+					oh * hw->link.h2d_Bps * (both ? hw->link.duplex_h2d : 1) +
+					od * hw->link.d2h_Bps * (both ? hw->link.duplex_d2h : 1);
+			sum += d * (f < 1 ? f * demand : demand);
+			w += d;
+		}
+	}
+	if (w > 0) {
+		double b = sum / w;
+		hw->cpu.dram_Bps = b > floor_Bps ? b : floor_Bps; /* Adam alone is never capped by it */
+	}
+}
+
+/* duration = L + P/t u + P v over the CPU Adam tasks; weights 1/d. */
+static void fit_cpu(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, zb_kfit_stats *st)
+{
+	double A[3][3] = { { 0 } }, b[3] = { 0 };
+	int n = 0, threads_seen[1024] = { 0 }, distinct = 0;
+	for (int k = 0; k < s->n; k++) {
+		if (use && !use[k])
+			continue;
+		const zb_kfit_item *x = &s->it[k];
+		double t = zb_config_cpu_threads(&x->c);
+		for (size_t i = 0; i < x->g.ntasks; i++) {
+			const zb_task *tk = &x->g.tasks[i];
+			if (!cpu_alone(s, x, i))
+				continue;
+			double d = x->mend[i] - x->mstart[i], f[3] = { 1, tk->params / t, (double)tk->params };
+			for (int r = 0; r < 3; r++) {
+				for (int c = 0; c < 3; c++)
+					A[r][c] += f[r] * f[c] / d;
+				b[r] += f[r] * d / d;
+			}
+			n++;
+			if ((int)t < 1024 && !threads_seen[(int)t]++)
+				distinct++;
+		}
+	}
+	st->cpu_samples = n;
+	double z[3];
+	if (n < 5 || distinct < 2 || solve3(A, b, z) || !(z[1] > 0) || !(z[2] > 0))
+		return; /* one thread count cannot separate compute from memory */
+	const zb_cpu *cpu = &hw->cpu;
+	double mem = (cpu->adam_Bps > 0 ? cpu->adam_Bps : cpu->dram_Bps) / ZB_ADAM_BYTES_PER_PARAM;
+	hw->gpu.exec.adam_thread = 1 / (z[1] * cpu->adam_params_per_core);
+	hw->gpu.exec.adam_mem = 1 / (z[2] * mem);
+	hw->gpu.exec.adam_task_s = z[0] > 0 ? z[0] : 0;
+	/* rms over the same samples */
+	double s2 = 0, w = 0;
+	for (int k = 0; k < s->n; k++) {
+		if (use && !use[k])
+			continue;
+		const zb_kfit_item *x = &s->it[k];
+		double t = zb_config_cpu_threads(&x->c);
+		for (size_t i = 0; i < x->g.ntasks; i++) {
+			const zb_task *tk = &x->g.tasks[i];
+			if (!cpu_alone(s, x, i))
+				continue;
+			double d = x->mend[i] - x->mstart[i];
+			double r = (z[0] + tk->params / t * z[1] + tk->params * z[2]) / d - 1;
+			s2 += d * r * r;
+			w += d;
+		}
+	}
+	st->cpu_rms = w > 0 ? sqrt(s2 / w) : NAN;
+}
+
+/* ---- copies ------------------------------------------------------------------------ */
+
+/* Bandwidth of resource r's copies: bytes / (d - latency) summed, of tasks whose
+ * overlap with the other direction is in [lo, hi] and pageable as asked. */
+static double copy_rate(const zb_kfit_set *s, const unsigned char *use, int r, int pageable, double lo, double hi,
+			double lat, int *count)
+{
+	double bytes = 0, secs = 0;
+	*count = 0;
+	for (int k = 0; k < s->n; k++) {
+		const zb_kfit_item *x = &s->it[k];
+		if ((use && !use[k]) || x->c.policy.link_rate_Bps > 0 || x->c.policy.pageable != pageable)
+			continue;
+		int other = r == ZB_RES_H2D ? ZB_RES_D2H : ZB_RES_H2D;
+		for (size_t i = 0; i < x->g.ntasks; i++) {
+			const zb_task *t = &x->g.tasks[i];
+			if (t->resource != r || t->kind != ZB_TASK_COPY || !in_window(s, x, i) || t->bytes < (1 << 20))
+				continue;
+			double ov = overlap(x, other, x->mstart[i], x->mend[i]);
+			if (ov < lo || ov > hi || overlap(x, ZB_RES_CPU, x->mstart[i], x->mend[i]) > (pageable ? 1.01 : 0.1))
+				continue;
+			bytes += t->bytes;
+			secs += x->mend[i] - x->mstart[i] - lat;
+			(*count)++;
+		}
+	}
+	return *count >= 3 && secs > 0 ? bytes / secs : 0;
+}
+
+static void fit_copies(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, zb_kfit_stats *st)
+{
+	zb_link *l = &hw->link;
+	double lat = l->copy_latency_s;
+	int n1, n2, n3, n4, n5, n6;
+	double h = copy_rate(s, use, ZB_RES_H2D, 0, 0, 0.1, lat, &n1);
+	double d = copy_rate(s, use, ZB_RES_D2H, 0, 0, 0.1, lat, &n2);
+	double hb = copy_rate(s, use, ZB_RES_H2D, 0, 0.9, 1.01, lat, &n3);
+	double db = copy_rate(s, use, ZB_RES_D2H, 0, 0.9, 1.01, lat, &n4);
+	double ph = copy_rate(s, use, ZB_RES_H2D, 1, 0, 1.01, lat, &n5);
+	double pd = copy_rate(s, use, ZB_RES_D2H, 1, 0, 1.01, lat, &n6);
+	if (h > 0)
+		l->h2d_Bps = h;
+	if (d > 0)
+		l->d2h_Bps = d;
+	if (hb > 0 && h > 0)
+		l->duplex_h2d = hb / h > 1 ? 1 : hb / h;
+	if (db > 0 && d > 0)
+		l->duplex_d2h = db / d > 1 ? 1 : db / d;
+	if (ph > 0)
+		l->pageable_h2d_Bps = ph;
+	if (pd > 0)
+		l->pageable_d2h_Bps = pd;
+	st->copy_samples = n1 + n2 + n3 + n4 + n5 + n6;
+	/* --link-rate: achieved / asked, copies the other direction does not overlap */
+	for (int r = ZB_RES_D2H; r <= ZB_RES_H2D; r++) {
+		double got = 0, want = 0;
+		int other = r == ZB_RES_H2D ? ZB_RES_D2H : ZB_RES_H2D;
+		for (int k = 0; k < s->n; k++) {
+			const zb_kfit_item *x = &s->it[k];
+			double asked = x->c.policy.link_rate_Bps, native = r == ZB_RES_H2D ? l->h2d_Bps : l->d2h_Bps;
+			if ((use && !use[k]) || !(asked > 0))
+				continue;
+			if (asked > native)
+				asked = native;
+			for (size_t i = 0; i < x->g.ntasks; i++) {
+				const zb_task *t = &x->g.tasks[i];
+				if (t->resource != r || t->kind != ZB_TASK_COPY || !in_window(s, x, i) || t->bytes < (1 << 20) ||
+				    overlap(x, other, x->mstart[i], x->mend[i]) > 0.1)
+					continue;
+				got += x->mend[i] - x->mstart[i] - lat; /* seconds measured */
+				want += t->bytes / asked;             /* seconds at the asked rate */
+			}
+		}
+		if (got > 0 && want > 0) {
+			double f = want / got;
+			if (r == ZB_RES_H2D)
+				hw->gpu.exec.paced_h2d = f > 2 ? 2 : f;
+			else
+				hw->gpu.exec.paced_d2h = f > 2 ? 2 : f;
+		}
+	}
+}
+
+/* ---- by simulation ---------------------------------------------------------------- */
+
+/* Mean absolute step-time error of the used items whose use2 flag is set, on hw. */
+static double sim_error(const zb_kfit_set *s, const unsigned char *use, const unsigned char *pick, const zb_hw *hw)
+{
+	double sum = 0;
+	int n = 0;
+	for (int k = 0; k < s->n; k++) {
+		if ((use && !use[k]) || !pick[k])
+			continue;
+		zb_kfit_set one = *s;
+		one.it = &s->it[k];
+		one.n = 1;
+		zb_kfit_pred p;
+		zb_error e;
+		if (zb_kfit_predict(&one, hw, &p, &e) || !isfinite(p.step_s))
+			continue;
+		sum += fabs(p.step_s / s->it[k].meas_step_s - 1);
+		n++;
+	}
+	return n ? sum / n : NAN;
+}
+
+/* The GPU's rate while Adam holds every core (execprofile.h "starved"): what the
+ * task durations cannot show (the GPU idles between tasks), so the step times of
+ * the configurations it applies to decide, over a grid. */
+static void fit_starved(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw)
+{
+	unsigned char *pick = zb_xcalloc((size_t)s->n, 1);
+	int any = 0;
+	for (int k = 0; k < s->n; k++) {
+		const zb_kfit_item *x = &s->it[k];
+		pick[k] = zb_config_cpu_threads(&x->c) >= hw->cpu.cores && x->c.policy.kind != ZB_POLICY_NONE &&
+			  x->c.policy.ratio > 0;
+		any |= pick[k] && (!use || use[k]);
+	}
+	if (any) {
+		double best = INFINITY, bs = 1;
+		for (double f = 1.0; f > 0.05; f -= 0.05) {
+			hw->gpu.exec.starved = f;
+			double e = sim_error(s, use, pick, hw);
+			if (e < best - 1e-4)
+				best = e, bs = f;
+		}
+		hw->gpu.exec.starved = bs;
+	}
+	free(pick);
+}
+
+/* ---- fit and predict ------------------------------------------------------------------ */
+
+zb_status zb_kfit_fit(const zb_kfit_set *s, const unsigned char *use, const zb_hw *base, zb_hw *out,
+		      zb_kfit_stats *stats, zb_error *err)
+{
+	memset(stats, 0, sizeof *stats);
+	zb_hw hw = *base;
+	if (base->gpu.exec.set != 1) /* from neutral factors, not a preset's (itself a fit): what is
+					 * not measured keeps the plain model, and a half-out check is
+					 * out of sample */
+		zb_exec_profile_neutral(&hw.gpu.exec);
+	hw.gpu.exec.set = 1;
+	/* the unit times of the GPU samples read the configuration's GPU and dtype */
+	zb_config *cfgs = zb_xcalloc((size_t)s->n, sizeof *cfgs);
+	zb_status st = ZB_OK;
+	for (int k = 0; k < s->n && !st; k++)
+		st = zb_kfit_config(&s->it[k], &hw, &cfgs[k], err);
+	if (!st) {
+		fit_gpu(s, use, cfgs, &hw, stats);
+		fit_cpu(s, use, &hw, stats);
+		fit_copies(s, use, &hw, stats);
+		fit_dram(s, use, &hw);
+		fit_starved(s, use, &hw);
+		st = zb_hw_validate(&hw, err);
+		if (!st)
+			st = zb_exec_profile_validate(&hw.gpu.exec, err);
+	}
+	free(cfgs);
+	if (!st)
+		*out = hw;
+	return st;
+}
+
+zb_status zb_kfit_predict(const zb_kfit_set *s, const zb_hw *hw, zb_kfit_pred *out, zb_error *err)
+{
+	for (int k = 0; k < s->n; k++) {
+		zb_kfit_pred *o = &out[k];
+		o->step_s = NAN;
+		for (int r = 0; r < ZB_RES_COUNT; r++)
+			o->busy_s[r] = NAN;
+		zb_config c;
+		zb_prediction p;
+		zb_status st = zb_kfit_config(&s->it[k], hw, &c, err);
+		if (st)
+			return st;
+		if ((st = zb_predict(&p, &c, err)))
+			return st;
+		if (p.simulated) {
+			o->step_s = zb_step_time_window(&p.graph, p.res.end, s->warmup);
+			zb_busy_window(&p.graph, p.res.start, p.res.end, s->warmup, o->busy_s);
+		}
+		zb_prediction_free(&p);
+	}
+	return ZB_OK;
+}

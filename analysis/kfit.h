@@ -1,0 +1,77 @@
+/*
+ * kfit.h - the executor profile (inputs/execprofile.h) fitted from the executor's own
+ * measured tasks: the events a `zbench validate` run stored (source 'measured', one
+ * start and end per task), joined with the tasks of each configuration's schedule,
+ * which is rebuilt from the stored configuration (the same deterministic builder the
+ * run used; the task counts are checked).
+ *
+ * What is fitted, each where it can be seen alone (steady-state steps only):
+ *   GPU        every GPU compute and GPU-optimizer task not overlapped by the other GPU
+ *              stream (> 10% of its time): duration = launch + unit time / factor of its
+ *              class (kernels.h: GEMM group x pass, memory-bound op x direction, GPU
+ *              Adam), one launch for all, weighted least squares on relative error;
+ *              the GEMM half dimension by a search over a grid
+ *   CPU Adam   duration = latency + params x (1 / (threads x thread rate) + 1 / memory
+ *              rate): linear in (1, params / threads, params), same weighting
+ *   copies     pinned H2D and D2H bandwidth and latency from copies the other direction
+ *              does not overlap (< 10%), duplex fractions from those it overlaps
+ *              (> 90%); pageable rates from the --pageable configurations; copies paced
+ *              by --link-rate are left out
+ * Unmeasured classes keep the base profile's values.
+ */
+#ifndef ZB_KFIT_H
+#define ZB_KFIT_H
+
+#include <stdint.h>
+
+#include "common/error.h"
+#include "core/config.h"
+#include "core/graph.h"
+
+typedef struct zb_kfit_item {
+	int64_t config_id;
+	char key[160];
+	zb_config c;             /* the stored configuration on the base hardware, unpaced */
+	zb_graph g;
+	double *mstart, *mend;   /* measured seconds per task (from the run's time zero) */
+	double meas_step_s;      /* zb_step_time_window of the measured ends */
+	double meas_busy_s[ZB_RES_COUNT];
+	/* each resource's measured intervals, by start (for overlaps) */
+	double *ivl[ZB_RES_COUNT]; /* start, end pairs */
+	int nivl[ZB_RES_COUNT];
+} zb_kfit_item;
+
+typedef struct zb_kfit_set {
+	zb_kfit_item *it;
+	int n;
+	int warmup;
+	int64_t run_id;
+	int skipped;             /* configurations without a usable measurement */
+} zb_kfit_set;
+
+/* The measured configurations of run_id (0: the newest run) in db, rebuilt on base. */
+zb_status zb_kfit_load(const char *db, int64_t run_id, int warmup, const zb_hw *base, zb_kfit_set *out,
+		       zb_error *err);
+void zb_kfit_free(zb_kfit_set *s);
+
+/* The configuration of item x on hardware hw (its --link-rate applied again). */
+zb_status zb_kfit_config(const zb_kfit_item *x, const zb_hw *hw, zb_config *out, zb_error *err);
+
+typedef struct zb_kfit_stats {
+	int gpu_samples, cpu_samples, copy_samples;
+	double gpu_rms, cpu_rms;  /* rms relative error of the fitted task durations */
+} zb_kfit_stats;
+
+/* Fit base's executor profile (and link and CPU figures the measurements show) on the
+ * items whose use[i] is non-zero (use NULL: all); out = base with the fit. */
+zb_status zb_kfit_fit(const zb_kfit_set *s, const unsigned char *use, const zb_hw *base, zb_hw *out,
+		      zb_kfit_stats *stats, zb_error *err);
+
+/* Predicted step and busy times of every item on hw (NaN where it cannot be simulated). */
+typedef struct zb_kfit_pred {
+	double step_s;
+	double busy_s[ZB_RES_COUNT];
+} zb_kfit_pred;
+zb_status zb_kfit_predict(const zb_kfit_set *s, const zb_hw *hw, zb_kfit_pred *out, zb_error *err);
+
+#endif

@@ -1,0 +1,238 @@
+/* kfit_data.c - the measured configurations of a validate run, rebuilt; see kfit.h. */
+#include "analysis/kfit.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "inputs/hwfile.h"
+#include "results/query.h"
+#include "results/store.h"
+#include "sim/attention.h"
+#include "sim/engine.h"
+
+/* The stored policy object (hwfile.c policy_json) over the defaults. */
+static zb_status read_policy(const json_t *o, zb_policy *p, zb_error *err)
+{
+	zb_policy_defaults(p);
+	if (!json_is_object(o))
+		return zb_fail(err, ZB_E_INPUT, "stored configuration: 'policy' is not an object");
+	const json_t *v;
+	zb_status st = ZB_OK;
+	const char *names[] = { "kind", "ckpt", "dtype", "attention" };
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if ((v = json_object_get(o, names[i])) && !json_is_string(v))
+			return zb_fail(err, ZB_E_INPUT, "stored configuration: policy.%s is not a string", names[i]);
+	if ((v = json_object_get(o, "kind")) && (st = zb_policy_parse(json_string_value(v), &p->kind, err)))
+		return st;
+	if ((v = json_object_get(o, "ckpt")) && (st = zb_ckpt_parse(json_string_value(v), &p->ckpt, err)))
+		return st;
+	if ((v = json_object_get(o, "dtype")) && (st = zb_dtype_parse(json_string_value(v), &p->dtype, err)))
+		return st;
+	if ((v = json_object_get(o, "attention")) &&
+	    (st = zb_attention_parse(json_string_value(v), &p->attention, err)))
+		return st;
+	if ((v = json_object_get(o, "ratio")))
+		p->ratio = json_number_value(v);
+	if ((v = json_object_get(o, "link_rate_Bps")))
+		p->link_rate_Bps = json_number_value(v);
+	const struct { const char *k; int *f; } ints[] = {
+		{ "offload_param", &p->offload_param }, { "prefetch_layers", &p->prefetch_layers },
+		{ "gas", &p->gas },                     { "micro_batch", &p->micro_batch },
+		{ "seq", &p->seq },                     { "pageable", &p->pageable },
+		{ "cpu_threads", &p->cpu_threads },
+	};
+	for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+		if ((v = json_object_get(o, ints[i].k)))
+			*ints[i].f = json_is_boolean(v) ? json_is_true(v) : (int)json_integer_value(v);
+	if ((v = json_object_get(o, "bucket_params")))
+		p->bucket_params = json_integer_value(v);
+	return ZB_OK;
+}
+
+/* The configuration of a stored config_json, on base (the link not yet paced). */
+static zb_status read_config(const char *text, const zb_hw *base, zb_config *c, zb_error *err)
+{
+	json_error_t je;
+	json_t *root = json_loads(text ? text : "", 0, &je);
+	if (!root)
+		return zb_fail(err, ZB_E_INPUT, "stored configuration: bad JSON (%s)", je.text);
+	memset(c, 0, sizeof *c);
+	c->hw = *base;
+	c->framework = json_object_get(root, "framework") ? ZB_FW_DEEPSPEED : ZB_FW_ZBENCH;
+	zb_status st = zb_model_from_json(json_object_get(root, "model"), "stored model", &c->model, err);
+	if (!st)
+		st = read_policy(json_object_get(root, "policy"), &c->policy, err);
+	c->steps = (int)json_integer_value(json_object_get(root, "steps"));
+	json_decref(root);
+	return st;
+}
+
+zb_status zb_kfit_config(const zb_kfit_item *x, const zb_hw *hw, zb_config *out, zb_error *err)
+{
+	*out = x->c;
+	out->hw = *hw;
+	double rate = out->policy.link_rate_Bps;
+	out->policy.link_rate_Bps = 0;
+	if (rate > 0)
+		return zb_link_rate_apply(out, rate, err);
+	return zb_config_validate(out, err);
+}
+
+/* The measured events of one configuration into x (0: usable). */
+static int read_events(zb_store *s, zb_kfit_item *x, zb_error *err)
+{
+	size_t n = x->g.ntasks;
+	x->mstart = zb_xmalloc(n * sizeof *x->mstart);
+	x->mend = zb_xmalloc(n * sizeof *x->mend);
+	for (size_t i = 0; i < n; i++)
+		x->mstart[i] = x->mend[i] = NAN;
+	zb_rows *q;
+	if (zb_rows_open(s, ZB_Q_EVENTS_OF_SOURCE, &q, err))
+		return -1;
+	zb_rows_bind_int(q, 1, x->config_id);
+	zb_rows_bind_text(q, 2, "measured");
+	int rc;
+	size_t got = 0;
+	while ((rc = zb_rows_next(q)) > 0) {
+		int64_t id = zb_rows_int(q, 0, -1);
+		if (id < 0 || (size_t)id >= n)
+			continue;
+		x->mstart[id] = zb_rows_int(q, 1, 0) * 1e-9;
+		x->mend[id] = zb_rows_int(q, 2, 0) * 1e-9;
+		got++;
+	}
+	if (zb_rows_close(q, rc, "read the measured events", err))
+		return -1;
+	return got == n ? 0 : 1;
+}
+
+static int by_start(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Each resource's measured intervals, sorted by start. */
+static void build_intervals(zb_kfit_item *x)
+{
+	for (int r = 0; r < ZB_RES_COUNT; r++) {
+		x->ivl[r] = zb_xmalloc((x->g.ntasks + 1) * 2 * sizeof(double));
+		x->nivl[r] = 0;
+	}
+	for (size_t i = 0; i < x->g.ntasks; i++) {
+		int r = x->g.tasks[i].resource;
+		if (r >= ZB_RES_COUNT || !(x->mend[i] >= x->mstart[i]))
+			continue;
+		double *v = x->ivl[r] + 2 * x->nivl[r]++;
+		v[0] = x->mstart[i];
+		v[1] = x->mend[i];
+	}
+	for (int r = 0; r < ZB_RES_COUNT; r++)
+		qsort(x->ivl[r], (size_t)x->nivl[r], 2 * sizeof(double), by_start);
+}
+
+static void item_free(zb_kfit_item *x)
+{
+	for (int r = 0; r < ZB_RES_COUNT; r++)
+		free(x->ivl[r]);
+	zb_graph_free(&x->g);
+	free(x->mstart);
+	free(x->mend);
+	memset(x, 0, sizeof *x);
+}
+
+/* One stored configuration: rebuilt, its measurement read; 1 when not usable. */
+static int load_item(zb_store *s, int64_t id, const char *json, const zb_hw *base, int warmup, zb_kfit_item *x,
+		     zb_error *err)
+{
+	zb_error e;
+	memset(x, 0, sizeof *x);
+	x->config_id = id;
+	if (read_config(json, base, &x->c, &e) || x->c.framework != ZB_FW_ZBENCH || x->c.steps <= warmup + 1)
+		return 1;
+	zb_config c;
+	if (zb_kfit_config(x, base, &c, &e) || zb_graph_build(&x->g, &c, &e))
+		return 1;
+	int r = read_events(s, x, err);
+	if (r)
+		return r;
+	x->meas_step_s = zb_step_time_window(&x->g, x->mend, warmup);
+	zb_busy_window(&x->g, x->mstart, x->mend, warmup, x->meas_busy_s);
+	if (!(x->meas_step_s > 0) || !isfinite(x->meas_step_s))
+		return 1;
+	build_intervals(x);
+	const zb_policy *p = &x->c.policy;
+	snprintf(x->key, sizeof x->key, "%s/%s/r%g/t%d/mb%d/s%d/gas%d%s%s%s%s%s", x->c.model.name,
+		 zb_policy_name(p->kind), p->ratio, p->cpu_threads, p->micro_batch, p->seq, p->gas,
+		 p->ckpt ? "/ckpt-" : "", p->ckpt ? zb_ckpt_name(p->ckpt) : "", p->offload_param ? "/op" : "",
+		 p->pageable ? "/pg" : "", p->attention == ZB_ATTN_FLASH ? "/flash" : "");
+	if (p->link_rate_Bps > 0) {
+		size_t l = strlen(x->key);
+		snprintf(x->key + l, sizeof x->key - l, "/link%g", p->link_rate_Bps / 1e9);
+	}
+	return 0;
+}
+
+zb_status zb_kfit_load(const char *db, int64_t run_id, int warmup, const zb_hw *base, zb_kfit_set *out,
+		       zb_error *err)
+{
+	memset(out, 0, sizeof *out);
+	out->warmup = warmup;
+	zb_store *s;
+	zb_status st = zb_store_open_readonly(&s, db, 10000, err);
+	if (st)
+		return st;
+	int found = 1;
+	if (!run_id && (st = zb_query_int(s, ZB_Q_RUN_MAX, 0, &run_id, &found, err)))
+		goto done;
+	if (!found) {
+		st = zb_fail(err, ZB_E_INPUT, "database '%s' has no runs", db);
+		goto done;
+	}
+	out->run_id = run_id;
+	zb_rows *q;
+	if ((st = zb_rows_open(s, ZB_Q_CONFIG_ROWS_OF_RUN, &q, err)))
+		goto done;
+	zb_rows_bind_int(q, 1, run_id);
+	int rc, cap = 0;
+	while ((rc = zb_rows_next(q)) > 0) {
+		if (out->n == cap) {
+			cap = cap ? 2 * cap : 64;
+			out->it = zb_xrealloc(out->it, (size_t)cap * sizeof *out->it);
+		}
+		zb_kfit_item *x = &out->it[out->n];
+		int r = load_item(s, zb_rows_int(q, 0, 0), zb_rows_text(q, 26), base, warmup, x, err);
+		if (r < 0) {
+			item_free(x);
+			rc = -1;
+			break;
+		}
+		if (r) {
+			item_free(x);
+			out->skipped++;
+		} else {
+			out->n++;
+		}
+	}
+	st = zb_rows_close(q, rc, "read the configurations", err);
+	if (!st && out->n == 0)
+		st = zb_fail(err, ZB_E_INPUT, "run %lld of '%s' has no measured configurations of zbench's executor",
+			     (long long)run_id, db);
+done:
+	zb_store_close(s);
+	if (st)
+		zb_kfit_free(out);
+	return st;
+}
+
+void zb_kfit_free(zb_kfit_set *s)
+{
+	for (int i = 0; i < s->n; i++)
+		item_free(&s->it[i]);
+	free(s->it);
+	s->it = NULL;
+	s->n = 0;
+}

@@ -1,0 +1,29 @@
+/*
+ * kfit_eval.h - how well predicted step times match measured ones over a set of
+ * configurations (kfit.h): MAPE, worst, busy-time MAPE per resource, the speedups
+ * within groups of one shape (same model, batch, threads, link, attention, ...;
+ * each member against the group's slowest measured member), and whether sorting by
+ * predicted step time keeps the measured order (pairs whose measured times differ by
+ * more than 3% and whose predicted order is the other way round are "swapped").
+ */
+#ifndef ZB_KFIT_EVAL_H
+#define ZB_KFIT_EVAL_H
+
+#include "analysis/kfit.h"
+
+typedef struct zb_kfit_summary {
+	int n, within3, within8;
+	double mape, worst;
+	double busy_mape[ZB_RES_COUNT];
+	int nspeed, speed_ok;
+	double speed_worst;
+	int order_pairs, order_swaps;
+} zb_kfit_summary;
+
+/* Summary of predictions p (one per item of s; NaN steps left out). */
+void zb_kfit_summarize(const zb_kfit_set *s, const zb_kfit_pred *p, zb_kfit_summary *out);
+
+/* Two configurations are of one speedup group: all but policy and ratio equal. */
+int zb_kfit_same_shape(const zb_config *a, const zb_config *b);
+
+#endif

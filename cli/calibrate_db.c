@@ -1,0 +1,255 @@
+/*
+ * calibrate_db.c - zbench calibrate --from-db: the executor profile fitted from the
+ * measured tasks of a validate run (analysis/kfit.h), written as a hardware profile,
+ * and how well it predicts: the step time of every measured configuration re-simulated
+ * on the base and on the fitted profile (in-sample), and on profiles fitted on half of
+ * the configurations predicting the other half (out-of-sample: what a user gets).
+ * --eval FILE instead evaluates a given profile on the run without fitting.
+ */
+#include "cli/calibrate_db.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "analysis/kfit.h"
+#include "analysis/kfit_eval.h"
+#include "cli/flags.h"
+#include "cli/report.h"
+#include "inputs/hwfile.h"
+#include "inputs/presets.h"
+
+static struct {
+	const char *db, *base, *out, *eval, *name, *holdout;
+	int64_t run;
+	int warmup, json, quiet;
+} o;
+
+static const zb_flag flags[] = {
+	ZB_STRING("from-db", &o.db, "<db>", "the validate database with measured tasks"),
+	ZB_ID("run", &o.run, "<id>", "its run (default: the newest)"),
+	ZB_INT("warmup", &o.warmup, 0, 100, "<n>", "warm-up steps the run left out (default 2)"),
+	ZB_STRING("base", &o.base, "<machine|file>", "values not fitted (default h200-machine)"),
+	ZB_STRING("out", &o.out, "<file>", "the profile to write (default results/hw-executor.json)"),
+	ZB_STRING("name", &o.name, "<name>", "the profile's machine name (default executor-fit)"),
+	ZB_STRING("eval", &o.eval, "<machine|file>", "evaluate this profile on the run, fit nothing"),
+	ZB_STRING("holdout", &o.holdout, "<model>", "also fit without this model's configurations and predict them"),
+	ZB_SWITCH("json", &o.json, "results as JSON"),
+	ZB_SWITCH("quiet", &o.quiet, "no per-configuration rows"),
+	{ 0 },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: zbench calibrate --from-db <db> [--run <id>] [--warmup <n>] [--base <machine|file>]\n"
+		   "                        [--out <file>] [--eval <machine|file>] [--holdout <model>] [--json] [--quiet]\n\n"
+		   "Fit the executor profile (per kernel class: GEMM groups and passes, memory-bound ops,\n"
+		   "GPU Adam, launch; CPU Adam against threads; pinned and pageable copies) to the tasks\n"
+		   "a zbench validate run measured, write it over --base, and report the step-time error\n"
+		   "of every configuration re-simulated: base, fitted (in-sample), and fitted on half of\n"
+		   "the configurations predicting the other half (out-of-sample); --holdout: fitted without\n"
+		   "one model's configurations, predicting them.\n\noptions:\n");
+	zb_flags_usage(f, flags);
+}
+
+static zb_status load_hw(const char *name, zb_hw *hw, zb_error *err)
+{
+	if (!name) {
+		zb_preset_default_hw(hw);
+		return ZB_OK;
+	}
+	if (strchr(name, '/') || strstr(name, ".json"))
+		return zb_hw_load(name, hw, err);
+	return zb_preset_hw(name, hw, err);
+}
+
+static void print_summary(const char *label, const zb_kfit_summary *m)
+{
+	printf("%-34s MAPE %6.2f%%  worst %6.2f%%  within 3%%: %d/%d  within 8%%: %d/%d  speedups within 5%%: %d/%d "
+	       "(worst %.1f%%)  order %s (%d of %d pairs swapped)\n",
+	       label, 100 * m->mape, 100 * m->worst, m->within3, m->n, m->within8, m->n, m->speed_ok, m->nspeed,
+	       100 * m->speed_worst, m->order_swaps ? "NOT preserved" : "preserved", m->order_swaps, m->order_pairs);
+	printf("%-34s busy-time MAPE:", "");
+	for (int r = 0; r < ZB_RES_COUNT; r++)
+		if (isfinite(m->busy_mape[r]))
+			printf(" %s %.1f%%", zb_resource_name((zb_resource)r), 100 * m->busy_mape[r]);
+	printf("\n");
+}
+
+/* Fit without the configurations of model `name` (its preset name, e.g. gpt2-xl), predict
+ * those: out of the model family, a harder test than alternate halves. *n gets their count. */
+static zb_status holdout(const zb_kfit_set *s, const zb_hw *base, const char *name, zb_kfit_pred *out, int *n,
+			 zb_error *err)
+{
+	unsigned char *use = zb_xcalloc((size_t)s->n, 1);
+	*n = 0;
+	for (int i = 0; i < s->n; i++) {
+		use[i] = strcmp(s->it[i].c.model.name, name) != 0;
+		*n += !use[i];
+	}
+	zb_status st = ZB_OK;
+	if (*n == 0 || *n == s->n) {
+		st = zb_fail(err, ZB_E_INPUT, "--holdout %s: %s", name,
+			     *n ? "every configuration is of that model" : "no configuration of that model");
+	} else {
+		zb_hw fitted;
+		zb_kfit_stats stats;
+		if (!(st = zb_kfit_fit(s, use, base, &fitted, &stats, err)))
+			st = zb_kfit_predict(s, &fitted, out, err);
+		for (int i = 0; i < s->n && !st; i++)
+			if (use[i])
+				out[i].step_s = NAN; /* only the held-out ones count */
+	}
+	free(use);
+	return st;
+}
+
+/* Fit on the items of one half, predict the other; both halves. */
+static zb_status cross(const zb_kfit_set *s, const zb_hw *base, zb_kfit_pred *out, zb_error *err)
+{
+	unsigned char *use = zb_xcalloc((size_t)s->n, 1);
+	zb_kfit_pred *p = zb_xcalloc((size_t)s->n, sizeof *p);
+	zb_status st = ZB_OK;
+	for (int half = 0; half < 2 && !st; half++) {
+		for (int i = 0; i < s->n; i++)
+			use[i] = (i % 2) != half;
+		zb_hw fitted;
+		zb_kfit_stats stats;
+		if ((st = zb_kfit_fit(s, use, base, &fitted, &stats, err)) || (st = zb_kfit_predict(s, &fitted, p, err)))
+			break;
+		for (int i = 0; i < s->n; i++)
+			if (!use[i])
+				out[i] = p[i];
+	}
+	free(use);
+	free(p);
+	return st;
+}
+
+static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+static json_t *summary_json(const zb_kfit_summary *m)
+{
+	json_t *b = json_object();
+	for (int r = 0; r < ZB_RES_COUNT; r++)
+		json_object_set_new(b, zb_resource_name((zb_resource)r), num(m->busy_mape[r]));
+	return json_pack("{s:i, s:o, s:o, s:i, s:i, s:i, s:i, s:o, s:i, s:i, s:o}", "configs", m->n, "mape",
+			 num(m->mape), "max_abs_err", num(m->worst), "within_3pct", m->within3, "within_8pct",
+			 m->within8, "speedups", m->nspeed, "speedups_within_5pct", m->speed_ok, "speedup_worst",
+			 num(m->speed_worst), "order_pairs", m->order_pairs, "order_swaps", m->order_swaps, "busy_mape",
+			 b);
+}
+
+int zb_calibrate_from_db(int argc, char **argv)
+{
+	memset(&o, 0, sizeof o);
+	o.warmup = 2;
+	o.out = "results/hw-executor.json";
+	int rc;
+	if (!zb_flags_parse(argc, argv, flags, NULL, 0, NULL, usage, &rc))
+		return rc;
+	zb_error err = { 0 };
+	zb_hw base, eval;
+	zb_kfit_set s;
+	if (load_hw(o.base, &base, &err) || (o.eval && load_hw(o.eval, &eval, &err)) ||
+	    zb_kfit_load(o.db, o.run, o.warmup, &base, &s, &err))
+		return zb_report_error(&err);
+	zb_kfit_pred *pb = zb_xcalloc((size_t)s.n, sizeof *pb), *pf = zb_xcalloc((size_t)s.n, sizeof *pf),
+		     *px = zb_xcalloc((size_t)s.n, sizeof *px);
+	zb_hw fitted;
+	zb_kfit_stats stats = { 0 };
+	zb_status st = zb_kfit_predict(&s, &base, pb, &err);
+	if (!st && o.eval)
+		st = zb_kfit_predict(&s, &eval, pf, &err);
+	if (!st && !o.eval) {
+		st = zb_kfit_fit(&s, NULL, &base, &fitted, &stats, &err);
+		snprintf(fitted.name, sizeof fitted.name, "%s", o.name ? o.name : "executor-fit");
+		if (!st)
+			st = zb_kfit_predict(&s, &fitted, pf, &err);
+		if (!st)
+			st = cross(&s, &base, px, &err);
+		if (!st)
+			st = zb_hw_save(o.out, &fitted, &err);
+	}
+	zb_kfit_pred *ph = NULL;
+	int nh = 0;
+	if (!st && o.holdout) {
+		ph = zb_xcalloc((size_t)s.n, sizeof *ph);
+		st = holdout(&s, &base, o.holdout, ph, &nh, &err);
+	}
+	if (st) {
+		zb_kfit_free(&s);
+		free(pb), free(pf), free(px), free(ph);
+		return zb_report_error(&err);
+	}
+	zb_kfit_summary mh;
+	if (ph)
+		zb_kfit_summarize(&s, ph, &mh);
+	zb_kfit_summary mb, mf, mx;
+	zb_kfit_summarize(&s, pb, &mb);
+	zb_kfit_summarize(&s, pf, &mf);
+	if (!o.eval)
+		zb_kfit_summarize(&s, px, &mx);
+	if (o.json) {
+		json_t *root = json_object(), *arr = json_array();
+		json_object_set_new(root, "db", json_string(o.db));
+		json_object_set_new(root, "run_id", json_integer(s.run_id));
+		json_object_set_new(root, "skipped", json_integer(s.skipped));
+		json_object_set_new(root, "base", summary_json(&mb));
+		json_object_set_new(root, o.eval ? "eval" : "fitted", summary_json(&mf));
+		if (ph)
+			json_object_set_new(root, "holdout", json_pack("{s:s, s:o}", "model", o.holdout, "summary",
+								      summary_json(&mh)));
+		if (!o.eval) {
+			json_object_set_new(root, "half_out", summary_json(&mx));
+			json_object_set_new(root, "profile", json_string(o.out));
+			json_object_set_new(root, "samples", json_pack("{s:i, s:i, s:i, s:o, s:o}", "gpu", stats.gpu_samples,
+								       "cpu", stats.cpu_samples, "copy",
+								       stats.copy_samples, "gpu_rms", num(stats.gpu_rms),
+								       "cpu_rms", num(stats.cpu_rms)));
+		}
+		for (int i = 0; i < s.n; i++)
+			json_array_append_new(arr, json_pack("{s:s, s:I, s:o, s:o, s:o, s:o}", "key", s.it[i].key,
+							     "config_id", (json_int_t)s.it[i].config_id, "measured_step_s",
+							     num(s.it[i].meas_step_s), "base_step_s", num(pb[i].step_s),
+							     o.eval ? "eval_step_s" : "fitted_step_s", num(pf[i].step_s),
+							     "half_out_step_s", num(o.eval ? NAN : px[i].step_s)));
+		json_object_set_new(root, "configs", arr);
+		zb_json_print(stdout, root);
+		json_decref(root);
+	} else {
+		printf("# zbench calibrate --from-db %s: run %lld, %d measured configurations (%d left out), warm-up %d\n",
+		       o.db, (long long)s.run_id, s.n, s.skipped, o.warmup);
+		if (!o.quiet) {
+			printf("%3s  %-52s %9s %9s %7s %9s %7s %9s %7s\n", "#", "configuration", "measured", "base", "err",
+			       o.eval ? "eval" : "fitted", "err", "half-out", "err");
+			for (int i = 0; i < s.n; i++) {
+				double m = s.it[i].meas_step_s;
+				printf("%3d  %-52s %9.2f %9.2f %+7.1f %9.2f %+7.1f %9.2f %+7.1f\n", i + 1, s.it[i].key, m * 1e3,
+				       pb[i].step_s * 1e3, 100 * (pb[i].step_s / m - 1), pf[i].step_s * 1e3,
+				       100 * (pf[i].step_s / m - 1), o.eval ? NAN : px[i].step_s * 1e3,
+				       o.eval ? NAN : 100 * (px[i].step_s / m - 1));
+			}
+		}
+		print_summary(o.base ? o.base : "base h200-machine", &mb);
+		print_summary(o.eval ? o.eval : "fitted (in-sample)", &mf);
+		if (ph) {
+			char label[96];
+			snprintf(label, sizeof label, "fitted without %.40s, on it", o.holdout);
+			print_summary(label, &mh);
+		}
+		if (!o.eval) {
+			print_summary("fitted on half, other half", &mx);
+			printf("# fit: %d GPU task samples (time-weighted rms %.1f%%), %d CPU Adam (rms %.1f%%), %d copies; "
+			       "wrote %s\n",
+			       stats.gpu_samples, 100 * stats.gpu_rms, stats.cpu_samples, 100 * stats.cpu_rms,
+			       stats.copy_samples, o.out);
+		}
+	}
+	zb_kfit_free(&s);
+	free(pb), free(pf), free(px), free(ph);
+	return 0;
+}

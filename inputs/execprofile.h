@@ -1,0 +1,79 @@
+/*
+ * execprofile.h - the executor profile: how zbench's own executor's kernels run on a
+ * machine, per kernel class, as factors on the first-principles model of the hardware
+ * profile (issue 12). It travels inside the hardware profile (zb_hw.exec, the
+ * "executor" object of a --hw JSON file) and applies only to zbench's own schedule
+ * (framework zbench): DeepSpeed's kernels have their own profile (dsprofile.h).
+ *
+ * Classes and what each factor multiplies (0 anywhere: the plain model):
+ *   GEMMs      time = flops / (gpu peak x efficiency(m, n, k; half_dim) x gemm[group][pass])
+ *              groups: dense (one matrix), batched (attention's QK^T and PV), unaligned
+ *              (a dimension not a multiple of 8: GPT-2's 50257-word head, no 16-byte
+ *              vector loads), flash (the fused attention; its base is the flash
+ *              efficiency); passes: forward (and recompute), backward data, backward weight
+ *   kernels    time = bytes / (hbm_Bps x kernel[op][fwd | bwd]): each memory-bound op's
+ *              achieved fraction of HBM bandwidth
+ *   GPU Adam   bytes / (hbm_Bps x gpu_adam)
+ *   launch_s   the fixed part of every GPU task (launch and tail), instead of kernel_latency_s
+ *   CPU Adam   1 / rate(t) = 1 / (t x adam_thread x per-core rate) + 1 / (adam_mem x ceiling):
+ *              per-thread compute and the memory system's cost add per parameter (no
+ *              overlap), so the rate rises with threads t and bends towards the memory
+ *              rate, instead of the CPU model's min(t x per-core rate, ceiling); factors on
+ *              the CPU's own figures (cpu.adam_params_per_core, cpu.adam_Bps / 28), so one
+ *              profile suits any CPU preset; 0: the CPU model
+ *   starved    the GPU compute stream's rate while CPU Adam runs on every core: the thread
+ *              that launches the kernels then waits for a core (~5 ms time slices measured on
+ *              the H200 machine), so the GPU idles between launches (1: no effect)
+ *   shared_gpu, shared_opt  the rates of GPU compute and GPU Adam while both streams run
+ *              (0: the plain model's 0.5 each; measured on the H200: compute ~0.7, Adam ~0.55)
+ *   paced      --link-rate runs: the fraction of the asked rate the paced copies achieve,
+ *              each direction (the GPU-timer pacing loses time per chunk; 0: 1)
+ *   adam_task_s the fixed cost of one CPU Adam task (dispatch, first touch), instead of
+ *              cpu.task_latency_s when > 0
+ * `zbench calibrate --from-db` fits every factor from the executor's measured task
+ * durations (analysis/kfit.h); zb_exec_profile_h200() holds the fit of the H200
+ * machine's full validate suite, which the h200 GPU preset carries.
+ */
+#ifndef ZB_EXECPROFILE_H
+#define ZB_EXECPROFILE_H
+
+#include "common/error.h"
+
+enum { ZB_GEMM_DENSE, ZB_GEMM_BATCHED, ZB_GEMM_UNALIGNED, ZB_GEMM_FLASH, ZB_GEMM_GROUPS };
+enum { ZB_EXEC_PASSES = 3 };   /* forward (and recompute), backward data, backward weight */
+enum { ZB_EXEC_KOPS = 40 };    /* >= ZB_OP_COUNT (core/graph.h; checked in execprofile.c) */
+
+typedef struct zb_exec_profile {
+	int set;                                     /* 0: none (plain model), 1: given, 2: a preset's */
+	double gemm_half_dim;                        /* 0: gpu.gemm_half_dim */
+	double gemm[ZB_GEMM_GROUPS][ZB_EXEC_PASSES]; /* factor on the GEMM efficiency */
+	double kernel[ZB_EXEC_KOPS][2];              /* fraction of hbm_Bps, [op][0 fwd, 1 bwd] */
+	double gpu_adam;                             /* fraction of hbm_Bps */
+	double launch_s;                             /* 0: gpu.kernel_latency_s */
+	double adam_thread;                          /* CPU Adam: factor on cpu.adam_params_per_core */
+	double adam_mem;                             /* CPU Adam: factor on the memory ceiling */
+	double adam_task_s;                          /* 0: cpu.task_latency_s */
+	double starved;                              /* GPU compute rate while Adam holds every core (0: 1) */
+	double paced_h2d, paced_d2h;                 /* achieved / asked --link-rate (0: 1) */
+	double shared_gpu, shared_opt;               /* rates while both GPU streams run (0: 0.5) */
+} zb_exec_profile;
+
+const char *zb_gemm_group_name(int g);  /* "dense", "batched", "unaligned", "flash" */
+const char *zb_exec_pass_name(int p);   /* "fwd", "bwd_data", "bwd_weight" */
+
+/* The fit of the H200 machine (the h200 GPU preset carries it, with set = 2: a preset's,
+ * not written to files; 1: from a file or a fit, written). */
+void zb_exec_profile_h200(zb_exec_profile *p);
+/* Every factor 1, nothing set: the plain model (what a GPU without a profile gets). */
+void zb_exec_profile_neutral(zb_exec_profile *p);
+/* The profile a configuration runs with: hw's when set, else the neutral one. */
+const zb_exec_profile *zb_exec_profile_of(const zb_exec_profile *maybe, zb_exec_profile *scratch);
+zb_status zb_exec_profile_validate(const zb_exec_profile *p, zb_error *err);
+
+/* JSON (json_t *, opaque here): the "executor" object of a hardware file (or "h200": the
+ * preset's fit); missing keys are neutral, unknown keys and bad values are errors naming
+ * path and key. */
+zb_status zb_exec_profile_from_json(const void *obj, const char *path, zb_exec_profile *out, zb_error *err);
+void *zb_exec_profile_to_json(const zb_exec_profile *p); /* a new json_t * reference */
+
+#endif

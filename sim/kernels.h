@@ -1,0 +1,45 @@
+/*
+ * kernels.h - zbench's own executor's tasks timed by the executor profile
+ * (inputs/execprofile.h): per kernel class, a factor on the first-principles model of
+ * resources.h. The simulator uses it for framework zbench; the fit (analysis/kfit.h)
+ * uses the same unit-factor times, so a fitted factor means the same in both.
+ */
+#ifndef ZB_KERNELS_H
+#define ZB_KERNELS_H
+
+#include "core/config.h"
+#include "core/graph.h"
+
+/* The executor profile that times c's tasks, or NULL when the plain model does
+ * (another framework's schedule). */
+const zb_exec_profile *zb_exec_profile_for(const zb_config *c, zb_exec_profile *scratch);
+
+/* Class of a GPU task: GEMM group (ZB_GEMM_*, -1 for other kinds) and pass slot. */
+int zb_exec_gemm_group(const zb_task *t);
+int zb_exec_pass(const zb_task *t);       /* 0 forward/recompute, 1 bwd data, 2 bwd weight */
+
+/* A GPU-side task's seconds of work with every factor 1 (half_dim as given):
+ * GEMMs and fused attention the larger of flops / (peak x efficiency) (the flash
+ * efficiency for fused attention) and bytes / hbm_Bps, kernels and GPU Adam
+ * bytes / hbm_Bps. */
+double zb_exec_unit_s(const zb_task *t, const zb_config *c, double half_dim);
+
+/* The fixed part and standalone work of a GPU or GPU-optimizer task under p. */
+void zb_exec_gpu_flow(const zb_task *t, const zb_config *c, const zb_exec_profile *p, double *fixed_s,
+		      double *work);
+
+/* CPU Adam params/s of t threads with the harmonic model (execprofile.h), the memory
+ * ceiling times share (this GPU's part of the host), before NUMA caps; 0 when p does
+ * not set it. */
+double zb_exec_adam_Pps(const zb_config *c, const zb_exec_profile *p, double threads, double share);
+
+/* The GPU compute stream's rate factor now (execprofile.h "starved"): below 1 only
+ * for zbench's schedule while CPU Adam runs with a thread on every core. (GPU Adam,
+ * a few long kernels, measured no such loss.) */
+double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_COUNT]);
+
+/* While both GPU streams run: rate[GPU] and rate[GPU_OPT] from the profile's
+ * shared_gpu and shared_opt where set (zbench's schedule only). */
+void zb_exec_shares(const zb_config *c, const zb_task *const active[ZB_RES_COUNT], double rate[ZB_RES_COUNT]);
+
+#endif

@@ -1,0 +1,227 @@
+/*
+ * test_kfit.c - the executor profile (inputs/execprofile.h, sim/kernels.h) and its fit
+ * from measured tasks (analysis/kfit.h): the file format round trip, errors naming the
+ * key, the class factors in task times, the CPU Adam thread curve, and a fit that
+ * recovers known factors from a database whose "measured" timelines were simulated
+ * with them.
+ */
+#include "tests/harness.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis/kfit.h"
+#include "analysis/kfit_eval.h"
+#include "inputs/hwfile.h"
+#include "inputs/presets.h"
+#include "results/store.h"
+#include "sim/kernels.h"
+#include "sim/predict.h"
+#include "sim/resources.h"
+
+static char dir[64];
+
+static int setup(void **state)
+{
+	zb_test_tmpdir(dir, sizeof dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* A profile given in a file survives save and load; the preset's reads back by name. */
+static void test_round_trip(void **state)
+{
+	zb_hw hw, back;
+	zb_preset_default_hw(&hw);
+	assert_int_equal(hw.gpu.exec.set, 2); /* the h200 preset carries the H200 fit */
+	char path[128];
+	snprintf(path, sizeof path, "%s/hw.json", dir);
+	zb_error err;
+	assert_int_equal(zb_hw_save(path, &hw, &err), ZB_OK);
+	assert_int_equal(zb_hw_load(path, &back, &err), ZB_OK);
+	assert_memory_equal(&hw.gpu.exec, &back.gpu.exec, sizeof hw.gpu.exec);
+	char *text = zb_test_slurp(path, NULL);
+	assert_contains(text, "\"executor\": \"h200\"");
+	free(text);
+	zb_exec_profile_neutral(&hw.gpu.exec);
+	hw.gpu.exec.set = 1;
+	hw.gpu.exec.gemm[ZB_GEMM_UNALIGNED][1] = 0.25;
+	hw.gpu.exec.kernel[ZB_OP_SOFTMAX][0] = 0.5;
+	hw.gpu.exec.starved = 0.75;
+	hw.gpu.exec.adam_thread = 1.25;
+	assert_int_equal(zb_hw_save(path, &hw, &err), ZB_OK);
+	assert_int_equal(zb_hw_load(path, &back, &err), ZB_OK);
+	assert_memory_equal(&hw.gpu.exec, &back.gpu.exec, sizeof hw.gpu.exec);
+}
+
+static void bad(const char *json, const char *want)
+{
+	char path[128];
+	snprintf(path, sizeof path, "%s/bad.json", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "{\"preset\": \"h200-machine\", \"executor\": %s}", json);
+	fclose(f);
+	zb_hw hw;
+	zb_error err = { 0 };
+	assert_int_equal(zb_hw_load(path, &hw, &err), ZB_E_INPUT);
+	assert_contains(err.msg, want);
+}
+
+static void test_bad_files(void **state)
+{
+	bad("{\"gemm\": {\"dense_fwd\": 11}}", "executor.gemm.dense_fwd 11 out of range");
+	bad("{\"gemm\": {\"sparse_fwd\": 1}}", "unknown key 'executor.gemm.sparse_fwd'");
+	bad("{\"kernel\": {\"softmax_fwd\": \"fast\"}}", "'executor.kernel.softmax_fwd' must be a number");
+	bad("{\"starved\": 2}", "executor.starved 2 out of range");
+	bad("{\"warp\": 1}", "unknown key 'executor.warp'");
+	bad("\"a100\"", "must be an object or \"h200\"");
+}
+
+/* Task times: a class factor divides the work; the neutral profile is the plain model. */
+static void test_class_factors(void **state)
+{
+	zb_config c;
+	memset(&c, 0, sizeof c);
+	zb_preset_default_hw(&c.hw);
+	zb_preset_default_model(&c.model);
+	zb_policy_defaults(&c.policy);
+	c.steps = 1;
+	zb_task gemm = zb_task_blank(ZB_TASK_GEMM, ZB_RES_GPU, ZB_OP_LMHEAD, ZB_PASS_BWD_DATA, 0, 0, 1);
+	gemm.m = 1280, gemm.n = 4096, gemm.k = 50257, gemm.batch = 1;
+	gemm.flops = 2.0 * gemm.m * gemm.n * gemm.k;
+	assert_int_equal(zb_exec_gemm_group(&gemm), ZB_GEMM_UNALIGNED);
+	zb_exec_profile_neutral(&c.hw.gpu.exec);
+	c.hw.gpu.exec.set = 1;
+	double fixed, plain, slow;
+	zb_task_flow(&gemm, &c, &fixed, &plain);
+	c.hw.gpu.exec.gemm[ZB_GEMM_UNALIGNED][1] = 0.25;
+	c.hw.gpu.exec.launch_s = 7e-6;
+	zb_task_flow(&gemm, &c, &fixed, &slow);
+	assert_close(slow, 4 * plain, 1e-12);
+	assert_close(fixed, 7e-6, 1e-12);
+	/* another framework's schedule: no executor profile */
+	c.framework = ZB_FW_DEEPSPEED;
+	assert_null(zb_exec_profile_for(&c, NULL));
+}
+
+/* CPU Adam: 1 / rate = 1 / (t x thread x per-core) + 1 / (mem x ceiling). */
+static void test_adam_curve(void **state)
+{
+	zb_config c;
+	memset(&c, 0, sizeof c);
+	zb_preset_default_hw(&c.hw);
+	zb_preset_default_model(&c.model);
+	zb_policy_defaults(&c.policy);
+	zb_exec_profile_neutral(&c.hw.gpu.exec);
+	c.hw.gpu.exec.set = 1;
+	c.hw.gpu.exec.adam_thread = 1.1;
+	c.hw.gpu.exec.adam_mem = 1.6;
+	c.hw.cpu.dram_Bps = 1e13; /* not the limit here */
+	double per = c.hw.cpu.adam_params_per_core * 1.1, mem = c.hw.cpu.adam_Bps / 28 * 1.6;
+	for (int t = 1; t <= 16; t *= 2) {
+		c.policy.cpu_threads = t;
+		assert_close(zb_cpu_adam_Bps(&c) / 28, 1 / (1 / (t * per) + 1 / mem), 1e-12);
+	}
+}
+
+/* Store config c's schedule with its simulated timeline as the "measured" one. */
+static void store_measured(zb_store *s, int64_t run, const zb_config *c)
+{
+	zb_prediction p;
+	zb_error err;
+	assert_int_equal(zb_predict(&p, c, &err), ZB_OK);
+	assert_true(p.simulated);
+	char *json = zb_config_to_json(c);
+	int64_t id;
+	assert_int_equal(zb_store_add_config(s, run, c, json, &id, &err), ZB_OK);
+	assert_int_equal(zb_store_add_tasks(s, id, &p.graph, &err), ZB_OK);
+	assert_int_equal(zb_store_add_events(s, id, "measured", &p.graph, p.res.start, p.res.end, &err), ZB_OK);
+	free(json);
+	zb_prediction_free(&p);
+}
+
+/* A fit recovers the factors the "measurements" were simulated with, and predicts
+ * them back; the plain model does not. */
+static void test_fit_recovers(void **state)
+{
+	zb_hw truth;
+	zb_preset_default_hw(&truth);
+	zb_exec_profile *p = &truth.gpu.exec;
+	zb_exec_profile_neutral(p);
+	p->set = 1;
+	p->gemm_half_dim = truth.gpu.gemm_half_dim;
+	for (int q = 0; q < ZB_EXEC_PASSES; q++)
+		p->gemm[ZB_GEMM_DENSE][q] = 0.8, p->gemm[ZB_GEMM_UNALIGNED][q] = 0.2;
+	p->kernel[ZB_OP_SOFTMAX][0] = 0.5;
+	p->launch_s = 5e-6;
+	char db[128];
+	snprintf(db, sizeof db, "%s/m.db", dir);
+	zb_store *s;
+	zb_error err;
+	int64_t run;
+	zb_run_info info = { .kind = "validate", .command = "test", .version = "t", .git_commit = "" };
+	assert_int_equal(zb_store_open(&s, db, 1000, &err), ZB_OK);
+	assert_int_equal(zb_store_begin(s, &err), ZB_OK);
+	assert_int_equal(zb_store_add_run(s, &info, &run, &err), ZB_OK);
+	const char *policies[] = { "none", "dpu" };
+	for (int i = 0; i < 2; i++) {
+		zb_config c;
+		memset(&c, 0, sizeof c);
+		c.hw = truth;
+		assert_int_equal(zb_preset_model("gpt2", &c.model, &err), ZB_OK);
+		zb_policy_defaults(&c.policy);
+		assert_int_equal(zb_policy_parse(policies[i], &c.policy.kind, &err), ZB_OK);
+		c.policy.micro_batch = 2;
+		c.policy.seq = 256;
+		c.policy.ratio = i ? 0.5 : 0;
+		c.steps = 4;
+		store_measured(s, run, &c);
+	}
+	assert_int_equal(zb_store_commit(s, &err), ZB_OK);
+	zb_store_close(s);
+
+	zb_hw base;
+	zb_preset_default_hw(&base);
+	zb_exec_profile_neutral(&base.gpu.exec);
+	zb_kfit_set set;
+	assert_int_equal(zb_kfit_load(db, 0, 2, &base, &set, &err), ZB_OK);
+	assert_int_equal(set.n, 2);
+	zb_hw fit;
+	zb_kfit_stats st;
+	assert_int_equal(zb_kfit_fit(&set, NULL, &base, &fit, &st, &err), ZB_OK);
+	assert_true(st.gpu_samples > 100);
+	assert_close(fit.gpu.exec.launch_s, 5e-6, 0.02);
+	assert_close(fit.gpu.exec.gemm[ZB_GEMM_DENSE][0], 0.8, 0.05);
+	assert_close(fit.gpu.exec.kernel[ZB_OP_SOFTMAX][0], 0.5, 0.02);
+	assert_close(fit.gpu.exec.gemm[ZB_GEMM_UNALIGNED][0], 0.2, 0.1);
+	zb_kfit_pred pred[2], plain[2];
+	assert_int_equal(zb_kfit_predict(&set, &fit, pred, &err), ZB_OK);
+	assert_int_equal(zb_kfit_predict(&set, &base, plain, &err), ZB_OK);
+	zb_kfit_summary mf, mp;
+	zb_kfit_summarize(&set, pred, &mf);
+	zb_kfit_summarize(&set, plain, &mp);
+	assert_int_equal(mf.n, 2);
+	assert_true(mf.mape < 0.02);
+	assert_true(mp.mape > mf.mape);
+	zb_kfit_free(&set);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_class_factors), cmocka_unit_test(test_adam_curve),
+		cmocka_unit_test(test_fit_recovers),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
