@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -118,6 +119,30 @@ static inline void zb_test_result_free(zb_test_result *r)
 {
 	free(r->out);
 	free(r->err);
+}
+
+/* Set-up of a test that runs the zbench binary: its path ($ZBENCH, else
+ * build/zbench) into *zbench and a fresh temporary directory into dir. -1 (the
+ * group fails) when the binary is missing. */
+static inline int zb_test_cli_setup(const char **zbench, char *dir, size_t cap)
+{
+	*zbench = getenv("ZBENCH");
+	if (!*zbench || !**zbench)
+		*zbench = "build/zbench";
+	if (access(*zbench, X_OK) != 0) {
+		print_error("zbench binary '%s' not found (set ZBENCH)\n", *zbench);
+		return -1;
+	}
+	zb_test_tmpdir(dir, cap);
+	return 0;
+}
+
+/* Remove the directory zb_test_cli_setup made. */
+static inline int zb_test_cli_teardown(const char *dir)
+{
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
 }
 
 #endif

@@ -157,23 +157,13 @@ static void gpus_per_cpu_flag(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	zbench = getenv("ZBENCH");
-	if (!zbench || !*zbench)
-		zbench = "build/zbench";
-	if (access(zbench, X_OK) != 0) {
-		print_error("zbench binary '%s' not found (set ZBENCH)\n", zbench);
-		return -1;
-	}
-	zb_test_tmpdir(tmpdir, sizeof tmpdir);
-	return 0;
+	return zb_test_cli_setup(&zbench, tmpdir, sizeof tmpdir);
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	char cmd[600];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return zb_test_cli_teardown(tmpdir);
 }
 
 int main(void)

@@ -248,22 +248,14 @@ static void test_interrupt_keeps_rows(void **state)
 
 static int setup(void **state)
 {
-	zbench = getenv("ZBENCH");
-	if (!zbench || !*zbench)
-		zbench = "build/zbench";
-	if (access(zbench, X_OK) != 0) {
-		print_error("zbench binary '%s' not found (set ZBENCH)\n", zbench);
-		return -1;
-	}
-	zb_test_tmpdir(tmpdir, sizeof tmpdir);
-	return 0;
+	(void)state;
+	return zb_test_cli_setup(&zbench, tmpdir, sizeof tmpdir);
 }
 
 static int teardown(void **state)
 {
-	char cmd[600];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	(void)state;
+	return zb_test_cli_teardown(tmpdir);
 }
 
 int main(void)
