@@ -312,6 +312,82 @@ static void fit_dram(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw)
 	}
 }
 
+/* Bytes per second the copies of x moved during [s, e] (each copy's bytes spread
+ * evenly over its measured interval). */
+static double copy_Bps_during(const zb_kfit_item *x, double s, double e)
+{
+	double b = 0;
+	for (size_t i = 0; i < x->g.ntasks; i++) {
+		const zb_task *t = &x->g.tasks[i];
+		if (t->kind != ZB_TASK_COPY || !(x->mend[i] > s) || !(x->mstart[i] < e) || !(x->mend[i] > x->mstart[i]))
+			continue;
+		double a = x->mstart[i] > s ? x->mstart[i] : s, z = x->mend[i] < e ? x->mend[i] : e;
+		b += t->bytes * (z - a) / (x->mend[i] - x->mstart[i]);
+	}
+	return b / (e - s);
+}
+
+/* The queue model of host DRAM (kernels.h zb_exec_dram): the budget from the Adam
+ * tasks copies overlap (> 50%) and slow (< 0.95 of Adam alone): Adam's traffic plus
+ * the copies' during the task, time-weighted; then h2d_queue from the H2D copies Adam
+ * overlaps (> 90%), each solved for k at its utilization. 0: too few samples. */
+static int fit_dram_queue(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw)
+{
+	double sum = 0, w = 0, floor_Bps = 0, ks = 0, kw = 0;
+	zb_exec_profile *p = &hw->gpu.exec;
+	const zb_link *l = &hw->link;
+	for (int pass = 0; pass < 2; pass++) {
+		for (int k = 0; k < s->n; k++) {
+			const zb_kfit_item *x = &s->it[k];
+			if ((use && !use[k]) || x->c.policy.pageable || x->c.policy.link_rate_Bps > 0)
+				continue;
+			zb_config c = x->c;
+			c.hw = *hw;
+			double ra = zb_exec_adam_Pps(&c, p, zb_config_cpu_threads(&c), 1);
+			if (!(ra > 0))
+				return 0;
+			double A = ra * ZB_ADAM_BYTES_PER_PARAM, B = hw->cpu.dram_Bps;
+			if (A > floor_Bps)
+				floor_Bps = A;
+			for (size_t i = 0; i < x->g.ntasks; i++) {
+				const zb_task *t = &x->g.tasks[i];
+				double s0 = x->mstart[i], e0 = x->mend[i], d = e0 - s0;
+				if (!in_window(s, x, i))
+					continue;
+				if (pass == 0 && t->kind == ZB_TASK_CPU_ADAM) {
+					double oc = copy_overlap(x, s0, e0), got = t->params / (d - p->adam_task_s);
+					if (oc < 0.5 || !(got > 0) || got > 0.95 * ra)
+						continue;
+					sum += d * (got * ZB_ADAM_BYTES_PER_PARAM + copy_Bps_during(x, s0, e0));
+					w += d;
+				} else if (pass == 1 && t->kind == ZB_TASK_COPY && t->resource == ZB_RES_H2D &&
+					   t->bytes >= (1 << 20) && overlap(x, ZB_RES_CPU, s0, e0) > 0.9) {
+					double od = overlap(x, ZB_RES_D2H, s0, e0);
+					if (od > 0.1 && od < 0.9)
+						continue;
+					int dup = od >= 0.9;
+					double hm = t->bytes / (d - l->copy_latency_s), h0 = l->h2d_Bps * (dup ? l->duplex_h2d : 1);
+					double dd = dup ? l->d2h_Bps * l->duplex_d2h : 0, left = B - dd - hm;
+					double u = ((A < left ? A : left > 0 ? left : 0) + dd) / B;
+					if (!(hm > 0) || !(u > 0.05))
+						continue;
+					if (u > 0.95)
+						u = 0.95;
+					double ki = hm < h0 ? (h0 / hm - 1) * (1 - u) / u : 0;
+					ks += d * ki;
+					kw += d;
+				}
+			}
+		}
+		if (pass == 0 && w > 0) /* the budget, before the second pass uses it */
+			hw->cpu.dram_Bps = sum / w > floor_Bps ? sum / w : floor_Bps;
+	}
+	if (!(w > 0) || !(kw > 0))
+		return 0;
+	p->h2d_queue = ks / kw > 10 ? 10 : ks / kw;
+	return 1;
+}
+
 /* duration = L + P/t u + P v over the CPU Adam tasks; weights 1/d. */
 static void fit_cpu(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, zb_kfit_stats *st)
 {
@@ -519,7 +595,12 @@ zb_status zb_kfit_fit(const zb_kfit_set *s, const unsigned char *use, const zb_h
 		fit_gpu(s, use, cfgs, &hw, stats);
 		fit_cpu(s, use, &hw, stats);
 		fit_copies(s, use, &hw, stats);
-		fit_dram(s, use, &hw);
+		zb_hw before = hw;
+		if (!fit_dram_queue(s, use, &hw)) { /* the proportional share where the queue cannot be fitted */
+			hw = before;
+			hw.gpu.exec.h2d_queue = 0;
+			fit_dram(s, use, &hw);
+		}
 		fit_starved(s, use, &hw);
 		st = zb_hw_validate(&hw, err);
 		if (!st)

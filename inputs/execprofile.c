@@ -117,7 +117,7 @@ zb_status zb_exec_profile_validate(const zb_exec_profile *p, zb_error *err)
 		{ "adam_mem", p->adam_mem, 10 },          { "adam_task_s", p->adam_task_s, 1 },
 		{ "starved", p->starved, 1 },           { "paced_h2d", p->paced_h2d, 2 },
 		{ "paced_d2h", p->paced_d2h, 2 },       { "shared_gpu", p->shared_gpu, 1 },
-		{ "shared_opt", p->shared_opt, 1 },
+		{ "shared_opt", p->shared_opt, 1 },     { "h2d_queue", p->h2d_queue, 10 },
 	};
 	for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
 		if (!isfinite(one[i].v) || one[i].v < 0 || one[i].v > one[i].hi)
@@ -182,6 +182,7 @@ static double *scalar_slot(zb_exec_profile *p, const char *key)
 	if (!strcmp(key, "paced_d2h")) return &p->paced_d2h;
 	if (!strcmp(key, "shared_gpu")) return &p->shared_gpu;
 	if (!strcmp(key, "shared_opt")) return &p->shared_opt;
+	if (!strcmp(key, "h2d_queue")) return &p->h2d_queue;
 	return NULL;
 }
 
@@ -250,5 +251,7 @@ void *zb_exec_profile_to_json(const zb_exec_profile *p)
 	json_object_set_new(o, "paced_d2h", json_real(p->paced_d2h));
 	json_object_set_new(o, "shared_gpu", json_real(p->shared_gpu));
 	json_object_set_new(o, "shared_opt", json_real(p->shared_opt));
+	if (p->h2d_queue > 0) /* files of the proportional model stay as they were */
+		json_object_set_new(o, "h2d_queue", json_real(p->h2d_queue));
 	return o;
 }

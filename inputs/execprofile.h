@@ -30,6 +30,12 @@
  *              each direction (the GPU-timer pacing loses time per chunk; 0: 1)
  *   adam_task_s the fixed cost of one CPU Adam task (dispatch, first touch), instead of
  *              cpu.task_latency_s when > 0
+ *   h2d_queue  host DRAM shared by CPU Adam and DMA as the executor measures it (sim/kernels.h
+ *              zb_exec_dram; 0: resources.c's proportional share): D2H copies (posted PCIe
+ *              writes) keep their rate and take their DRAM bandwidth first; H2D copies (DMA
+ *              reads, a bounded number in flight, so latency-bound) slow as the memory queue
+ *              grows: rate / (1 + h2d_queue x u / (1 - u)), u the DRAM utilization of Adam and
+ *              D2H; Adam gets what is left of cpu.dram_Bps
  * `zbench calibrate --from-db` fits every factor from the executor's measured task
  * durations (analysis/kfit.h); zb_exec_profile_h200() holds the fit of the H200
  * machine's full validate suite, which the h200 GPU preset carries.
@@ -56,6 +62,7 @@ typedef struct zb_exec_profile {
 	double starved;                              /* GPU compute rate while Adam holds every core (0: 1) */
 	double paced_h2d, paced_d2h;                 /* achieved / asked --link-rate (0: 1) */
 	double shared_gpu, shared_opt;               /* rates while both GPU streams run (0: 0.5) */
+	double h2d_queue;                            /* DMA reads' queueing under DRAM load (0: off) */
 } zb_exec_profile;
 
 const char *zb_gemm_group_name(int g);  /* "dense", "batched", "unaligned", "flash" */

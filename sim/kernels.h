@@ -42,4 +42,18 @@ double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_CO
  * shared_gpu and shared_opt where set (zbench's schedule only). */
 void zb_exec_shares(const zb_config *c, const zb_task *const active[ZB_RES_COUNT], double rate[ZB_RES_COUNT]);
 
+/* Host DRAM shared by CPU Adam (rate[CPU], bytes/s, when adam) and the copies of
+ * active[] at their link rates in rate[], as zbench's executor measured it on the H200
+ * machine (execprofile.h h2d_queue; validate run of 2026-11-30, 16 threads: D2H 55 GB/s
+ * alone and 53 under Adam, H2D 54.6 alone and 53 / 52 / 46 / 37 GB/s under Adam on 2 / 4 /
+ * 8 / 16 threads). PCIe writes into host memory are posted, so D2H keeps its rate and
+ * its bytes come first; reads are non-posted with a bounded number of requests in
+ * flight, so H2D's rate falls with the loaded memory latency (Neugebauer et al.,
+ * "Understanding PCIe performance for end host networking", SIGCOMM 2018: DMA read
+ * throughput = outstanding requests x size / latency), modelled as an M/M/1 queue's
+ * wait at utilization u; Adam gets the rest of cpu.dram_Bps. Paced copies (--link-rate)
+ * are below the latency bound and keep their rate. Returns 0 (nothing changed) when
+ * the profile does not set h2d_queue, for pageable copies and other frameworks. */
+int zb_exec_dram(const zb_config *c, int adam, const zb_task *const active[ZB_RES_COUNT], double rate[ZB_RES_COUNT]);
+
 #endif

@@ -170,6 +170,8 @@ void zb_resource_rates(const zb_config *c, const zb_task *const active[ZB_RES_CO
 	/* only Adam draws on DRAM at its rate; framework host tasks are durations */
 	int adam = active[ZB_RES_CPU] && active[ZB_RES_CPU]->kind == ZB_TASK_CPU_ADAM;
 
+	if (zb_exec_dram(c, adam, active, rate)) /* zbench's executor: as measured (kernels.h) */
+		return;
 	/* Host DRAM: Adam and DMA share it. A pageable copy also costs the driver's
 	 * staging memcpy (a read and a write) on top of the DMA. */
 	double budget = c->hw.cpu.dram_Bps * zb_numa_share(c);
