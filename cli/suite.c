@@ -118,6 +118,22 @@ static const zb_suite_entry fid[] = {
 };
 #undef LQ
 
+/* "Faster link, slower step" (issue 12) on one host, both sides of each comparison
+ * measured there: dpu ratio 1 (the CPU flow decides, copies overlap Adam) at the
+ * native link and at 25 and 12 GB/s (gen4, gen3), 16 threads and every core of a
+ * 32-core host (scripts/visit-fid2.sh, the 2x H200 machine). */
+static const zb_suite_entry linkrate[] = {
+	{ "gpt-2.5b", "dpu", 1, 16, 4, 2048, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt-2.5b", "dpu", 1, 16, 4, 2048, 1, NULL, 0, 0, 0, NULL, 25, 0, 0 },
+	{ "gpt-2.5b", "dpu", 1, 32, 4, 2048, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt-2.5b", "dpu", 1, 32, 4, 2048, 1, NULL, 0, 0, 0, NULL, 25, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 16, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 16, 4, 1024, 1, NULL, 0, 0, 0, NULL, 25, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 16, 4, 1024, 1, NULL, 0, 0, 0, NULL, 12, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 32, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 32, 4, 1024, 1, NULL, 0, 0, 0, NULL, 25, 0, 0 },
+};
+
 static const zb_suite_entry quick[] = {
 	{ "gpt2-medium", "offload", 1, 8, 2, 512, 1, NULL, 0, 0, 1, NULL, 0, 0, 0 },
 	{ "gpt2-medium", "dpu", 0.5, 8, 2, 512, 1, NULL, 0, 0, 1, NULL, 0, 0, 0 },
@@ -132,6 +148,8 @@ static const zb_suite suites[] = {
 	{ "quick", "4 small configurations (seq 512), seconds on the GPU", quick, COUNT(quick) },
 	{ "fid", "44 configurations in one visit: native, gen3 and gen4 link rates, 2..16 threads, pageable, "
 		 "checkpointing, parameter offload, GQA, flash and eager (1 warm-up + 2 measured steps)", fid, COUNT(fid) },
+	{ "link", "9 configurations: dpu ratio 1 at the native link, 25 and 12 GB/s, 16 and 32 threads "
+		  "(faster link, slower step?)", linkrate, COUNT(linkrate) },
 };
 
 zb_status zb_suite_find(const char *name, const zb_suite **out, zb_error *err)
@@ -141,7 +159,7 @@ zb_status zb_suite_find(const char *name, const zb_suite **out, zb_error *err)
 			*out = &suites[i];
 			return ZB_OK;
 		}
-	return zb_fail(err, ZB_E_INPUT, "unknown suite '%s' (known: full, quick, fid)", name);
+	return zb_fail(err, ZB_E_INPUT, "unknown suite '%s' (known: full, quick, fid, link)", name);
 }
 
 void zb_suite_key(const zb_suite_entry *e, char *buf, size_t n)
