@@ -18,6 +18,7 @@
 #include "inputs/hwfile.h"
 #include "inputs/presets.h"
 #include "results/store.h"
+#include "sim/attention.h"
 #include "sim/kernels.h"
 #include "sim/predict.h"
 #include "sim/resources.h"
@@ -134,6 +135,61 @@ static void test_adam_curve(void **state)
 	}
 }
 
+/* Host DRAM under the queue model (kernels.h zb_exec_dram): D2H keeps its rate, H2D
+ * slows by 1 + k u / (1 - u), Adam gets the rest; without h2d_queue the proportional
+ * share of resources.c is unchanged. */
+static void test_dram_queue(void **state)
+{
+	zb_config c;
+	memset(&c, 0, sizeof c);
+	zb_preset_default_hw(&c.hw);
+	zb_preset_default_model(&c.model);
+	zb_policy_defaults(&c.policy);
+	c.steps = 1;
+	zb_exec_profile_neutral(&c.hw.gpu.exec);
+	c.hw.gpu.exec.set = 1;
+	c.hw.gpu.exec.adam_thread = 1.1;
+	c.hw.gpu.exec.adam_mem = 1.6;
+	zb_task adam = zb_task_blank(ZB_TASK_CPU_ADAM, ZB_RES_CPU, ZB_OP_ADAM, ZB_PASS_OPT, 0, 0, 1);
+	zb_task down = zb_task_blank(ZB_TASK_COPY, ZB_RES_D2H, ZB_OP_GRAD_DOWN, ZB_PASS_OPT, 0, 0, 1);
+	zb_task up = zb_task_blank(ZB_TASK_COPY, ZB_RES_H2D, ZB_OP_PARAM_UP, ZB_PASS_OPT, 0, 0, 1);
+	const zb_task *act[ZB_RES_COUNT] = { 0 };
+	act[ZB_RES_CPU] = &adam, act[ZB_RES_D2H] = &down, act[ZB_RES_H2D] = &up;
+	double plain[ZB_RES_COUNT], q[ZB_RES_COUNT];
+	zb_resource_rates(&c, act, plain);
+	double a = zb_cpu_adam_Bps(&c), B = c.hw.cpu.dram_Bps;
+	double d = c.hw.link.d2h_Bps * c.hw.link.duplex_d2h, h0 = c.hw.link.h2d_Bps * c.hw.link.duplex_h2d;
+	assert_true(a + d + h0 > B); /* the proportional share slows all three alike */
+	assert_close(plain[ZB_RES_D2H] / d, plain[ZB_RES_CPU] / a, 1e-9);
+	c.hw.gpu.exec.h2d_queue = 0.1;
+	zb_resource_rates(&c, act, q);
+	assert_close(q[ZB_RES_D2H], d, 1e-12); /* posted writes keep their rate */
+	double h = q[ZB_RES_H2D], u = (q[ZB_RES_CPU] + d) / B;
+	assert_close(h, h0 / (1 + 0.1 * u / (1 - u)), 1e-6); /* the fixed point */
+	assert_close(q[ZB_RES_CPU] + d + h, B, 1e-9);       /* Adam takes the rest */
+	assert_true(h < h0 && q[ZB_RES_CPU] < a);
+	/* H2D alone with Adam on few threads: Adam keeps its rate, H2D slows a little */
+	c.policy.cpu_threads = 2;
+	act[ZB_RES_D2H] = NULL;
+	zb_resource_rates(&c, act, q);
+	assert_close(q[ZB_RES_CPU], zb_cpu_adam_Bps(&c), 1e-12);
+	assert_true(q[ZB_RES_H2D] < c.hw.link.h2d_Bps && q[ZB_RES_H2D] > 0.9 * c.hw.link.h2d_Bps);
+	/* paced copies keep the paced rate; pageable ones take the proportional share */
+	zb_error err;
+	c.policy.cpu_threads = 16;
+	zb_config p = c;
+	assert_int_equal(zb_link_rate_apply(&p, 12e9, &err), ZB_OK);
+	zb_resource_rates(&p, act, q);
+	assert_close(q[ZB_RES_H2D], 12e9, 1e-12);
+	p = c;
+	p.policy.pageable = 1;
+	c.hw.gpu.exec.h2d_queue = 0;
+	zb_resource_rates(&p, act, q);
+	p.hw.gpu.exec.h2d_queue = 0;
+	zb_resource_rates(&p, act, plain);
+	assert_close(q[ZB_RES_H2D], plain[ZB_RES_H2D], 1e-12);
+}
+
 /* Store config c's schedule with its simulated timeline as the "measured" one. */
 static void store_measured(zb_store *s, int64_t run, const zb_config *c)
 {
@@ -221,7 +277,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_class_factors), cmocka_unit_test(test_adam_curve),
-		cmocka_unit_test(test_fit_recovers),
+		cmocka_unit_test(test_fit_recovers), cmocka_unit_test(test_dram_queue),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
