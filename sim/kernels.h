@@ -52,8 +52,9 @@ void zb_exec_shares(const zb_config *c, const zb_task *const active[ZB_RES_COUNT
  * "Understanding PCIe performance for end host networking", SIGCOMM 2018: DMA read
  * throughput = outstanding requests x size / latency), modelled as an M/M/1 queue's
  * wait at utilization u; Adam gets the rest of cpu.dram_Bps. Paced copies (--link-rate)
- * are below the latency bound and keep their rate. Returns 0 (nothing changed) when
- * the profile does not set h2d_queue, for pageable copies and other frameworks. */
+ * are below the latency bound and keep their rate; pageable ones cost 3x their bytes
+ * of DRAM (DMA and the driver's staging copy). Returns 0 (nothing changed) when the
+ * profile does not set h2d_queue, and for other frameworks. */
 int zb_exec_dram(const zb_config *c, int adam, const zb_task *const active[ZB_RES_COUNT], double rate[ZB_RES_COUNT]);
 
 #endif

@@ -174,7 +174,7 @@ static void test_dram_queue(void **state)
 	zb_resource_rates(&c, act, q);
 	assert_close(q[ZB_RES_CPU], zb_cpu_adam_Bps(&c), 1e-12);
 	assert_true(q[ZB_RES_H2D] < c.hw.link.h2d_Bps && q[ZB_RES_H2D] > 0.9 * c.hw.link.h2d_Bps);
-	/* paced copies keep the paced rate; pageable ones take the proportional share */
+	/* paced copies keep the paced rate; pageable ones cost 3x their bytes of DRAM */
 	zb_error err;
 	c.policy.cpu_threads = 16;
 	zb_config p = c;
@@ -183,11 +183,10 @@ static void test_dram_queue(void **state)
 	assert_close(q[ZB_RES_H2D], 12e9, 1e-12);
 	p = c;
 	p.policy.pageable = 1;
-	c.hw.gpu.exec.h2d_queue = 0;
+	act[ZB_RES_D2H] = &down;
 	zb_resource_rates(&p, act, q);
-	p.hw.gpu.exec.h2d_queue = 0;
-	zb_resource_rates(&p, act, plain);
-	assert_close(q[ZB_RES_H2D], plain[ZB_RES_H2D], 1e-12);
+	assert_close(q[ZB_RES_D2H], p.hw.link.pageable_d2h_Bps * p.hw.link.duplex_d2h, 1e-12);
+	assert_close(q[ZB_RES_CPU], fmin(zb_cpu_adam_Bps(&p), B - 3 * (q[ZB_RES_D2H] + q[ZB_RES_H2D])), 1e-9);
 }
 
 /* Store config c's schedule with its simulated timeline as the "measured" one. */
