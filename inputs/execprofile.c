@@ -74,6 +74,10 @@ static void fill_profiles(void)
 	p->starved = 0.70;
 	p->shared_gpu = 0.708; /* compute while GPU Adam runs: 1.4x its alone time */
 	p->shared_opt = 0.529; /* GPU Adam while compute runs: 2136 against 3956 GB/s alone */
+	/* host DRAM as a queue (kernels.h zb_exec_dram), `calibrate --from-db` on the same
+	 * run: H2D copies under Adam on 2 / 4 / 8 / 16 threads 53 / 52 / 46 / 37 GB/s against
+	 * 54.6 alone, D2H 53-55 either way (BENCHMARKS.md, issue 12) */
+	p->h2d_queue = 0.16;
 }
 
 void zb_exec_profile_h200(zb_exec_profile *p)
