@@ -12,7 +12,7 @@ check that synchronizes, fp32 cast, copy down).
 
 Split wraps those methods on the optimizer instance (an attribute on the instance wins
 over the class's method, and step() calls them through self) and sums their host wall time
-per step; "step_other" is the rest of engine.step() (the inline cast, the copy's launch,
+per step (with ipg_wait_gpu: see sync_flush below); "step_other" is the rest of engine.step() (the inline cast, the copy's launch,
 the engine's own Python). Nested calls are counted in both (reduce_ipg_grads contains
 copy_grads_in_partition; reset_cpu_buffers contains a _wait_for_offload_copies).
 cast_probe times the inline cast alone afterwards on the same tensors (the host's
@@ -26,9 +26,15 @@ METHODS = STEP_METHODS + ("reduce_ipg_grads", "copy_grads_in_partition")
 
 
 class Split:
-    def __init__(self, optimizer):
+    def __init__(self, optimizer, torch):
         self.ms, self.calls, self.steps = {}, {}, []
         self.wrapped, self.depth, self.top_ms = [], 0, 0.0
+        self.tensor_calls, self.last_tensor_calls = [], []
+        self.torch = torch
+        # without overlap_comm the first per-tensor overflow check of a flush waits for the
+        # backward kernels queued before it: synchronizing at the flush's start (timed as
+        # ipg_wait_gpu) waits for the same work, so the per-tensor times below are the flush's own
+        self.sync_flush = not getattr(optimizer, "overlap_comm", False)
         for name in METHODS:
             f = getattr(optimizer, name, None)
             if callable(f):
@@ -38,6 +44,10 @@ class Split:
 
     def _wrap(self, name, f):
         def timed(*args, **kwargs):
+            if name == "reduce_ipg_grads" and self.sync_flush:
+                t0 = time.perf_counter()
+                self.torch.cuda.synchronize()
+                self.ms["ipg_wait_gpu"] = self.ms.get("ipg_wait_gpu", 0.0) + (time.perf_counter() - t0) * 1e3
             t0 = time.perf_counter()
             self.depth += 1
             try:
@@ -49,6 +59,8 @@ class Split:
                 self.calls[name] = self.calls.get(name, 0) + 1
                 if self.depth == 0 and name in STEP_METHODS:
                     self.top_ms += ms  # outermost calls only: nested time counted once
+                if name == "copy_grads_in_partition" and args:
+                    self.tensor_calls.append((args[0].numel(), round(ms, 4)))
         return timed
 
     def end_step(self, step_phase_ms):
@@ -57,6 +69,7 @@ class Split:
         row["step_other"] = step_phase_ms - self.top_ms
         self.steps.append((row, dict(self.calls)))
         self.ms, self.calls, self.top_ms = {}, {}, 0.0
+        self.last_tensor_calls, self.tensor_calls = self.tensor_calls, []
 
     def cast_probe(self, torch, repeats=3):
         """Median ms of the stage-2 offload cast (fp32 partition -> pinned bf16 buffer), or None."""
@@ -75,11 +88,15 @@ class Split:
         return {"ms": statistics.median(times), "elements": sum(f.numel() for f in fp32),
                 "threads": torch.get_num_threads()}
 
-    def result(self, warmup, torch):
+    def result(self, warmup):
+        torch = self.torch
         timed = self.steps[warmup:]
         names = sorted({k for row, _ in timed for k in row})
         out = {"split_ms": {k: round(statistics.median(row.get(k, 0.0) for row, _ in timed), 3) for k in names},
-               "split_calls": timed[-1][1] if timed else {}, "split_methods": self.wrapped}
+               "split_calls": timed[-1][1] if timed else {}, "split_methods": self.wrapped,
+               "split_flush_synced": self.sync_flush,
+               # the last step's copy_grads_in_partition calls in order: [tensor elements, ms]
+               "split_tensor_calls": self.last_tensor_calls}
         probe = self.cast_probe(torch)
         if probe:
             out["cast_probe"] = probe

@@ -503,7 +503,7 @@ def main(argv):
     split = None
     if a.step_split and info["zero_stage"] in (1, 2):
         from ds_split import Split  # peers/ds_split.py, next to this script
-        split = Split(engine.optimizer)
+        split = Split(engine.optimizer, torch)
     steps_ms, phases = run_steps(torch, a, fwd, bwd, step, every_micro, split.end_step if split else None)
     timed, timed_ph = steps_ms[WARMUP_STEPS:], phases[WARMUP_STEPS:]
     result = {
@@ -530,7 +530,7 @@ def main(argv):
     }
     result["world_size"] = a.world_size
     if split:
-        result.update(split.result(WARMUP_STEPS, torch))
+        result.update(split.result(WARMUP_STEPS))
     if a.world_size > 1:
         print(f"ds_step: rank {os.environ['RANK']}: {json.dumps(result)}", file=sys.stderr)
         result = combine_ranks(torch, result)
