@@ -17,7 +17,9 @@ the engine's own Python). Nested calls are counted in both (reduce_ipg_grads con
 copy_grads_in_partition; reset_cpu_buffers contains a _wait_for_offload_copies).
 cast_probe times the inline cast alone afterwards on the same tensors (the host's
 fp32 -> bf16 rate at this size)."""
+import json
 import statistics
+import sys
 import time
 
 STEP_METHODS = ("_wait_for_offload_copies", "scaled_global_norm", "unscale_and_clip_grads", "_optimizer_step",
@@ -68,6 +70,9 @@ class Split:
         row = dict(self.ms)
         row["step_other"] = step_phase_ms - self.top_ms
         self.steps.append((row, dict(self.calls)))
+        # each step in the log as it ends: a run cut short by its timeout still tells
+        print(f"ds_split: step {len(self.steps) - 1} " + json.dumps({k: round(v, 3) for k, v in row.items()}),
+              file=sys.stderr, flush=True)
         self.ms, self.calls, self.top_ms = {}, {}, 0.0
         self.last_tensor_calls, self.tensor_calls = self.tensor_calls, []
 
