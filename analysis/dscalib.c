@@ -24,6 +24,7 @@ zb_status zb_ds_eval_row(const zb_ds_measured *m, int i, const zb_config *base, 
 	out->host_B = p.mem.host_bytes;
 	out->fits = p.mem.fits;
 	out->step_s = p.simulated ? p.res.step_time_s : 0;
+	out->gpu_busy_s = p.simulated ? p.res.busy_s[ZB_RES_GPU] : 0;
 	zb_prediction_free(&p);
 	return ZB_OK;
 }
@@ -46,15 +47,18 @@ static int residuals(const double *x, double *r, void *ctx)
 	fitctx *f = ctx;
 	apply(f, x);
 	f->evals++;
+	int k = f->m->n; /* the GPU busy residuals follow the step times */
 	for (int i = 0; i < f->m->n; i++) {
 		zb_ds_eval e;
 		zb_error err;
 		if (zb_ds_eval_row(f->m, i, &f->base, &e, &err) || e.step_s <= 0)
 			return -1;
 		r[i] = log(e.step_s / f->m->rows[i].step_s);
+		if (f->m->rows[i].gpu_busy_s > 0) /* one more residual per row that measured it */
+			r[k++] = e.gpu_busy_s > 0 ? log(e.gpu_busy_s / f->m->rows[i].gpu_busy_s) : 0;
 	}
 	for (int j = 0; j < ZB_DS_NPARAM; j++)
-		r[f->m->n + j] = ZB_DS_PRIOR * (x[j] - f->x0[j]);
+		r[k + j] = ZB_DS_PRIOR * (x[j] - f->x0[j]);
 	return 0;
 }
 
@@ -93,6 +97,8 @@ zb_status zb_ds_calibrate(const zb_ds_measured *m, const zb_config *base, zb_ds_
 			lo[i] = hi[i] = x[i];
 	}
 	int nr = m->n + ZB_DS_NPARAM;
+	for (int i = 0; i < m->n; i++)
+		nr += m->rows[i].gpu_busy_s > 0;
 	double *r = zb_xmalloc(sizeof(double) * (size_t)nr), cost;
 	zb_status st = ZB_OK;
 	if (residuals(x, r, &f)) {

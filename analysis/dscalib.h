@@ -4,7 +4,10 @@
  * measured step times by least squares (fit.h, zb_fit_lsq).
  *
  * The fit works on log step times (a 5 % error weighs the same at 450 ms and at
- * 3 s) and in log space of each parameter, with a weak pull towards the profile it
+ * 3 s) and, for rows that give it (gpu_busy_ms), on the log of the measured GPU
+ * kernel busy time, which pins the GPU's share of a step (gpu_eff) so that the fit
+ * cannot trade GPU time for host time: step times alone let it make the kernels
+ * slower and the host work faster than measured and in log space of each parameter, with a weak pull towards the profile it
  * starts from (ZB_DS_PRIOR per e-fold), so that parameters the data cannot tell
  * apart stay at their sourced defaults instead of wandering.
  */
@@ -21,6 +24,7 @@ typedef struct zb_ds_eval {
 	double step_s;     /* predicted step time (0 when it does not fit) */
 	double gpu_B;      /* predicted GPU peak */
 	double host_B;     /* predicted host memory */
+	double gpu_busy_s; /* predicted GPU busy time per step (the compute stream) */
 	int fits;
 } zb_ds_eval;
 

@@ -17,9 +17,9 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-enum { C_CONFIG, C_ZERO, C_STEP, C_GPU, C_HOST, C_MODEL, C_SEQ, C_MB, C_SG, C_N };
+enum { C_CONFIG, C_ZERO, C_STEP, C_GPU, C_HOST, C_MODEL, C_SEQ, C_MB, C_SG, C_BUSY, C_N };
 static const char *const colnames[C_N] = { "config", "zero", "step_ms", "gpu_peak_GiB", "host_rss_GiB",
-					    "model", "seq", "micro_batch", "sub_group_size" };
+					    "model", "seq", "micro_batch", "sub_group_size", "gpu_busy_ms" };
 
 /* Split a line at tabs in place; returns the field count. */
 static int split_tabs(char *line, char **f, int cap)
@@ -69,6 +69,13 @@ static zb_status read_row(char **f, int nf, const int *col, const char *path, in
 		case C_CONFIG: snprintf(r->name, sizeof r->name, "%s", v); break;
 		case C_ZERO: snprintf(r->zero, sizeof r->zero, "%s", v); break;
 		case C_MODEL: snprintf(r->model, sizeof r->model, "%s", v); break;
+		case C_BUSY: /* optional per row: "-" where not measured */
+			if (strcmp(v, "-") == 0)
+				break;
+			if (parse_num(v, &x) || x <= 0)
+				return bad(err, path, line, colnames[c], v);
+			r->gpu_busy_s = x / 1e3;
+			break;
 		default:
 			if (parse_num(v, &x) || x <= 0)
 				return bad(err, path, line, colnames[c], v);

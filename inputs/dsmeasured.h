@@ -6,7 +6,8 @@
  * starts at a header line whose first column is "config" and that has the columns
  *   config  zero  step_ms  gpu_peak_GiB  host_rss_GiB
  * in any order, optionally also model, seq, micro_batch, sub_group_size (values
- * for the whole row; missing ones come from the command line). A model is a preset
+ * for the whole row; missing ones come from the command line) and gpu_busy_ms (the
+ * step's GPU kernel busy time, "-" where not measured; calibrate fits to it too). A model is a preset
  * name or a .json file: a Hugging Face config.json or a zbench model file (a
  * relative path is tried as given, then beside the table). The table ends at a
  * blank line, a comment line or the end of the file (a second table below it, like
@@ -32,6 +33,8 @@ typedef struct zb_ds_row {
 	double step_s;           /* measured median step time */
 	double gpu_peak_B;       /* torch.cuda.max_memory_allocated (0: not given) */
 	double host_rss_B;       /* peak RSS (0: not given) */
+	double gpu_busy_s;       /* GPU kernel busy time of one step (the union of its kernel
+	                            intervals, profiled or traced; 0: not given) */
 	char model[64];          /* "" : from the command line */
 	int seq, micro_batch;    /* 0 : from the command line */
 	int64_t sub_group_size;  /* 0 : from the command line */

@@ -79,6 +79,8 @@ def parse_args(argv):
                    help="auto: PyTorch picks the SDPA kernel (flash for bf16 causal on Hopper); "
                         "flash: only the flash kernel (an error where it cannot run)")
     p.add_argument("--nvtx", action="store_true", help="NVTX ranges: 'step N', 'forward', 'backward', 'optimizer'")
+    p.add_argument("--step-split", action="store_true",
+                   help="ZeRO-1/2: host time per DeepSpeed optimizer method (peers/ds_split.py) in the JSON line")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--world-size", type=int, default=int(os.environ.get("WORLD_SIZE", "1")),
                    help="data-parallel GPUs, one process each (default: $WORLD_SIZE or 1)")
@@ -406,7 +408,7 @@ class Phases:
         return out
 
 
-def run_steps(torch, a, micro_fwd, micro_bwd, opt_step, step_every_micro):
+def run_steps(torch, a, micro_fwd, micro_bwd, opt_step, step_every_micro, after_step=None):
     """Time a.steps steps; returns (per-step ms, per-step phase dicts).
 
     DeepSpeed wants engine.step() after every micro batch (it counts micro steps to find the
@@ -432,6 +434,8 @@ def run_steps(torch, a, micro_fwd, micro_bwd, opt_step, step_every_micro):
         if a.nvtx:
             torch.cuda.nvtx.range_pop()
         phases.append(ph.ms)
+        if after_step:
+            after_step(ph.ms.get("step", 0.0))
         if not torch.isfinite(loss.detach().float()):
             raise SystemExit(f"ds_step: loss is {loss.item()} at step {i}")
         print(f"ds_step: step {i} {steps_ms[-1]:.1f} ms loss {loss.item():.3f}", file=sys.stderr)
@@ -495,8 +499,12 @@ def main(argv):
     Gpt, Llama = build_model_classes(torch, a.attention)
     build_net = (lambda: Gpt(a)) if a.family == "gpt" else (lambda: Llama(a))
     setup = setup_torch if a.no_deepspeed else setup_deepspeed
-    _, model, info, (fwd, bwd, step, every_micro) = setup(torch, a, build_net)
-    steps_ms, phases = run_steps(torch, a, fwd, bwd, step, every_micro)
+    engine, model, info, (fwd, bwd, step, every_micro) = setup(torch, a, build_net)
+    split = None
+    if a.step_split and info["zero_stage"] in (1, 2):
+        from ds_split import Split  # peers/ds_split.py, next to this script
+        split = Split(engine.optimizer, torch)
+    steps_ms, phases = run_steps(torch, a, fwd, bwd, step, every_micro, split.end_step if split else None)
     timed, timed_ph = steps_ms[WARMUP_STEPS:], phases[WARMUP_STEPS:]
     result = {
         "harness": "ds_step", "format": 1,
@@ -521,6 +529,8 @@ def main(argv):
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     result["world_size"] = a.world_size
+    if split:
+        result.update(split.result(WARMUP_STEPS))
     if a.world_size > 1:
         print(f"ds_step: rank {os.environ['RANK']}: {json.dumps(result)}", file=sys.stderr)
         result = combine_ranks(torch, result)

@@ -50,9 +50,9 @@
 /* The other shapes (gpt2-large, Llama-3.2-3B; BENCHMARKS.md "Other shapes" has the
  * table): presets and the default profile worst 11.5 %; the committed profile, fitted
  * on the 2.5 B table only (calibrated hardware), predicts them without refitting:
- * MAPE 5.5 %, each configuration's error recorded in shape_errors below. */
+ * MAPE 6.4 %, each configuration's error recorded in shape_errors below. */
 #define BOUND_SHAPES_DEFAULT_WORST 0.25
-#define SHAPES_MAPE 0.055        /* recorded 2026-11-30 */
+#define SHAPES_MAPE 0.064        /* recorded 2026-12-01 (the fit also to the measured GPU busy) */
 #define SHAPES_SLACK 0.010       /* per configuration, on |error| */
 
 static void base(zb_config *c)
@@ -440,6 +440,18 @@ static void test_committed_profile(void **state)
 	errors(&m, &c, e, &worst, &mape, "file");
 	assert_true(worst <= BOUND_FITTED_WORST);
 	assert_true(in_order(&m, e));
+	/* the fit's second target: the profiled GPU kernel busy time of 4 rows */
+	int busy = 0;
+	for (int i = 0; i < m.n; i++) {
+		if (m.rows[i].gpu_busy_s <= 0)
+			continue;
+		busy++;
+		double x = e[i].gpu_busy_s / m.rows[i].gpu_busy_s - 1;
+		print_message("# gpu busy %-8s measured %.0f ms predicted %.0f ms (%+.1f%%)\n", m.rows[i].name,
+			      m.rows[i].gpu_busy_s * 1e3, e[i].gpu_busy_s * 1e3, 100 * x);
+		assert_true(fabs(x) < 0.05);
+	}
+	assert_int_equal(busy, 4);
 	zb_ds_measured_free(&m);
 }
 
@@ -471,9 +483,10 @@ static void test_shape_terms(void **state)
 
 /* Errors of the committed profile on the other shapes, in the data file's order
  * (gpt2-large s2-none s2-off s3-off s3-tf50, then Llama-3.2-3B the same), recorded
- * 2026-11-30. A change that moves any of them further from 0 by more than the slack
+ * 2026-12-01 (before, with step times alone fitted: -3.3, -11.0, -6.3, +1.5, +0.6, -11.8, -2.8,
+ * +6.9 %). A change that moves any of them further from 0 by more than the slack
  * fails: the no-refit generalization check of issue 11. */
-static const double shape_errors[8] = { -0.033, -0.110, -0.063, +0.015, +0.006, -0.118, -0.028, +0.069 };
+static const double shape_errors[8] = { +0.064, -0.075, -0.036, +0.055, +0.075, -0.107, -0.015, +0.087 };
 
 /* The gpt2-large and Llama-3.2-3B runs (JSON lines): from presets, and without
  * refitting with the committed profile, which is the 2.5 B table's fit (checked:
@@ -597,6 +610,8 @@ static void test_measured_table(void **state)
 	assert_int_equal(m.n, 8); /* the profiled table below it is not read */
 	assert_string_equal(m.rows[7].name, "s3-off-param");
 	assert_close(m.rows[0].step_s, 1.570, 1e-12);
+	assert_close(m.rows[0].gpu_busy_s, 0.328, 1e-12); /* gpu_busy_ms column */
+	assert_true(m.rows[3].gpu_busy_s == 0);           /* "-": not profiled */
 	zb_ds_measured_free(&m);
 
 	char dir[64], path[128];
@@ -628,6 +643,7 @@ static void test_measured_table(void **state)
 	} bad[] = {
 		{ "config\tzero\nx\tstage 2\n", "no 'step_ms' column" },
 		{ "config\tzero\tstep_ms\nx\tstage 2\tfast\n", "m.tsv:2: bad step_ms 'fast'" },
+		{ "config\tzero\tstep_ms\tgpu_busy_ms\nx\tstage 2\t9\t-3\n", "m.tsv:2: bad gpu_busy_ms '-3'" },
 		{ "# nothing here\n", "no measured table" },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
