@@ -1,0 +1,523 @@
+/*
+ * flash_mma.cu - FlashAttention-2 forward and backward on mma.sync m16n8k16 (bf16
+ * in, fp32 accumulate); see flash_mma.h for the design and flash_frag.h for the
+ * fragment layouts. sm_80 and later (cp.async, ldmatrix, mma.sync); on sm_90 the
+ * dQ atomics add float pairs.
+ *
+ * Shared tiles have rows of D + 8 bf16 (2D + 16 bytes): the 8 row addresses of
+ * one ldmatrix matrix then fall in 8 distinct 16-byte bank groups for every head
+ * dim here (32, 64, 80, 96, 128), and every row starts 16-byte aligned for cp.async.
+ */
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+
+#include <math.h>
+#include <stdint.h>
+
+#include "exec/cuda_check.h"
+#include "exec/flash_frag.h"
+#include "exec/flash_mma.h"
+
+typedef __nv_bfloat16 bf16;
+
+#define FM_WARPS 4
+#define FM_THREADS (32 * FM_WARPS)
+#define FM_BR 64 /* forward: query rows per CTA (16 per warp) */
+#define FM_BC 64 /* keys per tile (forward), per CTA (backward, 16 per warp) */
+#define FM_LOG2E 1.4426950408889634f
+#define FM_LN2 0.6931471805599453f
+
+/* ---- PTX wrappers ------------------------------------------------------------------ */
+
+__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void ldsm_x4(uint32_t r[4], const bf16 *p)
+{
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		     : "r"(smem_u32(p)));
+}
+
+__device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const bf16 *p)
+{
+	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		     : "r"(smem_u32(p)));
+}
+
+/* c += a b: a 16x16 (row), b 16x8 (col), c 16x8 fp32 */
+__device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1)
+{
+	asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+		     "{%8, %9}, {%0, %1, %2, %3};\n"
+		     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+		     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void cp_async16(bf16 *dst, const bf16 *src)
+{
+	asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(dst)), "l"(src));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+
+/* bf16x2 with lo in the low half (the lower column of a fragment pair) */
+__device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
+{
+	__nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+	return *reinterpret_cast<uint32_t *>(&v);
+}
+
+/* dst[0], dst[1] = x, y: one 4-byte store when aligned, else two */
+__device__ __forceinline__ void store_pair(bf16 *dst, float x, float y, int vec)
+{
+	if (vec) {
+		*reinterpret_cast<__nv_bfloat162 *>(dst) = __floats2bfloat162_rn(x, y);
+	} else {
+		dst[0] = __float2bfloat16_rn(x);
+		dst[1] = __float2bfloat16_rn(y);
+	}
+}
+
+__device__ __forceinline__ void atomic_add_pair(float *p, float x, float y)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+	atomicAdd(reinterpret_cast<float2 *>(p), make_float2(x, y));
+#else
+	atomicAdd(p, x);
+	atomicAdd(p + 1, y);
+#endif
+}
+
+/* Rows [row0, row0 + NR) of a [*, D] slice (row stride lds) into a shared tile of
+ * row stride D + 8; rows at or past seq are zero. vec: 16-byte cp.async (the caller
+ * commits and waits), else element by element (done at return). */
+template <int D, int NR>
+__device__ __forceinline__ void tile_load(bf16 *dst, const bf16 *src, int64_t lds, int row0, int seq, int vec)
+{
+	constexpr int LD = D + 8, CH = D / 8;
+	for (int c = threadIdx.x; c < NR * CH; c += FM_THREADS) {
+		int r = c / CH, col = (c % CH) * 8;
+		bf16 *d = dst + r * LD + col;
+		if (row0 + r >= seq) {
+			*reinterpret_cast<uint4 *>(d) = make_uint4(0, 0, 0, 0);
+			continue;
+		}
+		const bf16 *s = src + (int64_t)(row0 + r) * lds + col;
+		if (vec) {
+			cp_async16(d, s);
+		} else {
+#pragma unroll
+			for (int i = 0; i < 8; i++)
+				d[i] = s[i];
+		}
+	}
+}
+
+struct fm_args {
+	const bf16 *q, *k, *v, *dout;
+	bf16 *o, *dk, *dv;
+	int64_t ldq, ldk, ldv, ldo, lddo, lddk, lddv;
+	float *lse_out, *dqacc;
+	const float *lse, *dd;
+	int seq, heads, kv_heads, causal, vec, ovec;
+	float scale;
+};
+
+/* ---- forward ----------------------------------------------------------------------- */
+
+template <int D> struct fm_fwd_cfg {
+	static constexpr int LD = D + 8;
+	static constexpr size_t bytes = (size_t)(FM_BR + 4 * FM_BC) * LD * sizeof(bf16); /* Q, 2 x K, 2 x V */
+};
+
+/* Online softmax of the lane's two rows (r = 0: row g, 1: row g + 8) over one tile of
+ * scaled scores s (log2 domain, masked = -inf): p replaces s, o is rescaled, m and the
+ * lane's partial sum l are updated. m is the same on the 4 lanes of a quad. */
+template <int ND>
+__device__ __forceinline__ void softmax_tile(float (&s)[FM_BC / 8][4], float (&o)[ND][4], float m[2], float l[2])
+{
+#pragma unroll
+	for (int r = 0; r < 2; r++) {
+		float mx = -INFINITY;
+#pragma unroll
+		for (int n = 0; n < FM_BC / 8; n++)
+			mx = fmaxf(mx, fmaxf(s[n][2 * r], s[n][2 * r + 1]));
+		mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+		mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+		const float mnew = fmaxf(m[r], mx);
+		const float base = mnew == -INFINITY ? 0.f : mnew; /* a row with nothing allowed yet */
+		const float alpha = exp2f(m[r] - base);
+		m[r] = mnew;
+		float sum = 0.f;
+#pragma unroll
+		for (int n = 0; n < FM_BC / 8; n++) {
+			s[n][2 * r] = exp2f(s[n][2 * r] - base);
+			s[n][2 * r + 1] = exp2f(s[n][2 * r + 1] - base);
+			sum += s[n][2 * r] + s[n][2 * r + 1];
+		}
+		l[r] = l[r] * alpha + sum;
+#pragma unroll
+		for (int d = 0; d < ND; d++) {
+			o[d][2 * r] *= alpha;
+			o[d][2 * r + 1] *= alpha;
+		}
+	}
+}
+
+template <int D>
+__global__ void __launch_bounds__(FM_THREADS) fm_fwd_kernel(fm_args a)
+{
+	constexpr int LD = D + 8, KD = D / 16, ND = D / 8, NS = FM_BC / 8;
+	extern __shared__ __align__(128) unsigned char smem[];
+	bf16 *Qs = reinterpret_cast<bf16 *>(smem), *Ks = Qs + FM_BR * LD, *Vs = Ks + 2 * FM_BC * LD;
+	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+	const int S = a.seq, nqb = gridDim.x;
+	const int qb = a.causal ? nqb - 1 - (int)blockIdx.x : (int)blockIdx.x; /* causal: heaviest first */
+	const int h = blockIdx.y, b = blockIdx.z, hk = h / (a.heads / a.kv_heads);
+	const bf16 *q = a.q + (int64_t)b * S * a.ldq + (int64_t)h * D;
+	const bf16 *k = a.k + (int64_t)b * S * a.ldk + (int64_t)hk * D;
+	const bf16 *v = a.v + (int64_t)b * S * a.ldv + (int64_t)hk * D;
+	const int q0 = qb * FM_BR, qw = q0 + warp * 16; /* the warp's first row */
+	const float sl2 = a.scale * FM_LOG2E;
+	int nkb = (S + FM_BC - 1) / FM_BC;
+	if (a.causal && (q0 + FM_BR + FM_BC - 1) / FM_BC < nkb)
+		nkb = (q0 + FM_BR + FM_BC - 1) / FM_BC;
+
+	tile_load<D, FM_BR>(Qs, q, a.ldq, q0, S, a.vec);
+	tile_load<D, FM_BC>(Ks, k, a.ldk, 0, S, a.vec);
+	tile_load<D, FM_BC>(Vs, v, a.ldv, 0, S, a.vec);
+	cp_async_commit();
+
+	uint32_t qf[KD][4];
+	float o[ND][4], m[2] = { -INFINITY, -INFINITY }, l[2] = { 0.f, 0.f };
+#pragma unroll
+	for (int d = 0; d < ND; d++)
+		o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.f;
+
+	for (int j = 0; j < nkb; j++) {
+		cp_async_wait_all();
+		__syncthreads(); /* tile j is in; every warp is done with tile j - 1's buffers */
+		if (j == 0) {
+#pragma unroll
+			for (int kd = 0; kd < KD; kd++)
+				ldsm_x4(qf[kd], Qs + (warp * 16 + zb_frag_a_row(lane)) * LD + kd * 16 + zb_frag_a_col(lane));
+		}
+		if (j + 1 < nkb) { /* prefetch tile j + 1 into the other buffer */
+			const int nb = (j + 1) & 1, k1 = (j + 1) * FM_BC;
+			tile_load<D, FM_BC>(Ks + nb * FM_BC * LD, k, a.ldk, k1, S, a.vec);
+			tile_load<D, FM_BC>(Vs + nb * FM_BC * LD, v, a.ldv, k1, S, a.vec);
+			cp_async_commit();
+		}
+		const bf16 *Kb = Ks + (j & 1) * FM_BC * LD, *Vb = Vs + (j & 1) * FM_BC * LD;
+		const int k0 = j * FM_BC;
+
+		float s[NS][4];
+#pragma unroll
+		for (int n = 0; n < NS; n++)
+			s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+#pragma unroll
+		for (int kd = 0; kd < KD; kd++) {
+#pragma unroll
+			for (int np = 0; np < NS / 2; np++) {
+				uint32_t r[4];
+				ldsm_x4(r, Kb + (np * 16 + zb_frag_bn_row(lane)) * LD + kd * 16 + zb_frag_bn_col(lane));
+				mma16816(s[2 * np], qf[kd], r[0], r[1]);
+				mma16816(s[2 * np + 1], qf[kd], r[2], r[3]);
+			}
+		}
+		/* scale into the log2 domain; mask keys past seq and, causal, after the row */
+		const bool edge = k0 + FM_BC > S || (a.causal && k0 + FM_BC - 1 > qw);
+#pragma unroll
+		for (int n = 0; n < NS; n++) {
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
+				float x = s[n][e] * sl2;
+				if (edge) {
+					int key = k0 + n * 8 + zb_frag_c_col(lane, e), qi = qw + zb_frag_c_row(lane, e);
+					if (key >= S || (a.causal && key > qi))
+						x = -INFINITY;
+				}
+				s[n][e] = x;
+			}
+		}
+		softmax_tile<ND>(s, o, m, l);
+		/* O += P V: P's accumulators are the A operand (flash_frag.h) */
+#pragma unroll
+		for (int kk = 0; kk < FM_BC / 16; kk++) {
+			uint32_t pa[4] = { pack_bf16(s[2 * kk][0], s[2 * kk][1]), pack_bf16(s[2 * kk][2], s[2 * kk][3]),
+					   pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+					   pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]) };
+#pragma unroll
+			for (int dp = 0; dp < D / 16; dp++) {
+				uint32_t r[4];
+				ldsm_x4_t(r, Vb + (kk * 16 + zb_frag_bt_row(lane)) * LD + dp * 16 + zb_frag_bt_col(lane));
+				mma16816(o[2 * dp], pa, r[0], r[1]);
+				mma16816(o[2 * dp + 1], pa, r[2], r[3]);
+			}
+		}
+	}
+#pragma unroll
+	for (int r = 0; r < 2; r++) {
+		float lr = l[r];
+		lr += __shfl_xor_sync(0xffffffffu, lr, 1);
+		lr += __shfl_xor_sync(0xffffffffu, lr, 2);
+		const int qi = qw + g + 8 * r;
+		if (qi >= S)
+			continue;
+		const float inv = lr > 0.f ? 1.f / lr : 0.f;
+		bf16 *out = a.o + ((int64_t)b * S + qi) * a.ldo + (int64_t)h * D + 2 * t;
+#pragma unroll
+		for (int d = 0; d < ND; d++)
+			store_pair(out + d * 8, o[d][2 * r] * inv, o[d][2 * r + 1] * inv, a.ovec);
+		if (t == 0)
+			a.lse_out[((int64_t)b * a.heads + h) * S + qi] = lr > 0.f ? (m[r] + log2f(lr)) * FM_LN2 : -INFINITY;
+	}
+}
+
+/* ---- backward ---------------------------------------------------------------------- */
+
+/* BR: query rows per tile. 64 keeps 2 x 32 score registers per lane; head dims 96 and
+ * 128 use 32 so that dK and dV (2 x D/2 registers) still fit beside them. */
+template <int D> struct fm_bwd_cfg {
+	static constexpr int BR = D > 80 ? 32 : 64;
+	static constexpr int LD = D + 8, LDS = BR + 8;
+	static constexpr int MT = BR / 16, G = FM_WARPS / MT, NCOL = D / G; /* dQ: warps as MT x G */
+	static constexpr size_t bytes = (size_t)(2 * FM_BC + 4 * BR) * LD * sizeof(bf16) /* K, V, 2 x (Q, dO) */ +
+					(size_t)FM_BC * LDS * sizeof(bf16) /* dS^T */ + 4 * BR * sizeof(float);
+	static_assert(NCOL % 16 == 0, "dQ column group must be whole 16-column pairs");
+};
+
+/* Query tile `it` of the CTA's loop (query head hk * group + it / nt, query block
+ * i0 + it % nt) into buffer `buf`: Q, dO by cp.async (committed), lse (times log2 e)
+ * and dD by plain loads. */
+template <int D>
+__device__ __forceinline__ void bwd_load_tile(const fm_args &a, int it, int buf, int b, int hk, int i0, int nt,
+					      bf16 *Qs, bf16 *dOs, float *lse2_s, float *dd_s)
+{
+	constexpr int BR = fm_bwd_cfg<D>::BR, LD = fm_bwd_cfg<D>::LD;
+	const int S = a.seq, h = hk * (a.heads / a.kv_heads) + it / nt, q0 = (i0 + it % nt) * BR;
+	tile_load<D, BR>(Qs + buf * BR * LD, a.q + (int64_t)b * S * a.ldq + (int64_t)h * D, a.ldq, q0, S, a.vec);
+	tile_load<D, BR>(dOs + buf * BR * LD, a.dout + (int64_t)b * S * a.lddo + (int64_t)h * D, a.lddo, q0, S, a.vec);
+	cp_async_commit();
+	if (threadIdx.x < BR) {
+		const int qi = q0 + threadIdx.x;
+		const int64_t row = ((int64_t)b * a.heads + h) * S + qi;
+		lse2_s[buf * BR + threadIdx.x] = qi < S ? a.lse[row] * FM_LOG2E : 0.f;
+		dd_s[buf * BR + threadIdx.x] = qi < S ? a.dd[row] : 0.f;
+	}
+}
+
+/* acc[n] += A (16 x 16 k-step from registers) times B from a [k][n] shared tile
+ * (.trans), n over ND n8 tiles starting at column col0. */
+template <int ND>
+__device__ __forceinline__ void mma_bt_row(float (&acc)[ND][4], const uint32_t a[4], const bf16 *B, int ldb, int lane)
+{
+#pragma unroll
+	for (int dp = 0; dp < ND / 2; dp++) {
+		uint32_t r[4];
+		ldsm_x4_t(r, B + zb_frag_bt_row(lane) * ldb + dp * 16 + zb_frag_bt_col(lane));
+		mma16816(acc[2 * dp], a, r[0], r[1]);
+		mma16816(acc[2 * dp + 1], a, r[2], r[3]);
+	}
+}
+
+template <int D>
+__global__ void __launch_bounds__(FM_THREADS) fm_bwd_kernel(fm_args a)
+{
+	typedef fm_bwd_cfg<D> C;
+	constexpr int BR = C::BR, LD = C::LD, LDS = C::LDS, KD = D / 16, ND = D / 8, NB = BR / 8;
+	extern __shared__ __align__(128) unsigned char smem[];
+	bf16 *Ks = reinterpret_cast<bf16 *>(smem), *Vs = Ks + FM_BC * LD, *Qs = Vs + FM_BC * LD;
+	bf16 *dOs = Qs + 2 * BR * LD, *dSt = dOs + 2 * BR * LD; /* dS^T: [key][query] */
+	float *lse2_s = reinterpret_cast<float *>(dSt + FM_BC * LDS), *dd_s = lse2_s + 2 * BR;
+	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+	const int S = a.seq, kb = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
+	const int group = a.heads / a.kv_heads, k0 = kb * FM_BC, kw = warp * 16; /* the warp's keys (local) */
+	const int nqb = (S + BR - 1) / BR, i0 = a.causal ? k0 / BR : 0, nt = nqb - i0, total = group * nt;
+	const float sl2 = a.scale * FM_LOG2E;
+	const int mt = warp % C::MT, c0 = (warp / C::MT) * C::NCOL; /* this warp's dQ rows and columns */
+
+	tile_load<D, FM_BC>(Ks, a.k + (int64_t)b * S * a.ldk + (int64_t)hk * D, a.ldk, k0, S, a.vec);
+	tile_load<D, FM_BC>(Vs, a.v + (int64_t)b * S * a.ldv + (int64_t)hk * D, a.ldv, k0, S, a.vec);
+	bwd_load_tile<D>(a, 0, 0, b, hk, i0, nt, Qs, dOs, lse2_s, dd_s); /* commits K and V too */
+
+	float dk[ND][4], dv[ND][4];
+#pragma unroll
+	for (int d = 0; d < ND; d++)
+#pragma unroll
+		for (int e = 0; e < 4; e++)
+			dk[d][e] = dv[d][e] = 0.f;
+
+	for (int it = 0; it < total; it++) {
+		cp_async_wait_all();
+		__syncthreads(); /* tile it is in; the previous tile's dQ is done with dS^T and its buffers */
+		if (it + 1 < total)
+			bwd_load_tile<D>(a, it + 1, (it + 1) & 1, b, hk, i0, nt, Qs, dOs, lse2_s, dd_s);
+		const int buf = it & 1, h = hk * group + it / nt, q0 = (i0 + it % nt) * BR;
+		const bf16 *Qb = Qs + buf * BR * LD, *dOb = dOs + buf * BR * LD;
+		const float *lse2 = lse2_s + buf * BR, *ddb = dd_s + buf * BR;
+
+		/* S^T = K_w Q^T and dP^T = V_w dO^T: 16 keys x BR queries */
+		float s[NB][4], dp[NB][4];
+#pragma unroll
+		for (int n = 0; n < NB; n++)
+#pragma unroll
+			for (int e = 0; e < 4; e++)
+				s[n][e] = dp[n][e] = 0.f;
+#pragma unroll
+		for (int kd = 0; kd < KD; kd++) {
+			uint32_t ka[4], va[4];
+			ldsm_x4(ka, Ks + (kw + zb_frag_a_row(lane)) * LD + kd * 16 + zb_frag_a_col(lane));
+			ldsm_x4(va, Vs + (kw + zb_frag_a_row(lane)) * LD + kd * 16 + zb_frag_a_col(lane));
+#pragma unroll
+			for (int np = 0; np < NB / 2; np++) {
+				uint32_t r[4];
+				const int off = (np * 16 + zb_frag_bn_row(lane)) * LD + kd * 16 + zb_frag_bn_col(lane);
+				ldsm_x4(r, Qb + off);
+				mma16816(s[2 * np], ka, r[0], r[1]);
+				mma16816(s[2 * np + 1], ka, r[2], r[3]);
+				ldsm_x4(r, dOb + off);
+				mma16816(dp[2 * np], va, r[0], r[1]);
+				mma16816(dp[2 * np + 1], va, r[2], r[3]);
+			}
+		}
+		/* P^T = exp2(s sl2 - lse2) (0 where masked), dS^T = P^T (dP^T - dD) */
+		const bool edge = q0 + BR > S || k0 + FM_BC > S || (a.causal && k0 + FM_BC - 1 > q0);
+#pragma unroll
+		for (int n = 0; n < NB; n++) {
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
+				const int ql = n * 8 + zb_frag_c_col(lane, e), key = k0 + kw + zb_frag_c_row(lane, e);
+				float p = exp2f(s[n][e] * sl2 - lse2[ql]);
+				if (edge && (q0 + ql >= S || key >= S || (a.causal && key > q0 + ql)))
+					p = 0.f;
+				s[n][e] = p;
+				dp[n][e] = p * (dp[n][e] - ddb[ql]);
+			}
+		}
+		/* dV += P^T dO, dK += dS^T Q (k = the tile's queries) */
+#pragma unroll
+		for (int kk = 0; kk < BR / 16; kk++) {
+			const uint32_t pa[4] = { pack_bf16(s[2 * kk][0], s[2 * kk][1]), pack_bf16(s[2 * kk][2], s[2 * kk][3]),
+						 pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+						 pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]) };
+			const uint32_t da[4] = { pack_bf16(dp[2 * kk][0], dp[2 * kk][1]),
+						 pack_bf16(dp[2 * kk][2], dp[2 * kk][3]),
+						 pack_bf16(dp[2 * kk + 1][0], dp[2 * kk + 1][1]),
+						 pack_bf16(dp[2 * kk + 1][2], dp[2 * kk + 1][3]) };
+			mma_bt_row<ND>(dv, pa, dOb + kk * 16 * LD, LD, lane);
+			mma_bt_row<ND>(dk, da, Qb + kk * 16 * LD, LD, lane);
+			/* the same dS^T pairs into shared memory for dQ */
+			bf16 *row = dSt + (kw + g) * LDS + kk * 16 + 2 * t;
+			*reinterpret_cast<uint32_t *>(row) = da[0];
+			*reinterpret_cast<uint32_t *>(row + 8 * LDS) = da[1];
+			*reinterpret_cast<uint32_t *>(row + 8) = da[2];
+			*reinterpret_cast<uint32_t *>(row + 8 * LDS + 8) = da[3];
+		}
+		__syncthreads(); /* dS^T complete: 64 keys x BR queries */
+
+		/* dQ rows mt*16.., columns c0..c0+NCOL of this tile += scale dS K */
+		float acc[C::NCOL / 8][4];
+#pragma unroll
+		for (int n = 0; n < C::NCOL / 8; n++)
+			acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+#pragma unroll
+		for (int kk = 0; kk < FM_BC / 16; kk++) {
+			uint32_t sa[4];
+			ldsm_x4_t(sa, dSt + (kk * 16 + zb_frag_at_row(lane)) * LDS + mt * 16 + zb_frag_at_col(lane));
+			mma_bt_row<C::NCOL / 8>(acc, sa, Ks + kk * 16 * LD + c0, LD, lane);
+		}
+#pragma unroll
+		for (int r = 0; r < 2; r++) {
+			const int qi = q0 + mt * 16 + g + 8 * r;
+			if (qi >= S)
+				continue;
+			float *dst = a.dqacc + (((int64_t)b * S + qi) * a.heads + h) * D + c0 + 2 * t;
+#pragma unroll
+			for (int n = 0; n < C::NCOL / 8; n++)
+				atomic_add_pair(dst + n * 8, acc[n][2 * r] * a.scale, acc[n][2 * r + 1] * a.scale);
+		}
+	}
+	/* dK (scaled) and dV of the warp's 16 keys */
+#pragma unroll
+	for (int r = 0; r < 2; r++) {
+		const int kj = k0 + kw + g + 8 * r;
+		if (kj >= S)
+			continue;
+		bf16 *dkr = a.dk + ((int64_t)b * S + kj) * a.lddk + (int64_t)hk * D + 2 * t;
+		bf16 *dvr = a.dv + ((int64_t)b * S + kj) * a.lddv + (int64_t)hk * D + 2 * t;
+#pragma unroll
+		for (int d = 0; d < ND; d++) {
+			store_pair(dkr + d * 8, dk[d][2 * r] * a.scale, dk[d][2 * r + 1] * a.scale, a.ovec);
+			store_pair(dvr + d * 8, dv[d][2 * r], dv[d][2 * r + 1], a.ovec);
+		}
+	}
+}
+
+/* ---- host side ------------------------------------------------------------------- */
+
+static fm_args fm_args_of(const zb_flash_shape *sh, const zb_flash_mma_args *x)
+{
+	fm_args a;
+	a.q = (const bf16 *)x->q, a.k = (const bf16 *)x->k, a.v = (const bf16 *)x->v, a.dout = (const bf16 *)x->dout;
+	a.o = (bf16 *)x->o, a.dk = (bf16 *)x->dk, a.dv = (bf16 *)x->dv;
+	a.ldq = x->ldq, a.ldk = x->ldk, a.ldv = x->ldv, a.ldo = x->ldo, a.lddo = x->lddo, a.lddk = x->lddk,
+	a.lddv = x->lddv;
+	a.lse_out = x->lse_out, a.dqacc = x->dqacc, a.lse = x->lse, a.dd = x->dd;
+	a.seq = sh->seq, a.heads = sh->heads, a.kv_heads = sh->kv_heads, a.causal = sh->causal != 0;
+	a.vec = x->vec, a.ovec = x->ovec, a.scale = sh->scale;
+	return a;
+}
+
+template <int D>
+static zb_status fm_fwd_launch(const zb_flash_shape *sh, const fm_args &a, cudaStream_t s, zb_error *err)
+{
+	size_t bytes = fm_fwd_cfg<D>::bytes;
+	ZB_CUDA_TRY(err, cudaFuncSetAttribute(fm_fwd_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+	dim3 grid((unsigned)((sh->seq + FM_BR - 1) / FM_BR), (unsigned)sh->heads, (unsigned)sh->batch);
+	fm_fwd_kernel<D><<<grid, FM_THREADS, bytes, s>>>(a);
+	ZB_CUDA_LAUNCHED(err, "flash_mma_fwd");
+	return ZB_OK;
+}
+
+template <int D>
+static zb_status fm_bwd_launch(const zb_flash_shape *sh, const fm_args &a, cudaStream_t s, zb_error *err)
+{
+	size_t bytes = fm_bwd_cfg<D>::bytes;
+	ZB_CUDA_TRY(err, cudaFuncSetAttribute(fm_bwd_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+	dim3 grid((unsigned)((sh->seq + FM_BC - 1) / FM_BC), (unsigned)sh->kv_heads, (unsigned)sh->batch);
+	fm_bwd_kernel<D><<<grid, FM_THREADS, bytes, s>>>(a);
+	ZB_CUDA_LAUNCHED(err, "flash_mma_bwd");
+	return ZB_OK;
+}
+
+extern "C" zb_status zb_flash_mma_fwd(const zb_flash_shape *sh, const zb_flash_mma_args *x, zb_stream stream,
+				      zb_error *err)
+{
+	fm_args a = fm_args_of(sh, x);
+	cudaStream_t s = (cudaStream_t)stream;
+	switch (sh->head_dim) {
+	case 32: return fm_fwd_launch<32>(sh, a, s, err);
+	case 64: return fm_fwd_launch<64>(sh, a, s, err);
+	case 80: return fm_fwd_launch<80>(sh, a, s, err);
+	case 96: return fm_fwd_launch<96>(sh, a, s, err);
+	case 128: return fm_fwd_launch<128>(sh, a, s, err);
+	}
+	return zb_fail(err, ZB_E_INPUT, "flash attention (mma): head dim %d", sh->head_dim);
+}
+
+extern "C" zb_status zb_flash_mma_bwd(const zb_flash_shape *sh, const zb_flash_mma_args *x, zb_stream stream,
+				      zb_error *err)
+{
+	fm_args a = fm_args_of(sh, x);
+	cudaStream_t s = (cudaStream_t)stream;
+	switch (sh->head_dim) {
+	case 32: return fm_bwd_launch<32>(sh, a, s, err);
+	case 64: return fm_bwd_launch<64>(sh, a, s, err);
+	case 80: return fm_bwd_launch<80>(sh, a, s, err);
+	case 96: return fm_bwd_launch<96>(sh, a, s, err);
+	case 128: return fm_bwd_launch<128>(sh, a, s, err);
+	}
+	return zb_fail(err, ZB_E_INPUT, "flash attention (mma): head dim %d", sh->head_dim);
+}
