@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "exec/cuda_check.h"
 #include "exec/flash_frag.h"
@@ -28,6 +29,10 @@ typedef __nv_bfloat16 bf16;
 #define FM_LN2 0.6931471805599453f
 
 /* ---- PTX wrappers ------------------------------------------------------------------ */
+/* ZB_FLASH_EMU: tests/emu/flash_emu.cpp compiles this file on the host with its own
+ * versions of these (ldmatrix, mma.sync, cp.async emulated for a whole warp) and
+ * without the launch code at the end. */
+#ifndef ZB_FLASH_EMU
 
 __device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 
@@ -60,12 +65,15 @@ __device__ __forceinline__ void cp_async16(bf16 *dst, const bf16 *src)
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+#endif /* ZB_FLASH_EMU */
 
 /* bf16x2 with lo in the low half (the lower column of a fragment pair) */
 __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi)
 {
 	__nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-	return *reinterpret_cast<uint32_t *>(&v);
+	uint32_t r;
+	memcpy(&r, &v, sizeof r);
+	return r;
 }
 
 /* dst[0], dst[1] = x, y: one 4-byte store when aligned, else two */
@@ -456,6 +464,7 @@ __global__ void __launch_bounds__(FM_THREADS) fm_bwd_kernel(fm_args a)
 }
 
 /* ---- host side ------------------------------------------------------------------- */
+#ifndef ZB_FLASH_EMU
 
 static fm_args fm_args_of(const zb_flash_shape *sh, const zb_flash_mma_args *x)
 {
@@ -521,3 +530,4 @@ extern "C" zb_status zb_flash_mma_bwd(const zb_flash_shape *sh, const zb_flash_m
 	}
 	return zb_fail(err, ZB_E_INPUT, "flash attention (mma): head dim %d", sh->head_dim);
 }
+#endif /* ZB_FLASH_EMU */
