@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "exec/cuda_check.h"
@@ -23,7 +24,6 @@ typedef __nv_bfloat16 bf16;
 
 #define FM_WARPS 4
 #define FM_THREADS (32 * FM_WARPS)
-#define FM_BR 64 /* forward: query rows per CTA (16 per warp) */
 #define FM_BC 64 /* keys per tile (forward), per CTA (backward, 16 per warp) */
 #define FM_LOG2E 1.4426950408889634f
 #define FM_LN2 0.6931471805599453f
@@ -132,11 +132,24 @@ struct fm_args {
 	float scale;
 };
 
+/* ---- tile choices ------------------------------------------------------------------ */
+/* The defaults per head dim; ZB_FLASH_FWD_ROWS (16 or 32 query rows per warp in the
+ * forward) and ZB_FLASH_BWD_ROWS (32 or 64 query rows per backward tile) override them,
+ * for measuring. The backward with 32 rows splits dQ's columns between two warps, in
+ * whole 16-column pairs: not at head dim 80 (40 columns each). */
+static constexpr int fm_fwd_mw_default(int d) { return d <= 80 ? 2 : 1; } /* 96, 128: 2 would spill */
+static constexpr int fm_bwd_br_default(int d) { return d > 80 ? 32 : 64; }
+static constexpr bool fm_bwd_br_ok(int d, int br) { return br == 64 || (br == 32 && (d / 2) % 16 == 0); }
+
 /* ---- forward ----------------------------------------------------------------------- */
 
-template <int D> struct fm_fwd_cfg {
-	static constexpr int LD = D + 8;
-	static constexpr size_t bytes = (size_t)(FM_BR + 4 * FM_BC) * LD * sizeof(bf16); /* Q, 2 x K, 2 x V */
+/* MW: m16 row tiles per warp (the CTA's rows: 64 MW). With 2, every K and V fragment
+ * loaded from shared memory feeds twice the mma instructions (shared-memory traffic
+ * per FLOP halves) and Q is reloaded from shared memory per tile instead of living
+ * in registers (room for the second tile's O and S). */
+template <int D, int MW> struct fm_fwd_cfg {
+	static constexpr int LD = D + 8, BR = 16 * FM_WARPS * MW;
+	static constexpr size_t bytes = (size_t)(BR + 4 * FM_BC) * LD * sizeof(bf16); /* Q, 2 x K, 2 x V */
 };
 
 /* Online softmax of the lane's two rows (r = 0: row g, 1: row g + 8) over one tile of
@@ -173,12 +186,13 @@ __device__ __forceinline__ void softmax_tile(float (&s)[FM_BC / 8][4], float (&o
 	}
 }
 
-template <int D>
+template <int D, int MW>
 __global__ void __launch_bounds__(FM_THREADS) fm_fwd_kernel(fm_args a)
 {
-	constexpr int LD = D + 8, KD = D / 16, ND = D / 8, NS = FM_BC / 8;
+	typedef fm_fwd_cfg<D, MW> C;
+	constexpr int LD = C::LD, BR = C::BR, KD = D / 16, ND = D / 8, NS = FM_BC / 8;
 	extern __shared__ __align__(128) unsigned char smem[];
-	bf16 *Qs = reinterpret_cast<bf16 *>(smem), *Ks = Qs + FM_BR * LD, *Vs = Ks + 2 * FM_BC * LD;
+	bf16 *Qs = reinterpret_cast<bf16 *>(smem), *Ks = Qs + BR * LD, *Vs = Ks + 2 * FM_BC * LD;
 	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 	const int S = a.seq, nqb = gridDim.x;
 	const int qb = a.causal ? nqb - 1 - (int)blockIdx.x : (int)blockIdx.x; /* causal: heaviest first */
@@ -186,30 +200,36 @@ __global__ void __launch_bounds__(FM_THREADS) fm_fwd_kernel(fm_args a)
 	const bf16 *q = a.q + (int64_t)b * S * a.ldq + (int64_t)h * D;
 	const bf16 *k = a.k + (int64_t)b * S * a.ldk + (int64_t)hk * D;
 	const bf16 *v = a.v + (int64_t)b * S * a.ldv + (int64_t)hk * D;
-	const int q0 = qb * FM_BR, qw = q0 + warp * 16; /* the warp's first row */
+	const int q0 = qb * BR, qw = q0 + warp * 16 * MW; /* the warp's first row */
+	const bf16 *Qw = Qs + (warp * 16 * MW) * LD;
 	const float sl2 = a.scale * FM_LOG2E;
 	int nkb = (S + FM_BC - 1) / FM_BC;
-	if (a.causal && (q0 + FM_BR + FM_BC - 1) / FM_BC < nkb)
-		nkb = (q0 + FM_BR + FM_BC - 1) / FM_BC;
+	if (a.causal && (q0 + BR + FM_BC - 1) / FM_BC < nkb)
+		nkb = (q0 + BR + FM_BC - 1) / FM_BC;
 
-	tile_load<D, FM_BR>(Qs, q, a.ldq, q0, S, a.vec);
+	tile_load<D, BR>(Qs, q, a.ldq, q0, S, a.vec);
 	tile_load<D, FM_BC>(Ks, k, a.ldk, 0, S, a.vec);
 	tile_load<D, FM_BC>(Vs, v, a.ldv, 0, S, a.vec);
 	cp_async_commit();
 
-	uint32_t qf[KD][4];
-	float o[ND][4], m[2] = { -INFINITY, -INFINITY }, l[2] = { 0.f, 0.f };
+	uint32_t qf[MW == 1 ? KD : 1][4]; /* MW 1: Q's fragments stay in registers */
+	float o[MW][ND][4], m[MW][2], l[MW][2];
 #pragma unroll
-	for (int d = 0; d < ND; d++)
-		o[d][0] = o[d][1] = o[d][2] = o[d][3] = 0.f;
+	for (int mi = 0; mi < MW; mi++) {
+		m[mi][0] = m[mi][1] = -INFINITY;
+		l[mi][0] = l[mi][1] = 0.f;
+#pragma unroll
+		for (int d = 0; d < ND; d++)
+			o[mi][d][0] = o[mi][d][1] = o[mi][d][2] = o[mi][d][3] = 0.f;
+	}
 
 	for (int j = 0; j < nkb; j++) {
 		cp_async_wait_all();
 		__syncthreads(); /* tile j is in; every warp is done with tile j - 1's buffers */
-		if (j == 0) {
+		if (MW == 1 && j == 0) {
 #pragma unroll
-			for (int kd = 0; kd < KD; kd++)
-				ldsm_x4(qf[kd], Qs + (warp * 16 + zb_frag_a_row(lane)) * LD + kd * 16 + zb_frag_a_col(lane));
+			for (int kd = 0; kd < (MW == 1 ? KD : 0); kd++)
+				ldsm_x4(qf[kd], Qw + zb_frag_a_row(lane) * LD + kd * 16 + zb_frag_a_col(lane));
 		}
 		if (j + 1 < nkb) { /* prefetch tile j + 1 into the other buffer */
 			const int nb = (j + 1) & 1, k1 = (j + 1) * FM_BC;
@@ -220,75 +240,107 @@ __global__ void __launch_bounds__(FM_THREADS) fm_fwd_kernel(fm_args a)
 		const bf16 *Kb = Ks + (j & 1) * FM_BC * LD, *Vb = Vs + (j & 1) * FM_BC * LD;
 		const int k0 = j * FM_BC;
 
-		float s[NS][4];
+		float s[MW][NS][4];
 #pragma unroll
-		for (int n = 0; n < NS; n++)
-			s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+		for (int mi = 0; mi < MW; mi++)
+#pragma unroll
+			for (int n = 0; n < NS; n++)
+				s[mi][n][0] = s[mi][n][1] = s[mi][n][2] = s[mi][n][3] = 0.f;
 #pragma unroll
 		for (int kd = 0; kd < KD; kd++) {
+			uint32_t qa[MW][4];
+#pragma unroll
+			for (int mi = 0; mi < MW; mi++) {
+				if (MW == 1) {
+#pragma unroll
+					for (int i = 0; i < 4; i++)
+						qa[mi][i] = qf[MW == 1 ? kd : 0][i];
+				} else {
+					ldsm_x4(qa[mi], Qw + (mi * 16 + zb_frag_a_row(lane)) * LD + kd * 16 + zb_frag_a_col(lane));
+				}
+			}
 #pragma unroll
 			for (int np = 0; np < NS / 2; np++) {
 				uint32_t r[4];
 				ldsm_x4(r, Kb + (np * 16 + zb_frag_bn_row(lane)) * LD + kd * 16 + zb_frag_bn_col(lane));
-				mma16816(s[2 * np], qf[kd], r[0], r[1]);
-				mma16816(s[2 * np + 1], qf[kd], r[2], r[3]);
+#pragma unroll
+				for (int mi = 0; mi < MW; mi++) {
+					mma16816(s[mi][2 * np], qa[mi], r[0], r[1]);
+					mma16816(s[mi][2 * np + 1], qa[mi], r[2], r[3]);
+				}
 			}
 		}
 		/* scale into the log2 domain; mask keys past seq and, causal, after the row */
 		const bool edge = k0 + FM_BC > S || (a.causal && k0 + FM_BC - 1 > qw);
 #pragma unroll
-		for (int n = 0; n < NS; n++) {
+		for (int mi = 0; mi < MW; mi++) {
 #pragma unroll
-			for (int e = 0; e < 4; e++) {
-				float x = s[n][e] * sl2;
-				if (edge) {
-					int key = k0 + n * 8 + zb_frag_c_col(lane, e), qi = qw + zb_frag_c_row(lane, e);
-					if (key >= S || (a.causal && key > qi))
-						x = -INFINITY;
+			for (int n = 0; n < NS; n++) {
+#pragma unroll
+				for (int e = 0; e < 4; e++) {
+					float x = s[mi][n][e] * sl2;
+					if (edge) {
+						int key = k0 + n * 8 + zb_frag_c_col(lane, e);
+						int qi = qw + mi * 16 + zb_frag_c_row(lane, e);
+						if (key >= S || (a.causal && key > qi))
+							x = -INFINITY;
+					}
+					s[mi][n][e] = x;
 				}
-				s[n][e] = x;
 			}
+			softmax_tile<ND>(s[mi], o[mi], m[mi], l[mi]);
 		}
-		softmax_tile<ND>(s, o, m, l);
 		/* O += P V: P's accumulators are the A operand (flash_frag.h) */
 #pragma unroll
 		for (int kk = 0; kk < FM_BC / 16; kk++) {
-			uint32_t pa[4] = { pack_bf16(s[2 * kk][0], s[2 * kk][1]), pack_bf16(s[2 * kk][2], s[2 * kk][3]),
-					   pack_bf16(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-					   pack_bf16(s[2 * kk + 1][2], s[2 * kk + 1][3]) };
+			uint32_t pa[MW][4];
+#pragma unroll
+			for (int mi = 0; mi < MW; mi++) {
+				pa[mi][0] = pack_bf16(s[mi][2 * kk][0], s[mi][2 * kk][1]);
+				pa[mi][1] = pack_bf16(s[mi][2 * kk][2], s[mi][2 * kk][3]);
+				pa[mi][2] = pack_bf16(s[mi][2 * kk + 1][0], s[mi][2 * kk + 1][1]);
+				pa[mi][3] = pack_bf16(s[mi][2 * kk + 1][2], s[mi][2 * kk + 1][3]);
+			}
 #pragma unroll
 			for (int dp = 0; dp < D / 16; dp++) {
 				uint32_t r[4];
 				ldsm_x4_t(r, Vb + (kk * 16 + zb_frag_bt_row(lane)) * LD + dp * 16 + zb_frag_bt_col(lane));
-				mma16816(o[2 * dp], pa, r[0], r[1]);
-				mma16816(o[2 * dp + 1], pa, r[2], r[3]);
+#pragma unroll
+				for (int mi = 0; mi < MW; mi++) {
+					mma16816(o[mi][2 * dp], pa[mi], r[0], r[1]);
+					mma16816(o[mi][2 * dp + 1], pa[mi], r[2], r[3]);
+				}
 			}
 		}
 	}
 #pragma unroll
-	for (int r = 0; r < 2; r++) {
-		float lr = l[r];
-		lr += __shfl_xor_sync(0xffffffffu, lr, 1);
-		lr += __shfl_xor_sync(0xffffffffu, lr, 2);
-		const int qi = qw + g + 8 * r;
-		if (qi >= S)
-			continue;
-		const float inv = lr > 0.f ? 1.f / lr : 0.f;
-		bf16 *out = a.o + ((int64_t)b * S + qi) * a.ldo + (int64_t)h * D + 2 * t;
+	for (int mi = 0; mi < MW; mi++) {
 #pragma unroll
-		for (int d = 0; d < ND; d++)
-			store_pair(out + d * 8, o[d][2 * r] * inv, o[d][2 * r + 1] * inv, a.ovec);
-		if (t == 0)
-			a.lse_out[((int64_t)b * a.heads + h) * S + qi] = lr > 0.f ? (m[r] + log2f(lr)) * FM_LN2 : -INFINITY;
+		for (int r = 0; r < 2; r++) {
+			float lr = l[mi][r];
+			lr += __shfl_xor_sync(0xffffffffu, lr, 1);
+			lr += __shfl_xor_sync(0xffffffffu, lr, 2);
+			const int qi = qw + mi * 16 + g + 8 * r;
+			if (qi >= S)
+				continue;
+			const float inv = lr > 0.f ? 1.f / lr : 0.f;
+			bf16 *out = a.o + ((int64_t)b * S + qi) * a.ldo + (int64_t)h * D + 2 * t;
+#pragma unroll
+			for (int d = 0; d < ND; d++)
+				store_pair(out + d * 8, o[mi][d][2 * r] * inv, o[mi][d][2 * r + 1] * inv, a.ovec);
+			if (t == 0)
+				a.lse_out[((int64_t)b * a.heads + h) * S + qi] =
+					lr > 0.f ? (m[mi][r] + log2f(lr)) * FM_LN2 : -INFINITY;
+		}
 	}
 }
 
 /* ---- backward ---------------------------------------------------------------------- */
 
-/* BR: query rows per tile. 64 keeps 2 x 32 score registers per lane; head dims 96 and
- * 128 use 32 so that dK and dV (2 x D/2 registers) still fit beside them. */
-template <int D> struct fm_bwd_cfg {
-	static constexpr int BR = D > 80 ? 32 : 64;
+/* BR: query rows per tile, 64 or 32. 64 keeps 2 x 32 score registers per lane; 32 halves
+ * them, leaving room for dK and dV (2 x D/2 registers) at head dim 128. */
+template <int D, int BR_> struct fm_bwd_cfg {
+	static constexpr int BR = BR_;
 	static constexpr int LD = D + 8, LDS = BR + 8;
 	static constexpr int MT = BR / 16, G = FM_WARPS / MT, NCOL = D / G; /* dQ: warps as MT x G */
 	static constexpr size_t bytes = (size_t)(2 * FM_BC + 4 * BR) * LD * sizeof(bf16) /* K, V, 2 x (Q, dO) */ +
@@ -299,11 +351,11 @@ template <int D> struct fm_bwd_cfg {
 /* Query tile `it` of the CTA's loop (query head hk * group + it / nt, query block
  * i0 + it % nt) into buffer `buf`: Q, dO by cp.async (committed), lse (times log2 e)
  * and dD by plain loads. */
-template <int D>
+template <int D, int BR_>
 __device__ __forceinline__ void bwd_load_tile(const fm_args &a, int it, int buf, int b, int hk, int i0, int nt,
 					      bf16 *Qs, bf16 *dOs, float *lse2_s, float *dd_s)
 {
-	constexpr int BR = fm_bwd_cfg<D>::BR, LD = fm_bwd_cfg<D>::LD;
+	constexpr int BR = BR_, LD = fm_bwd_cfg<D, BR_>::LD;
 	const int S = a.seq, h = hk * (a.heads / a.kv_heads) + it / nt, q0 = (i0 + it % nt) * BR;
 	tile_load<D, BR>(Qs + buf * BR * LD, a.q + (int64_t)b * S * a.ldq + (int64_t)h * D, a.ldq, q0, S, a.vec);
 	tile_load<D, BR>(dOs + buf * BR * LD, a.dout + (int64_t)b * S * a.lddo + (int64_t)h * D, a.lddo, q0, S, a.vec);
@@ -330,10 +382,10 @@ __device__ __forceinline__ void mma_bt_row(float (&acc)[ND][4], const uint32_t a
 	}
 }
 
-template <int D>
+template <int D, int BR_>
 __global__ void __launch_bounds__(FM_THREADS) fm_bwd_kernel(fm_args a)
 {
-	typedef fm_bwd_cfg<D> C;
+	typedef fm_bwd_cfg<D, BR_> C;
 	constexpr int BR = C::BR, LD = C::LD, LDS = C::LDS, KD = D / 16, ND = D / 8, NB = BR / 8;
 	extern __shared__ __align__(128) unsigned char smem[];
 	bf16 *Ks = reinterpret_cast<bf16 *>(smem), *Vs = Ks + FM_BC * LD, *Qs = Vs + FM_BC * LD;
@@ -348,7 +400,7 @@ __global__ void __launch_bounds__(FM_THREADS) fm_bwd_kernel(fm_args a)
 
 	tile_load<D, FM_BC>(Ks, a.k + (int64_t)b * S * a.ldk + (int64_t)hk * D, a.ldk, k0, S, a.vec);
 	tile_load<D, FM_BC>(Vs, a.v + (int64_t)b * S * a.ldv + (int64_t)hk * D, a.ldv, k0, S, a.vec);
-	bwd_load_tile<D>(a, 0, 0, b, hk, i0, nt, Qs, dOs, lse2_s, dd_s); /* commits K and V too */
+	bwd_load_tile<D, BR>(a, 0, 0, b, hk, i0, nt, Qs, dOs, lse2_s, dd_s); /* commits K and V too */
 
 	float dk[ND][4], dv[ND][4];
 #pragma unroll
@@ -361,7 +413,7 @@ __global__ void __launch_bounds__(FM_THREADS) fm_bwd_kernel(fm_args a)
 		cp_async_wait_all();
 		__syncthreads(); /* tile it is in; the previous tile's dQ is done with dS^T and its buffers */
 		if (it + 1 < total)
-			bwd_load_tile<D>(a, it + 1, (it + 1) & 1, b, hk, i0, nt, Qs, dOs, lse2_s, dd_s);
+			bwd_load_tile<D, BR>(a, it + 1, (it + 1) & 1, b, hk, i0, nt, Qs, dOs, lse2_s, dd_s);
 		const int buf = it & 1, h = hk * group + it / nt, q0 = (i0 + it % nt) * BR;
 		const bf16 *Qb = Qs + buf * BR * LD, *dOb = dOs + buf * BR * LD;
 		const float *lse2 = lse2_s + buf * BR, *ddb = dd_s + buf * BR;
@@ -479,25 +531,56 @@ static fm_args fm_args_of(const zb_flash_shape *sh, const zb_flash_mma_args *x)
 	return a;
 }
 
-template <int D>
+template <int D, int MW>
 static zb_status fm_fwd_launch(const zb_flash_shape *sh, const fm_args &a, cudaStream_t s, zb_error *err)
 {
-	size_t bytes = fm_fwd_cfg<D>::bytes;
-	ZB_CUDA_TRY(err, cudaFuncSetAttribute(fm_fwd_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
-	dim3 grid((unsigned)((sh->seq + FM_BR - 1) / FM_BR), (unsigned)sh->heads, (unsigned)sh->batch);
-	fm_fwd_kernel<D><<<grid, FM_THREADS, bytes, s>>>(a);
+	typedef fm_fwd_cfg<D, MW> C;
+	ZB_CUDA_TRY(err, cudaFuncSetAttribute(fm_fwd_kernel<D, MW>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+					      (int)C::bytes));
+	dim3 grid((unsigned)((sh->seq + C::BR - 1) / C::BR), (unsigned)sh->heads, (unsigned)sh->batch);
+	fm_fwd_kernel<D, MW><<<grid, FM_THREADS, C::bytes, s>>>(a);
 	ZB_CUDA_LAUNCHED(err, "flash_mma_fwd");
 	return ZB_OK;
 }
 
-template <int D>
+template <int D, int BR>
 static zb_status fm_bwd_launch(const zb_flash_shape *sh, const fm_args &a, cudaStream_t s, zb_error *err)
 {
-	size_t bytes = fm_bwd_cfg<D>::bytes;
-	ZB_CUDA_TRY(err, cudaFuncSetAttribute(fm_bwd_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
+	typedef fm_bwd_cfg<D, BR> C;
+	ZB_CUDA_TRY(err, cudaFuncSetAttribute(fm_bwd_kernel<D, BR>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+					      (int)C::bytes));
 	dim3 grid((unsigned)((sh->seq + FM_BC - 1) / FM_BC), (unsigned)sh->kv_heads, (unsigned)sh->batch);
-	fm_bwd_kernel<D><<<grid, FM_THREADS, bytes, s>>>(a);
+	fm_bwd_kernel<D, BR><<<grid, FM_THREADS, C::bytes, s>>>(a);
 	ZB_CUDA_LAUNCHED(err, "flash_mma_bwd");
+	return ZB_OK;
+}
+
+template <int D>
+static zb_status fm_fwd_dim(const zb_flash_shape *sh, const fm_args &a, int mw, cudaStream_t s, zb_error *err)
+{
+	return mw == 2 ? fm_fwd_launch<D, 2>(sh, a, s, err) : fm_fwd_launch<D, 1>(sh, a, s, err);
+}
+
+template <int D>
+static zb_status fm_bwd_dim(const zb_flash_shape *sh, const fm_args &a, int br, cudaStream_t s, zb_error *err)
+{
+	if constexpr (fm_bwd_br_ok(D, 32))
+		if (br == 32)
+			return fm_bwd_launch<D, 32>(sh, a, s, err);
+	return fm_bwd_launch<D, 64>(sh, a, s, err);
+}
+
+/* An integer from the environment: *v unchanged when unset, else one of the two allowed. */
+static zb_status fm_env_choice(const char *name, int x, int y, int *v, zb_error *err)
+{
+	const char *e = getenv(name);
+	if (!e || !*e)
+		return ZB_OK;
+	char *end;
+	long n = strtol(e, &end, 10);
+	if (*end || (n != x && n != y))
+		return zb_fail(err, ZB_E_INPUT, "%s '%s': expected %d or %d", name, e, x, y);
+	*v = (int)n;
 	return ZB_OK;
 }
 
@@ -506,14 +589,18 @@ extern "C" zb_status zb_flash_mma_fwd(const zb_flash_shape *sh, const zb_flash_m
 {
 	fm_args a = fm_args_of(sh, x);
 	cudaStream_t s = (cudaStream_t)stream;
-	switch (sh->head_dim) {
-	case 32: return fm_fwd_launch<32>(sh, a, s, err);
-	case 64: return fm_fwd_launch<64>(sh, a, s, err);
-	case 80: return fm_fwd_launch<80>(sh, a, s, err);
-	case 96: return fm_fwd_launch<96>(sh, a, s, err);
-	case 128: return fm_fwd_launch<128>(sh, a, s, err);
+	int d = sh->head_dim, rows = 16 * fm_fwd_mw_default(d);
+	zb_status st = fm_env_choice("ZB_FLASH_FWD_ROWS", 16, 32, &rows, err);
+	if (st)
+		return st;
+	switch (d) {
+	case 32: return fm_fwd_dim<32>(sh, a, rows / 16, s, err);
+	case 64: return fm_fwd_dim<64>(sh, a, rows / 16, s, err);
+	case 80: return fm_fwd_dim<80>(sh, a, rows / 16, s, err);
+	case 96: return fm_fwd_dim<96>(sh, a, rows / 16, s, err);
+	case 128: return fm_fwd_dim<128>(sh, a, rows / 16, s, err);
 	}
-	return zb_fail(err, ZB_E_INPUT, "flash attention (mma): head dim %d", sh->head_dim);
+	return zb_fail(err, ZB_E_INPUT, "flash attention (mma): head dim %d", d);
 }
 
 extern "C" zb_status zb_flash_mma_bwd(const zb_flash_shape *sh, const zb_flash_mma_args *x, zb_stream stream,
@@ -521,13 +608,19 @@ extern "C" zb_status zb_flash_mma_bwd(const zb_flash_shape *sh, const zb_flash_m
 {
 	fm_args a = fm_args_of(sh, x);
 	cudaStream_t s = (cudaStream_t)stream;
-	switch (sh->head_dim) {
-	case 32: return fm_bwd_launch<32>(sh, a, s, err);
-	case 64: return fm_bwd_launch<64>(sh, a, s, err);
-	case 80: return fm_bwd_launch<80>(sh, a, s, err);
-	case 96: return fm_bwd_launch<96>(sh, a, s, err);
-	case 128: return fm_bwd_launch<128>(sh, a, s, err);
+	int d = sh->head_dim, br = fm_bwd_br_default(d);
+	zb_status st = fm_env_choice("ZB_FLASH_BWD_ROWS", 32, 64, &br, err);
+	if (st)
+		return st;
+	if (!fm_bwd_br_ok(d, br))
+		return zb_fail(err, ZB_E_INPUT, "ZB_FLASH_BWD_ROWS %d: not with head dim %d", br, d);
+	switch (d) {
+	case 32: return fm_bwd_dim<32>(sh, a, br, s, err);
+	case 64: return fm_bwd_dim<64>(sh, a, br, s, err);
+	case 80: return fm_bwd_dim<80>(sh, a, br, s, err);
+	case 96: return fm_bwd_dim<96>(sh, a, br, s, err);
+	case 128: return fm_bwd_dim<128>(sh, a, br, s, err);
 	}
-	return zb_fail(err, ZB_E_INPUT, "flash attention (mma): head dim %d", sh->head_dim);
+	return zb_fail(err, ZB_E_INPUT, "flash attention (mma): head dim %d", d);
 }
 #endif /* ZB_FLASH_EMU */

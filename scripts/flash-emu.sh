@@ -2,7 +2,7 @@
 # Runs the FlashAttention-2 kernels of exec/flash_mma.cu on the CPU (tests/emu/flash_emu.cpp:
 # the kernel source unchanged, warp instructions emulated, 128 threads per CTA) against
 # a double reference. Needs g++ and the CUDA headers (for the bf16 type only), no GPU.
-#   scripts/flash-emu.sh [case-index]
+#   scripts/flash-emu.sh [case-index [fwd_mw bwd_br]]   (-1: every case; 0: the default tiles)
 set -eu
 CUDA=${CUDA:-$(dirname "$(dirname "$(realpath "$(command -v nvcc)")")")}
 mkdir -p build

@@ -14,7 +14,8 @@
  * cp.async address is checked to lie inside the launch's shared memory and to be
  * 16-byte aligned. Float atomics take a mutex.
  *
- * Build and run: scripts/flash-emu.sh (g++, CUDA headers for the bf16 type only).
+ * Build and run: scripts/flash-emu.sh [case [fwd_mw bwd_br]] (g++, CUDA headers for the
+ * bf16 type only); -1 for every case, 0 for the kernels' default tiles.
  */
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -221,13 +222,26 @@ template <typename F> static void emu_launch(F kernel, dim3 grid, size_t bytes, 
 			}
 }
 
+/* The tile variants: fwd_mw 1 or 2 (m16 tiles per warp), bwd_br 32 or 64 (query rows
+ * per backward tile, where fm_bwd_br_ok); 0 = flash_mma.cu's default. */
+static int g_fwd_mw, g_bwd_br;
+
 template <int D> static void run_fwd(const fm_args &a, int batch, int heads)
 {
-	emu_launch(fm_fwd_kernel<D>, dim3((a.seq + FM_BR - 1) / FM_BR, heads, batch), fm_fwd_cfg<D>::bytes, a);
+	int mw = g_fwd_mw ? g_fwd_mw : fm_fwd_mw_default(D);
+	if (mw == 2)
+		emu_launch(fm_fwd_kernel<D, 2>, dim3((a.seq + 127) / 128, heads, batch), fm_fwd_cfg<D, 2>::bytes, a);
+	else
+		emu_launch(fm_fwd_kernel<D, 1>, dim3((a.seq + 63) / 64, heads, batch), fm_fwd_cfg<D, 1>::bytes, a);
 }
 template <int D> static void run_bwd(const fm_args &a, int batch, int kv)
 {
-	emu_launch(fm_bwd_kernel<D>, dim3((a.seq + FM_BC - 1) / FM_BC, kv, batch), fm_bwd_cfg<D>::bytes, a);
+	int br = g_bwd_br ? g_bwd_br : fm_bwd_br_default(D);
+	dim3 grid((a.seq + FM_BC - 1) / FM_BC, kv, batch);
+	if constexpr (fm_bwd_br_ok(D, 32))
+		if (br == 32)
+			return emu_launch(fm_bwd_kernel<D, 32>, grid, fm_bwd_cfg<D, 32>::bytes, a);
+	emu_launch(fm_bwd_kernel<D, 64>, grid, fm_bwd_cfg<D, 64>::bytes, a);
 }
 
 static void dispatch(int d, int bwd, const fm_args &a, int batch, int n)
@@ -379,9 +393,11 @@ static int run_case(const ecase &c)
 		el = isfinite(lse[i]) ? fmax(el, fabs(lse[i] - rl[i])) : INFINITY;
 	const double tol = 2e-2;
 	int ok = eo <= tol && eq <= tol && ek <= tol && ev <= tol && el <= 1e-3;
-	printf("%s emu b%d s%d h%d kv%d d%d %s pad%d (%s): max rel err O %.2e dQ %.2e dK %.2e dV %.2e, lse abs %.2e\n",
+	int mw = g_fwd_mw ? g_fwd_mw : fm_fwd_mw_default(D), br = g_bwd_br ? g_bwd_br : fm_bwd_br_default(D);
+	printf("%s emu b%d s%d h%d kv%d d%d %s pad%d (%s, fwd %d rows/warp, bwd %d rows): max rel err O %.2e dQ %.2e "
+	       "dK %.2e dV %.2e, lse abs %.2e\n",
 	       ok ? "ok  " : "FAIL", c.batch, S, H, KV, D, c.causal ? "causal" : "full", c.pad,
-	       a.vec ? "cp.async" : "scalar loads", eo, eq, ek, ev, el);
+	       a.vec ? "cp.async" : "scalar loads", 16 * mw, br, eo, eq, ek, ev, el);
 	fflush(stdout);
 	return ok;
 }
@@ -393,13 +409,16 @@ int main(int argc, char **argv)
 		{ 2, 70, 2, 1, 32, 1, 0 },   { 1, 64, 2, 2, 96, 0, 0 },  { 1, 128, 2, 2, 64, 1, 0 },
 		{ 1, 100, 2, 1, 64, 1, 3 },  { 1, 200, 2, 1, 96, 1, 8 }, { 1, 161, 4, 1, 128, 0, 0 },
 	};
-	int n = (int)(sizeof cases / sizeof cases[0]), only = argc > 1 ? atoi(argv[1]) : -1, fails = 0;
+	/* flash_emu [case] [fwd_mw bwd_br] */
+	int n = (int)(sizeof cases / sizeof cases[0]), only = argc > 1 ? atoi(argv[1]) : -1, fails = 0, ran = 0;
+	g_fwd_mw = argc > 2 ? atoi(argv[2]) : 0;
+	g_bwd_br = argc > 3 ? atoi(argv[3]) : 0;
 	pthread_barrier_init(&g_cta_bar, NULL, EMU_THREADS);
 	for (auto &w : g_warp)
 		pthread_barrier_init(&w.bar, NULL, 32);
 	for (int i = 0; i < n; i++)
-		if (only < 0 || only == i)
-			fails += !run_case(cases[i]);
-	printf("flash_emu: %d of %d cases failed\n", fails, only < 0 ? n : 1);
+		if ((only < 0 || only == i) && (!g_bwd_br || fm_bwd_br_ok(cases[i].d, g_bwd_br)))
+			fails += !run_case(cases[i]), ran++;
+	printf("flash_emu: %d of %d cases failed\n", fails, ran);
 	return fails ? 1 : 0;
 }
