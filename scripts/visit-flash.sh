@@ -9,7 +9,10 @@
 #                             dV against a double reference (causal, GQA, d 32/64/80/96/128,
 #                             partial tiles, padded strides), then fwd/bwd TFLOP/s
 #   test-flash-wmma.log       the same with the old kernels
-#   bench-flash-{mma,wmma}.json   zbench bench --filter flash (2.5B shape, d128 GQA 32/8)
+#   bench-flash-*.json        zbench bench --filter flash (2.5B shape, d128 GQA 32/8): mma with
+#                             the default tiles, mma-f16 (ZB_FLASH_FWD_ROWS=16), mma-f32b64
+#                             (ZB_FLASH_FWD_ROWS=32 ZB_FLASH_BWD_ROWS=64), wmma
+#   test-flash-mma-{f16,f32b64}.log  test_flash_attn (no bench) with those other tiles
 #   run-2.5b-{flash,eager}.json   zbench run --json, gpt-2.5b, no offload, seq 2048,
 #                             micro-batch 4: the step time and model TFLOP/s
 #   test-exec-fidelity.log    executor runs with flash attention (precision check)
@@ -33,12 +36,21 @@ ZB_FLASH_IMPL=mma ZB_REQUIRE_GPU=1 timeout 40 $T >"$OUT/test-flash-mma.log" 2>&1
 echo "rc=$?" | tee -a "$LOG"
 grep -E "^# |OK|FAILED|ERROR|error" "$OUT/test-flash-mma.log" | tee -a "$LOG"
 
-for impl in mma wmma; do
-	step "bench flash, $impl"
-	ZB_FLASH_IMPL=$impl timeout 25 $Z bench --filter flash --json >"$OUT/bench-flash-$impl.json" 2>>"$LOG"
+# name, then the environment: the default tiles, the other forward tile at head dim 80,
+# the other forward and backward tiles at head dim 128, the old kernels
+benches=(
+	"mma      ZB_FLASH_IMPL=mma"
+	"mma-f16  ZB_FLASH_IMPL=mma ZB_FLASH_FWD_ROWS=16"
+	"mma-f32b64 ZB_FLASH_IMPL=mma ZB_FLASH_FWD_ROWS=32 ZB_FLASH_BWD_ROWS=64"
+	"wmma     ZB_FLASH_IMPL=wmma"
+)
+for b in "${benches[@]}"; do
+	set -- $b
+	name=$1
+	shift
+	step "bench flash, $name ($*)"
+	env "$@" timeout 20 $Z bench --filter flash --json >"$OUT/bench-flash-$name.json" 2>>"$LOG"
 	echo "rc=$?" | tee -a "$LOG"
-	head -c 1500 "$OUT/bench-flash-$impl.json" | tee -a "$LOG"
-	echo | tee -a "$LOG"
 done
 
 for att in flash eager; do
@@ -55,6 +67,18 @@ if left 120 "test_flash_attn wmma"; then
 	echo "rc=$?" | tee -a "$LOG"
 	grep -E "^# |OK|FAILED|ERROR|error" "$OUT/test-flash-wmma.log" | tee -a "$LOG"
 fi
+
+for v in "f16 ZB_FLASH_FWD_ROWS=16" "f32b64 ZB_FLASH_FWD_ROWS=32 ZB_FLASH_BWD_ROWS=64"; do
+	set -- $v
+	name=$1
+	shift
+	left 115 "test_flash_attn $*" || continue
+	step "test_flash_attn, mma kernels, $* (no bench)"
+	env "$@" ZB_FLASH_IMPL=mma ZB_FLASH_TEST_NO_BENCH=1 ZB_REQUIRE_GPU=1 timeout 20 $T \
+		>"$OUT/test-flash-mma-$name.log" 2>&1
+	echo "rc=$?" | tee -a "$LOG"
+	grep -E "^# |OK|FAILED|ERROR|error" "$OUT/test-flash-mma-$name.log" | tee -a "$LOG"
+done
 
 if left 115 "test_exec_fidelity"; then
 	step "test_exec_fidelity (executor with flash attention)"
@@ -79,7 +103,7 @@ step "summary"
 python3 - "$OUT" <<'PY' 2>&1 | tee -a "$LOG"
 import json, os, sys
 out = sys.argv[1]
-for impl in ("mma", "wmma"):
+for impl in ("mma", "mma-f16", "mma-f32b64", "wmma"):
     try:
         j = json.load(open(os.path.join(out, f"bench-flash-{impl}.json")))
     except Exception as e:
