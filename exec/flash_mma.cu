@@ -24,7 +24,7 @@ typedef __nv_bfloat16 bf16;
 
 #define FM_WARPS 4
 #define FM_THREADS (32 * FM_WARPS)
-#define FM_BC 64 /* keys per tile (forward), per CTA (backward, 16 per warp) */
+#define FM_BC 64 /* keys per forward tile */
 #define FM_LOG2E 1.4426950408889634f
 #define FM_LN2 0.6931471805599453f
 
@@ -47,6 +47,14 @@ __device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], const bf16 *p)
 {
 	asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
 		     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+		     : "r"(smem_u32(p)));
+}
+
+/* .x2: matrices 0 and 1 only (addresses of lanes 0-15) */
+__device__ __forceinline__ void ldsm_x2_t(uint32_t r[2], const bf16 *p)
+{
+	asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+		     : "=r"(r[0]), "=r"(r[1])
 		     : "r"(smem_u32(p)));
 }
 
@@ -100,11 +108,11 @@ __device__ __forceinline__ void atomic_add_pair(float *p, float x, float y)
 /* Rows [row0, row0 + NR) of a [*, D] slice (row stride lds) into a shared tile of
  * row stride D + 8; rows at or past seq are zero. vec: 16-byte cp.async (the caller
  * commits and waits), else element by element (done at return). */
-template <int D, int NR>
+template <int D, int NR, int NTHR = FM_THREADS>
 __device__ __forceinline__ void tile_load(bf16 *dst, const bf16 *src, int64_t lds, int row0, int seq, int vec)
 {
 	constexpr int LD = D + 8, CH = D / 8;
-	for (int c = threadIdx.x; c < NR * CH; c += FM_THREADS) {
+	for (int c = threadIdx.x; c < NR * CH; c += NTHR) {
 		int r = c / CH, col = (c % CH) * 8;
 		bf16 *d = dst + r * LD + col;
 		if (row0 + r >= seq) {
@@ -134,12 +142,19 @@ struct fm_args {
 
 /* ---- tile choices ------------------------------------------------------------------ */
 /* The defaults per head dim; ZB_FLASH_FWD_ROWS (16 or 32 query rows per warp in the
- * forward) and ZB_FLASH_BWD_ROWS (32 or 64 query rows per backward tile) override them,
- * for measuring. The backward with 32 rows splits dQ's columns between two warps, in
- * whole 16-column pairs: not at head dim 80 (40 columns each). */
+ * forward), ZB_FLASH_BWD_ROWS (32 or 64 query rows per backward tile) and
+ * ZB_FLASH_BWD_WARPS (4 or 8 warps, 16 keys each, per backward CTA) override them, for
+ * measuring. */
 static constexpr int fm_fwd_mw_default(int d) { return d <= 80 ? 2 : 1; } /* 96, 128: 2 would spill */
 static constexpr int fm_bwd_br_default(int d) { return d > 80 ? 32 : 64; }
-static constexpr bool fm_bwd_br_ok(int d, int br) { return br == 64 || (br == 32 && (d / 2) % 16 == 0); }
+static constexpr int fm_bwd_warps_default(int d) { return 4; }
+/* dQ of a BR-row tile is split among the W warps as BR/16 row tiles x G column groups of
+ * D/G columns, which must be whole n8 tiles */
+static constexpr bool fm_bwd_ok(int d, int br, int w)
+{
+	return (br == 32 || br == 64) && (w == 4 || w == 8) && (d % (w / (br / 16))) == 0 &&
+	       (d / (w / (br / 16))) % 8 == 0;
+}
 
 /* ---- forward ----------------------------------------------------------------------- */
 
@@ -339,26 +354,29 @@ __global__ void __launch_bounds__(FM_THREADS) fm_fwd_kernel(fm_args a)
 
 /* BR: query rows per tile, 64 or 32. 64 keeps 2 x 32 score registers per lane; 32 halves
  * them, leaving room for dK and dV (2 x D/2 registers) at head dim 128. */
-template <int D, int BR_> struct fm_bwd_cfg {
-	static constexpr int BR = BR_;
+template <int D, int BR_, int W> struct fm_bwd_cfg {
+	static constexpr int BR = BR_, BC = 16 * W, THREADS = 32 * W;
 	static constexpr int LD = D + 8, LDS = BR + 8;
-	static constexpr int MT = BR / 16, G = FM_WARPS / MT, NCOL = D / G; /* dQ: warps as MT x G */
-	static constexpr size_t bytes = (size_t)(2 * FM_BC + 4 * BR) * LD * sizeof(bf16) /* K, V, 2 x (Q, dO) */ +
-					(size_t)FM_BC * LDS * sizeof(bf16) /* dS^T */ + 4 * BR * sizeof(float);
-	static_assert(NCOL % 16 == 0, "dQ column group must be whole 16-column pairs");
+	static constexpr int MT = BR / 16, G = W / MT, NCOL = D / G; /* dQ: warps as MT x G */
+	static constexpr size_t bytes = (size_t)(2 * BC + 4 * BR) * LD * sizeof(bf16) /* K, V, 2 x (Q, dO) */ +
+					(size_t)BC * LDS * sizeof(bf16) /* dS^T */ + 4 * BR * sizeof(float);
+	static_assert(fm_bwd_ok(D, BR, W), "dQ column group must be whole n8 tiles");
 };
 
 /* Query tile `it` of the CTA's loop (query head hk * group + it / nt, query block
  * i0 + it % nt) into buffer `buf`: Q, dO by cp.async (committed), lse (times log2 e)
  * and dD by plain loads. */
-template <int D, int BR_>
+template <int D, int BR_, int W>
 __device__ __forceinline__ void bwd_load_tile(const fm_args &a, int it, int buf, int b, int hk, int i0, int nt,
 					      bf16 *Qs, bf16 *dOs, float *lse2_s, float *dd_s)
 {
-	constexpr int BR = BR_, LD = fm_bwd_cfg<D, BR_>::LD;
+	typedef fm_bwd_cfg<D, BR_, W> C;
+	constexpr int BR = BR_, LD = C::LD;
 	const int S = a.seq, h = hk * (a.heads / a.kv_heads) + it / nt, q0 = (i0 + it % nt) * BR;
-	tile_load<D, BR>(Qs + buf * BR * LD, a.q + (int64_t)b * S * a.ldq + (int64_t)h * D, a.ldq, q0, S, a.vec);
-	tile_load<D, BR>(dOs + buf * BR * LD, a.dout + (int64_t)b * S * a.lddo + (int64_t)h * D, a.lddo, q0, S, a.vec);
+	tile_load<D, BR, C::THREADS>(Qs + buf * BR * LD, a.q + (int64_t)b * S * a.ldq + (int64_t)h * D, a.ldq, q0, S,
+				     a.vec);
+	tile_load<D, BR, C::THREADS>(dOs + buf * BR * LD, a.dout + (int64_t)b * S * a.lddo + (int64_t)h * D, a.lddo, q0,
+				     S, a.vec);
 	cp_async_commit();
 	if (threadIdx.x < BR) {
 		const int qi = q0 + threadIdx.x;
@@ -369,7 +387,8 @@ __device__ __forceinline__ void bwd_load_tile(const fm_args &a, int it, int buf,
 }
 
 /* acc[n] += A (16 x 16 k-step from registers) times B from a [k][n] shared tile
- * (.trans), n over ND n8 tiles starting at column col0. */
+ * (.trans), n over ND n8 tiles from B's first column; an odd last tile by .x2 (its
+ * lanes 0-15 addresses are those of the .x4 pattern's first two matrices). */
 template <int ND>
 __device__ __forceinline__ void mma_bt_row(float (&acc)[ND][4], const uint32_t a[4], const bf16 *B, int ldb, int lane)
 {
@@ -380,27 +399,32 @@ __device__ __forceinline__ void mma_bt_row(float (&acc)[ND][4], const uint32_t a
 		mma16816(acc[2 * dp], a, r[0], r[1]);
 		mma16816(acc[2 * dp + 1], a, r[2], r[3]);
 	}
+	if (ND % 2) {
+		uint32_t r[2];
+		ldsm_x2_t(r, B + zb_frag_bt_row(lane) * ldb + (ND - 1) * 8);
+		mma16816(acc[ND - 1], a, r[0], r[1]);
+	}
 }
 
-template <int D, int BR_>
-__global__ void __launch_bounds__(FM_THREADS) fm_bwd_kernel(fm_args a)
+template <int D, int BR_, int W>
+__global__ void __launch_bounds__(32 * W) fm_bwd_kernel(fm_args a)
 {
-	typedef fm_bwd_cfg<D, BR_> C;
-	constexpr int BR = C::BR, LD = C::LD, LDS = C::LDS, KD = D / 16, ND = D / 8, NB = BR / 8;
+	typedef fm_bwd_cfg<D, BR_, W> C;
+	constexpr int BR = C::BR, BC = C::BC, LD = C::LD, LDS = C::LDS, KD = D / 16, ND = D / 8, NB = BR / 8;
 	extern __shared__ __align__(128) unsigned char smem[];
-	bf16 *Ks = reinterpret_cast<bf16 *>(smem), *Vs = Ks + FM_BC * LD, *Qs = Vs + FM_BC * LD;
+	bf16 *Ks = reinterpret_cast<bf16 *>(smem), *Vs = Ks + BC * LD, *Qs = Vs + BC * LD;
 	bf16 *dOs = Qs + 2 * BR * LD, *dSt = dOs + 2 * BR * LD; /* dS^T: [key][query] */
-	float *lse2_s = reinterpret_cast<float *>(dSt + FM_BC * LDS), *dd_s = lse2_s + 2 * BR;
+	float *lse2_s = reinterpret_cast<float *>(dSt + BC * LDS), *dd_s = lse2_s + 2 * BR;
 	const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
 	const int S = a.seq, kb = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
-	const int group = a.heads / a.kv_heads, k0 = kb * FM_BC, kw = warp * 16; /* the warp's keys (local) */
+	const int group = a.heads / a.kv_heads, k0 = kb * BC, kw = warp * 16; /* the warp's keys (local) */
 	const int nqb = (S + BR - 1) / BR, i0 = a.causal ? k0 / BR : 0, nt = nqb - i0, total = group * nt;
 	const float sl2 = a.scale * FM_LOG2E;
 	const int mt = warp % C::MT, c0 = (warp / C::MT) * C::NCOL; /* this warp's dQ rows and columns */
 
-	tile_load<D, FM_BC>(Ks, a.k + (int64_t)b * S * a.ldk + (int64_t)hk * D, a.ldk, k0, S, a.vec);
-	tile_load<D, FM_BC>(Vs, a.v + (int64_t)b * S * a.ldv + (int64_t)hk * D, a.ldv, k0, S, a.vec);
-	bwd_load_tile<D, BR>(a, 0, 0, b, hk, i0, nt, Qs, dOs, lse2_s, dd_s); /* commits K and V too */
+	tile_load<D, BC, C::THREADS>(Ks, a.k + (int64_t)b * S * a.ldk + (int64_t)hk * D, a.ldk, k0, S, a.vec);
+	tile_load<D, BC, C::THREADS>(Vs, a.v + (int64_t)b * S * a.ldv + (int64_t)hk * D, a.ldv, k0, S, a.vec);
+	bwd_load_tile<D, BR, W>(a, 0, 0, b, hk, i0, nt, Qs, dOs, lse2_s, dd_s); /* commits K and V too */
 
 	float dk[ND][4], dv[ND][4];
 #pragma unroll
@@ -413,7 +437,7 @@ __global__ void __launch_bounds__(FM_THREADS) fm_bwd_kernel(fm_args a)
 		cp_async_wait_all();
 		__syncthreads(); /* tile it is in; the previous tile's dQ is done with dS^T and its buffers */
 		if (it + 1 < total)
-			bwd_load_tile<D, BR>(a, it + 1, (it + 1) & 1, b, hk, i0, nt, Qs, dOs, lse2_s, dd_s);
+			bwd_load_tile<D, BR, W>(a, it + 1, (it + 1) & 1, b, hk, i0, nt, Qs, dOs, lse2_s, dd_s);
 		const int buf = it & 1, h = hk * group + it / nt, q0 = (i0 + it % nt) * BR;
 		const bf16 *Qb = Qs + buf * BR * LD, *dOb = dOs + buf * BR * LD;
 		const float *lse2 = lse2_s + buf * BR, *ddb = dd_s + buf * BR;
@@ -443,7 +467,7 @@ __global__ void __launch_bounds__(FM_THREADS) fm_bwd_kernel(fm_args a)
 			}
 		}
 		/* P^T = exp2(s sl2 - lse2) (0 where masked), dS^T = P^T (dP^T - dD) */
-		const bool edge = q0 + BR > S || k0 + FM_BC > S || (a.causal && k0 + FM_BC - 1 > q0);
+		const bool edge = q0 + BR > S || k0 + BC > S || (a.causal && k0 + BC - 1 > q0);
 #pragma unroll
 		for (int n = 0; n < NB; n++) {
 #pragma unroll
@@ -475,7 +499,7 @@ __global__ void __launch_bounds__(FM_THREADS) fm_bwd_kernel(fm_args a)
 			*reinterpret_cast<uint32_t *>(row + 8) = da[2];
 			*reinterpret_cast<uint32_t *>(row + 8 * LDS + 8) = da[3];
 		}
-		__syncthreads(); /* dS^T complete: 64 keys x BR queries */
+		__syncthreads(); /* dS^T complete: BC keys x BR queries */
 
 		/* dQ rows mt*16.., columns c0..c0+NCOL of this tile += scale dS K */
 		float acc[C::NCOL / 8][4];
@@ -483,7 +507,7 @@ __global__ void __launch_bounds__(FM_THREADS) fm_bwd_kernel(fm_args a)
 		for (int n = 0; n < C::NCOL / 8; n++)
 			acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
 #pragma unroll
-		for (int kk = 0; kk < FM_BC / 16; kk++) {
+		for (int kk = 0; kk < BC / 16; kk++) {
 			uint32_t sa[4];
 			ldsm_x4_t(sa, dSt + (kk * 16 + zb_frag_at_row(lane)) * LDS + mt * 16 + zb_frag_at_col(lane));
 			mma_bt_row<C::NCOL / 8>(acc, sa, Ks + kk * 16 * LD + c0, LD, lane);
@@ -543,14 +567,14 @@ static zb_status fm_fwd_launch(const zb_flash_shape *sh, const fm_args &a, cudaS
 	return ZB_OK;
 }
 
-template <int D, int BR>
+template <int D, int BR, int W>
 static zb_status fm_bwd_launch(const zb_flash_shape *sh, const fm_args &a, cudaStream_t s, zb_error *err)
 {
-	typedef fm_bwd_cfg<D, BR> C;
-	ZB_CUDA_TRY(err, cudaFuncSetAttribute(fm_bwd_kernel<D, BR>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+	typedef fm_bwd_cfg<D, BR, W> C;
+	ZB_CUDA_TRY(err, cudaFuncSetAttribute(fm_bwd_kernel<D, BR, W>, cudaFuncAttributeMaxDynamicSharedMemorySize,
 					      (int)C::bytes));
-	dim3 grid((unsigned)((sh->seq + FM_BC - 1) / FM_BC), (unsigned)sh->kv_heads, (unsigned)sh->batch);
-	fm_bwd_kernel<D, BR><<<grid, FM_THREADS, C::bytes, s>>>(a);
+	dim3 grid((unsigned)((sh->seq + C::BC - 1) / C::BC), (unsigned)sh->kv_heads, (unsigned)sh->batch);
+	fm_bwd_kernel<D, BR, W><<<grid, C::THREADS, C::bytes, s>>>(a);
 	ZB_CUDA_LAUNCHED(err, "flash_mma_bwd");
 	return ZB_OK;
 }
@@ -562,12 +586,19 @@ static zb_status fm_fwd_dim(const zb_flash_shape *sh, const fm_args &a, int mw, 
 }
 
 template <int D>
-static zb_status fm_bwd_dim(const zb_flash_shape *sh, const fm_args &a, int br, cudaStream_t s, zb_error *err)
+static zb_status fm_bwd_dim(const zb_flash_shape *sh, const fm_args &a, int br, int w, cudaStream_t s,
+			    zb_error *err)
 {
-	if constexpr (fm_bwd_br_ok(D, 32))
-		if (br == 32)
-			return fm_bwd_launch<D, 32>(sh, a, s, err);
-	return fm_bwd_launch<D, 64>(sh, a, s, err);
+	if constexpr (fm_bwd_ok(D, 32, 4))
+		if (br == 32 && w == 4)
+			return fm_bwd_launch<D, 32, 4>(sh, a, s, err);
+	if constexpr (fm_bwd_ok(D, 32, 8))
+		if (br == 32 && w == 8)
+			return fm_bwd_launch<D, 32, 8>(sh, a, s, err);
+	if constexpr (fm_bwd_ok(D, 64, 8))
+		if (br == 64 && w == 8)
+			return fm_bwd_launch<D, 64, 8>(sh, a, s, err);
+	return fm_bwd_launch<D, 64, 4>(sh, a, s, err);
 }
 
 /* An integer from the environment: *v unchanged when unset, else one of the two allowed. */
@@ -608,18 +639,21 @@ extern "C" zb_status zb_flash_mma_bwd(const zb_flash_shape *sh, const zb_flash_m
 {
 	fm_args a = fm_args_of(sh, x);
 	cudaStream_t s = (cudaStream_t)stream;
-	int d = sh->head_dim, br = fm_bwd_br_default(d);
+	int d = sh->head_dim, br = fm_bwd_br_default(d), w = fm_bwd_warps_default(d);
 	zb_status st = fm_env_choice("ZB_FLASH_BWD_ROWS", 32, 64, &br, err);
+	if (!st)
+		st = fm_env_choice("ZB_FLASH_BWD_WARPS", 4, 8, &w, err);
 	if (st)
 		return st;
-	if (!fm_bwd_br_ok(d, br))
-		return zb_fail(err, ZB_E_INPUT, "ZB_FLASH_BWD_ROWS %d: not with head dim %d", br, d);
+	if (!fm_bwd_ok(d, br, w))
+		return zb_fail(err, ZB_E_INPUT, "ZB_FLASH_BWD_ROWS %d with ZB_FLASH_BWD_WARPS %d: not at head dim %d", br,
+			       w, d);
 	switch (d) {
-	case 32: return fm_bwd_dim<32>(sh, a, br, s, err);
-	case 64: return fm_bwd_dim<64>(sh, a, br, s, err);
-	case 80: return fm_bwd_dim<80>(sh, a, br, s, err);
-	case 96: return fm_bwd_dim<96>(sh, a, br, s, err);
-	case 128: return fm_bwd_dim<128>(sh, a, br, s, err);
+	case 32: return fm_bwd_dim<32>(sh, a, br, w, s, err);
+	case 64: return fm_bwd_dim<64>(sh, a, br, w, s, err);
+	case 80: return fm_bwd_dim<80>(sh, a, br, w, s, err);
+	case 96: return fm_bwd_dim<96>(sh, a, br, w, s, err);
+	case 128: return fm_bwd_dim<128>(sh, a, br, w, s, err);
 	}
 	return zb_fail(err, ZB_E_INPUT, "flash attention (mma): head dim %d", d);
 }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the FlashAttention-2 kernels of exec/flash_mma.cu on the CPU (tests/emu/flash_emu.cpp:
-# the kernel source unchanged, warp instructions emulated, 128 threads per CTA) against
+# the kernel source unchanged, warp instructions emulated, one thread per CUDA thread) against
 # a double reference. Needs g++ and the CUDA headers (for the bf16 type only), no GPU.
-#   scripts/flash-emu.sh [case-index [fwd_mw bwd_br]]   (-1: every case; 0: the default tiles)
+#   scripts/flash-emu.sh [case-index [fwd_mw [bwd_br [bwd_warps]]]]   (-1: every case; 0: default tiles)
 set -eu
 CUDA=${CUDA:-$(dirname "$(dirname "$(realpath "$(command -v nvcc)")")")}
 mkdir -p build

@@ -4,17 +4,17 @@
  * (the checks of tests/gpu/test_flash_attn, on smaller shapes): a way to test the
  * kernels' loops, masks, tiling and barriers where there is no GPU.
  *
- * Each CTA runs as 128 POSIX threads (one per CUDA thread) over one shared-memory
+ * Each CTA runs as 128 or 256 POSIX threads (one per CUDA thread) over one shared-memory
  * buffer; the warp-wide instructions are emulated from the PTX ISA's definitions:
  * ldmatrix .x4 (plain and .trans) and mma.sync m16n8k16 exchange their operands
  * through a per-warp slot array between two warp barriers, __shfl_xor_sync the same
- * way, __syncthreads is a barrier of all 128. cp.async copies are deferred until
+ * way, __syncthreads is a barrier of the whole CTA. cp.async copies are deferred until
  * cp.async.wait_group (so a read before the wait sees stale data, not the new tile),
  * shared memory starts as NaN bytes (0xff) for every CTA, and every ldmatrix and
  * cp.async address is checked to lie inside the launch's shared memory and to be
  * 16-byte aligned. Float atomics take a mutex.
  *
- * Build and run: scripts/flash-emu.sh [case [fwd_mw bwd_br]] (g++, CUDA headers for the
+ * Build and run: scripts/flash-emu.sh [case [fwd_mw [bwd_br [bwd_w]]]] (g++, CUDA headers for the
  * bf16 type only); -1 for every case, 0 for the kernels' default tiles.
  */
 #include <cuda_runtime.h>
@@ -44,7 +44,7 @@
 #undef blockIdx
 #undef gridDim
 
-#define EMU_THREADS 128
+#define EMU_THREADS 256 /* at most */
 #define EMU_SMEM (228 * 1024)
 
 alignas(128) unsigned char smem[EMU_SMEM]; /* the kernels' extern __shared__ array */
@@ -55,7 +55,8 @@ static thread_local uint3 t_thread;
 #define blockIdx g_block
 #define gridDim g_grid
 
-static pthread_barrier_t g_cta_bar;
+static pthread_barrier_t g_cta_bar[2]; /* 128 and 256 threads */
+static int g_threads = 128;                /* this launch's block size */
 struct warp_slots {
 	pthread_barrier_t bar;
 	const void *ptr[32];
@@ -86,7 +87,7 @@ static void check_smem(const void *p, size_t n, const char *what)
 		emu_fail("shared address not 16-byte aligned");
 }
 
-static void __syncthreads(void) { pthread_barrier_wait(&g_cta_bar); }
+static void __syncthreads(void) { pthread_barrier_wait(&g_cta_bar[g_threads == 256]); }
 static warp_slots &my_warp(void) { return g_warp[t_thread.x / 32]; }
 static void warp_sync(void) { pthread_barrier_wait(&my_warp().bar); }
 
@@ -115,14 +116,15 @@ static uint16_t lane_b16(const void *row, int i) { return ((const uint16_t *)row
 
 /* ldmatrix .x4: lanes 8j..8j+7 address the rows of matrix j; lane L receives row L/4,
  * elements 2(L%4), 2(L%4)+1 of matrix j (trans: of its transpose). */
-static void emu_ldsm(uint32_t r[4], const bf16 *p, int trans)
+static void emu_ldsm(uint32_t r[], const bf16 *p, int trans, int nmat)
 {
 	warp_slots &w = my_warp();
 	int lane = t_thread.x % 32;
-	check_smem(p, 16, "ldmatrix row outside shared memory");
+	if (lane < 8 * nmat)
+		check_smem(p, 16, "ldmatrix row outside shared memory");
 	w.ptr[lane] = p;
 	warp_sync();
-	for (int j = 0; j < 4; j++) {
+	for (int j = 0; j < nmat; j++) {
 		uint16_t lo, hi;
 		if (!trans) {
 			const void *row = w.ptr[8 * j + lane / 4];
@@ -135,8 +137,9 @@ static void emu_ldsm(uint32_t r[4], const bf16 *p, int trans)
 	}
 	warp_sync();
 }
-static void ldsm_x4(uint32_t r[4], const bf16 *p) { emu_ldsm(r, p, 0); }
-static void ldsm_x4_t(uint32_t r[4], const bf16 *p) { emu_ldsm(r, p, 1); }
+static void ldsm_x4(uint32_t r[4], const bf16 *p) { emu_ldsm(r, p, 0, 4); }
+static void ldsm_x4_t(uint32_t r[4], const bf16 *p) { emu_ldsm(r, p, 1, 4); }
+static void ldsm_x2_t(uint32_t r[2], const bf16 *p) { emu_ldsm(r, p, 1, 2); }
 
 static float b16f(uint32_t reg, int hi)
 {
@@ -210,7 +213,7 @@ template <typename F> static void emu_launch(F kernel, dim3 grid, size_t bytes, 
 				g_block = make_uint3(x, y, z);
 				memset(smem, 0xff, sizeof smem);
 				std::vector<std::thread> th;
-				for (int t = 0; t < EMU_THREADS; t++)
+				for (int t = 0; t < g_threads; t++)
 					th.emplace_back([t, &kernel, &a] {
 						t_thread = make_uint3(t, 0, 0);
 						kernel(a);
@@ -223,8 +226,9 @@ template <typename F> static void emu_launch(F kernel, dim3 grid, size_t bytes, 
 }
 
 /* The tile variants: fwd_mw 1 or 2 (m16 tiles per warp), bwd_br 32 or 64 (query rows
- * per backward tile, where fm_bwd_br_ok); 0 = flash_mma.cu's default. */
-static int g_fwd_mw, g_bwd_br;
+ * per backward tile), bwd_w 4 or 8 (warps per backward CTA), where fm_bwd_ok; 0 =
+ * flash_mma.cu's default. */
+static int g_fwd_mw, g_bwd_br, g_bwd_w;
 
 template <int D> static void run_fwd(const fm_args &a, int batch, int heads)
 {
@@ -234,14 +238,26 @@ template <int D> static void run_fwd(const fm_args &a, int batch, int heads)
 	else
 		emu_launch(fm_fwd_kernel<D, 1>, dim3((a.seq + 63) / 64, heads, batch), fm_fwd_cfg<D, 1>::bytes, a);
 }
+template <int D, int BR, int W> static void run_bwd_tiles(const fm_args &a, int batch, int kv)
+{
+	typedef fm_bwd_cfg<D, BR, W> C;
+	g_threads = C::THREADS;
+	emu_launch(fm_bwd_kernel<D, BR, W>, dim3((a.seq + C::BC - 1) / C::BC, kv, batch), C::bytes, a);
+	g_threads = FM_THREADS;
+}
 template <int D> static void run_bwd(const fm_args &a, int batch, int kv)
 {
-	int br = g_bwd_br ? g_bwd_br : fm_bwd_br_default(D);
-	dim3 grid((a.seq + FM_BC - 1) / FM_BC, kv, batch);
-	if constexpr (fm_bwd_br_ok(D, 32))
-		if (br == 32)
-			return emu_launch(fm_bwd_kernel<D, 32>, grid, fm_bwd_cfg<D, 32>::bytes, a);
-	emu_launch(fm_bwd_kernel<D, 64>, grid, fm_bwd_cfg<D, 64>::bytes, a);
+	int br = g_bwd_br ? g_bwd_br : fm_bwd_br_default(D), w = g_bwd_w ? g_bwd_w : fm_bwd_warps_default(D);
+	if constexpr (fm_bwd_ok(D, 32, 4))
+		if (br == 32 && w == 4)
+			return run_bwd_tiles<D, 32, 4>(a, batch, kv);
+	if constexpr (fm_bwd_ok(D, 32, 8))
+		if (br == 32 && w == 8)
+			return run_bwd_tiles<D, 32, 8>(a, batch, kv);
+	if constexpr (fm_bwd_ok(D, 64, 8))
+		if (br == 64 && w == 8)
+			return run_bwd_tiles<D, 64, 8>(a, batch, kv);
+	run_bwd_tiles<D, 64, 4>(a, batch, kv);
 }
 
 static void dispatch(int d, int bwd, const fm_args &a, int batch, int n)
@@ -394,10 +410,11 @@ static int run_case(const ecase &c)
 	const double tol = 2e-2;
 	int ok = eo <= tol && eq <= tol && ek <= tol && ev <= tol && el <= 1e-3;
 	int mw = g_fwd_mw ? g_fwd_mw : fm_fwd_mw_default(D), br = g_bwd_br ? g_bwd_br : fm_bwd_br_default(D);
-	printf("%s emu b%d s%d h%d kv%d d%d %s pad%d (%s, fwd %d rows/warp, bwd %d rows): max rel err O %.2e dQ %.2e "
-	       "dK %.2e dV %.2e, lse abs %.2e\n",
+	int w = g_bwd_w ? g_bwd_w : fm_bwd_warps_default(D);
+	printf("%s emu b%d s%d h%d kv%d d%d %s pad%d (%s, fwd %d rows/warp, bwd %d rows %d warps): max rel err O %.2e "
+	       "dQ %.2e dK %.2e dV %.2e, lse abs %.2e\n",
 	       ok ? "ok  " : "FAIL", c.batch, S, H, KV, D, c.causal ? "causal" : "full", c.pad,
-	       a.vec ? "cp.async" : "scalar loads", 16 * mw, br, eo, eq, ek, ev, el);
+	       a.vec ? "cp.async" : "scalar loads", 16 * mw, br, w, eo, eq, ek, ev, el);
 	fflush(stdout);
 	return ok;
 }
@@ -409,15 +426,19 @@ int main(int argc, char **argv)
 		{ 2, 70, 2, 1, 32, 1, 0 },   { 1, 64, 2, 2, 96, 0, 0 },  { 1, 128, 2, 2, 64, 1, 0 },
 		{ 1, 100, 2, 1, 64, 1, 3 },  { 1, 200, 2, 1, 96, 1, 8 }, { 1, 161, 4, 1, 128, 0, 0 },
 	};
-	/* flash_emu [case] [fwd_mw bwd_br] */
+	/* flash_emu [case [fwd_mw [bwd_br [bwd_w]]]] */
 	int n = (int)(sizeof cases / sizeof cases[0]), only = argc > 1 ? atoi(argv[1]) : -1, fails = 0, ran = 0;
 	g_fwd_mw = argc > 2 ? atoi(argv[2]) : 0;
 	g_bwd_br = argc > 3 ? atoi(argv[3]) : 0;
-	pthread_barrier_init(&g_cta_bar, NULL, EMU_THREADS);
+	g_bwd_w = argc > 4 ? atoi(argv[4]) : 0;
+	pthread_barrier_init(&g_cta_bar[0], NULL, 128);
+	pthread_barrier_init(&g_cta_bar[1], NULL, 256);
 	for (auto &w : g_warp)
 		pthread_barrier_init(&w.bar, NULL, 32);
 	for (int i = 0; i < n; i++)
-		if ((only < 0 || only == i) && (!g_bwd_br || fm_bwd_br_ok(cases[i].d, g_bwd_br)))
+		if ((only < 0 || only == i) &&
+		    fm_bwd_ok(cases[i].d, g_bwd_br ? g_bwd_br : fm_bwd_br_default(cases[i].d),
+			      g_bwd_w ? g_bwd_w : fm_bwd_warps_default(cases[i].d)))
 			fails += !run_case(cases[i]), ran++;
 	printf("flash_emu: %d of %d cases failed\n", fails, ran);
 	return fails ? 1 : 0;
