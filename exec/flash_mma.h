@@ -11,8 +11,10 @@
  * come from ldmatrix (ldmatrix.trans for V); the online softmax runs on the
  * accumulator registers (row max and sum over the 4 lanes of a quad) and P goes
  * straight from the S accumulators into the A operand of P V.
+ * (Head dim <= 80: each warp owns 32 rows, a CTA 128; ZB_FLASH_FWD_ROWS=16|32 overrides.)
  * Backward: one CTA of 4 warps per 64 keys (of one kv head and sequence), each warp
- * owning 16 keys; per query tile (64 rows, 32 for head dim 96 and 128) S^T, dP^T,
+ * owning 16 keys (ZB_FLASH_BWD_WARPS=8: 8 warps, 128 keys); per query tile (64 rows,
+ * 32 for head dim 96 and 128; ZB_FLASH_BWD_ROWS=32|64 overrides) S^T, dP^T,
  * P^T and dS^T stay in registers, dV += P^T dO and dK += dS^T Q accumulate in
  * registers over all query tiles of all query heads of the group, and dQ += dS K
  * (dS^T staged in shared memory) is added to the fp32 workspace with atomics.
