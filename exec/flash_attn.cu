@@ -19,6 +19,10 @@
  * recomputes S^T = K Q^T and dP^T = V dO^T for its 16 keys, forms P and dS, adds
  * P^T dO to dV and dS^T Q to dK, and the block adds dS K into the fp32 dQ workspace
  * with atomics (FlashAttention-2's split).
+ *
+ * These wmma kernels are kept as the fallback selected by ZB_FLASH_IMPL=wmma; the
+ * default is the mma.sync implementation of flash_mma.cu (ZB_FLASH_IMPL=mma). Both
+ * share the checks, dD, the dQ workspace and its conversion below.
  */
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -31,6 +35,7 @@
 
 #include "exec/cuda_check.h"
 #include "exec/flash_attn.h"
+#include "exec/flash_mma.h"
 #include "exec/kernels.h"
 
 using namespace nvcuda;
@@ -403,6 +408,23 @@ static bool al16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 
 static int vec_ok(const void *p, int64_t ld) { return al16(p) && ld % 8 == 0; }
 
+/* bf16 pairs at even columns are 4-byte aligned */
+static int pair_ok(const void *p, int64_t ld) { return ((uintptr_t)p & 3) == 0 && ld % 2 == 0; }
+
+/* ZB_FLASH_IMPL: mma (default, flash_mma.cu) or wmma (the kernels of this file). */
+static zb_status flash_use_wmma(int *wmma, zb_error *err)
+{
+	const char *e = getenv("ZB_FLASH_IMPL");
+	*wmma = 0;
+	if (!e || !*e || strcmp(e, "mma") == 0)
+		return ZB_OK;
+	if (strcmp(e, "wmma") == 0) {
+		*wmma = 1;
+		return ZB_OK;
+	}
+	return zb_fail(err, ZB_E_INPUT, "ZB_FLASH_IMPL '%s': expected mma or wmma", e);
+}
+
 template <int D>
 static zb_status fwd_launch(const zb_flash_shape *sh, const fa_args &a, cudaStream_t s, zb_error *err)
 {
@@ -417,18 +439,25 @@ static zb_status fwd_launch(const zb_flash_shape *sh, const fa_args &a, cudaStre
 
 template <int D>
 static zb_status bwd_launch(const zb_flash_shape *sh, const fa_args &a, bf16 *dq, int64_t lddq, bf16 *dk,
-			    int64_t lddk, bf16 *dv, int64_t lddv, cudaStream_t s, zb_error *err)
+			    int64_t lddk, bf16 *dv, int64_t lddv, const zb_flash_mma_args *mma, cudaStream_t s,
+			    zb_error *err)
 {
 	int64_t rows = (int64_t)sh->batch * sh->seq * sh->heads;
 	ZB_CUDA_TRY(err, cudaMemsetAsync(a.dqacc, 0, (size_t)rows * D * sizeof(float), s));
 	flash_bwd_dot_kernel<D><<<(unsigned)((rows * 32 + 255) / 256), 256, 0, s>>>(a, rows);
 	ZB_CUDA_LAUNCHED(err, "flash_bwd_dot");
-	size_t bytes = fa_bwd_smem<D>::bytes;
-	ZB_CUDA_TRY(err, cudaFuncSetAttribute(flash_bwd_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-					      (int)bytes));
-	dim3 grid((unsigned)((sh->seq + FA_TILE - 1) / FA_TILE), (unsigned)sh->kv_heads, (unsigned)sh->batch);
-	flash_bwd_kernel<D><<<grid, FA_THREADS, bytes, s>>>(a, dk, lddk, dv, lddv);
-	ZB_CUDA_LAUNCHED(err, "flash_bwd");
+	if (mma) {
+		zb_status st = zb_flash_mma_bwd(sh, mma, (zb_stream)s, err);
+		if (st)
+			return st;
+	} else {
+		size_t bytes = fa_bwd_smem<D>::bytes;
+		ZB_CUDA_TRY(err, cudaFuncSetAttribute(flash_bwd_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+						      (int)bytes));
+		dim3 grid((unsigned)((sh->seq + FA_TILE - 1) / FA_TILE), (unsigned)sh->kv_heads, (unsigned)sh->batch);
+		flash_bwd_kernel<D><<<grid, FA_THREADS, bytes, s>>>(a, dk, lddk, dv, lddv);
+		ZB_CUDA_LAUNCHED(err, "flash_bwd");
+	}
 	int64_t n = rows * D, blocks = (n + 255) / 256;
 	flash_dq_cast_kernel<<<(unsigned)(blocks < 65535 * 8 ? blocks : 65535 * 8), 256, 0, s>>>(
 		dq, lddq, a.dqacc, (int64_t)sh->batch * sh->seq, sh->heads * D);
@@ -467,6 +496,17 @@ extern "C" zb_status zb_flash_fwd(const zb_flash_shape *sh, const uint16_t *q, i
 	a.ldq = ldq, a.ldk = ldk, a.ldv = ldv, a.ldo = ldo;
 	a.vec = vec_ok(q, ldq) && vec_ok(k, ldk) && vec_ok(v, ldv);
 	cudaStream_t s = (cudaStream_t)stream;
+	int wmma;
+	if ((st = flash_use_wmma(&wmma, err)))
+		return st;
+	if (!wmma) {
+		zb_flash_mma_args x;
+		memset(&x, 0, sizeof x);
+		x.q = q, x.k = k, x.v = v, x.o = o, x.lse_out = lse;
+		x.ldq = ldq, x.ldk = ldk, x.ldv = ldv, x.ldo = ldo;
+		x.vec = a.vec, x.ovec = pair_ok(o, ldo);
+		return zb_flash_mma_fwd(sh, &x, stream, err);
+	}
 	switch (D) {
 	case 64: return fwd_launch<64>(sh, a, s, err);
 	case 80: return fwd_launch<80>(sh, a, s, err);
@@ -508,12 +548,24 @@ extern "C" zb_status zb_flash_bwd(const zb_flash_shape *sh, const uint16_t *q, i
 	a.vec = vec_ok(q, ldq) && vec_ok(k, ldk) && vec_ok(v, ldv) && vec_ok(dout, lddo);
 	cudaStream_t s = (cudaStream_t)stream;
 	bf16 *Q = (bf16 *)dq, *K = (bf16 *)dk, *V = (bf16 *)dv;
+	int wmma;
+	if ((st = flash_use_wmma(&wmma, err)))
+		return st;
+	zb_flash_mma_args x, *m = NULL;
+	if (!wmma) {
+		memset(&x, 0, sizeof x);
+		x.q = q, x.k = k, x.v = v, x.dout = dout, x.dk = dk, x.dv = dv;
+		x.ldq = ldq, x.ldk = ldk, x.ldv = ldv, x.lddo = lddo, x.lddk = lddk, x.lddv = lddv;
+		x.lse = lse, x.dd = a.dd, x.dqacc = a.dqacc;
+		x.vec = a.vec, x.ovec = pair_ok(dk, lddk) && pair_ok(dv, lddv);
+		m = &x;
+	}
 	switch (D) {
-	case 64: return bwd_launch<64>(sh, a, Q, lddq, K, lddk, V, lddv, s, err);
-	case 80: return bwd_launch<80>(sh, a, Q, lddq, K, lddk, V, lddv, s, err);
-	case 96: return bwd_launch<96>(sh, a, Q, lddq, K, lddk, V, lddv, s, err);
-	case 128: return bwd_launch<128>(sh, a, Q, lddq, K, lddk, V, lddv, s, err);
-	case 32: return bwd_launch<32>(sh, a, Q, lddq, K, lddk, V, lddv, s, err);
+	case 64: return bwd_launch<64>(sh, a, Q, lddq, K, lddk, V, lddv, m, s, err);
+	case 80: return bwd_launch<80>(sh, a, Q, lddq, K, lddk, V, lddv, m, s, err);
+	case 96: return bwd_launch<96>(sh, a, Q, lddq, K, lddk, V, lddv, m, s, err);
+	case 128: return bwd_launch<128>(sh, a, Q, lddq, K, lddk, V, lddv, m, s, err);
+	case 32: return bwd_launch<32>(sh, a, Q, lddq, K, lddk, V, lddv, m, s, err);
 	}
 	return zb_fail(err, ZB_E_INPUT, "zb_flash_bwd: head dim %d", D);
 }

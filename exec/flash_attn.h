@@ -18,6 +18,9 @@
  * over all query tiles and all query heads of the group, dQ is added with fp32
  * atomics into a workspace and converted to bf16 at the end.
  *
+ * Kernels: FlashAttention-2 on mma.sync (exec/flash_mma.h, the default) or the older
+ * wmma ones (ZB_FLASH_IMPL=wmma); another ZB_FLASH_IMPL value is ZB_E_INPUT.
+ *
  * Supported head dims: ZB_FLASH_HEAD_DIM_OK(d): 32, 64, 80, 96, 128 (the model
  * shapes; any multiple of 16 would work, each one is one more template instance). Any seq >= 1 (tiles are zero-padded).
  * All pointers are device pointers; work is queued on `stream`, nothing waits.

@@ -16,6 +16,10 @@
  * forward and backward TFLOP/s on the gpt-2.5b attention shape (seq 2048, 32 heads,
  * head dim 80, micro-batch 4).
  *
+ * The kernels are those ZB_FLASH_IMPL selects (mma, the default, or wmma): run the
+ * program once per implementation. ZB_FLASH_TEST_NO_BENCH=1 skips the benchmark
+ * case (for compute-sanitizer runs).
+ *
  * Without a GPU: "skipped: no GPU" (ZB_REQUIRE_GPU=1: fail).
  */
 #include "tests/harness.h"
@@ -62,6 +66,12 @@ typedef struct fa_case {
 } fa_case;
 
 static float bf(uint16_t h) { return zb_bf16_to_f32(h); }
+
+static const char *impl_name(void)
+{
+	const char *e = getenv("ZB_FLASH_IMPL");
+	return e && *e ? e : "mma";
+}
 
 /* Reference forward and backward for one (sequence, head): index helpers over the
  * packed row-major buffers. */
@@ -207,9 +217,10 @@ static int run_case(const fa_case *c)
 		double d = fabs((double)hlse[i] - r.lse[i]);
 		el = isfinite(d) ? (d > el ? d : el) : INFINITY;
 	}
-	print_message("# flash b%d s%d h%d kv%d d%d %s pad%d: max rel err O %.2e dQ %.2e dK %.2e dV %.2e, "
+	print_message("# flash %s b%d s%d h%d kv%d d%d %s pad%d: max rel err O %.2e dQ %.2e dK %.2e dV %.2e, "
 		      "lse abs %.2e (tolerance %.0e, lse 1e-3)\n",
-		      c->batch, c->seq, c->heads, c->kv, c->d, c->causal ? "causal" : "full", c->pad, eo, eq, ek, ev,
+		      impl_name(), c->batch, c->seq, c->heads, c->kv, c->d, c->causal ? "causal" : "full", c->pad, eo, eq,
+		      ek, ev,
 		      el, TOL);
 	int ok = eo <= TOL && eq <= TOL && ek <= TOL && ev <= TOL && el <= 1e-3;
 	free(hqkv), free(hdo), free(ho_), free(hg), free(hlse), free(p), free(dp);
@@ -248,6 +259,22 @@ static void test_full_and_dims(void **state)
 	assert_true(ok);
 }
 
+/* Several key and query tiles per CTA (the double buffers cycle), the 32-row query
+ * tiles of the head-dim-128 backward without the causal mask, GQA 4:1 */
+static void test_many_tiles(void **state)
+{
+	(void)state;
+	NEED_GPU();
+	int ok = 1;
+	fa_case c1 = { 1, 333, 4, 1, 128, 0, 0 };
+	ok &= run_case(&c1);
+	fa_case c2 = { 2, 257, 2, 2, 80, 1, 0 };
+	ok &= run_case(&c2);
+	fa_case c3 = { 1, 200, 2, 1, 96, 1, 8 }; /* padded, still 16-byte rows */
+	ok &= run_case(&c3);
+	assert_true(ok);
+}
+
 static void test_scalar_path(void **state)
 {
 	(void)state;
@@ -277,22 +304,42 @@ static void test_errors(void **state)
 	assert_int_equal(zb_flash_check(&sh, &e), ZB_OK);
 	assert_close(zb_flash_fwd_flops(&sh), 4.0 * 6 * 64 * 2048.0 * 2049 / 2, 1e-12);
 	assert_close(zb_flash_bwd_flops(&sh), 2.5 * zb_flash_fwd_flops(&sh), 1e-12);
+	/* an unknown implementation is refused before anything is queued (no GPU needed;
+	 * the pointers are never dereferenced) */
+	const char *saved = getenv("ZB_FLASH_IMPL");
+	char keep[64];
+	snprintf(keep, sizeof keep, "%s", saved ? saved : "");
+	setenv("ZB_FLASH_IMPL", "cutlass", 1);
+	const uint16_t *p = (const uint16_t *)(uintptr_t)256;
+	assert_int_equal(zb_flash_fwd(&sh, p, 6 * 64, p, 2 * 64, p, 2 * 64, (uint16_t *)p, 6 * 64, (float *)p, NULL, &e),
+			 ZB_E_INPUT);
+	assert_contains(e.msg, "ZB_FLASH_IMPL 'cutlass'");
+	if (saved)
+		setenv("ZB_FLASH_IMPL", keep, 1);
+	else
+		unsetenv("ZB_FLASH_IMPL");
 }
 
 static void test_bench(void **state)
 {
 	(void)state;
+	const char *nb = getenv("ZB_FLASH_TEST_NO_BENCH");
+	if (nb && strcmp(nb, "1") == 0) {
+		skip();
+		return;
+	}
 	NEED_GPU();
 	/* gpt-2.5b: hidden 2560, 32 heads of 80; seq 2048, micro-batch 4 */
 	zb_flash_shape sh = { 4, 2048, 32, 32, 80, 1, 1.0f / sqrtf(80.f) };
 	double f = 0, b = 0;
 	CK(zb_bench_flash(&sh, 10, &f, &b, &e_));
-	print_message("# bench flash gpt-2.5b b4 s2048 h32 d80 causal: fwd %.0f TFLOP/s, bwd %.0f TFLOP/s, "
+	print_message("# bench flash %s gpt-2.5b b4 s2048 h32 d80 causal: fwd %.0f TFLOP/s, bwd %.0f TFLOP/s, "
 		      "fwd+bwd %.0f TFLOP/s (executed FLOPs: 4 and 10 x b h d pairs)\n",
-		      f, b, (f > 0 && b > 0) ? 3.5 / (1.0 / f + 2.5 / b) : 0);
+		      impl_name(), f, b, (f > 0 && b > 0) ? 3.5 / (1.0 / f + 2.5 / b) : 0);
 	sh.head_dim = 128, sh.heads = 16, sh.kv_heads = 16;
 	CK(zb_bench_flash(&sh, 10, &f, &b, &e_));
-	print_message("# bench flash b4 s2048 h16 d128 causal: fwd %.0f TFLOP/s, bwd %.0f TFLOP/s\n", f, b);
+	print_message("# bench flash %s b4 s2048 h16 d128 causal: fwd %.0f TFLOP/s, bwd %.0f TFLOP/s\n", impl_name(), f,
+		      b);
 	assert_true(f > 0 && b > 0);
 }
 
@@ -311,7 +358,8 @@ int main(void)
 	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_errors),       cmocka_unit_test(test_causal_gqa),
-		cmocka_unit_test(test_full_and_dims), cmocka_unit_test(test_scalar_path),
+		cmocka_unit_test(test_full_and_dims), cmocka_unit_test(test_many_tiles),
+		cmocka_unit_test(test_scalar_path),
 		cmocka_unit_test(test_bench),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
