@@ -2,7 +2,7 @@
 # GPU visit for the flash branch (issue 12: fused attention at FlashAttention-2 speed).
 # One call, about 150 s on one H200 (GPU 0 of the machine). Needs build/ from the
 # development machine (carried: build/zbench, build/lib, build/tests). Compares the
-# new mma.sync kernels (ZB_FLASH_IMPL=mma, the default) and their tile variants with
+# new mma.sync kernels (ZB_FLASH_IMPL=mma; wmma is the default until these are measured) and their tile variants with
 # the old wmma ones. Writes under $OUT:
 #   flash.log                 everything, with a summary at the end
 #   test-flash-mma.log        tests/gpu/test_flash_attn with the mma kernels: O, lse, dQ, dK,
