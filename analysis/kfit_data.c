@@ -42,7 +42,8 @@ static zb_status read_policy(const json_t *o, zb_policy *p, zb_error *err)
 		{ "offload_param", &p->offload_param }, { "prefetch_layers", &p->prefetch_layers },
 		{ "gas", &p->gas },                     { "micro_batch", &p->micro_batch },
 		{ "seq", &p->seq },                     { "pageable", &p->pageable },
-		{ "cpu_threads", &p->cpu_threads },
+		{ "cpu_threads", &p->cpu_threads }, { "gpus", &p->gpus },
+		{ "nodes", &p->nodes },                 { "zero_stage", &p->zero_stage },
 	};
 	for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
 		if ((v = json_object_get(o, ints[i].k)))
@@ -169,6 +170,10 @@ static int load_item(zb_store *s, int64_t id, const char *json, const zb_hw *bas
 		 zb_policy_name(p->kind), p->ratio, p->cpu_threads, p->micro_batch, p->seq, p->gas,
 		 p->ckpt ? "/ckpt-" : "", p->ckpt ? zb_ckpt_name(p->ckpt) : "", p->offload_param ? "/op" : "",
 		 p->pageable ? "/pg" : "", p->attention == ZB_ATTN_FLASH ? "/flash" : "");
+	if (p->gpus * p->nodes > 1) { /* several ranks: their count and ZeRO stage */
+		size_t l = strlen(x->key);
+		snprintf(x->key + l, sizeof x->key - l, "/g%dx%d/z%d", p->gpus, p->nodes, p->zero_stage);
+	}
 	if (p->link_rate_Bps > 0) {
 		size_t l = strlen(x->key);
 		snprintf(x->key + l, sizeof x->key - l, "/link%g", p->link_rate_Bps / 1e9);
@@ -194,9 +199,11 @@ zb_status zb_kfit_load(const char *db, int64_t run_id, int warmup, const zb_hw *
 	}
 	out->run_id = run_id;
 	zb_rows *q;
-	if ((st = zb_rows_open(s, ZB_Q_CONFIG_ROWS_OF_RUN, &q, err)))
+	/* run_id < 0: every measured configuration of every run (one `zbench run` each) */
+	if ((st = zb_rows_open(s, run_id < 0 ? ZB_Q_CONFIG_ROWS_MEASURED : ZB_Q_CONFIG_ROWS_OF_RUN, &q, err)))
 		goto done;
-	zb_rows_bind_int(q, 1, run_id);
+	if (run_id >= 0)
+		zb_rows_bind_int(q, 1, run_id);
 	int rc, cap = 0;
 	while ((rc = zb_rows_next(q)) > 0) {
 		if (out->n == cap) {

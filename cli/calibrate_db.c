@@ -25,12 +25,13 @@
 static struct {
 	const char *db, *base, *out, *eval, *name, *holdout;
 	int64_t run;
-	int warmup, json, quiet;
+	int warmup, json, quiet, all_runs;
 } o;
 
 static const zb_flag flags[] = {
 	ZB_STRING("from-db", &o.db, "<db>", "the validate database with measured tasks"),
 	ZB_ID("run", &o.run, "<id>", "its run (default: the newest)"),
+	ZB_SWITCH("all-runs", &o.all_runs, "every run's measured configurations (e.g. one `zbench run` each)"),
 	ZB_INT("warmup", &o.warmup, 0, 100, "<n>", "warm-up steps the run left out (default 2)"),
 	ZB_STRING("base", &o.base, "<machine|file>", "values not fitted (default h200-machine)"),
 	ZB_STRING("out", &o.out, "<file>", "the profile to write (default results/hw-executor.json)"),
@@ -44,7 +45,7 @@ static const zb_flag flags[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: zbench calibrate --from-db <db> [--run <id>] [--warmup <n>] [--base <machine|file>]\n"
+	fprintf(f, "usage: zbench calibrate --from-db <db> [--run <id> | --all-runs] [--warmup <n>] [--base <machine|file>]\n"
 		   "                        [--out <file>] [--eval <machine|file>] [--holdout <model>] [--json] [--quiet]\n\n"
 		   "Fit the executor profile (per kernel class: GEMM groups and passes, memory-bound ops,\n"
 		   "GPU Adam, launch; CPU Adam against threads; pinned and pageable copies) to the tasks\n"
@@ -154,8 +155,12 @@ int zb_calibrate_from_db(int argc, char **argv)
 	zb_error err = { 0 };
 	zb_hw base, eval;
 	zb_kfit_set s;
+	if (o.all_runs && o.run) {
+		zb_fail(&err, ZB_E_INPUT, "--run %lld and --all-runs: give one of them", (long long)o.run);
+		return zb_report_error(&err);
+	}
 	if (load_hw(o.base, &base, &err) || (o.eval && load_hw(o.eval, &eval, &err)) ||
-	    zb_kfit_load(o.db, o.run, o.warmup, &base, &s, &err))
+	    zb_kfit_load(o.db, o.all_runs ? -1 : o.run, o.warmup, &base, &s, &err))
 		return zb_report_error(&err);
 	zb_kfit_pred *pb = zb_xcalloc((size_t)s.n, sizeof *pb), *pf = zb_xcalloc((size_t)s.n, sizeof *pf),
 		     *px = zb_xcalloc((size_t)s.n, sizeof *px);
