@@ -30,6 +30,11 @@
  *              each direction (the GPU-timer pacing loses time per chunk; 0: 1)
  *   adam_task_s the fixed cost of one CPU Adam task (dispatch, first touch), instead of
  *              cpu.task_latency_s when > 0
+ *   comm_gpu, comm_opt  several ranks: the collectives' rate (on the fabric's busbw) while
+ *              the GPU compute stream / GPU Adam run: NCCL's kernels share the SMs and HBM
+ *              with them (0: 1). Measured on 2 H200s (large-none of 2026-11-30, 50 MB
+ *              buckets): a reduce-scatter took 0.16 ms beside backward GEMMs, 0.31 beside
+ *              GPU Adam, 0.12 alone (the ring model: 0.111)
  * `zbench calibrate --from-db` fits every factor from the executor's measured task
  * durations (analysis/kfit.h); zb_exec_profile_h200() holds the fit of the H200
  * machine's full validate suite, which the h200 GPU preset carries.
@@ -56,6 +61,7 @@ typedef struct zb_exec_profile {
 	double starved;                              /* GPU compute rate while Adam holds every core (0: 1) */
 	double paced_h2d, paced_d2h;                 /* achieved / asked --link-rate (0: 1) */
 	double shared_gpu, shared_opt;               /* rates while both GPU streams run (0: 0.5) */
+	double comm_gpu, comm_opt;                   /* collectives' rate beside compute / GPU Adam (0: 1) */
 } zb_exec_profile;
 
 const char *zb_gemm_group_name(int g);  /* "dense", "batched", "unaligned", "flash" */

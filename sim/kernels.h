@@ -42,4 +42,8 @@ double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_CO
  * shared_gpu and shared_opt where set (zbench's schedule only). */
 void zb_exec_shares(const zb_config *c, const zb_task *const active[ZB_RES_COUNT], double rate[ZB_RES_COUNT]);
 
+/* The collectives' rate factor now (execprofile.h comm_gpu, comm_opt): below 1 while a
+ * GPU stream of the rank runs beside them (zbench's schedule only; the smaller when both). */
+double zb_exec_comm_share(const zb_config *c, const zb_task *const active[ZB_RES_COUNT]);
+
 #endif
