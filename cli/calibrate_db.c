@@ -130,6 +130,27 @@ static zb_status cross(const zb_kfit_set *s, const zb_hw *base, zb_kfit_pred *ou
 	return st;
 }
 
+/* Several ranks: each configuration's collectives, ms per step. */
+static void print_comm(const zb_kfit_set *s, const zb_kfit_pred *pb, const zb_kfit_pred *pf)
+{
+	int head = 0;
+	for (int i = 0; i < s->n; i++) {
+		const zb_kfit_item *x = &s->it[i];
+		if (x->g.ranks <= 1)
+			continue;
+		if (!head++)
+			printf("# collectives, ms per step: measured transfer (latest rank's start to the ranks' mean end),\n"
+			       "# the slowest rank's NCCL stream occupancy (waits included), predicted on base and %s\n"
+			       "%3s  %-52s %9s %9s %9s %7s %9s %7s\n",
+			       o.eval ? "eval" : "fitted", "#", "configuration", "transfer", "occupied", "base", "err",
+			       o.eval ? "eval" : "fitted", "err");
+		double m = x->meas_busy_s[ZB_RES_COMM];
+		printf("%3d  %-52s %9.2f %9.2f %9.2f %+7.1f %9.2f %+7.1f\n", i + 1, x->key, m * 1e3, x->meas_comm_raw_s * 1e3,
+		       pb[i].busy_s[ZB_RES_COMM] * 1e3, 100 * (pb[i].busy_s[ZB_RES_COMM] / m - 1),
+		       pf[i].busy_s[ZB_RES_COMM] * 1e3, 100 * (pf[i].busy_s[ZB_RES_COMM] / m - 1));
+	}
+}
+
 static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 
 static json_t *summary_json(const zb_kfit_summary *m)
@@ -216,12 +237,20 @@ int zb_calibrate_from_db(int argc, char **argv)
 								       stats.copy_samples, "gpu_rms", num(stats.gpu_rms),
 								       "cpu_rms", num(stats.cpu_rms)));
 		}
-		for (int i = 0; i < s.n; i++)
-			json_array_append_new(arr, json_pack("{s:s, s:I, s:o, s:o, s:o, s:o}", "key", s.it[i].key,
-							     "config_id", (json_int_t)s.it[i].config_id, "measured_step_s",
-							     num(s.it[i].meas_step_s), "base_step_s", num(pb[i].step_s),
-							     o.eval ? "eval_step_s" : "fitted_step_s", num(pf[i].step_s),
-							     "half_out_step_s", num(o.eval ? NAN : px[i].step_s)));
+		for (int i = 0; i < s.n; i++) {
+			json_t *c = json_pack("{s:s, s:I, s:o, s:o, s:o, s:o}", "key", s.it[i].key, "config_id",
+					      (json_int_t)s.it[i].config_id, "measured_step_s", num(s.it[i].meas_step_s),
+					      "base_step_s", num(pb[i].step_s), o.eval ? "eval_step_s" : "fitted_step_s",
+					      num(pf[i].step_s), "half_out_step_s", num(o.eval ? NAN : px[i].step_s));
+			if (s.it[i].g.ranks > 1) /* the collectives: transfer, stream occupancy, predicted */
+				json_object_set_new(c, "comm_s", json_pack("{s:o, s:o, s:o, s:o}", "measured",
+									  num(s.it[i].meas_busy_s[ZB_RES_COMM]), "raw",
+									  num(s.it[i].meas_comm_raw_s), "base",
+									  num(pb[i].busy_s[ZB_RES_COMM]),
+									  o.eval ? "eval" : "fitted",
+									  num(pf[i].busy_s[ZB_RES_COMM])));
+			json_array_append_new(arr, c);
+		}
 		json_object_set_new(root, "configs", arr);
 		zb_json_print(stdout, root);
 		json_decref(root);
@@ -238,6 +267,7 @@ int zb_calibrate_from_db(int argc, char **argv)
 				       100 * (pf[i].step_s / m - 1), o.eval ? NAN : px[i].step_s * 1e3,
 				       o.eval ? NAN : 100 * (px[i].step_s / m - 1));
 			}
+			print_comm(&s, pb, pf);
 		}
 		print_summary(o.base ? o.base : "base h200-machine", &mb);
 		print_summary(o.eval ? o.eval : "fitted (in-sample)", &mf);
