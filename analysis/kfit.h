@@ -18,6 +18,12 @@
  *              (> 90%); pageable rates from the --pageable configurations; copies paced
  *              by --link-rate are left out
  * Unmeasured classes keep the base profile's values.
+ *
+ * Several ranks (a `zbench run --gpus N`): the 'measured' events are the slowest rank's,
+ * and a collective's time on its stream includes the wait for the last rank to reach it
+ * (a rank that arrives first spins in the NCCL kernel). What the model calls the
+ * collective's busy time is the transfer: from the latest rank's start to the ranks'
+ * mean end, on one clock (the rank tables' t0 offsets); meas_busy_s[comm] holds that.
  */
 #ifndef ZB_KFIT_H
 #define ZB_KFIT_H
@@ -35,7 +41,8 @@ typedef struct zb_kfit_item {
 	zb_graph g;
 	double *mstart, *mend;   /* measured seconds per task (from the run's time zero) */
 	double meas_step_s;      /* zb_step_time_window of the measured ends */
-	double meas_busy_s[ZB_RES_COUNT];
+	double meas_busy_s[ZB_RES_COUNT]; /* several ranks: comm is the transfer time (below) */
+	double meas_comm_raw_s;  /* several ranks: the NCCL stream's occupancy, waits for peers included */
 	/* each resource's measured intervals, by start (for overlaps) */
 	double *ivl[ZB_RES_COUNT]; /* start, end pairs */
 	int nivl[ZB_RES_COUNT];
@@ -49,7 +56,8 @@ typedef struct zb_kfit_set {
 	int skipped;             /* configurations without a usable measurement */
 } zb_kfit_set;
 
-/* The measured configurations of run_id (0: the newest run) in db, rebuilt on base. */
+/* The measured configurations of run_id (0: the newest run; < 0: of every run) in db,
+ * rebuilt on base. */
 zb_status zb_kfit_load(const char *db, int64_t run_id, int warmup, const zb_hw *base, zb_kfit_set *out,
 		       zb_error *err);
 void zb_kfit_free(zb_kfit_set *s);

@@ -42,7 +42,8 @@ static zb_status read_policy(const json_t *o, zb_policy *p, zb_error *err)
 		{ "offload_param", &p->offload_param }, { "prefetch_layers", &p->prefetch_layers },
 		{ "gas", &p->gas },                     { "micro_batch", &p->micro_batch },
 		{ "seq", &p->seq },                     { "pageable", &p->pageable },
-		{ "cpu_threads", &p->cpu_threads },
+		{ "cpu_threads", &p->cpu_threads }, { "gpus", &p->gpus },
+		{ "nodes", &p->nodes },                 { "zero_stage", &p->zero_stage },
 	};
 	for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
 		if ((v = json_object_get(o, ints[i].k)))
@@ -144,6 +145,55 @@ static void item_free(zb_kfit_item *x)
 	memset(x, 0, sizeof *x);
 }
 
+/* Several ranks: each collective's transfer time (kfit.h) into the comm busy time;
+ * the slowest rank's own occupancy stays in meas_comm_raw_s. */
+static int read_transfers(zb_store *s, zb_kfit_item *x, int warmup, zb_error *err)
+{
+	size_t n = x->g.ntasks;
+	double *late = zb_xmalloc(n * sizeof *late), *sum = zb_xcalloc(n, sizeof *sum);
+	int *cnt = zb_xcalloc(n, sizeof *cnt);
+	for (size_t i = 0; i < n; i++)
+		late[i] = -INFINITY;
+	double slow_off = NAN;
+	zb_rows *q;
+	if (zb_rows_open(s, ZB_Q_RANK_EVENTS, &q, err)) {
+		free(late), free(sum), free(cnt);
+		return -1;
+	}
+	zb_rows_bind_int(q, 1, x->config_id);
+	int rc;
+	while ((rc = zb_rows_next(q)) > 0) {
+		double off = zb_rows_int(q, 1, 0) * 1e-9;
+		if (zb_rows_int(q, 2, 0))
+			slow_off = off;
+		int64_t id = zb_rows_int(q, 3, -1);
+		if (id < 0 || (size_t)id >= n || x->g.tasks[id].resource != ZB_RES_COMM)
+			continue;
+		double a = zb_rows_int(q, 4, 0) * 1e-9 + off, b = zb_rows_int(q, 5, 0) * 1e-9 + off;
+		if (a > late[id])
+			late[id] = a;
+		sum[id] += b;
+		cnt[id]++;
+	}
+	int r = zb_rows_close(q, rc, "read the rank events", err) ? -1 : 0;
+	if (!r && isfinite(slow_off)) {
+		double *xs = zb_xmalloc(n * sizeof *xs), *xe = zb_xmalloc(n * sizeof *xe), busy[ZB_RES_COUNT];
+		for (size_t i = 0; i < n; i++) {
+			xs[i] = x->mstart[i], xe[i] = x->mend[i];
+			if (cnt[i] < 2)
+				continue;
+			xe[i] = sum[i] / cnt[i] - slow_off; /* on the slowest rank's clock */
+			xs[i] = late[i] - slow_off < xe[i] ? late[i] - slow_off : xe[i];
+		}
+		zb_busy_window(&x->g, xs, xe, warmup, busy);
+		x->meas_comm_raw_s = x->meas_busy_s[ZB_RES_COMM];
+		x->meas_busy_s[ZB_RES_COMM] = busy[ZB_RES_COMM];
+		free(xs), free(xe);
+	}
+	free(late), free(sum), free(cnt);
+	return r;
+}
+
 /* One stored configuration: rebuilt, its measurement read; 1 when not usable. */
 static int load_item(zb_store *s, int64_t id, const char *json, const zb_hw *base, int warmup, zb_kfit_item *x,
 		     zb_error *err)
@@ -163,12 +213,18 @@ static int load_item(zb_store *s, int64_t id, const char *json, const zb_hw *bas
 	zb_busy_window(&x->g, x->mstart, x->mend, warmup, x->meas_busy_s);
 	if (!(x->meas_step_s > 0) || !isfinite(x->meas_step_s))
 		return 1;
+	if (x->g.ranks > 1 && read_transfers(s, x, warmup, err))
+		return -1;
 	build_intervals(x);
 	const zb_policy *p = &x->c.policy;
 	snprintf(x->key, sizeof x->key, "%s/%s/r%g/t%d/mb%d/s%d/gas%d%s%s%s%s%s", x->c.model.name,
 		 zb_policy_name(p->kind), p->ratio, p->cpu_threads, p->micro_batch, p->seq, p->gas,
 		 p->ckpt ? "/ckpt-" : "", p->ckpt ? zb_ckpt_name(p->ckpt) : "", p->offload_param ? "/op" : "",
 		 p->pageable ? "/pg" : "", p->attention == ZB_ATTN_FLASH ? "/flash" : "");
+	if (p->gpus * p->nodes > 1) { /* several ranks: their count and ZeRO stage */
+		size_t l = strlen(x->key);
+		snprintf(x->key + l, sizeof x->key - l, "/g%dx%d/z%d", p->gpus, p->nodes, p->zero_stage);
+	}
 	if (p->link_rate_Bps > 0) {
 		size_t l = strlen(x->key);
 		snprintf(x->key + l, sizeof x->key - l, "/link%g", p->link_rate_Bps / 1e9);
@@ -194,9 +250,11 @@ zb_status zb_kfit_load(const char *db, int64_t run_id, int warmup, const zb_hw *
 	}
 	out->run_id = run_id;
 	zb_rows *q;
-	if ((st = zb_rows_open(s, ZB_Q_CONFIG_ROWS_OF_RUN, &q, err)))
+	/* run_id < 0: every measured configuration of every run (one `zbench run` each) */
+	if ((st = zb_rows_open(s, run_id < 0 ? ZB_Q_CONFIG_ROWS_MEASURED : ZB_Q_CONFIG_ROWS_OF_RUN, &q, err)))
 		goto done;
-	zb_rows_bind_int(q, 1, run_id);
+	if (run_id >= 0)
+		zb_rows_bind_int(q, 1, run_id);
 	int rc, cap = 0;
 	while ((rc = zb_rows_next(q)) > 0) {
 		if (out->n == cap) {

@@ -25,12 +25,13 @@
 static struct {
 	const char *db, *base, *out, *eval, *name, *holdout;
 	int64_t run;
-	int warmup, json, quiet;
+	int warmup, json, quiet, all_runs;
 } o;
 
 static const zb_flag flags[] = {
 	ZB_STRING("from-db", &o.db, "<db>", "the validate database with measured tasks"),
 	ZB_ID("run", &o.run, "<id>", "its run (default: the newest)"),
+	ZB_SWITCH("all-runs", &o.all_runs, "every run's measured configurations (e.g. one `zbench run` each)"),
 	ZB_INT("warmup", &o.warmup, 0, 100, "<n>", "warm-up steps the run left out (default 2)"),
 	ZB_STRING("base", &o.base, "<machine|file>", "values not fitted (default h200-machine)"),
 	ZB_STRING("out", &o.out, "<file>", "the profile to write (default results/hw-executor.json)"),
@@ -44,7 +45,7 @@ static const zb_flag flags[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: zbench calibrate --from-db <db> [--run <id>] [--warmup <n>] [--base <machine|file>]\n"
+	fprintf(f, "usage: zbench calibrate --from-db <db> [--run <id> | --all-runs] [--warmup <n>] [--base <machine|file>]\n"
 		   "                        [--out <file>] [--eval <machine|file>] [--holdout <model>] [--json] [--quiet]\n\n"
 		   "Fit the executor profile (per kernel class: GEMM groups and passes, memory-bound ops,\n"
 		   "GPU Adam, launch; CPU Adam against threads; pinned and pageable copies) to the tasks\n"
@@ -129,6 +130,27 @@ static zb_status cross(const zb_kfit_set *s, const zb_hw *base, zb_kfit_pred *ou
 	return st;
 }
 
+/* Several ranks: each configuration's collectives, ms per step. */
+static void print_comm(const zb_kfit_set *s, const zb_kfit_pred *pb, const zb_kfit_pred *pf)
+{
+	int head = 0;
+	for (int i = 0; i < s->n; i++) {
+		const zb_kfit_item *x = &s->it[i];
+		if (x->g.ranks <= 1)
+			continue;
+		if (!head++)
+			printf("# collectives, ms per step: measured transfer (latest rank's start to the ranks' mean end),\n"
+			       "# the slowest rank's NCCL stream occupancy (waits included), predicted on base and %s\n"
+			       "%3s  %-52s %9s %9s %9s %7s %9s %7s\n",
+			       o.eval ? "eval" : "fitted", "#", "configuration", "transfer", "occupied", "base", "err",
+			       o.eval ? "eval" : "fitted", "err");
+		double m = x->meas_busy_s[ZB_RES_COMM];
+		printf("%3d  %-52s %9.2f %9.2f %9.2f %+7.1f %9.2f %+7.1f\n", i + 1, x->key, m * 1e3, x->meas_comm_raw_s * 1e3,
+		       pb[i].busy_s[ZB_RES_COMM] * 1e3, 100 * (pb[i].busy_s[ZB_RES_COMM] / m - 1),
+		       pf[i].busy_s[ZB_RES_COMM] * 1e3, 100 * (pf[i].busy_s[ZB_RES_COMM] / m - 1));
+	}
+}
+
 static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 
 static json_t *summary_json(const zb_kfit_summary *m)
@@ -154,8 +176,12 @@ int zb_calibrate_from_db(int argc, char **argv)
 	zb_error err = { 0 };
 	zb_hw base, eval;
 	zb_kfit_set s;
+	if (o.all_runs && o.run) {
+		zb_fail(&err, ZB_E_INPUT, "--run %lld and --all-runs: give one of them", (long long)o.run);
+		return zb_report_error(&err);
+	}
 	if (load_hw(o.base, &base, &err) || (o.eval && load_hw(o.eval, &eval, &err)) ||
-	    zb_kfit_load(o.db, o.run, o.warmup, &base, &s, &err))
+	    zb_kfit_load(o.db, o.all_runs ? -1 : o.run, o.warmup, &base, &s, &err))
 		return zb_report_error(&err);
 	zb_kfit_pred *pb = zb_xcalloc((size_t)s.n, sizeof *pb), *pf = zb_xcalloc((size_t)s.n, sizeof *pf),
 		     *px = zb_xcalloc((size_t)s.n, sizeof *px);
@@ -211,12 +237,20 @@ int zb_calibrate_from_db(int argc, char **argv)
 								       stats.copy_samples, "gpu_rms", num(stats.gpu_rms),
 								       "cpu_rms", num(stats.cpu_rms)));
 		}
-		for (int i = 0; i < s.n; i++)
-			json_array_append_new(arr, json_pack("{s:s, s:I, s:o, s:o, s:o, s:o}", "key", s.it[i].key,
-							     "config_id", (json_int_t)s.it[i].config_id, "measured_step_s",
-							     num(s.it[i].meas_step_s), "base_step_s", num(pb[i].step_s),
-							     o.eval ? "eval_step_s" : "fitted_step_s", num(pf[i].step_s),
-							     "half_out_step_s", num(o.eval ? NAN : px[i].step_s)));
+		for (int i = 0; i < s.n; i++) {
+			json_t *c = json_pack("{s:s, s:I, s:o, s:o, s:o, s:o}", "key", s.it[i].key, "config_id",
+					      (json_int_t)s.it[i].config_id, "measured_step_s", num(s.it[i].meas_step_s),
+					      "base_step_s", num(pb[i].step_s), o.eval ? "eval_step_s" : "fitted_step_s",
+					      num(pf[i].step_s), "half_out_step_s", num(o.eval ? NAN : px[i].step_s));
+			if (s.it[i].g.ranks > 1) /* the collectives: transfer, stream occupancy, predicted */
+				json_object_set_new(c, "comm_s", json_pack("{s:o, s:o, s:o, s:o}", "measured",
+									  num(s.it[i].meas_busy_s[ZB_RES_COMM]), "raw",
+									  num(s.it[i].meas_comm_raw_s), "base",
+									  num(pb[i].busy_s[ZB_RES_COMM]),
+									  o.eval ? "eval" : "fitted",
+									  num(pf[i].busy_s[ZB_RES_COMM])));
+			json_array_append_new(arr, c);
+		}
 		json_object_set_new(root, "configs", arr);
 		zb_json_print(stdout, root);
 		json_decref(root);
@@ -233,6 +267,7 @@ int zb_calibrate_from_db(int argc, char **argv)
 				       100 * (pf[i].step_s / m - 1), o.eval ? NAN : px[i].step_s * 1e3,
 				       o.eval ? NAN : 100 * (px[i].step_s / m - 1));
 			}
+			print_comm(&s, pb, pf);
 		}
 		print_summary(o.base ? o.base : "base h200-machine", &mb);
 		print_summary(o.eval ? o.eval : "fitted (in-sample)", &mf);

@@ -78,6 +78,10 @@ static void fill_profiles(void)
 	 * run: H2D copies under Adam on 2 / 4 / 8 / 16 threads 53 / 52 / 46 / 37 GB/s against
 	 * 54.6 alone, D2H 53-55 either way (BENCHMARKS.md, issue 12) */
 	p->h2d_queue = 0.16;
+	/* 2 H200s, gpt2-large none, 50 MB buckets (execprofile.h): the ring's work (96 us of
+	 * its 111) took 145 us beside compute, 295 beside GPU Adam */
+	p->comm_gpu = 0.66;
+	p->comm_opt = 0.33;
 }
 
 void zb_exec_profile_h200(zb_exec_profile *p)
@@ -122,6 +126,7 @@ zb_status zb_exec_profile_validate(const zb_exec_profile *p, zb_error *err)
 		{ "starved", p->starved, 1 },           { "paced_h2d", p->paced_h2d, 2 },
 		{ "paced_d2h", p->paced_d2h, 2 },       { "shared_gpu", p->shared_gpu, 1 },
 		{ "shared_opt", p->shared_opt, 1 },     { "h2d_queue", p->h2d_queue, 10 },
+		{ "comm_gpu", p->comm_gpu, 1 },         { "comm_opt", p->comm_opt, 1 },
 	};
 	for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
 		if (!isfinite(one[i].v) || one[i].v < 0 || one[i].v > one[i].hi)
@@ -187,6 +192,8 @@ static double *scalar_slot(zb_exec_profile *p, const char *key)
 	if (!strcmp(key, "shared_gpu")) return &p->shared_gpu;
 	if (!strcmp(key, "shared_opt")) return &p->shared_opt;
 	if (!strcmp(key, "h2d_queue")) return &p->h2d_queue;
+	if (!strcmp(key, "comm_gpu")) return &p->comm_gpu;
+	if (!strcmp(key, "comm_opt")) return &p->comm_opt;
 	return NULL;
 }
 
@@ -257,5 +264,7 @@ void *zb_exec_profile_to_json(const zb_exec_profile *p)
 	json_object_set_new(o, "shared_opt", json_real(p->shared_opt));
 	if (p->h2d_queue > 0) /* files of the proportional model stay as they were */
 		json_object_set_new(o, "h2d_queue", json_real(p->h2d_queue));
+	json_object_set_new(o, "comm_gpu", json_real(p->comm_gpu));
+	json_object_set_new(o, "comm_opt", json_real(p->comm_opt));
 	return o;
 }

@@ -36,6 +36,11 @@
  *              reads, a bounded number in flight, so latency-bound) slow as the memory queue
  *              grows: rate / (1 + h2d_queue x u / (1 - u)), u the DRAM utilization of Adam and
  *              D2H; Adam gets what is left of cpu.dram_Bps
+ *   comm_gpu, comm_opt  several ranks: the collectives' rate (on the fabric's busbw) while
+ *              the GPU compute stream / GPU Adam run: NCCL's kernels share the SMs and HBM
+ *              with them (0: 1). Measured on 2 H200s (large-none of 2026-11-30, 50 MB
+ *              buckets): a reduce-scatter took 0.16 ms beside backward GEMMs, 0.31 beside
+ *              GPU Adam, 0.12 alone (the ring model: 0.111)
  * `zbench calibrate --from-db` fits every factor from the executor's measured task
  * durations (analysis/kfit.h); zb_exec_profile_h200() holds the fit of the H200
  * machine's full validate suite, which the h200 GPU preset carries.
@@ -63,6 +68,7 @@ typedef struct zb_exec_profile {
 	double paced_h2d, paced_d2h;                 /* achieved / asked --link-rate (0: 1) */
 	double shared_gpu, shared_opt;               /* rates while both GPU streams run (0: 0.5) */
 	double h2d_queue;                            /* DMA reads' queueing under DRAM load (0: off) */
+	double comm_gpu, comm_opt;                   /* collectives' rate beside compute / GPU Adam (0: 1) */
 } zb_exec_profile;
 
 const char *zb_gemm_group_name(int g);  /* "dense", "batched", "unaligned", "flash" */

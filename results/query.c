@@ -54,6 +54,10 @@ static const char *const sql[ZB_Q_COUNT] = {
 				     " ON t.config_id = e.config_id AND t.task_id = e.task_id"
 				     " WHERE e.config_id = ?1 AND e.source = 'measured' GROUP BY t.step ORDER BY t.step",
 
+	[ZB_Q_RANK_EVENTS] = "SELECT e.rank, r.t0_offset_ns, r.slowest, e.task_id, e.start_ns, e.end_ns"
+			     " FROM rank_events e JOIN ranks r ON r.config_id = e.config_id AND r.rank = e.rank"
+			     " WHERE e.config_id = ?1 ORDER BY e.rank, e.task_id",
+
 	[ZB_Q_TRACE_RECORD_COUNT] = "SELECT (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE zbConfigId = ?1)"
 				    " + (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE zbConfigId = ?1)"
 				    " + (SELECT count(*) FROM NVTX_EVENTS WHERE zbConfigId = ?1)",

@@ -54,6 +54,8 @@ typedef enum zb_query {
 	ZB_Q_STEPS_WITH_EVENTS,        /* 0 step (distinct, >= 0, ascending) */
 	ZB_Q_MEASURED_STEP_TIMES,      /* 0 time_s of the measured steps rows, by step */
 	ZB_Q_MEASURED_STEP_SPANS,      /* 0 step, 1 first start_ns, 2 last end_ns of measured events */
+	ZB_Q_RANK_EVENTS,              /* several ranks: 0 rank, 1 t0_offset_ns, 2 slowest, 3 task_id,
+					* 4 start_ns, 5 end_ns (on the rank's own zero); by rank, task */
 
 	/* traces (the Nsight Systems export tables); ?1 config */
 	ZB_Q_TRACE_RECORD_COUNT,       /* kernels + memcpys + NVTX spans */

@@ -102,7 +102,7 @@ typedef struct dsb {
 	uint32_t copy_hold;          /* a copy the compute stream waits for, NONE if none */
 	/* several ranks (see "World size" below) */
 	int ranks;
-	int64_t part_hi;             /* stages 1/2: the modelled rank 0's partition is [0, part_hi) */
+	int64_t part_hi;             /* stages 1/2: each rank's partition size (rank r: [r, r+1) x part_hi) */
 	int64_t ipg_lo, ipg_n;       /* the gradient bucket being filled: [ipg_lo, +ipg_n) */
 	int ipg_unit;                /* its lowest unit so far */
 } dsb;
@@ -348,7 +348,25 @@ static int64_t part_of(const dsb *b, int64_t lo, int64_t n)
 	return hi > lo ? hi - lo : 0;
 }
 
-/* Reduce the filled bucket and copy rank 0's part of it (stages 1/2), or
+/* The largest part of [lo, lo + n) any rank owns (stages 1/2): the ranks meet at
+ * every bucket's all-reduce, so the copies after one bucket's reduction delay the
+ * next one by the slowest rank's. On 2 H200s (s2-off, 2.5B, overlap_comm off) rank 1
+ * owns the top half, whose gradients come first, and copies them while rank 0 only
+ * computes; rank 0 waits for it at the next all-reduce, then rank 1 for rank 0 in
+ * the bottom half: rank 0's backward took 580 ms against 549 on one GPU, where its
+ * own copies alone would have halved the copy time. */
+static int64_t part_slowest(const dsb *b, int64_t lo, int64_t n)
+{
+	int64_t most = 0, S = b->part_hi;
+	for (int r = 0; r < b->ranks && S > 0; r++) {
+		int64_t a = lo > r * S ? lo : r * S, e = lo + n < (r + 1) * S ? lo + n : (r + 1) * S;
+		if (e - a > most)
+			most = e - a;
+	}
+	return most;
+}
+
+/* Reduce the filled bucket and copy the slowest rank's part of it (stages 1/2), or
  * reduce-scatter it and send this rank's shard of its CPU part down (stage 3). */
 static void ipg_flush(dsb *b, ctx o, int last_micro)
 {
@@ -362,21 +380,27 @@ static void ipg_flush(dsb *b, ctx o, int last_micro)
 	uint32_t red = collective(b, o, op, u, -1, lo, n);
 	if (!b->overlap) /* no overlap_comm: on the compute stream, which waits for it */
 		b->copy_hold = red;
-	int64_t mine = b->stage < 3 ? part_of(b, lo, n) : 0;
+	int64_t mine = b->stage < 3 ? part_of(b, lo, n) : 0, slow = b->stage < 3 ? part_slowest(b, lo, n) : 0;
 	if (b->stage == 3) { /* the CPU sub-groups' part of the bucket, this rank's shard */
 		int64_t cpu_lo = lo > b->split ? lo : b->split;
-		mine = b->offload && lo + n > cpu_lo ? shard(b, lo + n - cpu_lo) : 0;
+		mine = slow = b->offload && lo + n > cpu_lo ? shard(b, lo + n - cpu_lo) : 0;
 		lo = cpu_lo;
 	}
-	if (mine == 0)
+	if (slow == 0)
 		return;
 	dep(b, red);
-	uint32_t cast = kernel(b, o, ZB_OP_GRAD_COPY, u, 6.0 * mine); /* the partition to fp32 */
+	uint32_t cast = kernel(b, o, ZB_OP_GRAD_COPY, u, 6.0 * slow); /* the partition to fp32 */
 	if (!b->offload)
 		return;
-	dep(b, cast);
-	uint32_t down = copy(b, o, ZB_RES_D2H, last_micro ? ZB_OP_GRAD_DOWN : ZB_OP_GRAD_COPY, u, mine, lo,
-			     4.0 * mine);
+	uint32_t down = NONE;
+	if (mine > 0) {
+		dep(b, cast);
+		down = copy(b, o, ZB_RES_D2H, last_micro ? ZB_OP_GRAD_DOWN : ZB_OP_GRAD_COPY, u, mine, lo, 4.0 * mine);
+	}
+	if (slow > mine) { /* a peer's larger copy, which the next all-reduce waits for */
+		dep(b, cast);
+		down = copy(b, o, ZB_RES_D2H, ZB_OP_GRAD_COPY, u, slow - mine, lo, 4.0 * (slow - mine));
+	}
 	if (!b->overlap)
 		b->copy_hold = down;
 }

@@ -76,8 +76,10 @@ double zb_exec_adam_Pps(const zb_config *c, const zb_exec_profile *p, double thr
 
 double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_COUNT])
 {
+	/* the ranks of a node run their Adam at once (they move in lockstep), each on its threads */
+	int ranks = c->policy.gpus > 1 ? c->policy.gpus : 1;
 	if (c->framework != ZB_FW_ZBENCH || !active[ZB_RES_CPU] || active[ZB_RES_CPU]->kind != ZB_TASK_CPU_ADAM ||
-	    zb_config_cpu_threads(c) < c->hw.cpu.cores)
+	    zb_config_cpu_threads(c) * ranks < c->hw.cpu.cores)
 		return 1;
 	zb_exec_profile scratch;
 	const zb_exec_profile *p = zb_exec_profile_of(&c->hw.gpu.exec, &scratch);
@@ -141,4 +143,17 @@ int zb_exec_dram(const zb_config *c, int adam, const zb_task *const active[ZB_RE
 		rate[ZB_RES_CPU] = a < left ? a : left > floor ? left : floor;
 	}
 	return 1;
+}
+
+double zb_exec_comm_share(const zb_config *c, const zb_task *const active[ZB_RES_COUNT])
+{
+	if (c->framework != ZB_FW_ZBENCH || !active[ZB_RES_COMM] || (!active[ZB_RES_GPU] && !active[ZB_RES_GPU_OPT]))
+		return 1;
+	const zb_exec_profile *p = zb_exec_profile_of(&c->hw.gpu.exec, NULL);
+	double f = 1;
+	if (active[ZB_RES_GPU] && p->comm_gpu > 0 && p->comm_gpu < f)
+		f = p->comm_gpu;
+	if (active[ZB_RES_GPU_OPT] && p->comm_opt > 0 && p->comm_opt < f)
+		f = p->comm_opt;
+	return f;
 }

@@ -56,5 +56,8 @@ void zb_exec_shares(const zb_config *c, const zb_task *const active[ZB_RES_COUNT
  * of DRAM (DMA and the driver's staging copy). Returns 0 (nothing changed) when the
  * profile does not set h2d_queue, and for other frameworks. */
 int zb_exec_dram(const zb_config *c, int adam, const zb_task *const active[ZB_RES_COUNT], double rate[ZB_RES_COUNT]);
+/* The collectives' rate factor now (execprofile.h comm_gpu, comm_opt): below 1 while a
+ * GPU stream of the rank runs beside them (zbench's schedule only; the smaller when both). */
+double zb_exec_comm_share(const zb_config *c, const zb_task *const active[ZB_RES_COUNT]);
 
 #endif

@@ -276,13 +276,15 @@ static void test_one_rank_unchanged(void **state)
 	}
 }
 
-/* Two ranks: the collectives share nothing, so their busy time per step is the sum
- * of the formula over one step's collectives. */
+/* Two ranks: without the executor profile's comm factors the collectives share
+ * nothing, so their busy time per step is the sum of the formula over one step's
+ * collectives. */
 static void test_two_rank_comm_busy(void **state)
 {
 	(void)state;
 	zb_config c = dgx("h200-x2", 2, 1);
 	c.steps = 6;
+	c.hw.gpu.exec.comm_gpu = c.hw.gpu.exec.comm_opt = 0;
 	zb_graph g;
 	assert_int_equal(zb_graph_build(&g, &c, NULL), ZB_OK);
 	double want = 0;
@@ -302,6 +304,30 @@ static void test_two_rank_comm_busy(void **state)
 	assert_close(r.work_s[ZB_RES_COMM], want, 1e-9);
 	assert_close(r.busy_s[ZB_RES_COMM], want, 0.02); /* the window's edges cut a little */
 	zb_sim_result_free(&r);
+	zb_graph_free(&g);
+}
+
+/* With them (execprofile.h comm_gpu, comm_opt: NCCL's kernels beside the rank's own),
+ * every collective takes longer, by at most 1 / the smaller factor. */
+static void test_two_rank_comm_slowed(void **state)
+{
+	(void)state;
+	zb_config c = dgx("h200-x2", 2, 1), plain;
+	c.steps = 6;
+	plain = c;
+	plain.hw.gpu.exec.comm_gpu = plain.hw.gpu.exec.comm_opt = 0;
+	assert_true(c.hw.gpu.exec.comm_gpu > 0 && c.hw.gpu.exec.comm_gpu < 1);
+	zb_graph g;
+	assert_int_equal(zb_graph_build(&g, &c, NULL), ZB_OK);
+	zb_sim_result a, b;
+	assert_int_equal(zb_simulate(&g, &plain, &a, NULL), ZB_OK);
+	assert_int_equal(zb_simulate(&g, &c, &b, NULL), ZB_OK);
+	double lo = c.hw.gpu.exec.comm_opt < c.hw.gpu.exec.comm_gpu ? c.hw.gpu.exec.comm_opt : c.hw.gpu.exec.comm_gpu;
+	assert_true(b.busy_s[ZB_RES_COMM] > 1.05 * a.busy_s[ZB_RES_COMM]);
+	assert_true(b.busy_s[ZB_RES_COMM] <= a.busy_s[ZB_RES_COMM] / lo * 1.001);
+	assert_true(b.step_time_s >= a.step_time_s);
+	zb_sim_result_free(&a);
+	zb_sim_result_free(&b);
 	zb_graph_free(&g);
 }
 
