@@ -22,13 +22,15 @@ Z=build/zbench
 LOG=$OUT/visit-fid2.log
 DB=$OUT/link.db
 T0=$(date +%s)
+# the host's preset: the 2-GPU machine's CPU differs from the single H200 machine's
+HW=${ZB_HW:-$([ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ] && echo h200-x2 || echo h200-machine)}
 step() { echo "=== $* ($(date +%T), +$(($(date +%s) - T0)) s)" | tee -a "$LOG"; }
 
 step "$($Z --version 2>&1 | head -1); $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1); $(nproc) CPUs"
 lscpu >"$OUT/lscpu.txt" 2>&1
 rm -f "$DB"
-step "validate --suite link --hw h200-x2"
-timeout -k 5 "${ZB_VALIDATE_S:-225}" $Z validate --suite link --hw h200-x2 --warmup 2 --steps 4 \
+step "validate --suite link --hw $HW"
+timeout -k 5 "${ZB_VALIDATE_S:-225}" $Z validate --suite link --hw "$HW" --warmup 2 --steps 4 \
 	--budget "${ZB_BUDGET:-200}" --db "$DB" --json >"$OUT/link.json" 2>>"$LOG"
 echo "validate exit $?" | tee -a "$LOG"
 python3 - "$OUT/link.json" <<'EOF' 2>&1 | tee -a "$LOG"
@@ -54,8 +56,8 @@ replay() { # name, flags
 	timeout -k 2 "${ZB_REPLAY_S:-8}" $Z calibrate --from-db "$RDB" "$@" >>"$LOG" 2>&1
 	timeout -k 2 "${ZB_REPLAY_S:-8}" $Z calibrate --from-db "$RDB" "$@" --json >"$OUT/$name.json" 2>>"$LOG"
 }
-replay preset --eval h200-x2
-replay refit --base h200-x2 --out "$OUT/hw-link-refit.json"
+replay preset --eval "$HW"
+replay refit --base "$HW" --out "$OUT/hw-link-refit.json"
 if ls "$DB"-* >/dev/null 2>&1; then # a cut-off validate leaves its -wal: one file
 	tar cf "$OUT/link-db.tar" -C "$OUT" $(cd "$OUT" && ls link.db*) && rm -f "$DB" "$DB"-*
 fi
