@@ -120,19 +120,23 @@ static const zb_suite_entry fid[] = {
 
 /* "Faster link, slower step" (issue 12) on one host, both sides of each comparison
  * measured there: dpu ratio 1 (the CPU flow decides, copies overlap Adam) at the
- * native link and at 25 and 12 GB/s (gen4, gen3), 16 threads and every core of a
- * 32-core host (scripts/visit-fid2.sh, the 2x H200 machine). */
+ * native link and at 25 and 12 GB/s (gen4, gen3), on half the host's cores and on all
+ * of them (threads ZB_SUITE_HALF_CORES and 0), so the suite fits the 16-core single
+ * H200 machine and the 32-core 2x H200 one alike (scripts/visit-fid2.sh). */
+#define H ZB_SUITE_HALF_CORES
 static const zb_suite_entry linkrate[] = {
-	{ "gpt-2.5b", "dpu", 1, 16, 4, 2048, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
-	{ "gpt-2.5b", "dpu", 1, 16, 4, 2048, 1, NULL, 0, 0, 0, NULL, 25, 0, 0 },
-	{ "gpt-2.5b", "dpu", 1, 32, 4, 2048, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
-	{ "gpt-2.5b", "dpu", 1, 32, 4, 2048, 1, NULL, 0, 0, 0, NULL, 25, 0, 0 },
-	{ "gpt2-large", "dpu", 1, 16, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
-	{ "gpt2-large", "dpu", 1, 16, 4, 1024, 1, NULL, 0, 0, 0, NULL, 25, 0, 0 },
-	{ "gpt2-large", "dpu", 1, 16, 4, 1024, 1, NULL, 0, 0, 0, NULL, 12, 0, 0 },
-	{ "gpt2-large", "dpu", 1, 32, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
-	{ "gpt2-large", "dpu", 1, 32, 4, 1024, 1, NULL, 0, 0, 0, NULL, 25, 0, 0 },
+	{ "gpt-2.5b", "dpu", 1, H, 4, 2048, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt-2.5b", "dpu", 1, H, 4, 2048, 1, NULL, 0, 0, 0, NULL, 25, 0, 0 },
+	{ "gpt-2.5b", "dpu", 1, 0, 4, 2048, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt-2.5b", "dpu", 1, 0, 4, 2048, 1, NULL, 0, 0, 0, NULL, 25, 0, 0 },
+	{ "gpt2-large", "dpu", 1, H, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 1, H, 4, 1024, 1, NULL, 0, 0, 0, NULL, 25, 0, 0 },
+	{ "gpt2-large", "dpu", 1, H, 4, 1024, 1, NULL, 0, 0, 0, NULL, 12, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 0, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 0, 4, 1024, 1, NULL, 0, 0, 0, NULL, 25, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 0, 4, 1024, 1, NULL, 0, 0, 0, NULL, 12, 0, 0 },
 };
+#undef H
 
 static const zb_suite_entry quick[] = {
 	{ "gpt2-medium", "offload", 1, 8, 2, 512, 1, NULL, 0, 0, 1, NULL, 0, 0, 0 },
@@ -148,7 +152,7 @@ static const zb_suite suites[] = {
 	{ "quick", "4 small configurations (seq 512), seconds on the GPU", quick, COUNT(quick) },
 	{ "fid", "44 configurations in one visit: native, gen3 and gen4 link rates, 2..16 threads, pageable, "
 		 "checkpointing, parameter offload, GQA, flash and eager (1 warm-up + 2 measured steps)", fid, COUNT(fid) },
-	{ "link", "9 configurations: dpu ratio 1 at the native link, 25 and 12 GB/s, 16 and 32 threads "
+	{ "link", "10 configurations: dpu ratio 1 at the native link, 25 and 12 GB/s, half and all the cores "
 		  "(faster link, slower step?)", linkrate, COUNT(linkrate) },
 };
 
@@ -164,7 +168,12 @@ zb_status zb_suite_find(const char *name, const zb_suite **out, zb_error *err)
 
 void zb_suite_key(const zb_suite_entry *e, char *buf, size_t n)
 {
-	int w = snprintf(buf, n, "%s/%s/r%g/t%d/mb%d/s%d/gas%d%s%s%s%s", e->model, e->policy, e->ratio, e->threads,
+	char t[16];
+	if (e->threads == ZB_SUITE_HALF_CORES)
+		snprintf(t, sizeof t, "half");
+	else
+		snprintf(t, sizeof t, "%d", e->threads);
+	int w = snprintf(buf, n, "%s/%s/r%g/t%s/mb%d/s%d/gas%d%s%s%s%s", e->model, e->policy, e->ratio, t,
 			 e->micro_batch, e->seq, e->gas, e->ckpt ? "/ckpt-" : "", e->ckpt ? e->ckpt : "",
 			 e->offload_param ? "/op" : "", e->pageable ? "/pg" : "");
 	if (w < 0 || (size_t)w >= n)
@@ -187,7 +196,7 @@ zb_status zb_suite_config(const zb_suite_entry *e, const char *hw, int warmup, i
 {
 	char ratio[32], threads[16], mb[16], seq[16], gas[16], nsteps[16], layers[16], kv[16], link[32];
 	snprintf(ratio, sizeof ratio, "%.10g", e->ratio);
-	snprintf(threads, sizeof threads, "%d", e->threads);
+	snprintf(threads, sizeof threads, "%d", e->threads == ZB_SUITE_HALF_CORES ? 0 : e->threads);
 	snprintf(mb, sizeof mb, "%d", e->micro_batch);
 	snprintf(seq, sizeof seq, "%d", e->seq);
 	snprintf(gas, sizeof gas, "%d", e->gas);
@@ -200,7 +209,7 @@ zb_status zb_suite_config(const zb_suite_entry *e, const char *hw, int warmup, i
 		v[ZB_AX_LAYERS] = "28"; /* 5.9B: llama2-7b's layers, 28 of them */
 	v[ZB_AX_POLICY] = e->policy;
 	v[ZB_AX_RATIO] = ratio;
-	v[ZB_AX_THREADS] = threads;
+	v[ZB_AX_THREADS] = e->threads > 0 ? threads : NULL; /* unset: every core */
 	v[ZB_AX_MICRO_BATCH] = mb;
 	v[ZB_AX_SEQ] = seq;
 	v[ZB_AX_GAS] = gas;
@@ -223,6 +232,12 @@ zb_status zb_suite_config(const zb_suite_entry *e, const char *hw, int warmup, i
 	o.offload_param = e->offload_param;
 	o.pageable = e->pageable;
 	zb_status st = zb_options_config(v, &o, out, err);
+	if (!st && e->threads == ZB_SUITE_HALF_CORES) { /* half of what the host's preset has */
+		int half = out->hw.cpu.cores / 2 > 0 ? out->hw.cpu.cores / 2 : 1;
+		snprintf(threads, sizeof threads, "%d", half);
+		v[ZB_AX_THREADS] = threads;
+		st = zb_options_config(v, &o, out, err);
+	}
 	if (!st && llama6)
 		snprintf(out->model.name, sizeof out->model.name, "llama-6b");
 	return st;

@@ -34,11 +34,14 @@
 #include "core/config.h"
 #include "sim/predict.h"
 
+/* zb_suite_entry.threads: half of the cores of the host's preset (suite link) */
+#define ZB_SUITE_HALF_CORES (-2)
+
 typedef struct zb_suite_entry {
 	const char *model;       /* preset name, or "llama-6b" */
 	const char *policy;      /* none | offload | overlap | dpu */
 	double ratio;
-	int threads;
+	int threads; /* 0: every core; ZB_SUITE_HALF_CORES: half of the host preset's */
 	int micro_batch, seq, gas;
 	const char *ckpt;        /* NULL: none */
 	int offload_param;

@@ -19,12 +19,13 @@
 #include "core/graph.h"
 
 /* Fraction of zb_gpu.bf16_flops the fused kernels reach, used when the GPU has no
- * fitted value (zb_gpu.flash_efficiency, "flash_efficiency" in a hardware file:
- * fused fwd+bwd TFLOP/s of `zbench bench --filter flash` / bf16_flops). Measured on
- * the H200, 2026-11-30 (BENCHMARKS.md): 42.6 TFLOP/s fwd+bwd on the 2.5B shape (head
- * dim 80), 0.050 of 850; 32.8 (0.039) at head dim 128 with GQA. These wmma kernels
- * are far from FlashAttention-2's speed: see README, known limits. */
-#define ZB_FLASH_EFFICIENCY 0.050
+ * fitted value (zb_gpu.flash_efficiency, "flash_efficiency" in a hardware file).
+ * Measured on the H200, 2026-12-01 (BENCHMARKS.md, scripts/visit-flash.sh), the mma.sync
+ * kernels of exec/flash_mma.cu: the attention tasks of a 2.5B step (head dim 80,
+ * micro-batch 4, seq 2048, `zbench run --attention flash`) ran at 144.4 TFLOP/s, 0.170
+ * of 850 (`zbench bench --filter flash`, fused fwd+bwd alone: 153.9; head dim 128 with
+ * GQA 32/8: 124.1, 0.146). The older wmma kernels (ZB_FLASH_IMPL=wmma) reach 0.050. */
+#define ZB_FLASH_EFFICIENCY 0.170
 
 const char *zb_attention_name(zb_attention a); /* "eager", "flash" */
 zb_status zb_attention_parse(const char *s, zb_attention *out, zb_error *err);

@@ -218,6 +218,36 @@ static void test_needs_gpu(void **state)
 
 /* ---- the suites ----------------------------------------------------------------------- */
 
+/* Suite link runs on half the cores and on all of them, whatever the host: on the
+ * 16-core single H200 preset that is 8 and 16 threads, on the 32-core 2x H200 one 16 and 32. */
+static void test_link_suite_threads(void **state)
+{
+	(void)state;
+	const zb_suite *s;
+	assert_int_equal(zb_suite_find("link", &s, NULL), ZB_OK);
+	static const struct { const char *hw; int half; } hosts[] = { { "h200-machine", 8 }, { "h200-x2", 16 } };
+	for (size_t h = 0; h < sizeof hosts / sizeof hosts[0]; h++) {
+		int halves = 0, alls = 0;
+		for (int i = 0; i < s->n; i++) {
+			zb_config c;
+			zb_error err = { 0 };
+			if (zb_suite_config(&s->entries[i], hosts[h].hw, 2, 4, &c, &err))
+				print_error("%s: %s\n", hosts[h].hw, err.msg), fail();
+			if (s->entries[i].threads == ZB_SUITE_HALF_CORES) {
+				assert_int_equal(c.policy.cpu_threads, hosts[h].half);
+				halves++;
+			} else {
+				assert_int_equal(s->entries[i].threads, 0);
+				alls++;
+			}
+		}
+		assert_true(halves >= 4 && alls >= 4);
+	}
+	char key[128];
+	zb_suite_key(&s->entries[0], key, sizeof key);
+	assert_non_null(strstr(key, "/thalf/"));
+}
+
 static void test_full_suite_span(void **state)
 {
 	const zb_suite *s;
@@ -303,6 +333,7 @@ int main(void)
 		cmocka_unit_test(test_bad_inputs),
 		cmocka_unit_test(test_needs_gpu),
 		cmocka_unit_test(test_full_suite_span),
+		cmocka_unit_test(test_link_suite_threads),
 		cmocka_unit_test(test_validate_list),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
