@@ -274,19 +274,32 @@ static int cpu_alone(const zb_kfit_set *s, const zb_kfit_item *x, size_t i)
 /* Host DRAM shared by Adam and DMA (resources.c): for each Adam task that copies
  * overlap most of the time, the budget its slowdown implies, f x (Adam's alone
  * demand + the overlapping copies' demand); the time-weighted mean. */
+/* Whether configuration k takes part in the DRAM fits (chosen by use, pinned copies at
+ * the native link: 1, else 0) and its Adam rate alone on hw in *ra; -1 when the
+ * profile gives no rate (nothing can be fitted). */
+static int dram_item(const zb_kfit_set *s, const unsigned char *use, int k, const zb_hw *hw, double *ra)
+{
+	const zb_kfit_item *x = &s->it[k];
+	if ((use && !use[k]) || x->c.policy.pageable || x->c.policy.link_rate_Bps > 0)
+		return 0;
+	zb_config c = x->c;
+	c.hw = *hw;
+	*ra = zb_exec_adam_Pps(&c, &hw->gpu.exec, zb_config_cpu_threads(&c), 1);
+	return *ra > 0 ? 1 : -1;
+}
+
 static void fit_dram(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw)
 {
 	double sum = 0, w = 0, floor_Bps = 0;
 	zb_exec_profile *p = &hw->gpu.exec;
 	for (int k = 0; k < s->n; k++) {
 		const zb_kfit_item *x = &s->it[k];
-		if ((use && !use[k]) || x->c.policy.pageable || x->c.policy.link_rate_Bps > 0)
-			continue;
-		zb_config c = x->c;
-		c.hw = *hw;
-		double t = zb_config_cpu_threads(&c), ra = zb_exec_adam_Pps(&c, p, t, 1);
-		if (!(ra > 0))
+		double ra;
+		int in = dram_item(s, use, k, hw, &ra);
+		if (in < 0)
 			return;
+		if (!in)
+			continue;
 		if (ra * ZB_ADAM_BYTES_PER_PARAM > floor_Bps)
 			floor_Bps = ra * ZB_ADAM_BYTES_PER_PARAM;
 		for (size_t i = 0; i < x->g.ntasks; i++) {
@@ -339,13 +352,12 @@ static int fit_dram_queue(const zb_kfit_set *s, const unsigned char *use, zb_hw 
 	for (int pass = 0; pass < 2; pass++) {
 		for (int k = 0; k < s->n; k++) {
 			const zb_kfit_item *x = &s->it[k];
-			if ((use && !use[k]) || x->c.policy.pageable || x->c.policy.link_rate_Bps > 0)
-				continue;
-			zb_config c = x->c;
-			c.hw = *hw;
-			double ra = zb_exec_adam_Pps(&c, p, zb_config_cpu_threads(&c), 1);
-			if (!(ra > 0))
+			double ra;
+			int in = dram_item(s, use, k, hw, &ra);
+			if (in < 0)
 				return 0;
+			if (!in)
+				continue;
 			double A = ra * ZB_ADAM_BYTES_PER_PARAM, B = hw->cpu.dram_Bps;
 			if (A > floor_Bps)
 				floor_Bps = A;
