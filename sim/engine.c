@@ -461,17 +461,23 @@ static double host_s(const sim *s, uint32_t id)
 }
 
 /* execprofile.h comm_wait: the seconds a collective starting now waits before it makes
- * progress, the rest of the GEMM that fills the SMs on the compute stream, at its rate
- * now (a GEMM that starts at this very event, as the collective becomes ready, does
- * not hold it: both are launched together, and the measured collective ran beside it). */
+ * progress. The block scheduler dispatches the running GEMM's blocks first; once its
+ * last wave is dispatched, the SMs its finished blocks free go to the collective. So
+ * the wait is the GEMM's time left less one wave (its duration at its rate now over
+ * ceil(tiles / SMs) waves). A GEMM that starts at this very event, as the collective
+ * becomes ready, does not hold it: both are launched together, and the measured
+ * collective ran beside it. */
 static double comm_blocked(const sim *s)
 {
 	if (!s->comm_wait || !(s->busy & (1u << ZB_RES_GPU)))
 		return 0;
 	uint32_t g = s->flows[ZB_RES_GPU].task;
-	if (s->w->start[g] >= s->now || !zb_gemm_fills(&s->c->hw.gpu, s->ix->tiles[g]))
+	double t0 = s->w->start[g], tiles = s->ix->tiles[g];
+	const zb_gpu *gpu = &s->c->hw.gpu;
+	if (t0 >= s->now || !zb_gemm_fills(gpu, tiles))
 		return 0;
-	double left = s->due[ZB_RES_GPU] - s->now;
+	double waves = ceil(tiles / gpu->sms), wave = (s->due[ZB_RES_GPU] - t0) / waves;
+	double left = s->due[ZB_RES_GPU] - s->now - wave;
 	return left > 0 && isfinite(left) ? left : 0;
 }
 

@@ -24,7 +24,7 @@ double zb_gemm_tiles(double m, double n, double batch)
 
 int zb_gemm_fills(const zb_gpu *gpu, double tiles)
 {
-	return tiles > 0 && (gpu->sms <= 0 || tiles >= gpu->sms);
+	return gpu->sms > 0 && tiles >= gpu->sms;
 }
 
 double zb_gemm_waves(const zb_gpu *gpu, double m, double n, double batch)
