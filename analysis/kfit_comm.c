@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "sim/engine.h"
 #include "sim/predict.h"
@@ -93,6 +94,74 @@ static int golden(ctx *q, double *f, double lo, double hi)
 	return 1;
 }
 
+static double clamp(double v) { return v < 0.05 ? 0.05 : v > 1 ? 1 : v; }
+
+static double cost2(ctx *q, const double v[2])
+{
+	q->hw.gpu.exec.comm_gpu = clamp(v[0]);
+	q->hw.gpu.exec.comm_opt = clamp(v[1]);
+	return cost(q);
+}
+
+/* Nelder-Mead on both factors from (*a, *b) (the two trade off where a collective runs
+ * beside both streams, a valley that coordinate steps creep along): standard
+ * coefficients, points clamped to [0.05, 1], until the simplex is below 1e-4. */
+static void simplex(ctx *q, double *a, double *b)
+{
+	double x[3][2] = { { *a, *b }, { clamp(*a + 0.05), *b }, { *a, clamp(*b + 0.05) } }, f[3];
+	for (int i = 0; i < 3; i++)
+		f[i] = cost2(q, x[i]);
+	for (int it = 0; it < 200 && !q->st; it++) {
+		int lo = 0, hi = 0, mid;
+		for (int i = 1; i < 3; i++) {
+			lo = f[i] < f[lo] ? i : lo;
+			hi = f[i] > f[hi] ? i : hi;
+		}
+		mid = 3 - lo - hi;
+		if (lo == hi)
+			mid = (lo + 1) % 3, hi = (lo + 2) % 3;
+		if (fabs(x[hi][0] - x[lo][0]) + fabs(x[hi][1] - x[lo][1]) + fabs(x[mid][0] - x[lo][0]) +
+			    fabs(x[mid][1] - x[lo][1]) < 1e-4)
+			break;
+		double c[2], r[2], e[2], k[2];
+		for (int j = 0; j < 2; j++) {
+			c[j] = (x[lo][j] + x[mid][j]) / 2;
+			r[j] = clamp(c[j] + (c[j] - x[hi][j]));
+		}
+		double fr = cost2(q, r);
+		if (fr < f[lo]) {
+			for (int j = 0; j < 2; j++)
+				e[j] = clamp(c[j] + 2 * (c[j] - x[hi][j]));
+			double fe = cost2(q, e);
+			memcpy(x[hi], fe < fr ? e : r, sizeof x[hi]);
+			f[hi] = fe < fr ? fe : fr;
+		} else if (fr < f[mid]) {
+			memcpy(x[hi], r, sizeof x[hi]);
+			f[hi] = fr;
+		} else {
+			for (int j = 0; j < 2; j++)
+				k[j] = (c[j] + x[hi][j]) / 2;
+			double fk = cost2(q, k);
+			if (fk < f[hi]) {
+				memcpy(x[hi], k, sizeof x[hi]);
+				f[hi] = fk;
+			} else { /* shrink towards the best */
+				for (int i = 0; i < 3; i++) {
+					if (i == lo)
+						continue;
+					for (int j = 0; j < 2; j++)
+						x[i][j] = (x[i][j] + x[lo][j]) / 2;
+					f[i] = cost2(q, x[i]);
+				}
+			}
+		}
+	}
+	int best = f[1] < f[0] ? 1 : 0;
+	best = f[2] < f[best] ? 2 : best;
+	*a = clamp(x[best][0]);
+	*b = clamp(x[best][1]);
+}
+
 zb_status zb_kfit_comm(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, zb_kfit_comm_stats *stats,
 		       zb_error *err)
 {
@@ -107,10 +176,13 @@ zb_status zb_kfit_comm(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw
 		p->comm_gpu = 1;
 	if (!(p->comm_opt > 0))
 		p->comm_opt = 1;
-	for (int round = 0; round < 2 && !q.st; round++) {
-		stats->fit_gpu |= golden(&q, &p->comm_gpu, 0.05, 1);
-		stats->fit_opt |= golden(&q, &p->comm_opt, 0.05, 1);
-	}
+	/* one round of golden sections finds the start and which factors matter */
+	stats->fit_gpu = golden(&q, &p->comm_gpu, 0.05, 1);
+	stats->fit_opt = golden(&q, &p->comm_opt, 0.05, 1);
+	if (stats->fit_gpu && stats->fit_opt && !q.st)
+		simplex(&q, &p->comm_gpu, &p->comm_opt);
+	else if (!q.st) /* one factor: a second golden section on it from its first result */
+		stats->fit_gpu ? golden(&q, &p->comm_gpu, 0.05, 1) : golden(&q, &p->comm_opt, 0.05, 1);
 	if (q.st)
 		return q.st;
 	stats->rms = sqrt(cost(&q));

@@ -8,9 +8,10 @@
  * compute, beside GPU Adam and alone (and, with comm_wait, the wait for a GEMM that
  * fills the SMs), which only the simulation separates.
  *
- * Search: coordinate descent with golden sections on [0.05, 1], two rounds; a factor
- * the configurations do not constrain (no collective runs beside GPU Adam: every
- * ratio-1 offload) keeps its value in hw.
+ * Search on [0.05, 1]: a golden section on each factor, then Nelder-Mead on both (they
+ * trade off where a collective runs beside both streams); a factor the configurations
+ * do not constrain (no collective runs beside GPU Adam: every ratio-1 offload) keeps
+ * its value in hw.
  */
 #ifndef ZB_KFIT_COMM_H
 #define ZB_KFIT_COMM_H
