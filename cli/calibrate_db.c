@@ -48,7 +48,7 @@ static const zb_flag flags[] = {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: zbench calibrate --from-db <db> [--run <id> | --all-runs] [--warmup <n>] [--base <machine|file>]\n"
-		   "                        [--out <file>] [--eval <machine|file>] [--holdout <model>] [--json] [--quiet]\n\n"
+		   "                        [--out <file>] [--eval <machine|file>] [--holdout <model>] [--fit-comm] [--json] [--quiet]\n\n"
 		   "Fit the executor profile (per kernel class: GEMM groups and passes, memory-bound ops,\n"
 		   "GPU Adam, launch; CPU Adam against threads; pinned and pageable copies) to the tasks\n"
 		   "a zbench validate run measured, write it over --base, and report the step-time error\n"
