@@ -2,8 +2,9 @@
  * test_kfit_comm.c - comm_gpu and comm_opt fitted from runs on several GPUs
  * (analysis/kfit_comm.h): runs whose "measured" timelines are simulations with known
  * factors give those factors back from other starting values; a set without several
- * ranks fits nothing; `zbench calibrate --fit-comm` prints in-sample, half-out and
- * leave-one-out rows and refuses what it cannot do.
+ * ranks fits nothing; the same for CPU Adam's adam_mem (kfit_adam.h); `zbench calibrate
+ * --fit-comm` prints in-sample, half-out and leave-one-out rows and refuses what it
+ * cannot do.
  */
 #include "tests/harness.h"
 
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "analysis/kfit.h"
+#include "analysis/kfit_adam.h"
 #include "analysis/kfit_comm.h"
 #include "inputs/hwfile.h"
 #include "inputs/presets.h"
@@ -128,6 +130,36 @@ static void test_factors_recovered(void **state)
 	zb_kfit_free(&set);
 }
 
+/* adam_mem (kfit_adam.h) the same way: runs simulated with 1.2 give 1.2 back from 1.61 */
+static void test_adam_mem_recovered(void **state)
+{
+	(void)state;
+	char db[128];
+	snprintf(db, sizeof db, "%s/a.db", dir);
+	zb_config cs[2] = { ranks(2, ZB_POLICY_OVERLAP, 1), ranks(2, ZB_POLICY_OFFLOAD, 1) };
+	for (int i = 0; i < 2; i++)
+		cs[i].hw.gpu.exec.adam_mem = 1.2;
+	make_db(db, cs, 2);
+	zb_hw base = cs[0].hw;
+	base.gpu.exec.adam_mem = 1.61;
+	zb_kfit_set set;
+	zb_error err;
+	assert_int_equal(zb_kfit_load(db, -1, 2, &base, &set, &err), ZB_OK);
+	zb_hw hw = base;
+	zb_kfit_adam_stats st;
+	assert_int_equal(zb_kfit_adam_mem(&set, NULL, &hw, &st, &err), ZB_OK);
+	assert_int_equal(st.n, 2);
+	assert_close(hw.gpu.exec.adam_mem, 1.2, 0.01);
+	assert_true(st.rms < 0.01);
+	/* without a CPU Adam curve there is nothing to scale */
+	hw = base;
+	hw.gpu.exec.adam_thread = 0;
+	assert_int_equal(zb_kfit_adam_mem(&set, NULL, &hw, &st, &err), ZB_OK);
+	assert_int_equal(st.n, 0);
+	assert_true(hw.gpu.exec.adam_mem == 1.61);
+	zb_kfit_free(&set);
+}
+
 static void test_one_rank_fits_nothing(void **state)
 {
 	(void)state;
@@ -154,6 +186,13 @@ static void test_one_rank_fits_nothing(void **state)
 	assert_null(f);
 	snprintf(cmd, sizeof cmd, "%s calibrate --from-db %s --fit-comm --eval h200-x2 >/dev/null 2>&1", zbench, db);
 	assert_int_not_equal(system(cmd), 0);
+	snprintf(cmd, sizeof cmd, "%s calibrate --from-db %s --fit-comm --fit-adam >/dev/null 2>&1", zbench, db);
+	assert_int_not_equal(system(cmd), 0);
+	snprintf(cmd, sizeof cmd, "%s calibrate --from-db %s --all-runs --fit-adam --base h200-x2 --out %s >/dev/null 2>&1",
+		 zbench, db, out);
+	assert_int_not_equal(system(cmd), 0);
+	f = fopen(out, "r");
+	assert_null(f);
 }
 
 static void test_cli_rows(void **state)
@@ -184,6 +223,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_factors_recovered),
+		cmocka_unit_test(test_adam_mem_recovered),
 		cmocka_unit_test(test_one_rank_fits_nothing),
 		cmocka_unit_test(test_cli_rows),
 	};
