@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/kfit_comm.h"
 #include "sim/kernels.h"
 #include "sim/predict.h"
 
@@ -614,7 +615,10 @@ zb_status zb_kfit_fit(const zb_kfit_set *s, const unsigned char *use, const zb_h
 			fit_dram(s, use, &hw);
 		}
 		fit_starved(s, use, &hw);
-		st = zb_hw_validate(&hw, err);
+		zb_kfit_comm_stats cs; /* several ranks: the collectives' factors on what was fitted */
+		st = zb_kfit_comm(s, use, &hw, &cs, err);
+		if (!st)
+			st = zb_hw_validate(&hw, err);
 		if (!st)
 			st = zb_exec_profile_validate(&hw.gpu.exec, err);
 	}

@@ -17,6 +17,7 @@
 
 #include "analysis/kfit.h"
 #include "analysis/kfit_eval.h"
+#include "cli/calibrate_comm.h"
 #include "cli/flags.h"
 #include "cli/report.h"
 #include "inputs/hwfile.h"
@@ -25,7 +26,7 @@
 static struct {
 	const char *db, *base, *out, *eval, *name, *holdout;
 	int64_t run;
-	int warmup, json, quiet, all_runs;
+	int warmup, json, quiet, all_runs, fit_comm, fit_adam;
 } o;
 
 static const zb_flag flags[] = {
@@ -38,6 +39,8 @@ static const zb_flag flags[] = {
 	ZB_STRING("name", &o.name, "<name>", "the profile's machine name (default executor-fit)"),
 	ZB_STRING("eval", &o.eval, "<machine|file>", "evaluate this profile on the run, fit nothing"),
 	ZB_STRING("holdout", &o.holdout, "<model>", "also fit without this model's configurations and predict them"),
+	ZB_SWITCH("fit-comm", &o.fit_comm, "fit only comm_gpu and comm_opt over --base (several ranks), with half-out and leave-one-out"),
+	ZB_SWITCH("fit-adam", &o.fit_adam, "fit only CPU Adam's adam_mem over --base (several ranks), with half-out and leave-one-out"),
 	ZB_SWITCH("json", &o.json, "results as JSON"),
 	ZB_SWITCH("quiet", &o.quiet, "no per-configuration rows"),
 	{ 0 },
@@ -46,7 +49,7 @@ static const zb_flag flags[] = {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: zbench calibrate --from-db <db> [--run <id> | --all-runs] [--warmup <n>] [--base <machine|file>]\n"
-		   "                        [--out <file>] [--eval <machine|file>] [--holdout <model>] [--json] [--quiet]\n\n"
+		   "                        [--out <file>] [--eval <machine|file>] [--holdout <model>] [--fit-comm | --fit-adam] [--json] [--quiet]\n\n"
 		   "Fit the executor profile (per kernel class: GEMM groups and passes, memory-bound ops,\n"
 		   "GPU Adam, launch; CPU Adam against threads; pinned and pageable copies) to the tasks\n"
 		   "a zbench validate run measured, write it over --base, and report the step-time error\n"
@@ -180,9 +183,19 @@ int zb_calibrate_from_db(int argc, char **argv)
 		zb_fail(&err, ZB_E_INPUT, "--run %lld and --all-runs: give one of them", (long long)o.run);
 		return zb_report_error(&err);
 	}
+	if ((o.fit_comm || o.fit_adam) && (o.eval || o.json || o.holdout || (o.fit_comm && o.fit_adam))) {
+		zb_fail(&err, ZB_E_INPUT, "--%s with --%s: give one of them", o.fit_comm ? "fit-comm" : "fit-adam",
+			o.eval ? "eval" : o.json ? "json" : o.holdout ? "holdout" : "fit-adam");
+		return zb_report_error(&err);
+	}
 	if (load_hw(o.base, &base, &err) || (o.eval && load_hw(o.eval, &eval, &err)) ||
 	    zb_kfit_load(o.db, o.all_runs ? -1 : o.run, o.warmup, &base, &s, &err))
 		return zb_report_error(&err);
+	if (o.fit_comm || o.fit_adam) {
+		rc = zb_calibrate_comm(&s, &base, o.base ? o.base : "h200-machine", o.out, o.name, o.fit_adam);
+		zb_kfit_free(&s);
+		return rc;
+	}
 	zb_kfit_pred *pb = zb_xcalloc((size_t)s.n, sizeof *pb), *pf = zb_xcalloc((size_t)s.n, sizeof *pf),
 		     *px = zb_xcalloc((size_t)s.n, sizeof *px);
 	zb_hw fitted;

@@ -82,6 +82,7 @@ static void fill_profiles(void)
 	 * its 111) took 145 us beside compute, 295 beside GPU Adam */
 	p->comm_gpu = 0.66;
 	p->comm_opt = 0.33;
+	p->comm_wait = 1;
 }
 
 void zb_exec_profile_h200(zb_exec_profile *p)
@@ -127,6 +128,7 @@ zb_status zb_exec_profile_validate(const zb_exec_profile *p, zb_error *err)
 		{ "paced_d2h", p->paced_d2h, 2 },       { "shared_gpu", p->shared_gpu, 1 },
 		{ "shared_opt", p->shared_opt, 1 },     { "h2d_queue", p->h2d_queue, 10 },
 		{ "comm_gpu", p->comm_gpu, 1 },         { "comm_opt", p->comm_opt, 1 },
+		{ "comm_wait", p->comm_wait, 1 },
 	};
 	for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
 		if (!isfinite(one[i].v) || one[i].v < 0 || one[i].v > one[i].hi)
@@ -194,6 +196,7 @@ static double *scalar_slot(zb_exec_profile *p, const char *key)
 	if (!strcmp(key, "h2d_queue")) return &p->h2d_queue;
 	if (!strcmp(key, "comm_gpu")) return &p->comm_gpu;
 	if (!strcmp(key, "comm_opt")) return &p->comm_opt;
+	if (!strcmp(key, "comm_wait")) return &p->comm_wait;
 	return NULL;
 }
 
@@ -266,5 +269,7 @@ void *zb_exec_profile_to_json(const zb_exec_profile *p)
 		json_object_set_new(o, "h2d_queue", json_real(p->h2d_queue));
 	json_object_set_new(o, "comm_gpu", json_real(p->comm_gpu));
 	json_object_set_new(o, "comm_opt", json_real(p->comm_opt));
+	if (p->comm_wait > 0) /* files without the rule stay as they were */
+		json_object_set_new(o, "comm_wait", json_real(p->comm_wait));
 	return o;
 }

@@ -41,6 +41,16 @@
  *              with them (0: 1). Measured on 2 H200s (large-none of 2026-11-30, 50 MB
  *              buckets): a reduce-scatter took 0.16 ms beside backward GEMMs, 0.31 beside
  *              GPU Adam, 0.12 alone (the ring model: 0.111)
+ *   comm_wait  several ranks, 1: a collective whose inputs become ready while the rank's compute
+ *              stream runs a GEMM with at least one output tile per SM (zb_gemm_fills) makes no
+ *              progress until that GEMM ends: the block scheduler hands out the blocks of the
+ *              kernel already running before those of a kernel launched later on another stream
+ *              (no preemption; stream priorities only order pending blocks: CUDA C++ Programming
+ *              Guide, "Stream Priorities"), and NCCL's ring needs all its channels' blocks resident.
+ *              Measured on 2 H200s (gpt-2.5b, 50 MB buckets): a reduce-scatter issued as the fc2
+ *              GEMM started ran beside it in 0.17 ms; the next two, issued while that 0.57 ms GEMM
+ *              ran, ended 0.05-0.1 ms after it. The collective holds its stream while it waits (as
+ *              the measured NCCL kernels do). 0: off (the fluid model alone)
  * `zbench calibrate --from-db` fits every factor from the executor's measured task
  * durations (analysis/kfit.h); zb_exec_profile_h200() holds the fit of the H200
  * machine's full validate suite, which the h200 GPU preset carries.
@@ -69,6 +79,7 @@ typedef struct zb_exec_profile {
 	double shared_gpu, shared_opt;               /* rates while both GPU streams run (0: 0.5) */
 	double h2d_queue;                            /* DMA reads' queueing under DRAM load (0: off) */
 	double comm_gpu, comm_opt;                   /* collectives' rate beside compute / GPU Adam (0: 1) */
+	double comm_wait;                            /* 1: a collective waits for a GEMM that fills the SMs (0: off) */
 } zb_exec_profile;
 
 const char *zb_gemm_group_name(int g);  /* "dense", "batched", "unaligned", "flash" */

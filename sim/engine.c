@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim/kernels.h"
 #include "sim/resources.h"
 
 #define NONE UINT32_MAX
@@ -53,6 +54,8 @@ struct zb_sim_index {
 	uint8_t *cls;          /* each task's class bits (CLS_*) */
 	uint8_t *host;         /* 1: a framework host task, timed by its own duration */
 	int any_host;          /* the graph has one (DeepSpeed's schedule) */
+	double *tiles;         /* each GEMM's output tiles (zb_gemm_tiles), 0 otherwise; NULL
+	                          without collectives (the only readers: execprofile.h comm_wait) */
 	int uniform[ZB_RES_COUNT]; /* every task of the resource has the same class and none is host work */
 	/* the busy sets (with class bits) this graph can reach: subsets of the resources
 	 * that have tasks, a class bit only with its resource and only if a task of
@@ -141,6 +144,7 @@ typedef struct sim {
 	double *times;                     /* the scratch's event times, [nevents] so far */
 	size_t nevents;
 	uint64_t events;                   /* completion times scheduled (the result's events) */
+	int comm_wait;                     /* execprofile.h comm_wait applies (see comm_blocked) */
 	/* rate of each resource per busy set, the rows of ix->sets only; last: the
 	 * rest of the struct is cleared, not this */
 	double rates[NSETS][ZB_RES_COUNT];
@@ -212,6 +216,12 @@ zb_sim_index *zb_sim_index_new(const zb_graph *g)
 		if (t->step >= 0 && t->step < g->steps)
 			ix->last[(size_t)t->step * ZB_RES_COUNT + t->resource] = (uint32_t)i;
 	}
+	if (ix->count[ZB_RES_COMM]) {
+		ix->tiles = zb_xcalloc(n, sizeof *ix->tiles);
+		for (size_t i = 0; i < n; i++)
+			if (g->tasks[i].kind == ZB_TASK_GEMM)
+				ix->tiles[i] = zb_gemm_tiles(g->tasks[i].m, g->tasks[i].n, g->tasks[i].batch);
+	}
 	reachable_sets(ix, cls_seen);
 	for (size_t i = 0; i < n; i++)
 		ix->succ_begin[i + 1] += ix->succ_begin[i];
@@ -243,6 +253,7 @@ void zb_sim_index_free(zb_sim_index *ix)
 	free(ix->res);
 	free(ix->cls);
 	free(ix->host);
+	free(ix->tiles);
 	free(ix->last);
 	free(ix->succ_begin);
 	free(ix->succ);
@@ -449,6 +460,27 @@ static double host_s(const sim *s, uint32_t id)
 	return fixed;
 }
 
+/* execprofile.h comm_wait: the seconds a collective starting now waits before it makes
+ * progress. The block scheduler dispatches the running GEMM's blocks first; once its
+ * last wave is dispatched, the SMs its finished blocks free go to the collective. So
+ * the wait is the GEMM's time left less one wave (its duration at its rate now over
+ * ceil(tiles / SMs) waves). A GEMM that starts at this very event, as the collective
+ * becomes ready, does not hold it: both are launched together, and the measured
+ * collective ran beside it. */
+static double comm_blocked(const sim *s)
+{
+	if (!s->comm_wait || !(s->busy & (1u << ZB_RES_GPU)))
+		return 0;
+	uint32_t g = s->flows[ZB_RES_GPU].task;
+	double t0 = s->w->start[g], tiles = s->ix->tiles[g];
+	const zb_gpu *gpu = &s->c->hw.gpu;
+	if (t0 >= s->now || !zb_gemm_fills(gpu, tiles))
+		return 0;
+	double waves = ceil(tiles / gpu->sms), wave = (s->due[ZB_RES_GPU] - t0) / waves;
+	double left = s->due[ZB_RES_GPU] - s->now - wave;
+	return left > 0 && isfinite(left) ? left : 0;
+}
+
 static inline __attribute__((always_inline)) void start_ready(sim *s)
 {
 	const zb_sim_index *ix = s->ix;
@@ -461,6 +493,8 @@ static inline __attribute__((always_inline)) void start_ready(sim *s)
 			continue;
 		flow *f = &s->flows[res];
 		f->fixed_left = ix->any_host && ix->host[id] ? host_s(s, id) : s->fixed[res];
+		if (res == ZB_RES_COMM)
+			f->fixed_left += comm_blocked(s);
 		f->work_left = w->work[id];
 		s->cls |= ix->cls[id];
 		f->task = id;
@@ -806,6 +840,10 @@ zb_status zb_simulate_indexed(const zb_sim_index *ix, zb_sim_scratch *w, const z
 	s.key = ~0u;
 	s.times = w->times;
 	prepare_rates(&s);
+	if (ix->tiles && c->framework == ZB_FW_ZBENCH) {
+		zb_exec_profile scratch;
+		s.comm_wait = zb_exec_profile_of(&c->hw.gpu.exec, &scratch)->comm_wait > 0;
+	}
 	/* host durations come from the framework profile, which the memo does not key on */
 	int memo_on = w->memo_on && c->framework == ZB_FW_ZBENCH;
 	if (memo_on) {

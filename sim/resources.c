@@ -15,11 +15,23 @@ double zb_gemm_efficiency(const zb_gpu *gpu, double m, double n, double k)
 	return (m / (m + h)) * (n / (n + h)) * (k / (k + h));
 }
 
+double zb_gemm_tiles(double m, double n, double batch)
+{
+	if (m <= 0 || n <= 0)
+		return 0;
+	return ceil(m / 128.0) * ceil(n / 256.0) * (batch > 1 ? batch : 1);
+}
+
+int zb_gemm_fills(const zb_gpu *gpu, double tiles)
+{
+	return gpu->sms > 0 && tiles >= gpu->sms;
+}
+
 double zb_gemm_waves(const zb_gpu *gpu, double m, double n, double batch)
 {
 	if (gpu->sms <= 0 || m <= 0 || n <= 0)
 		return 1;
-	double tiles = ceil(m / 128.0) * ceil(n / 256.0) * (batch > 1 ? batch : 1);
+	double tiles = zb_gemm_tiles(m, n, batch);
 	return tiles / (ceil(tiles / gpu->sms) * gpu->sms);
 }
 

@@ -28,6 +28,10 @@ double zb_gemm_efficiency(const zb_gpu *gpu, double m, double n, double k);
  * 2560 x 2560 x 8192 weight gradient (553 TFLOP/s, 0.74 of the large shapes'
  * ~747; BENCHMARKS.md "GEMMs") is 200 tiles in 2 waves of 132: 0.76. */
 double zb_gemm_waves(const zb_gpu *gpu, double m, double n, double batch);
+/* The output tiles of an m x n (x batch) GEMM, counted as zb_gemm_waves does; the GEMM
+ * holds every SM while it runs when that is at least gpu->sms (known: sms > 0). */
+double zb_gemm_tiles(double m, double n, double batch);
+int zb_gemm_fills(const zb_gpu *gpu, double tiles);
 
 /* A task's flow on its resource when it runs alone. */
 void zb_task_flow(const zb_task *t, const zb_config *c, double *fixed_s, double *work);
