@@ -3,7 +3,8 @@
 DeepSpeed 0.19's stage_1_and_2.py step() with offload_optimizer does, in order:
 _wait_for_offload_copies (the last gradient copies down), scaled_global_norm (for CPU
 offload: one .item() per parameter tensor of the norms the backward hooks computed),
-unscale_and_clip_grads (returns at once without clipping and loss scale 1), _optimizer_step
+unscale_and_clip_grads (multiplies the host fp32 gradient partition by 1/scale in place,
+even without clipping at loss scale 1: 8 B/param, measured 63-73 ns per parameter), _optimizer_step
 (DeepSpeedCPUAdam over the whole fp32 partition), then inline the fp32 -> bf16 copy_ into
 the pinned buffer and the non-blocking copy up, reset_cpu_buffers and, per group,
 _update_model_bit16_weights (per tensor Python). The backward's hooks flush the gradient

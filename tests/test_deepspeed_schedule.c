@@ -41,10 +41,12 @@
 #define SHAPES "data/deepspeed-h200-2026-11-30-shapes.jsonl"
 
 /* Recorded bounds (BENCHMARKS.md "DeepSpeed's schedule" has the table they come
- * from: default worst 12.9 %, fitted worst 6.0 %, fitted MAPE 2.9 %). */
+ * from: default worst 12.9 %, fitted worst 6.0 %, fitted MAPE 2.9 %; 2026-12-01 with the
+ * unscale pass and the per-tensor flush chain, whose costs calibrate holds at their
+ * measured values: default worst 14.7 %, fitted worst 6.0 %, fitted MAPE 3.5 %). */
 #define BOUND_DEFAULT_WORST 0.18   /* issue 11: within 25 % without calibration */
 #define BOUND_FITTED_WORST 0.075   /* issue 11: within 10 % (goal 5 %) */
-#define BOUND_FITTED_MAPE 0.03
+#define BOUND_FITTED_MAPE 0.036
 #define BOUND_GPU_MEM 0.10
 #define BOUND_HOST_MEM 0.15
 /* The other shapes (gpt2-large, Llama-3.2-3B; BENCHMARKS.md "Other shapes" has the
@@ -52,7 +54,7 @@
  * on the 2.5 B table only (calibrated hardware), predicts them without refitting:
  * MAPE 6.4 %, each configuration's error recorded in shape_errors below. */
 #define BOUND_SHAPES_DEFAULT_WORST 0.25
-#define SHAPES_MAPE 0.064        /* recorded 2026-12-01 (the fit also to the measured GPU busy) */
+#define SHAPES_MAPE 0.056        /* recorded 2026-12-01 (unscale pass, serial flush chain; was 6.4 %) */
 #define SHAPES_SLACK 0.010       /* per configuration, on |error| */
 
 static void base(zb_config *c)
@@ -237,6 +239,61 @@ static void test_hooks(void **state)
 	zb_graph_free(&g);
 	/* gpt-2.5b: 32 blocks of 12 tensors (weights and biases) + wte, wpe, ln_f w, b */
 	assert_int_equal(tensors, 32 * 12 + 4);
+}
+
+/* Terms timed by ds_step.py --step-split (data/deepspeed-h200-2026-12-01-split.jsonl):
+ * step()'s unscale_and_clip_grads multiplies the host fp32 gradients (8 B/param, before
+ * CPU Adam, at the held unscale_Bps), and without overlap_comm each tensor's gradient
+ * hook waits for the gradient copies before it (the overflow check synchronizes). */
+static void test_unscale_and_serial_flush(void **state)
+{
+	(void)state;
+	zb_config c;
+	config_of(&c, "stage 2, offload_optimizer cpu, overlap_comm false");
+	zb_graph g;
+	build(&g, &c);
+	uint32_t unscale = UINT32_MAX, adam = UINT32_MAX;
+	int hooks = 0, chained = 0;
+	for (size_t i = 0; i < g.ntasks; i++) {
+		const zb_task *t = &g.tasks[i];
+		if (t->step != 1)
+			continue;
+		if (t->op == ZB_OP_UNSCALE && t->resource == ZB_RES_CPU)
+			unscale = (uint32_t)i;
+		if (t->kind == ZB_TASK_CPU_ADAM)
+			adam = (uint32_t)i;
+		if (t->op != ZB_OP_GRAD_HOOK)
+			continue;
+		hooks++;
+		const uint32_t *d = zb_task_deps(&g, t);
+		for (uint32_t k = 0; k < t->dep_count; k++)
+			if (g.tasks[d[k]].resource == ZB_RES_D2H && g.tasks[d[k]].unit == t->unit)
+				chained++;
+	}
+	assert_true(unscale != UINT32_MAX && adam != UINT32_MAX && unscale < adam);
+	assert_close(g.tasks[unscale].bytes, 8.0 * (double)g.params, 1e-12);
+	assert_close(zb_ds_host_task_s(&g.tasks[unscale], &c), 8.0 * (double)g.params / 1.22e11, 1e-9);
+	assert_true(hooks > 0 && chained == hooks);
+	/* the measured costs are held by calibrate, not fitted */
+	for (int i = 0; i < ZB_DS_NPARAM; i++)
+		if (strcmp(zb_ds_param(i)->key, "unscale_Bps") == 0 || strcmp(zb_ds_param(i)->key, "grad_hook_s") == 0)
+			assert_int_equal(zb_ds_param(i)->held, 1);
+	zb_graph_free(&g);
+	/* overlap_comm: the copies are on their own stream, the hooks not chained to them */
+	config_of(&c, "stage 2, offload_optimizer cpu, overlap_comm true");
+	build(&g, &c);
+	chained = 0;
+	int unscales = 0;
+	for (size_t i = 0; i < g.ntasks; i++) {
+		const zb_task *t = &g.tasks[i];
+		unscales += t->step == 1 && t->op == ZB_OP_UNSCALE && t->resource == ZB_RES_CPU;
+		const uint32_t *d = zb_task_deps(&g, t);
+		for (uint32_t k = 0; t->op == ZB_OP_GRAD_HOOK && k < t->dep_count; k++)
+			chained += g.tasks[d[k]].resource == ZB_RES_D2H;
+	}
+	assert_int_equal(chained, 0);
+	assert_int_equal(unscales, 1);
+	zb_graph_free(&g);
 }
 
 /* Every variant builds, passes zb_graph_check (each parameter updated once per
@@ -483,10 +540,11 @@ static void test_shape_terms(void **state)
 
 /* Errors of the committed profile on the other shapes, in the data file's order
  * (gpt2-large s2-none s2-off s3-off s3-tf50, then Llama-3.2-3B the same), recorded
- * 2026-12-01 (before, with step times alone fitted: -3.3, -11.0, -6.3, +1.5, +0.6, -11.8, -2.8,
- * +6.9 %). A change that moves any of them further from 0 by more than the slack
+ * 2026-12-01 with the unscale pass and the serial flush chain (before them: +6.4, -7.5, -3.6,
+ * +5.5, +7.5, -10.7, -1.5, +8.7 %; with step times alone fitted: -3.3, -11.0, -6.3, +1.5, +0.6,
+ * -11.8, -2.8, +6.9 %). A change that moves any of them further from 0 by more than the slack
  * fails: the no-refit generalization check of issue 11. */
-static const double shape_errors[8] = { +0.064, -0.075, -0.036, +0.055, +0.075, -0.107, -0.015, +0.087 };
+static const double shape_errors[8] = { +0.058, -0.011, -0.041, +0.055, +0.074, -0.095, -0.021, +0.090 };
 
 /* The gpt2-large and Llama-3.2-3B runs (JSON lines): from presets, and without
  * refitting with the committed profile, which is the 2.5 B table's fit (checked:
@@ -747,6 +805,7 @@ int main(void)
 		cmocka_unit_test(test_bytes_per_param),
 		cmocka_unit_test(test_subgroups_serial_after_backward),
 		cmocka_unit_test(test_hooks),
+		cmocka_unit_test(test_unscale_and_serial_flush),
 		cmocka_unit_test(test_variants),
 		cmocka_unit_test(test_ratio_monotone),
 		cmocka_unit_test(test_profile_json),
