@@ -39,6 +39,7 @@
 
 #define DATA "data/deepspeed-h200-2026-11-30.tsv"
 #define SHAPES "data/deepspeed-h200-2026-11-30-shapes.jsonl"
+#define SPLIT "data/deepspeed-h200-2026-12-01-split.jsonl"
 
 /* Recorded bounds (BENCHMARKS.md "DeepSpeed's schedule" has the table they come
  * from: default worst 12.9 %, fitted worst 6.0 %, fitted MAPE 2.9 %; 2026-12-01 with the
@@ -294,6 +295,46 @@ static void test_unscale_and_serial_flush(void **state)
 	assert_int_equal(chained, 0);
 	assert_int_equal(unscales, 1);
 	zb_graph_free(&g);
+}
+
+/* The held costs are the split's measurements (data/deepspeed-h200-2026-12-01-split.jsonl,
+ * three shapes): the unscale pass's rate on each shape within 12 % of the held value, and
+ * the pooled per-tensor flush cost (each tensor's copy_grads_in_partition less its 4 B/param
+ * copy at the calibrated link's D2H rate) within 5 % of the held grad_hook_s. */
+static void test_held_costs_match_split(void **state)
+{
+	(void)state;
+	zb_ds_profile d;
+	zb_ds_profile_defaults(&d);
+	zb_hw hw;
+	zb_error err = { 0 };
+	assert_int_equal(zb_hw_load("hw/h200-machine-calibrated.json", &hw, &err), ZB_OK);
+	FILE *f = fopen(SPLIT, "r");
+	assert_non_null(f);
+	char line[65536];
+	int n = 0, tensors = 0;
+	double hook_ms = 0;
+	while (fgets(line, sizeof line, f)) {
+		json_error_t je;
+		json_t *o = json_loads(line, 0, &je);
+		assert_non_null(o);
+		double P = json_number_value(json_object_get(o, "params"));
+		json_t *ms = json_object_get(o, "split_ms"), *calls = json_object_get(o, "split_calls");
+		double unscale = json_number_value(json_object_get(ms, "unscale_and_clip_grads"));
+		double rate = 8.0 * P / (unscale / 1e3);
+		print_message("# split %-6s %.3f B params: unscale %.0f GB/s (held %.0f)\n",
+			      json_string_value(json_object_get(o, "family")), P / 1e9, rate / 1e9, d.unscale_Bps / 1e9);
+		assert_true(fabs(rate / d.unscale_Bps - 1) < 0.12);
+		hook_ms += json_number_value(json_object_get(ms, "copy_grads_in_partition")) - 4.0 * P / hw.link.d2h_Bps * 1e3;
+		tensors += (int)json_integer_value(json_object_get(calls, "copy_grads_in_partition"));
+		json_decref(o);
+		n++;
+	}
+	fclose(f);
+	assert_int_equal(n, 3);
+	print_message("# flush: %.3f ms a tensor over %d tensors (held %.3f)\n", hook_ms / tensors, tensors,
+		      d.grad_hook_s * 1e3);
+	assert_true(fabs(hook_ms / tensors / (d.grad_hook_s * 1e3) - 1) < 0.05);
 }
 
 /* Every variant builds, passes zb_graph_check (each parameter updated once per
@@ -806,6 +847,7 @@ int main(void)
 		cmocka_unit_test(test_subgroups_serial_after_backward),
 		cmocka_unit_test(test_hooks),
 		cmocka_unit_test(test_unscale_and_serial_flush),
+		cmocka_unit_test(test_held_costs_match_split),
 		cmocka_unit_test(test_variants),
 		cmocka_unit_test(test_ratio_monotone),
 		cmocka_unit_test(test_profile_json),
