@@ -43,17 +43,20 @@ static const struct {
 	    "2.652 B params, 4.34 Gparam/s pooled (alone: 3.92-4.22), against the h200-machine preset's 4.4", 0 },
 	  offsetof(zb_ds_profile, cpu_adam_rel), 0.99 },
 	{ { "pageable_h2d_Bps", "B/s", 1e8, 1e12,
-	    "s3-off: 2 B/param pageable H2D of 2.652 B params in 639 ms (profiled)", 0 },
+	    "s3-off: 2 B/param pageable H2D of 2.652 B params in 639 ms (profiled); held", 1 },
 	  offsetof(zb_ds_profile, pageable_h2d_Bps), 8.3e9 },
 	{ { "cast_Bps", "B/s", 1e9, 1e12,
 	    "step()'s fp32 -> bf16 copy_ into the pinned buffer, timed alone on the same tensors after the "
 	    "run by ds_step.py --step-split (2026-12-01, data/deepspeed-h200-2026-12-01-split.jsonl): "
-	    "63.1 / 237.0 / 227.7 ms for 0.774 / 3.213 / 2.652 B params: 6 B/param at 75.5 GB/s", 0 },
+	    "63.1 / 237.0 / 227.7 ms for 0.774 / 3.213 / 2.652 B params: 6 B/param at 75.5 GB/s (in ZeRO-3's "
+	    "step with offload_param, data/deepspeed-h200-2026-12-01-split-s3.jsonl: 80.6); held", 1 },
 	  offsetof(zb_ds_profile, cast_Bps), 7.55e10 },
 	{ { "fresh_Bps", "B/s", 1e8, 1e12,
-	    "s3-off step 2066 ms - Adam - cast - 639 ms pageable - 97 ms pinned: ~486 ms left for the "
-	    "2 B/param fresh pageable temporaries", 0 },
-	  offsetof(zb_ds_profile, fresh_Bps), 1.09e10 },
+	    "stage3.py's _reassign_or_swap_out_partitioned_parameters timed by ds_step.py --step-split "
+	    "(2026-12-01, data/deepspeed-h200-2026-12-01-split-s3.jsonl): s3-off 1258.4 ms (cast, fresh "
+	    "pageable temporary, pageable H2D) less the tuned config's 197.3 ms (the same cast into pinned "
+	    "host memory) less the profiled 639 ms H2D: 422 ms for 2 B/param; held", 1 },
+	  offsetof(zb_ds_profile, fresh_Bps), 1.256e10 },
 	{ { "torch_adam_Bpp", "B", 16, 400,
 	    "torch AdamW multi-tensor (foreach): ~5 passes over fp32 p, g, m, v; s2-none kernels", 0 },
 	  offsetof(zb_ds_profile, torch_adam_Bpp), 64 },
