@@ -52,10 +52,10 @@ void zb_print_header(FILE *f, const char *command, const zb_config *c)
 		const zb_ds_profile *d = zb_ds_profile_of(&c->hw.ds, &scratch);
 		fprintf(f, "# deepspeed profile (%s): gpu_eff %.3g, step %.3g ms, hook %.3g ms/module, grad hook %.3g "
 			   "ms/tensor, sub-group %.3g ms, cpu adam x%.3g, pageable h2d %.1f GB/s, cast %.0f GB/s, "
-			   "fresh pages %.1f GB/s, torch adam %.0f B/param, %s attention\n",
+			   "fresh pages %.1f GB/s, unscale %.0f GB/s, torch adam %.0f B/param, %s attention\n",
 			c->hw.ds.set ? "the hardware file's" : "defaults", d->gpu_eff, d->step_s * 1e3, d->hook_s * 1e3,
 			d->grad_hook_s * 1e3, d->subgroup_s * 1e3, d->cpu_adam_rel, d->pageable_h2d_Bps / 1e9,
-			d->cast_Bps / 1e9, d->fresh_Bps / 1e9, d->torch_adam_Bpp, d->flash ? "flash" : "eager");
+			d->cast_Bps / 1e9, d->fresh_Bps / 1e9, d->unscale_Bps / 1e9, d->torch_adam_Bpp, d->flash ? "flash" : "eager");
 	}
 }
 

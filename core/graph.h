@@ -82,6 +82,7 @@ typedef enum zb_op {
 	ZB_OP_REDUCE_SCATTER, /* a bucket's 16-bit gradients summed, each rank keeps its shard */
 	ZB_OP_ALL_GATHER,   /* each rank's updated 16-bit shard sent to every rank */
 	ZB_OP_ALL_REDUCE,   /* a range summed on every rank */
+	ZB_OP_UNSCALE,      /* fp32 gradient partition times 1/loss scale (host task or GPU kernel) */
 	ZB_OP_COUNT
 } zb_op;
 

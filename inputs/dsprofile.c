@@ -33,21 +33,30 @@ static const struct {
 	    "stage-3 forward, measured 109-118 ms, came out at 207)", 1 },
 	  offsetof(zb_ds_profile, hook_s), 2.9e-4 },
 	{ { "grad_hook_s", "s", 0, 0.01,
-	    "s2-off backward 619 ms = ~200 ms kernels + 194 ms D2H + per-tensor hooks over 388 tensors", 0 },
-	  offsetof(zb_ds_profile, grad_hook_s), 6.0e-4 },
+	    "ds_step.py --step-split, H200 host, 2026-12-01 (data/deepspeed-h200-2026-12-01-split.jsonl): "
+	    "copy_grads_in_partition 151.8 / 280.7 / 345.8 ms over 436 / 254 / 388 tensors (gpt2-large, "
+	    "Llama-3.2-3B, gpt-2.5b s2-off) less their 4 B/param D2H at 55.8 GB/s: 0.28 ms a tensor; held", 1 },
+	  offsetof(zb_ds_profile, grad_hook_s), 2.8e-4 },
 	{ { "cpu_adam_rel", "", 0.2, 2,
-	    "DeepSpeedCPUAdam 3.92-4.22 Gparam/s vs zbench's CPU Adam 4.76 on the same host (16 threads)", 0 },
-	  offsetof(zb_ds_profile, cpu_adam_rel), 0.85 },
+	    "DeepSpeed's _optimizer_step timed in its step() by ds_step.py --step-split (2026-12-01, "
+	    "data/deepspeed-h200-2026-12-01-split.jsonl): 192.6 / 732.3 / 604.1 ms for 0.774 / 3.213 / "
+	    "2.652 B params, 4.34 Gparam/s pooled (alone: 3.92-4.22), against the h200-machine preset's 4.4", 0 },
+	  offsetof(zb_ds_profile, cpu_adam_rel), 0.99 },
 	{ { "pageable_h2d_Bps", "B/s", 1e8, 1e12,
-	    "s3-off: 2 B/param pageable H2D of 2.652 B params in 639 ms (profiled)", 0 },
+	    "s3-off: 2 B/param pageable H2D of 2.652 B params in 639 ms (profiled); held", 1 },
 	  offsetof(zb_ds_profile, pageable_h2d_Bps), 8.3e9 },
 	{ { "cast_Bps", "B/s", 1e9, 1e12,
-	    "s2-off step 940 ms - CPU Adam ~655 ms - H2D 96 ms: fp32->bf16 of 6 B/param in ~189 ms", 0 },
-	  offsetof(zb_ds_profile, cast_Bps), 8.4e10 },
+	    "step()'s fp32 -> bf16 copy_ into the pinned buffer, timed alone on the same tensors after the "
+	    "run by ds_step.py --step-split (2026-12-01, data/deepspeed-h200-2026-12-01-split.jsonl): "
+	    "63.1 / 237.0 / 227.7 ms for 0.774 / 3.213 / 2.652 B params: 6 B/param at 75.5 GB/s (in ZeRO-3's "
+	    "step with offload_param, data/deepspeed-h200-2026-12-01-split-s3.jsonl: 80.6); held", 1 },
+	  offsetof(zb_ds_profile, cast_Bps), 7.55e10 },
 	{ { "fresh_Bps", "B/s", 1e8, 1e12,
-	    "s3-off step 2066 ms - Adam - cast - 639 ms pageable - 97 ms pinned: ~486 ms left for the "
-	    "2 B/param fresh pageable temporaries", 0 },
-	  offsetof(zb_ds_profile, fresh_Bps), 1.09e10 },
+	    "stage3.py's _reassign_or_swap_out_partitioned_parameters timed by ds_step.py --step-split "
+	    "(2026-12-01, data/deepspeed-h200-2026-12-01-split-s3.jsonl): s3-off 1258.4 ms (cast, fresh "
+	    "pageable temporary, pageable H2D) less the tuned config's 197.3 ms (the same cast into pinned "
+	    "host memory) less the profiled 639 ms H2D: 422 ms for 2 B/param; held", 1 },
+	  offsetof(zb_ds_profile, fresh_Bps), 1.256e10 },
 	{ { "torch_adam_Bpp", "B", 16, 400,
 	    "torch AdamW multi-tensor (foreach): ~5 passes over fp32 p, g, m, v; s2-none kernels", 0 },
 	  offsetof(zb_ds_profile, torch_adam_Bpp), 64 },
@@ -55,6 +64,12 @@ static const struct {
 	    "not separable in the profiled step (inside s3-off's 486 ms of other host work): 2 ms per "
 	    "sub-group as a start, left to calibrate", 0 },
 	  offsetof(zb_ds_profile, subgroup_s), 0.002 },
+	{ { "unscale_Bps", "B/s", 1e9, 1e12,
+	    "unscale_and_clip_grads multiplies the host fp32 gradient partition by 1/scale even at scale 1 "
+	    "(stage_1_and_2.py, stage3.py): timed by ds_step.py --step-split on the H200 host, 2026-12-01 "
+	    "(data/deepspeed-h200-2026-12-01-split.jsonl), 56.4 / 204.1 / 174.0 ms for 0.774 / 3.213 / "
+	    "2.652 B params (gpt2-large, Llama-3.2-3B, gpt-2.5b s2-off): 8 B/param at 122 GB/s; held", 1 },
+	  offsetof(zb_ds_profile, unscale_Bps), 1.22e11 },
 };
 
 const zb_ds_param_info *zb_ds_param(int i)

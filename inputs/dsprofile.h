@@ -33,12 +33,14 @@ typedef struct zb_ds_profile {
 	double torch_adam_Bpp;/* HBM bytes per parameter of torch's multi-tensor AdamW step */
 	double subgroup_s;    /* ZeRO-3: host time of one sub-group's step outside the optimizer
 	                         (prepare, unflatten into the module's parameters, release) */
+	double unscale_Bps;   /* host: unscale_and_clip_grads' in-place multiply of the fp32 gradient
+	                         partition (4 B read + 4 B written per parameter), B/s */
 	int flash;            /* attention by SDPA flash (no s x s score tensors) */
 } zb_ds_profile;
 
 /* Number of fitted parameters and their names/descriptions (for calibrate, tests,
  * and the JSON file: field names are the keys). */
-enum { ZB_DS_NPARAM = 10 };
+enum { ZB_DS_NPARAM = 11 };
 
 typedef struct zb_ds_param_info {
 	const char *key;      /* JSON key, as the struct field */

@@ -80,7 +80,7 @@ def parse_args(argv):
                         "flash: only the flash kernel (an error where it cannot run)")
     p.add_argument("--nvtx", action="store_true", help="NVTX ranges: 'step N', 'forward', 'backward', 'optimizer'")
     p.add_argument("--step-split", action="store_true",
-                   help="ZeRO-1/2: host time per DeepSpeed optimizer method (peers/ds_split.py) in the JSON line")
+                   help="host time per DeepSpeed optimizer method (peers/ds_split.py) in the JSON line")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--world-size", type=int, default=int(os.environ.get("WORLD_SIZE", "1")),
                    help="data-parallel GPUs, one process each (default: $WORLD_SIZE or 1)")
@@ -501,7 +501,7 @@ def main(argv):
     setup = setup_torch if a.no_deepspeed else setup_deepspeed
     engine, model, info, (fwd, bwd, step, every_micro) = setup(torch, a, build_net)
     split = None
-    if a.step_split and info["zero_stage"] in (1, 2):
+    if a.step_split and info["zero_stage"] in (1, 2, 3):
         from ds_split import Split  # peers/ds_split.py, next to this script
         split = Split(engine.optimizer, torch)
     steps_ms, phases = run_steps(torch, a, fwd, bwd, step, every_micro, split.end_step if split else None)

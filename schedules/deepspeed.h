@@ -19,7 +19,8 @@
  *                  overflow check), the bf16 -> fp32 cast on the GPU and a 4 B/param
  *                  D2H copy into the pinned fp32 gradient partition; with
  *                  overlap_comm false the copy is on the compute stream.
- *                  step: DeepSpeedCPUAdam over the whole partition after backward,
+ *                  step: the host fp32 gradients times 1/scale (unscale_and_clip_grads,
+ *                  always), DeepSpeedCPUAdam over the whole partition after backward,
  *                  fp32 -> bf16 into a pinned buffer on the host, one 2 B/param H2D.
  *   stage 3 + offload_optimizer
  *                  backward: 4 B/param fp32 gradients D2H for the CPU sub-groups,
