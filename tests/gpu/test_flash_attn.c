@@ -16,7 +16,7 @@
  * forward and backward TFLOP/s on the gpt-2.5b attention shape (seq 2048, 32 heads,
  * head dim 80, micro-batch 4).
  *
- * The kernels are those ZB_FLASH_IMPL selects (wmma, the default, or mma): run the
+ * The kernels are those ZB_FLASH_IMPL selects (mma, the default, or wmma): run the
  * program once per implementation. ZB_FLASH_TEST_NO_BENCH=1 skips the benchmark
  * case (for compute-sanitizer runs).
  *
@@ -70,7 +70,7 @@ static float bf(uint16_t h) { return zb_bf16_to_f32(h); }
 static const char *impl_name(void)
 {
 	const char *e = getenv("ZB_FLASH_IMPL");
-	return e && *e ? e : "wmma";
+	return e && *e ? e : "mma";
 }
 
 /* Reference forward and backward for one (sequence, head): index helpers over the
