@@ -16,7 +16,7 @@
  *
  * Before, `starved` was the grid value that minimized the step-time error of the
  * configurations it applies to: it absorbed whatever else those configurations missed
- * (with gpt2-large held out of run B, 0.10 from one Llama configuration).
+ * (with gpt2-large held out of run B, it came from the step of one Llama configuration).
  */
 #ifndef ZB_KFIT_STARVED_H
 #define ZB_KFIT_STARVED_H
