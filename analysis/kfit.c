@@ -635,6 +635,9 @@ zb_status zb_kfit_fit(const zb_kfit_set *s, const unsigned char *use, const zb_h
 			fit_dram(s, use, &hw);
 		}
 		fit_starved(s, use, cfgs, &hw);
+		double pg = zb_kfit_paced_gpu(s, use, cfgs, &hw);
+		if (pg > 0) /* else the base's */
+			hw.gpu.exec.paced_gpu = pg;
 		zb_kfit_comm_stats cs; /* several ranks: the collectives' factors on what was fitted */
 		st = zb_kfit_comm(s, use, &hw, &cs, err);
 		if (!st)

@@ -91,3 +91,45 @@ double zb_kfit_starved_rate(const zb_kfit_set *s, const unsigned char *use, cons
 	double r = work / wall;
 	return r > 1 ? 1 : r;
 }
+
+double zb_kfit_paced_gpu(const zb_kfit_set *s, const unsigned char *use, const zb_config *cfgs, const zb_hw *hw)
+{
+	double work[3] = { 0 }, time[3] = { 0 };
+	int n[3] = { 0 };
+	const zb_exec_profile *p = &hw->gpu.exec;
+	for (int k = 0; k < s->n; k++) {
+		const zb_kfit_item *x = &s->it[k];
+		if ((use && !use[k]) || !(x->c.policy.link_rate_Bps > 0) || all_cores(x, hw))
+			continue;
+		zb_config c = cfgs[k];
+		c.hw.gpu.exec = *p;
+		for (size_t i = 0; i < x->g.ntasks; i++) {
+			const zb_task *t = &x->g.tasks[i];
+			double a = x->mstart[i], e = x->mend[i];
+			if (t->resource != ZB_RES_GPU || t->step < s->warmup || !(e > a) || t->kind == ZB_TASK_COLLECTIVE ||
+			    t->kind == ZB_TASK_HOST || busy_frac(x, ZB_RES_GPU_OPT, a, e) > 0.1)
+				continue;
+			double od = busy_frac(x, ZB_RES_D2H, a, e), oh = busy_frac(x, ZB_RES_H2D, a, e);
+			if ((od > 0.01 && od < 0.9) || (oh > 0.01 && oh < 0.9))
+				continue;
+			double fixed, w;
+			zb_exec_gpu_flow(t, &c, p, &fixed, &w);
+			if (!(e - a > fixed) || !(w > 0))
+				continue;
+			int m = (od >= 0.9) + (oh >= 0.9);
+			work[m] += w;
+			time[m] += e - a - fixed;
+			n[m]++;
+		}
+	}
+	if (n[0] < 50 || n[1] + n[2] < 50)
+		return 0;
+	double r0 = work[0] / time[0], num = 0, den = 0;
+	for (int m = 1; m <= 2; m++)
+		if (n[m] > 0) {
+			num += time[m] * m * log(work[m] / time[m] / r0);
+			den += time[m] * m * m;
+		}
+	double g = exp(num / den);
+	return g < 1 ? g : 1;
+}

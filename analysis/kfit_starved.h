@@ -29,4 +29,14 @@
 double zb_kfit_starved_rate(const zb_kfit_set *s, const unsigned char *use, const zb_config *cfgs, const zb_hw *hw,
 			    int *tasks);
 
+/* --link-rate runs (execprofile.h paced_gpu): the GPU compute rate beside each paced
+ * copy, from the GPU compute tasks of paced items whose Adam leaves a core free (no
+ * starvation mixed in) and that GPU Adam does not overlap: their rate (work on the
+ * fitted profile over measured time less the launch) beside one and beside two paced
+ * copies (> 90% of the task; tasks partly overlapped are left out) against their rate
+ * beside none in the same runs (so the class factors' own errors cancel), fitted as
+ * g^copies by time-weighted least squares on the logarithm. 0 when no paced item has
+ * 50 tasks beside none and 50 beside copies; at most 1. */
+double zb_kfit_paced_gpu(const zb_kfit_set *s, const unsigned char *use, const zb_config *cfgs, const zb_hw *hw);
+
 #endif
