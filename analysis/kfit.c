@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analysis/kfit_comm.h"
+#include "analysis/kfit_starved.h"
 #include "sim/kernels.h"
 #include "sim/predict.h"
 
@@ -148,14 +149,27 @@ static int collect_gpu(const zb_kfit_set *s, const unsigned char *use, zb_config
 	return n;
 }
 
+/* Whether Adam of item x has a thread on every core (execprofile.h starved). */
+static int adam_all_cores(const zb_kfit_item *x, const zb_hw *hw)
+{
+	int ranks = x->c.policy.gpus > 1 ? x->c.policy.gpus : 1;
+	return zb_config_cpu_threads(&x->c) * ranks >= hw->cpu.cores && x->c.policy.kind != ZB_POLICY_NONE &&
+	       x->c.policy.ratio > 0;
+}
+
 /* Rates while both GPU streams run: the tasks the other stream overlapped most of
- * their time (> 90%), measured against their fitted alone time. */
+ * their time (> 90%), measured against their fitted alone time; from the items whose
+ * Adam leaves a core free where there are such (with every core taken the compute
+ * stream also waits for its issuing thread: starved, fitted apart, kfit_starved.h). */
 static void fit_shares(const zb_kfit_set *s, const unsigned char *use, zb_config *cfgs, zb_hw *hw)
 {
+	int some_free = 0;
+	for (int k = 0; k < s->n; k++)
+		some_free |= (!use || use[k]) && !adam_all_cores(&s->it[k], hw) && s->it[k].nivl[ZB_RES_GPU_OPT] > 0;
 	double meas[2] = { 0 }, alone[2] = { 0 };
 	const zb_exec_profile *p = &hw->gpu.exec;
 	for (int k = 0; k < s->n; k++) {
-		if (use && !use[k])
+		if ((use && !use[k]) || (some_free && adam_all_cores(&s->it[k], hw)))
 			continue;
 		const zb_kfit_item *x = &s->it[k];
 		zb_config c = cfgs[k];
@@ -561,11 +575,17 @@ static double sim_error(const zb_kfit_set *s, const unsigned char *use, const un
 	return n ? sum / n : NAN;
 }
 
-/* The GPU's rate while Adam holds every core (execprofile.h "starved"): what the
- * task durations cannot show (the GPU idles between tasks), so the step times of
- * the configurations it applies to decide, over a grid. */
-static void fit_starved(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw)
+/* The GPU's rate while Adam holds every core (execprofile.h "starved"): measured from
+ * the tasks, wall time from ready to end (kfit_starved.h); where too few tasks show it,
+ * the step times of the configurations it applies to decide, over a grid. */
+static void fit_starved(const zb_kfit_set *s, const unsigned char *use, const zb_config *cfgs, zb_hw *hw)
 {
+	int n;
+	double r = zb_kfit_starved_rate(s, use, cfgs, hw, &n);
+	if (r > 0) {
+		hw->gpu.exec.starved = r;
+		return;
+	}
 	unsigned char *pick = zb_xcalloc((size_t)s->n, 1);
 	int any = 0;
 	for (int k = 0; k < s->n; k++) {
@@ -614,7 +634,10 @@ zb_status zb_kfit_fit(const zb_kfit_set *s, const unsigned char *use, const zb_h
 			hw.gpu.exec.h2d_queue = 0;
 			fit_dram(s, use, &hw);
 		}
-		fit_starved(s, use, &hw);
+		fit_starved(s, use, cfgs, &hw);
+		double pg = zb_kfit_paced_gpu(s, use, cfgs, &hw);
+		if (pg > 0) /* else the base's */
+			hw.gpu.exec.paced_gpu = pg;
 		zb_kfit_comm_stats cs; /* several ranks: the collectives' factors on what was fitted */
 		st = zb_kfit_comm(s, use, &hw, &cs, err);
 		if (!st)

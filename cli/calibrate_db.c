@@ -26,7 +26,7 @@
 static struct {
 	const char *db, *base, *out, *eval, *name, *holdout;
 	int64_t run;
-	int warmup, json, quiet, all_runs, fit_comm, fit_adam;
+	int warmup, json, quiet, all_runs, fit_comm, fit_adam, busy;
 } o;
 
 static const zb_flag flags[] = {
@@ -43,13 +43,14 @@ static const zb_flag flags[] = {
 	ZB_SWITCH("fit-adam", &o.fit_adam, "fit only CPU Adam's adam_mem over --base (several ranks), with half-out and leave-one-out"),
 	ZB_SWITCH("json", &o.json, "results as JSON"),
 	ZB_SWITCH("quiet", &o.quiet, "no per-configuration rows"),
+	ZB_SWITCH("busy", &o.busy, "also each configuration's busy time per resource: measured, base, fitted or eval"),
 	{ 0 },
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: zbench calibrate --from-db <db> [--run <id> | --all-runs] [--warmup <n>] [--base <machine|file>]\n"
-		   "                        [--out <file>] [--eval <machine|file>] [--holdout <model>] [--fit-comm | --fit-adam] [--json] [--quiet]\n\n"
+		   "                        [--out <file>] [--eval <machine|file>] [--holdout <model>] [--fit-comm | --fit-adam] [--json] [--quiet] [--busy]\n\n"
 		   "Fit the executor profile (per kernel class: GEMM groups and passes, memory-bound ops,\n"
 		   "GPU Adam, launch; CPU Adam against threads; pinned and pageable copies) to the tasks\n"
 		   "a zbench validate run measured, write it over --base, and report the step-time error\n"
@@ -131,6 +132,30 @@ static zb_status cross(const zb_kfit_set *s, const zb_hw *base, zb_kfit_pred *ou
 	free(use);
 	free(p);
 	return st;
+}
+
+/* --busy: each configuration's busy time per resource, ms per step (measured, base,
+ * fitted or eval), where the resource was busy in the measurement. */
+static void print_busy(const zb_kfit_set *s, const zb_kfit_pred *pb, const zb_kfit_pred *pf)
+{
+	const int res[] = { ZB_RES_GPU, ZB_RES_D2H, ZB_RES_H2D, ZB_RES_CPU, ZB_RES_GPU_OPT };
+	printf("# busy ms per step: measured / base / %s, per resource\n%3s  %-52s", o.eval ? "eval" : "fitted", "#",
+	       "configuration");
+	for (size_t r = 0; r < sizeof res / sizeof res[0]; r++)
+		printf(" %23s", zb_resource_name((zb_resource)res[r]));
+	printf("\n");
+	for (int i = 0; i < s->n; i++) {
+		const zb_kfit_item *x = &s->it[i];
+		printf("%3d  %-52s", i + 1, x->key);
+		for (size_t r = 0; r < sizeof res / sizeof res[0]; r++) {
+			double m = x->meas_busy_s[res[r]];
+			if (m > 1e-3 * x->meas_step_s)
+				printf(" %7.1f/%7.1f/%7.1f", m * 1e3, pb[i].busy_s[res[r]] * 1e3, pf[i].busy_s[res[r]] * 1e3);
+			else
+				printf(" %23s", "-");
+		}
+		printf("\n");
+	}
 }
 
 /* Several ranks: each configuration's collectives, ms per step. */
@@ -281,6 +306,8 @@ int zb_calibrate_from_db(int argc, char **argv)
 				       o.eval ? NAN : 100 * (px[i].step_s / m - 1));
 			}
 			print_comm(&s, pb, pf);
+			if (o.busy)
+				print_busy(&s, pb, pf);
 		}
 		print_summary(o.base ? o.base : "base h200-machine", &mb);
 		print_summary(o.eval ? o.eval : "fitted (in-sample)", &mf);

@@ -78,6 +78,10 @@ static void fill_profiles(void)
 	 * run: H2D copies under Adam on 2 / 4 / 8 / 16 threads 53 / 52 / 46 / 37 GB/s against
 	 * 54.6 alone, D2H 53-55 either way (BENCHMARKS.md, issue 12) */
 	p->h2d_queue = 0.16;
+	/* --link-rate: GEMMs beside one / two paced copies x1.03-1.05 / x1.07-1.10 (the pacer's
+	 * spin kernels hold SMs); `calibrate --from-db` on the fid runs v4, A, B: 0.947, 0.944,
+	 * 0.941 (BENCHMARKS.md, issue 12) */
+	p->paced_gpu = 0.944;
 	/* 2 H200s, gpt2-large none, 50 MB buckets (execprofile.h): the ring's work (96 us of
 	 * its 111) took 145 us beside compute, 295 beside GPU Adam */
 	p->comm_gpu = 0.66;
@@ -125,7 +129,8 @@ zb_status zb_exec_profile_validate(const zb_exec_profile *p, zb_error *err)
 		{ "launch_s", p->launch_s, 1 },           { "adam_thread", p->adam_thread, 10 },
 		{ "adam_mem", p->adam_mem, 10 },          { "adam_task_s", p->adam_task_s, 1 },
 		{ "starved", p->starved, 1 },           { "paced_h2d", p->paced_h2d, 2 },
-		{ "paced_d2h", p->paced_d2h, 2 },       { "shared_gpu", p->shared_gpu, 1 },
+		{ "paced_d2h", p->paced_d2h, 2 },
+		{ "paced_gpu", p->paced_gpu, 1 },       { "shared_gpu", p->shared_gpu, 1 },
 		{ "shared_opt", p->shared_opt, 1 },     { "h2d_queue", p->h2d_queue, 10 },
 		{ "comm_gpu", p->comm_gpu, 1 },         { "comm_opt", p->comm_opt, 1 },
 		{ "comm_wait", p->comm_wait, 1 },
@@ -191,6 +196,7 @@ static double *scalar_slot(zb_exec_profile *p, const char *key)
 	if (!strcmp(key, "starved")) return &p->starved;
 	if (!strcmp(key, "paced_h2d")) return &p->paced_h2d;
 	if (!strcmp(key, "paced_d2h")) return &p->paced_d2h;
+	if (!strcmp(key, "paced_gpu")) return &p->paced_gpu;
 	if (!strcmp(key, "shared_gpu")) return &p->shared_gpu;
 	if (!strcmp(key, "shared_opt")) return &p->shared_opt;
 	if (!strcmp(key, "h2d_queue")) return &p->h2d_queue;
@@ -263,6 +269,8 @@ void *zb_exec_profile_to_json(const zb_exec_profile *p)
 	json_object_set_new(o, "starved", json_real(p->starved));
 	json_object_set_new(o, "paced_h2d", json_real(p->paced_h2d));
 	json_object_set_new(o, "paced_d2h", json_real(p->paced_d2h));
+	if (p->paced_gpu > 0) /* files without the term stay as they were */
+		json_object_set_new(o, "paced_gpu", json_real(p->paced_gpu));
 	json_object_set_new(o, "shared_gpu", json_real(p->shared_gpu));
 	json_object_set_new(o, "shared_opt", json_real(p->shared_opt));
 	if (p->h2d_queue > 0) /* files of the proportional model stay as they were */

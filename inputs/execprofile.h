@@ -24,6 +24,12 @@
  *   starved    the GPU compute stream's rate while CPU Adam runs on every core: the thread
  *              that launches the kernels then waits for a core (~5 ms time slices measured on
  *              the H200 machine), so the GPU idles between launches (1: no effect)
+ *   paced_gpu  --link-rate runs: the GPU compute stream's rate beside each paced copy (to the
+ *              power of the paced copies running): the pacer's one-thread spin kernel stays resident
+ *              on an SM while it waits for the next chunk's release, and a GEMM block that needs the
+ *              whole SM cannot land there, so full-wave GEMMs lose an SM (exec/pacing.h). Measured on
+ *              the H200 machine (fid run B, 8 threads, the same GEMMs as on the native link): x1.03-1.05
+ *              beside one paced copy, x1.07-1.10 beside two; 0: 1
  *   shared_gpu, shared_opt  the rates of GPU compute and GPU Adam while both streams run
  *              (0: the plain model's 0.5 each; measured on the H200: compute ~0.7, Adam ~0.55)
  *   paced      --link-rate runs: the fraction of the asked rate the paced copies achieve,
@@ -76,6 +82,7 @@ typedef struct zb_exec_profile {
 	double adam_task_s;                          /* 0: cpu.task_latency_s */
 	double starved;                              /* GPU compute rate while Adam holds every core (0: 1) */
 	double paced_h2d, paced_d2h;                 /* achieved / asked --link-rate (0: 1) */
+	double paced_gpu;                            /* GPU compute rate beside each paced copy (0: 1) */
 	double shared_gpu, shared_opt;               /* rates while both GPU streams run (0: 0.5) */
 	double h2d_queue;                            /* DMA reads' queueing under DRAM load (0: off) */
 	double comm_gpu, comm_opt;                   /* collectives' rate beside compute / GPU Adam (0: 1) */

@@ -86,6 +86,21 @@ double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_CO
 	return p->starved > 0 && p->starved < 1 ? p->starved : 1;
 }
 
+double zb_exec_paced_gpu(const zb_config *c, const zb_task *const active[ZB_RES_COUNT])
+{
+	if (c->framework != ZB_FW_ZBENCH || !(c->policy.link_rate_Bps > 0) || !active[ZB_RES_GPU])
+		return 1;
+	const zb_exec_profile *p = zb_exec_profile_of(&c->hw.gpu.exec, NULL);
+	if (!(p->paced_gpu > 0) || !(p->paced_gpu < 1))
+		return 1;
+	double f = 1;
+	if (active[ZB_RES_D2H])
+		f *= p->paced_gpu;
+	if (active[ZB_RES_H2D])
+		f *= p->paced_gpu;
+	return f;
+}
+
 void zb_exec_shares(const zb_config *c, const zb_task *const active[ZB_RES_COUNT], double rate[ZB_RES_COUNT])
 {
 	if (c->framework != ZB_FW_ZBENCH || !active[ZB_RES_GPU] || !active[ZB_RES_GPU_OPT])

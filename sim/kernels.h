@@ -38,6 +38,11 @@ double zb_exec_adam_Pps(const zb_config *c, const zb_exec_profile *p, double thr
  * a few long kernels, measured no such loss.) */
 double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_COUNT]);
 
+/* The GPU compute stream's rate factor beside the paced copies running now
+ * (execprofile.h paced_gpu: to the power of their number; 1 unless --link-rate paces
+ * zbench's copies). */
+double zb_exec_paced_gpu(const zb_config *c, const zb_task *const active[ZB_RES_COUNT]);
+
 /* While both GPU streams run: rate[GPU] and rate[GPU_OPT] from the profile's
  * shared_gpu and shared_opt where set (zbench's schedule only). */
 void zb_exec_shares(const zb_config *c, const zb_task *const active[ZB_RES_COUNT], double rate[ZB_RES_COUNT]);

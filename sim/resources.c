@@ -164,6 +164,7 @@ void zb_resource_rates(const zb_config *c, const zb_task *const active[ZB_RES_CO
 	rate[ZB_RES_GPU_OPT] = share;
 	zb_exec_shares(c, active, rate); /* zbench's executor: the measured shares (kernels.h) */
 	rate[ZB_RES_GPU] *= zb_exec_starved(c, active); /* its launches wait for a core (kernels.h) */
+	rate[ZB_RES_GPU] *= zb_exec_paced_gpu(c, active); /* the pacer's spin kernels hold SMs (kernels.h) */
 
 	/* PCIe: duplex slowdown when both directions are busy */
 	int both = active[ZB_RES_H2D] && active[ZB_RES_D2H];

@@ -15,6 +15,7 @@
 
 #include "analysis/kfit.h"
 #include "analysis/kfit_eval.h"
+#include "analysis/kfit_starved.h"
 #include "inputs/hwfile.h"
 #include "inputs/presets.h"
 #include "results/store.h"
@@ -351,13 +352,129 @@ static void test_fit_recovers(void **state)
 	zb_kfit_free(&set);
 }
 
+/* starved measured from tasks (kfit_starved.h): timelines simulated with the GPU at 0.6
+ * of its rate while Adam holds every core (with and without GPU Adam beside it, at the
+ * SM share 0.5) give back 0.6 from wall time against work; with a core left free, no
+ * task qualifies and the measure says 0 (the fit then falls back to its grid). */
+static void test_starved_measured(void **state)
+{
+	zb_hw truth;
+	zb_preset_default_hw(&truth);
+	zb_exec_profile *p = &truth.gpu.exec;
+	zb_exec_profile_neutral(p);
+	p->set = 1;
+	p->starved = 0.6;
+	p->shared_gpu = 0.5;
+	char db[128];
+	snprintf(db, sizeof db, "%s/starved.db", dir);
+	zb_store *s;
+	zb_error err;
+	int64_t run;
+	zb_run_info info = { .kind = "validate", .command = "test", .version = "t", .git_commit = "" };
+	assert_int_equal(zb_store_open(&s, db, 1000, &err), ZB_OK);
+	assert_int_equal(zb_store_begin(s, &err), ZB_OK);
+	assert_int_equal(zb_store_add_run(s, &info, &run, &err), ZB_OK);
+	const double ratios[] = { 1, 0.5, 1 };
+	for (int i = 0; i < 3; i++) {
+		zb_config c;
+		memset(&c, 0, sizeof c);
+		c.hw = truth;
+		assert_int_equal(zb_preset_model("gpt2", &c.model, &err), ZB_OK);
+		zb_policy_defaults(&c.policy);
+		assert_int_equal(zb_policy_parse("dpu", &c.policy.kind, &err), ZB_OK);
+		c.policy.micro_batch = 2;
+		c.policy.seq = 256;
+		c.policy.ratio = ratios[i];
+		c.policy.cpu_threads = i < 2 ? truth.cpu.cores : truth.cpu.cores / 2; /* the last leaves cores free */
+		c.steps = 4;
+		store_measured(s, run, &c);
+	}
+	assert_int_equal(zb_store_commit(s, &err), ZB_OK);
+	zb_store_close(s);
+
+	zb_kfit_set set;
+	assert_int_equal(zb_kfit_load(db, 0, 2, &truth, &set, &err), ZB_OK);
+	assert_int_equal(set.n, 3);
+	zb_config cfgs[3];
+	for (int k = 0; k < 3; k++)
+		assert_int_equal(zb_kfit_config(&set.it[k], &truth, &cfgs[k], &err), ZB_OK);
+	zb_hw measure = truth; /* the work at the unstarved rate */
+	measure.gpu.exec.starved = 1;
+	int n;
+	unsigned char use[3] = { 1, 1, 0 };
+	double r = zb_kfit_starved_rate(&set, use, cfgs, &measure, &n);
+	printf("starved measured: %.3f from %d tasks (simulated with 0.6)\n", r, n);
+	assert_true(n >= 100);
+	assert_close(r, 0.6, 0.01);
+	unsigned char free_core[3] = { 0, 0, 1 };
+	assert_true(zb_kfit_starved_rate(&set, free_core, cfgs, &measure, &n) == 0);
+	assert_int_equal(n, 0);
+	zb_kfit_free(&set);
+}
+
+/* paced_gpu (execprofile.h): the GPU rate beside each paced copy, squared beside two;
+ * timelines simulated with 0.9 at a 12 GB/s link and half the cores give 0.9 back. */
+static void test_paced_gpu(void **state)
+{
+	zb_hw truth;
+	zb_preset_default_hw(&truth);
+	zb_exec_profile *p = &truth.gpu.exec;
+	zb_exec_profile_neutral(p);
+	p->set = 1;
+	p->paced_gpu = 0.9;
+	zb_config c;
+	memset(&c, 0, sizeof c);
+	c.hw = truth;
+	zb_error err;
+	assert_int_equal(zb_preset_model("gpt2", &c.model, &err), ZB_OK);
+	zb_policy_defaults(&c.policy);
+	assert_int_equal(zb_policy_parse("dpu", &c.policy.kind, &err), ZB_OK);
+	c.policy.micro_batch = 2;
+	c.policy.seq = 256;
+	c.policy.ratio = 1;
+	c.policy.cpu_threads = truth.cpu.cores / 2;
+	c.steps = 4;
+	const zb_task *active[ZB_RES_COUNT] = { 0 };
+	zb_task k = zb_task_blank(ZB_TASK_KERNEL, ZB_RES_GPU, ZB_OP_SOFTMAX, ZB_PASS_FWD, 0, 0, 1);
+	zb_task d = zb_task_blank(ZB_TASK_COPY, ZB_RES_D2H, ZB_OP_GRAD_DOWN, ZB_PASS_OPT, 0, 0, 1);
+	zb_task h = zb_task_blank(ZB_TASK_COPY, ZB_RES_H2D, ZB_OP_PARAM_UP, ZB_PASS_OPT, 0, 0, 1);
+	active[ZB_RES_GPU] = &k, active[ZB_RES_D2H] = &d;
+	assert_close(zb_exec_paced_gpu(&c, active), 1, 1e-12); /* not paced */
+	zb_config paced = c;
+	assert_int_equal(zb_link_rate_apply(&paced, 12e9, &err), ZB_OK);
+	assert_close(zb_exec_paced_gpu(&paced, active), 0.9, 1e-12);
+	active[ZB_RES_H2D] = &h;
+	assert_close(zb_exec_paced_gpu(&paced, active), 0.81, 1e-12);
+
+	char db[128];
+	snprintf(db, sizeof db, "%s/paced.db", dir);
+	zb_store *s;
+	int64_t run;
+	zb_run_info info = { .kind = "validate", .command = "test", .version = "t", .git_commit = "" };
+	assert_int_equal(zb_store_open(&s, db, 1000, &err), ZB_OK);
+	assert_int_equal(zb_store_begin(s, &err), ZB_OK);
+	assert_int_equal(zb_store_add_run(s, &info, &run, &err), ZB_OK);
+	store_measured(s, run, &paced);
+	assert_int_equal(zb_store_commit(s, &err), ZB_OK);
+	zb_store_close(s);
+	zb_kfit_set set;
+	assert_int_equal(zb_kfit_load(db, 0, 2, &truth, &set, &err), ZB_OK);
+	zb_config cfg;
+	assert_int_equal(zb_kfit_config(&set.it[0], &truth, &cfg, &err), ZB_OK);
+	double g = zb_kfit_paced_gpu(&set, NULL, &cfg, &truth);
+	printf("paced_gpu measured: %.3f (simulated with 0.9)\n", g);
+	assert_close(g, 0.9, 0.01);
+	zb_kfit_free(&set);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_bad_files),
 		cmocka_unit_test(test_class_factors), cmocka_unit_test(test_adam_curve),
 		cmocka_unit_test(test_fit_recovers), cmocka_unit_test(test_dram_queue),
-		cmocka_unit_test(test_replay_fixture),
+		cmocka_unit_test(test_replay_fixture), cmocka_unit_test(test_starved_measured),
+		cmocka_unit_test(test_paced_gpu),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

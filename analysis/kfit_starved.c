@@ -1,0 +1,135 @@
+/* kfit_starved.c - the GPU's rate while Adam holds every core, from tasks; see kfit_starved.h. */
+#include "analysis/kfit_starved.h"
+
+#include <math.h>
+
+#include "sim/kernels.h"
+
+/* Fraction of [a, b] during which resource r of x was busy (intervals sorted by start). */
+static double busy_frac(const zb_kfit_item *x, int r, double a, double b)
+{
+	if (!(b > a))
+		return 0;
+	const double *v = x->ivl[r];
+	int lo = 0, hi = x->nivl[r];
+	while (lo < hi) { /* the first interval ending after a */
+		int mid = (lo + hi) / 2;
+		if (v[2 * mid + 1] <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	double cov = 0;
+	for (int i = lo; i < x->nivl[r] && v[2 * i] < b; i++) {
+		double s = v[2 * i] > a ? v[2 * i] : a, e = v[2 * i + 1] < b ? v[2 * i + 1] : b;
+		if (e > s)
+			cov += e - s;
+	}
+	return cov / (b - a);
+}
+
+static int all_cores(const zb_kfit_item *x, const zb_hw *hw)
+{
+	int ranks = x->c.policy.gpus > 1 ? x->c.policy.gpus : 1;
+	return zb_config_cpu_threads(&x->c) * ranks >= hw->cpu.cores && x->c.policy.kind != ZB_POLICY_NONE &&
+	       x->c.policy.ratio > 0;
+}
+
+/* Item x's sums: work (unit rate) and wall time less the launch, of its qualifying tasks. */
+static int item_sums(const zb_kfit_set *s, const zb_kfit_item *x, const zb_config *cfg, const zb_exec_profile *p,
+		     double *work, double *wall)
+{
+	const zb_graph *g = &x->g;
+	double prev_end = NAN;
+	int n = 0;
+	for (size_t i = 0; i < g->ntasks; i++) {
+		const zb_task *t = &g->tasks[i];
+		if (t->resource != ZB_RES_GPU)
+			continue;
+		double e = x->mend[i], ready = prev_end;
+		prev_end = e;
+		if (t->step < s->warmup || !(e > x->mstart[i]) || !isfinite(ready) || t->kind == ZB_TASK_COLLECTIVE ||
+		    t->kind == ZB_TASK_HOST)
+			continue;
+		const uint32_t *deps = zb_task_deps(g, t);
+		for (uint32_t j = 0; j < t->dep_count; j++)
+			if (x->mend[deps[j]] > ready)
+				ready = x->mend[deps[j]];
+		if (!(e > ready) || busy_frac(x, ZB_RES_CPU, ready, e) < 0.5)
+			continue;
+		double fixed, w, f = busy_frac(x, ZB_RES_GPU_OPT, ready, e);
+		zb_exec_gpu_flow(t, cfg, p, &fixed, &w);
+		if (!(e - ready > fixed) || !(w > 0))
+			continue;
+		/* the part GPU Adam ran beside it at the SM share (shared_gpu, fitted where
+		 * no starvation is): starved multiplies that share in the simulator */
+		if (f > 0 && p->shared_gpu > 0)
+			w *= 1 - f + f / p->shared_gpu;
+		*work += w;
+		*wall += e - ready - fixed;
+		n++;
+	}
+	return n;
+}
+
+double zb_kfit_starved_rate(const zb_kfit_set *s, const unsigned char *use, const zb_config *cfgs, const zb_hw *hw,
+			    int *tasks)
+{
+	double work = 0, wall = 0;
+	int n = 0;
+	for (int k = 0; k < s->n; k++) {
+		const zb_kfit_item *x = &s->it[k];
+		if ((use && !use[k]) || !all_cores(x, hw))
+			continue;
+		zb_config c = cfgs[k];
+		c.hw.gpu.exec = hw->gpu.exec;
+		n += item_sums(s, x, &c, &hw->gpu.exec, &work, &wall);
+	}
+	*tasks = n;
+	if (n < 100 || !(wall > 0))
+		return 0;
+	double r = work / wall;
+	return r > 1 ? 1 : r;
+}
+
+double zb_kfit_paced_gpu(const zb_kfit_set *s, const unsigned char *use, const zb_config *cfgs, const zb_hw *hw)
+{
+	double work[3] = { 0 }, time[3] = { 0 };
+	int n[3] = { 0 };
+	const zb_exec_profile *p = &hw->gpu.exec;
+	for (int k = 0; k < s->n; k++) {
+		const zb_kfit_item *x = &s->it[k];
+		if ((use && !use[k]) || !(x->c.policy.link_rate_Bps > 0) || all_cores(x, hw))
+			continue;
+		zb_config c = cfgs[k];
+		c.hw.gpu.exec = *p;
+		for (size_t i = 0; i < x->g.ntasks; i++) {
+			const zb_task *t = &x->g.tasks[i];
+			double a = x->mstart[i], e = x->mend[i];
+			if (t->resource != ZB_RES_GPU || t->step < s->warmup || !(e > a) || t->kind == ZB_TASK_COLLECTIVE ||
+			    t->kind == ZB_TASK_HOST || busy_frac(x, ZB_RES_GPU_OPT, a, e) > 0.1)
+				continue;
+			double od = busy_frac(x, ZB_RES_D2H, a, e), oh = busy_frac(x, ZB_RES_H2D, a, e);
+			if ((od > 0.01 && od < 0.9) || (oh > 0.01 && oh < 0.9))
+				continue;
+			double fixed, w;
+			zb_exec_gpu_flow(t, &c, p, &fixed, &w);
+			if (!(e - a > fixed) || !(w > 0))
+				continue;
+			int m = (od >= 0.9) + (oh >= 0.9);
+			work[m] += w;
+			time[m] += e - a - fixed;
+			n[m]++;
+		}
+	}
+	if (n[0] < 50 || n[1] + n[2] < 50)
+		return 0;
+	double r0 = work[0] / time[0], num = 0, den = 0;
+	for (int m = 1; m <= 2; m++)
+		if (n[m] > 0) {
+			num += time[m] * m * log(work[m] / time[m] / r0);
+			den += time[m] * m * m;
+		}
+	double g = exp(num / den);
+	return g < 1 ? g : 1;
+}
