@@ -194,18 +194,25 @@ static int read_transfers(zb_store *s, zb_kfit_item *x, int warmup, zb_error *er
 	return r;
 }
 
-/* One stored configuration: rebuilt, its measurement read; 1 when not usable. */
+/* One stored configuration: rebuilt, its measurement read; 1 when not usable (*why:
+ * the reason when it could not be rebuilt, else left as it was). */
 static int load_item(zb_store *s, int64_t id, const char *json, const zb_hw *base, int warmup, zb_kfit_item *x,
-		     zb_error *err)
+		     zb_error *why, zb_error *err)
 {
-	zb_error e;
+	zb_error e = { 0 };
 	memset(x, 0, sizeof *x);
 	x->config_id = id;
-	if (read_config(json, base, &x->c, &e) || x->c.framework != ZB_FW_ZBENCH || x->c.steps <= warmup + 1)
+	if (read_config(json, base, &x->c, &e)) {
+		*why = e;
+		return 1;
+	}
+	if (x->c.framework != ZB_FW_ZBENCH || x->c.steps <= warmup + 1)
 		return 1;
 	zb_config c;
-	if (zb_kfit_config(x, base, &c, &e) || zb_graph_build(&x->g, &c, &e))
+	if (zb_kfit_config(x, base, &c, &e) || zb_graph_build(&x->g, &c, &e)) {
+		*why = e;
 		return 1;
+	}
 	int r = read_events(s, x, err);
 	if (r)
 		return r;
@@ -256,13 +263,17 @@ zb_status zb_kfit_load(const char *db, int64_t run_id, int warmup, const zb_hw *
 	if (run_id >= 0)
 		zb_rows_bind_int(q, 1, run_id);
 	int rc, cap = 0;
+	zb_error why = { 0 }; /* the first configuration that could not be rebuilt */
 	while ((rc = zb_rows_next(q)) > 0) {
 		if (out->n == cap) {
 			cap = cap ? 2 * cap : 64;
 			out->it = zb_xrealloc(out->it, (size_t)cap * sizeof *out->it);
 		}
 		zb_kfit_item *x = &out->it[out->n];
-		int r = load_item(s, zb_rows_int(q, 0, 0), zb_rows_text(q, 26), base, warmup, x, err);
+		zb_error w = { 0 };
+		int r = load_item(s, zb_rows_int(q, 0, 0), zb_rows_text(q, 26), base, warmup, x, &w, err);
+		if (w.msg[0] && !why.msg[0])
+			why = w;
 		if (r < 0) {
 			item_free(x);
 			rc = -1;
@@ -276,9 +287,16 @@ zb_status zb_kfit_load(const char *db, int64_t run_id, int warmup, const zb_hw *
 		}
 	}
 	st = zb_rows_close(q, rc, "read the configurations", err);
-	if (!st && out->n == 0)
-		st = zb_fail(err, ZB_E_INPUT, "run %lld of '%s' has no measured configurations of zbench's executor",
-			     (long long)run_id, db);
+	char runs[48];
+	if (run_id < 0)
+		snprintf(runs, sizeof runs, "every run");
+	else
+		snprintf(runs, sizeof runs, "run %lld", (long long)run_id);
+	if (!st && out->n == 0 && why.msg[0]) /* measured, but not rebuilt here: say why */
+		st = zb_fail(err, ZB_E_INPUT, "%s of '%s': %d measured configurations could not be rebuilt (%s)", runs,
+			     db, out->skipped, why.msg);
+	else if (!st && out->n == 0)
+		st = zb_fail(err, ZB_E_INPUT, "%s of '%s' has no measured configurations of zbench's executor", runs, db);
 done:
 	zb_store_close(s);
 	if (st)

@@ -121,6 +121,15 @@ static void test_transfer_not_occupancy(void **state)
 	/* the second run's slowest rank waited 50 us in every collective */
 	assert_close(set.it[1].meas_comm_raw_s - set.it[1].meas_busy_s[ZB_RES_COMM], per_step * 50e-6, 0.02);
 	zb_kfit_free(&set);
+
+	/* replayed over a machine with no fabric, the 2-rank runs cannot be rebuilt: the
+	 * error says so and why, not that nothing was measured */
+	zb_hw single;
+	assert_int_equal(zb_preset_hw("h200-machine", &single, &err), ZB_OK);
+	assert_int_equal(zb_kfit_load(db, -1, 2, &single, &set, &err), ZB_E_INPUT);
+	assert_non_null(strstr(err.msg, "every run of"));
+	assert_non_null(strstr(err.msg, "2 measured configurations could not be rebuilt"));
+	assert_non_null(strstr(err.msg, "fabric"));
 }
 
 int main(void)
