@@ -14,7 +14,7 @@
 
 /* Fraction of [s, e] during which resource r of x was busy: a binary search for the
  * first interval ending after s, then the intervals until e. */
-static double overlap(const zb_kfit_item *x, int r, double s, double e)
+double zb_kfit_overlap(const zb_kfit_item *x, int r, double s, double e)
 {
 	if (!(e > s))
 		return 0;
@@ -136,7 +136,7 @@ static int collect_gpu(const zb_kfit_set *s, const unsigned char *use, zb_config
 			if (t->kind == ZB_TASK_COLLECTIVE || t->kind == ZB_TASK_HOST)
 				continue;
 			int other = t->resource == ZB_RES_GPU ? ZB_RES_GPU_OPT : ZB_RES_GPU;
-			if (overlap(x, other, x->mstart[i], x->mend[i]) > 0.1) /* time-shared: not alone */
+			if (zb_kfit_overlap(x, other, x->mstart[i], x->mend[i]) > 0.1) /* time-shared: not alone */
 				continue;
 			if (n == cap) {
 				cap = cap ? 2 * cap : 4096;
@@ -178,7 +178,7 @@ static void fit_shares(const zb_kfit_set *s, const unsigned char *use, zb_config
 			const zb_task *t = &x->g.tasks[i];
 			int r = t->resource == ZB_RES_GPU ? 0 : t->resource == ZB_RES_GPU_OPT ? 1 : -1;
 			if (r < 0 || !in_window(s, x, i) || t->kind == ZB_TASK_HOST || t->kind == ZB_TASK_COLLECTIVE ||
-			    overlap(x, r ? ZB_RES_GPU : ZB_RES_GPU_OPT, x->mstart[i], x->mend[i]) < 0.9)
+			    zb_kfit_overlap(x, r ? ZB_RES_GPU : ZB_RES_GPU_OPT, x->mstart[i], x->mend[i]) < 0.9)
 				continue;
 			double fixed, work;
 			zb_exec_gpu_flow(t, &c, p, &fixed, &work);
@@ -276,7 +276,7 @@ static int solve3(double A[3][3], double b[3], double z[3])
 /* Copies of either direction during [s, e], as a fraction of it (up to 2). */
 static double copy_overlap(const zb_kfit_item *x, double s, double e)
 {
-	return overlap(x, ZB_RES_H2D, s, e) + overlap(x, ZB_RES_D2H, s, e);
+	return zb_kfit_overlap(x, ZB_RES_H2D, s, e) + zb_kfit_overlap(x, ZB_RES_D2H, s, e);
 }
 
 /* A CPU Adam task of the window that no copy overlaps (< 10%): Adam alone. */
@@ -322,7 +322,7 @@ static void fit_dram(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw)
 			if (tk->kind != ZB_TASK_CPU_ADAM || !in_window(s, x, i))
 				continue;
 			double s0 = x->mstart[i], e0 = x->mend[i], d = e0 - s0;
-			double oh = overlap(x, ZB_RES_H2D, s0, e0), od = overlap(x, ZB_RES_D2H, s0, e0);
+			double oh = zb_kfit_overlap(x, ZB_RES_H2D, s0, e0), od = zb_kfit_overlap(x, ZB_RES_D2H, s0, e0);
 			if (oh + od < 0.5)
 				continue;
 			double alone = p->adam_task_s + tk->params / ra, f = alone / d;
@@ -388,8 +388,8 @@ static int fit_dram_queue(const zb_kfit_set *s, const unsigned char *use, zb_hw 
 					sum += d * (got * ZB_ADAM_BYTES_PER_PARAM + copy_Bps_during(x, s0, e0));
 					w += d;
 				} else if (pass == 1 && t->kind == ZB_TASK_COPY && t->resource == ZB_RES_H2D &&
-					   t->bytes >= (1 << 20) && overlap(x, ZB_RES_CPU, s0, e0) > 0.9) {
-					double od = overlap(x, ZB_RES_D2H, s0, e0);
+					   t->bytes >= (1 << 20) && zb_kfit_overlap(x, ZB_RES_CPU, s0, e0) > 0.9) {
+					double od = zb_kfit_overlap(x, ZB_RES_D2H, s0, e0);
 					if (od > 0.1 && od < 0.9)
 						continue;
 					int dup = od >= 0.9;
@@ -487,8 +487,8 @@ static double copy_rate(const zb_kfit_set *s, const unsigned char *use, int r, i
 			const zb_task *t = &x->g.tasks[i];
 			if (t->resource != r || t->kind != ZB_TASK_COPY || !in_window(s, x, i) || t->bytes < (1 << 20))
 				continue;
-			double ov = overlap(x, other, x->mstart[i], x->mend[i]);
-			if (ov < lo || ov > hi || overlap(x, ZB_RES_CPU, x->mstart[i], x->mend[i]) > (pageable ? 1.01 : 0.1))
+			double ov = zb_kfit_overlap(x, other, x->mstart[i], x->mend[i]);
+			if (ov < lo || ov > hi || zb_kfit_overlap(x, ZB_RES_CPU, x->mstart[i], x->mend[i]) > (pageable ? 1.01 : 0.1))
 				continue;
 			bytes += t->bytes;
 			secs += x->mend[i] - x->mstart[i] - lat;
@@ -536,7 +536,7 @@ static void fit_copies(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw
 			for (size_t i = 0; i < x->g.ntasks; i++) {
 				const zb_task *t = &x->g.tasks[i];
 				if (t->resource != r || t->kind != ZB_TASK_COPY || !in_window(s, x, i) || t->bytes < (1 << 20) ||
-				    overlap(x, other, x->mstart[i], x->mend[i]) > 0.1)
+				    zb_kfit_overlap(x, other, x->mstart[i], x->mend[i]) > 0.1)
 					continue;
 				got += x->mend[i] - x->mstart[i] - lat; /* seconds measured */
 				want += t->bytes / asked;             /* seconds at the asked rate */

@@ -62,6 +62,13 @@ zb_status zb_kfit_load(const char *db, int64_t run_id, int warmup, const zb_hw *
 		       zb_error *err);
 void zb_kfit_free(zb_kfit_set *s);
 
+/* Fraction of [s, e] during which resource r of x was measured busy (kfit.c). */
+double zb_kfit_overlap(const zb_kfit_item *x, int r, double s, double e);
+
+/* The predicted busy time per step of resource r for item k of s on hw, over the
+ * measured window (s->warmup); NaN when not simulated, NaN and *st set on an error. */
+double zb_kfit_predicted_busy(const zb_kfit_set *s, int k, const zb_hw *hw, int r, zb_status *st, zb_error *err);
+
 /* The configuration of item x on hardware hw (its --link-rate applied again). */
 zb_status zb_kfit_config(const zb_kfit_item *x, const zb_hw *hw, zb_config *out, zb_error *err);
 

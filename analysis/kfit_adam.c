@@ -3,8 +3,6 @@
 
 #include <math.h>
 
-#include "sim/engine.h"
-#include "sim/predict.h"
 
 typedef struct ctx {
 	const zb_kfit_set *s;
@@ -19,17 +17,7 @@ static int counts(const zb_kfit_item *x) { return x->g.ranks > 1 && x->meas_busy
 
 static double cpu_busy(ctx *q, int k)
 {
-	zb_config c;
-	zb_prediction p;
-	if ((q->st = zb_kfit_config(&q->s->it[k], &q->hw, &c, q->err)) || (q->st = zb_predict(&p, &c, q->err)))
-		return NAN;
-	double busy[ZB_RES_COUNT] = { 0 }, b = NAN;
-	if (p.simulated) {
-		zb_busy_window(&p.graph, p.res.start, p.res.end, q->s->warmup, busy);
-		b = busy[ZB_RES_CPU];
-	}
-	zb_prediction_free(&p);
-	return b;
+	return zb_kfit_predicted_busy(q->s, k, &q->hw, ZB_RES_CPU, &q->st, q->err);
 }
 
 static double cost_at(ctx *q, double v)

@@ -12,6 +12,7 @@
 #include "results/store.h"
 #include "sim/attention.h"
 #include "sim/engine.h"
+#include "sim/predict.h"
 
 /* The stored policy object (hwfile.c policy_json) over the defaults. */
 static zb_status read_policy(const json_t *o, zb_policy *p, zb_error *err)
@@ -69,6 +70,21 @@ static zb_status read_config(const char *text, const zb_hw *base, zb_config *c, 
 	c->steps = (int)json_integer_value(json_object_get(root, "steps"));
 	json_decref(root);
 	return st;
+}
+
+double zb_kfit_predicted_busy(const zb_kfit_set *s, int k, const zb_hw *hw, int r, zb_status *st, zb_error *err)
+{
+	zb_config c;
+	zb_prediction p;
+	if ((*st = zb_kfit_config(&s->it[k], hw, &c, err)) || (*st = zb_predict(&p, &c, err)))
+		return NAN;
+	double busy[ZB_RES_COUNT] = { 0 }, b = NAN;
+	if (p.simulated) {
+		zb_busy_window(&p.graph, p.res.start, p.res.end, s->warmup, busy);
+		b = busy[r];
+	}
+	zb_prediction_free(&p);
+	return b;
 }
 
 zb_status zb_kfit_config(const zb_kfit_item *x, const zb_hw *hw, zb_config *out, zb_error *err)

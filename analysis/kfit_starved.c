@@ -5,29 +5,6 @@
 
 #include "sim/kernels.h"
 
-/* Fraction of [a, b] during which resource r of x was busy (intervals sorted by start). */
-static double busy_frac(const zb_kfit_item *x, int r, double a, double b)
-{
-	if (!(b > a))
-		return 0;
-	const double *v = x->ivl[r];
-	int lo = 0, hi = x->nivl[r];
-	while (lo < hi) { /* the first interval ending after a */
-		int mid = (lo + hi) / 2;
-		if (v[2 * mid + 1] <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	double cov = 0;
-	for (int i = lo; i < x->nivl[r] && v[2 * i] < b; i++) {
-		double s = v[2 * i] > a ? v[2 * i] : a, e = v[2 * i + 1] < b ? v[2 * i + 1] : b;
-		if (e > s)
-			cov += e - s;
-	}
-	return cov / (b - a);
-}
-
 static int all_cores(const zb_kfit_item *x, const zb_hw *hw)
 {
 	int ranks = x->c.policy.gpus > 1 ? x->c.policy.gpus : 1;
@@ -55,9 +32,9 @@ static int item_sums(const zb_kfit_set *s, const zb_kfit_item *x, const zb_confi
 		for (uint32_t j = 0; j < t->dep_count; j++)
 			if (x->mend[deps[j]] > ready)
 				ready = x->mend[deps[j]];
-		if (!(e > ready) || busy_frac(x, ZB_RES_CPU, ready, e) < 0.5)
+		if (!(e > ready) || zb_kfit_overlap(x, ZB_RES_CPU, ready, e) < 0.5)
 			continue;
-		double fixed, w, f = busy_frac(x, ZB_RES_GPU_OPT, ready, e);
+		double fixed, w, f = zb_kfit_overlap(x, ZB_RES_GPU_OPT, ready, e);
 		zb_exec_gpu_flow(t, cfg, p, &fixed, &w);
 		if (!(e - ready > fixed) || !(w > 0))
 			continue;
@@ -107,9 +84,9 @@ double zb_kfit_paced_gpu(const zb_kfit_set *s, const unsigned char *use, const z
 			const zb_task *t = &x->g.tasks[i];
 			double a = x->mstart[i], e = x->mend[i];
 			if (t->resource != ZB_RES_GPU || t->step < s->warmup || !(e > a) || t->kind == ZB_TASK_COLLECTIVE ||
-			    t->kind == ZB_TASK_HOST || busy_frac(x, ZB_RES_GPU_OPT, a, e) > 0.1)
+			    t->kind == ZB_TASK_HOST || zb_kfit_overlap(x, ZB_RES_GPU_OPT, a, e) > 0.1)
 				continue;
-			double od = busy_frac(x, ZB_RES_D2H, a, e), oh = busy_frac(x, ZB_RES_H2D, a, e);
+			double od = zb_kfit_overlap(x, ZB_RES_D2H, a, e), oh = zb_kfit_overlap(x, ZB_RES_H2D, a, e);
 			if ((od > 0.01 && od < 0.9) || (oh > 0.01 && oh < 0.9))
 				continue;
 			double fixed, w;
