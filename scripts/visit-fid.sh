@@ -27,6 +27,7 @@ LOG=$OUT/visit-fid.log
 DB=$OUT/fid.db
 HW=hw/h200-machine-executor.json
 T0=$(date +%s)
+WARMUP=${ZB_WARMUP:-2} # warm-up and measured steps: ZB_WARMUP (2) and ZB_STEPS (3)
 step() { echo "=== $* ($(date +%T), +$(($(date +%s) - T0)) s)" | tee -a "$LOG"; }
 
 step "$($Z --version 2>&1 | head -1); $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1); $(nproc) CPUs"
@@ -34,6 +35,7 @@ if [ -z "${ZB_SKIP_VALIDATE:-}" ]; then # (set: replay an fid.db already in $OUT
 rm -f "$DB"
 step "validate --suite fid --hw $HW"
 timeout -k 5 "${ZB_VALIDATE_S:-360}" $Z validate --suite fid --hw "$HW" --budget "${ZB_BUDGET:-290}" --db "$DB" \
+	--warmup "$WARMUP" --steps "${ZB_STEPS:-3}" \
 	--json >"$OUT/validate.json" 2>>"$LOG"
 echo "validate exit $?" | tee -a "$LOG"
 fi
@@ -64,8 +66,8 @@ replay() { # name, flags: calibrate --from-db on this run's measurements
 		return
 	fi
 	step "replay $name: calibrate --from-db $*"
-	timeout -k 5 "${ZB_REPLAY_S:-20}" $Z calibrate --from-db "$RDB" "$@" >>"$LOG" 2>&1
-	timeout -k 5 "${ZB_REPLAY_S:-20}" $Z calibrate --from-db "$RDB" "$@" --json >"$OUT/$name.json" 2>>"$LOG"
+	timeout -k 5 "${ZB_REPLAY_S:-20}" $Z calibrate --from-db "$RDB" --warmup "$WARMUP" "$@" >>"$LOG" 2>&1
+	timeout -k 5 "${ZB_REPLAY_S:-20}" $Z calibrate --from-db "$RDB" --warmup "$WARMUP" "$@" --json >"$OUT/$name.json" 2>>"$LOG"
 }
 replay preset --eval h200-machine
 replay committed --eval "$HW"
