@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "analysis/dscalib.h"
+#include "analysis/dsorder.h"
 #include "inputs/dsmeasured.h"
 #include "inputs/dsprofile.h"
 #include "inputs/hwfile.h"
@@ -121,6 +122,42 @@ static void print_table(const zb_ds_measured *m, const zb_ds_eval *d, const zb_d
 	printf("\n");
 }
 
+/* Each configuration's sessions pooled (when a configuration comes in several rows) and
+ * DeepSpeed's order where its own steps separate the pair (dsorder.h). */
+static void print_pooled(const zb_ds_measured *m, const zb_ds_eval *e, const zb_config *base, const char *which)
+{
+	zb_ds_pooled *c = zb_xcalloc((size_t)m->n, sizeof *c);
+	int n = zb_ds_pool(m, e, base, c);
+	if (n < m->n) {
+		printf("\n# %s profile against each configuration's sessions pooled (the median of all their steps "
+		       "after warm-up)\n", which);
+		printf("%-14s %8s %6s %9s %9s %7s  %s\n", "config", "sessions", "steps", "measured", "predicted", "err",
+		       "session medians ms");
+		double sum = 0, worst = 0;
+		int used = 0;
+		for (int k = 0; k < n; k++) {
+			double x = pct(c[k].predicted_s, c[k].measured_s);
+			if (c[k].fits) {
+				sum += fabs(x), used++;
+				worst = fabs(x) > worst ? fabs(x) : worst;
+			}
+			printf("%-14s %8d %6d %9.0f %9.0f %+7.1f ", m->rows[c[k].row[0]].name, c[k].nrows, c[k].nsteps,
+			       c[k].measured_s * 1e3, c[k].predicted_s * 1e3, x);
+			for (int r = 0; r < c[k].nrows; r++)
+				printf(" %.0f", m->rows[c[k].row[r]].step_s * 1e3);
+			printf("\n");
+		}
+		printf("# pooled step time MAPE %.1f%% (worst %.1f%%) over %d configurations\n", used ? sum / used : 0,
+		       worst, used);
+	}
+	zb_ds_order o;
+	zb_ds_order_check(m, c, n, &o, stdout);
+	printf("# ranked as DeepSpeed where its steps separate the pair (rank-sum p < %.2f): %s profile %d of %d "
+	       "separated pairs; %d of %d pairs not separated\n", ZB_DS_ORDER_ALPHA, which, o.in_order, o.separated,
+	       o.pairs - o.separated, o.pairs);
+	free(c);
+}
+
 static void print_profile(const zb_ds_profile *before, const zb_ds_profile *after)
 {
 	printf("\n%-18s %12s %12s  %s\n", "parameter", "start", "fitted", "source of the start value");
@@ -139,63 +176,61 @@ static int eval_all(const zb_ds_measured *m, const zb_config *base, zb_ds_eval *
 	return 0;
 }
 
-/* Leave one out: fit on the other rows, predict the one left out. The honest
- * out-of-sample error of the fit. */
-/* Every --measured file's rows in one table. With more than one file, a row of a
- * TSV without a model column keeps the command line's model (the rows of JSON
- * lines carry their own shapes). */
-static zb_status load_all(const char **files, int n, const zb_model *base_model, zb_ds_measured *m, zb_error *err)
-{
-	zb_status st = zb_ds_measured_load(files[0], m, err);
-	for (int i = 1; i < n && !st; i++) {
-		zb_ds_measured more;
-		if ((st = zb_ds_measured_load(files[i], &more, err)))
-			break;
-		m->rows = zb_xrealloc(m->rows, sizeof *m->rows * (size_t)(m->n + more.n));
-		memcpy(m->rows + m->n, more.rows, sizeof *m->rows * (size_t)more.n);
-		m->n += more.n;
-		zb_ds_measured_free(&more);
-	}
-	for (int i = 0; i < m->n && !st && n > 1; i++)
-		if (!m->rows[i].have_shape && !m->rows[i].model[0]) {
-			m->rows[i].have_shape = 1;
-			m->rows[i].shape = *base_model;
-		}
-	if (st)
-		zb_ds_measured_free(m);
-	return st;
-}
-
+/* Leave one out: fit without one configuration (every session of it), predict its rows
+ * and their pooled steps. The honest out-of-sample error of the fit. */
 static int cross_validate(const zb_ds_measured *m, const zb_config *base, zb_error *err)
 {
-	printf("\n# leave one out: fitted on the other %d rows, predicting the row left out\n", m->n - 1);
+	zb_ds_eval *none = zb_xcalloc((size_t)m->n, sizeof *none);
+	zb_ds_pooled *c = zb_xcalloc((size_t)m->n, sizeof *c);
+	int n = zb_ds_pool(m, none, base, c), rc = -1;
+	printf("\n# leave one out: fitted without each configuration (%d of them, every session), predicting it\n", n);
 	printf("%-14s %9s %9s %7s\n", "config", "measured", "predicted", "err");
-	double sum = 0, worst = 0;
-	for (int i = 0; i < m->n; i++) {
+	double sum = 0, worst = 0, psum = 0, pworst = 0;
+	for (int k = 0; k < n; k++) {
 		zb_ds_measured rest = *m;
 		rest.rows = zb_xcalloc((size_t)m->n, sizeof *rest.rows);
 		rest.n = 0;
-		for (int j = 0; j < m->n; j++)
-			if (j != i)
+		for (int j = 0; j < m->n; j++) {
+			int mine = 0;
+			for (int r = 0; r < c[k].nrows; r++)
+				mine |= c[k].row[r] == j;
+			if (!mine)
 				rest.rows[rest.n++] = m->rows[j];
+		}
 		zb_ds_profile fitted;
 		zb_ds_fit_report rep;
 		zb_status st = zb_ds_calibrate(&rest, base, &fitted, &rep, err);
 		free(rest.rows);
 		if (st)
-			return -1;
-		zb_config c = *base;
-		c.hw.ds = fitted;
+			goto out;
+		zb_config fc = *base;
+		fc.hw.ds = fitted;
 		zb_ds_eval e;
-		if (zb_ds_eval_row(m, i, &c, &e, err))
-			return -1;
-		double x = pct(e.step_s, m->rows[i].step_s);
-		sum += fabs(x);
-		worst = fabs(x) > worst ? fabs(x) : worst;
-		printf("%-14s %9.0f %9.0f %+7.1f\n", m->rows[i].name, m->rows[i].step_s * 1e3, e.step_s * 1e3, x);
+		for (int r = 0; r < c[k].nrows; r++) {
+			int i = c[k].row[r];
+			if (zb_ds_eval_row(m, i, &fc, &e, err))
+				goto out;
+			double x = pct(e.step_s, m->rows[i].step_s);
+			sum += fabs(x);
+			worst = fabs(x) > worst ? fabs(x) : worst;
+			printf("%-14s %9.0f %9.0f %+7.1f\n", m->rows[i].name, m->rows[i].step_s * 1e3, e.step_s * 1e3, x);
+		}
+		double x = pct(e.step_s, c[k].measured_s);
+		psum += fabs(x);
+		pworst = fabs(x) > pworst ? fabs(x) : pworst;
+		if (c[k].nrows > 1)
+			printf("%-14s %9.0f %9.0f %+7.1f  (sessions pooled)\n", m->rows[c[k].row[0]].name,
+			       c[k].measured_s * 1e3, e.step_s * 1e3, x);
 	}
-	printf("# leave-one-out MAPE %.1f%% (worst %.1f%%)\n", sum / m->n, worst);
-	return 0;
+	printf("# leave-one-out MAPE %.1f%% (worst %.1f%%) over %d rows", sum / m->n, worst, m->n);
+	if (n < m->n)
+		printf("; %.1f%% (worst %.1f%%) over the %d configurations' pooled steps", psum / n, pworst, n);
+	printf("\n");
+	rc = 0;
+out:
+	free(none);
+	free(c);
+	return rc;
 }
 
 int zb_calibrate_deepspeed(int argc, char **argv)
@@ -260,7 +295,7 @@ int zb_calibrate_deepspeed(int argc, char **argv)
 		zb_preset_default_model(&base.model);
 	zb_ds_measured m = { 0 };
 	if (!st)
-		st = load_all(files, nfiles, &base.model, &m, &err);
+		st = zb_ds_measured_load_many(files, nfiles, &base.model, &m, &err);
 	if (st) {
 		fprintf(stderr, "zbench: %s\n", err.msg);
 		return 1;
@@ -284,6 +319,7 @@ int zb_calibrate_deepspeed(int argc, char **argv)
 		goto fail;
 	if (no_fit) {
 		print_table(&m, d, NULL);
+		print_pooled(&m, d, &base, "start");
 		rc = 0;
 		goto done;
 	}
@@ -296,6 +332,7 @@ int zb_calibrate_deepspeed(int argc, char **argv)
 	if (eval_all(&m, &fb, f, &err))
 		goto fail;
 	print_table(&m, d, f);
+	print_pooled(&m, f, &base, "fitted");
 	print_profile(&start, &fitted);
 	printf("# fit: rms log error %.3f -> %.3f, %d simulations of the %d configurations\n", rep.rms_before,
 	       rep.rms_after, rep.evaluations, m.n);

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/error.h"
 
@@ -44,4 +45,91 @@ double zb_max(const double *v, int n)
 		if (!isnan(v[i]) && (isnan(m) || v[i] > m))
 			m = v[i];
 	return m;
+}
+
+/* The null distribution of U for m and n values: cnt[u] arrangements of the m + n
+ * ranks giving U = u, by the recurrence f(m, n, u) = f(m - 1, n, u - n) + f(m, n - 1, u)
+ * (the largest value is an a, beating all n b's, or a b), one layer of m at a time. */
+static double *u_counts(int m, int n)
+{
+	int U = m * n + 1;
+	double *prev = zb_xcalloc((size_t)(n + 1) * (size_t)U, sizeof *prev);
+	double *cur = zb_xcalloc((size_t)(n + 1) * (size_t)U, sizeof *cur);
+	for (int j = 0; j <= n; j++)
+		prev[(size_t)j * U] = 1; /* m = 0: one arrangement, U = 0 */
+	for (int i = 1; i <= m; i++) {
+		for (int j = 0; j <= n; j++)
+			for (int u = 0; u < U; u++) {
+				double v = u >= j ? prev[(size_t)j * U + (u - j)] : 0;
+				if (j > 0)
+					v += cur[(size_t)(j - 1) * U + u];
+				cur[(size_t)j * U + u] = v;
+			}
+		double *t = prev;
+		prev = cur;
+		cur = t;
+	}
+	double *out = zb_xmalloc((size_t)U * sizeof *out);
+	for (int u = 0; u < U; u++)
+		out[u] = prev[(size_t)n * U + u];
+	free(prev);
+	free(cur);
+	return out;
+}
+
+static int finite_copy(const double *v, int n, double *out)
+{
+	int k = 0;
+	for (int i = 0; i < n; i++)
+		if (!isnan(v[i]))
+			out[k++] = v[i];
+	return k;
+}
+
+double zb_rank_sum_p(const double *a, int na, const double *b, int nb)
+{
+	double *x = zb_xmalloc((size_t)(na > 0 ? na : 1) * sizeof *x);
+	double *y = zb_xmalloc((size_t)(nb > 0 ? nb : 1) * sizeof *y);
+	int m = finite_copy(a, na, x), n = finite_copy(b, nb, y);
+	double p = 1;
+	if (m == 0 || n == 0)
+		goto out;
+	double u = 0, ties = 0; /* ties: the tie correction's sum of t^3 - t over tied groups */
+	for (int i = 0; i < m; i++)
+		for (int j = 0; j < n; j++)
+			u += x[i] > y[j] ? 1 : x[i] == y[j] ? 0.5 : 0;
+	if (m <= ZB_RANK_SUM_EXACT && n <= ZB_RANK_SUM_EXACT) {
+		double *c = u_counts(m, n), total = 0, lo = 0, hi = 0;
+		for (int k = 0; k <= m * n; k++) {
+			total += c[k];
+			lo += k <= floor(u) ? c[k] : 0;
+			hi += k >= ceil(u) ? c[k] : 0;
+		}
+		free(c);
+		p = 2 * (lo < hi ? lo : hi) / total;
+	} else {
+		double *all = zb_xmalloc((size_t)(m + n) * sizeof *all);
+		memcpy(all, x, (size_t)m * sizeof *all);
+		memcpy(all + m, y, (size_t)n * sizeof *all);
+		qsort(all, (size_t)(m + n), sizeof *all, cmp_double);
+		for (int i = 0; i < m + n;) {
+			int j = i;
+			while (j < m + n && all[j] == all[i])
+				j++;
+			double t = j - i;
+			ties += t * t * t - t;
+			i = j;
+		}
+		free(all);
+		double N = m + n, mu = m * (double)n / 2;
+		double var = m * (double)n / 12 * ((N + 1) - ties / (N * (N - 1)));
+		double z = var > 0 ? (fabs(u - mu) - 0.5) / sqrt(var) : 0;
+		p = z > 0 ? erfc(z / sqrt(2)) : 1;
+	}
+	if (p > 1)
+		p = 1;
+out:
+	free(x);
+	free(y);
+	return p;
 }

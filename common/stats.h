@@ -8,6 +8,9 @@
  *
  * Used by benchmarks and calibration (timings), by analysis (errors over a suite)
  * and by plots (steady-state step times).
+ *
+ * zb_rank_sum_p tells whether two sets of measured step times differ by more than their
+ * own spread: "is A faster than B" is only a fact about a machine when the steps say so.
  */
 #ifndef ZB_STATS_H
 #define ZB_STATS_H
@@ -21,6 +24,13 @@ double zb_median(const double *v, int n);
 /* Smallest and largest value, NaN skipped (NaN when none remain). */
 double zb_min(const double *v, int n);
 double zb_max(const double *v, int n);
+
+/* Two-sided p-value of the Wilcoxon-Mann-Whitney rank-sum test that a and b come from
+ * one distribution (NaN skipped): U counts the pairs with a > b, a tie as one half. Exact
+ * null distribution (no ties) up to ZB_RANK_SUM_EXACT values per side, the normal
+ * approximation with tie correction above. 1 when a side is empty. */
+#define ZB_RANK_SUM_EXACT 50
+double zb_rank_sum_p(const double *a, int na, const double *b, int nb);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +18,10 @@
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-enum { C_CONFIG, C_ZERO, C_STEP, C_GPU, C_HOST, C_MODEL, C_SEQ, C_MB, C_SG, C_BUSY, C_N };
+enum { C_CONFIG, C_ZERO, C_STEP, C_GPU, C_HOST, C_MODEL, C_SEQ, C_MB, C_SG, C_BUSY, C_STEPS, C_WARM, C_N };
 static const char *const colnames[C_N] = { "config", "zero", "step_ms", "gpu_peak_GiB", "host_rss_GiB",
-					    "model", "seq", "micro_batch", "sub_group_size", "gpu_busy_ms" };
+					    "model", "seq", "micro_batch", "sub_group_size", "gpu_busy_ms",
+					    "steps_ms", "warmup_steps" };
 
 /* Split a line at tabs in place; returns the field count. */
 static int split_tabs(char *line, char **f, int cap)
@@ -53,11 +55,34 @@ static zb_status bad(zb_error *err, const char *path, int line, const char *col,
 	return zb_fail(err, ZB_E_INPUT, "%s:%d: bad %s '%s'", path, line, col, v);
 }
 
+/* "5348,1537,1478,...": every step of the run, in ms; the first `warm` are dropped. */
+static zb_status read_steps(const char *v, int warm, const char *path, int line, zb_ds_row *r, zb_error *err)
+{
+	char buf[1024];
+	snprintf(buf, sizeof buf, "%s", v);
+	int k = 0;
+	for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save), k++) {
+		double x;
+		if (parse_num(t, &x) || x <= 0)
+			return bad(err, path, line, "steps_ms", v);
+		if (k >= warm && r->nsteps < ZB_DS_MAX_STEPS)
+			r->steps_s[r->nsteps++] = x / 1e3;
+	}
+	return ZB_OK;
+}
+
 static zb_status read_row(char **f, int nf, const int *col, const char *path, int line, zb_ds_row *r,
 			  zb_error *err)
 {
 	memset(r, 0, sizeof *r);
 	r->line = line;
+	int warm = ZB_DS_DEFAULT_WARMUP;
+	if (col[C_WARM] >= 0 && col[C_WARM] < nf) {
+		double x;
+		if (parse_num(f[col[C_WARM]], &x) || x < 0 || x != floor(x))
+			return bad(err, path, line, colnames[C_WARM], f[col[C_WARM]]);
+		warm = (int)x;
+	}
 	for (int c = 0; c < C_N; c++) {
 		if (col[c] < 0)
 			continue;
@@ -69,6 +94,13 @@ static zb_status read_row(char **f, int nf, const int *col, const char *path, in
 		case C_CONFIG: snprintf(r->name, sizeof r->name, "%s", v); break;
 		case C_ZERO: snprintf(r->zero, sizeof r->zero, "%s", v); break;
 		case C_MODEL: snprintf(r->model, sizeof r->model, "%s", v); break;
+		case C_WARM: break; /* read first */
+		case C_STEPS: {
+			zb_status st = read_steps(v, warm, path, line, r, err);
+			if (st)
+				return st;
+			break;
+		}
 		case C_BUSY: /* optional per row: "-" where not measured */
 			if (strcmp(v, "-") == 0)
 				break;
@@ -243,4 +275,27 @@ zb_status zb_ds_row_config(const zb_ds_row *r, const char *path, const zb_config
 		return zb_fail(err, ZB_E_INPUT, "%s:%d: %s", path, r->line, e.msg);
 	*out = c;
 	return ZB_OK;
+}
+
+zb_status zb_ds_measured_load_many(const char *const *paths, int n, const zb_model *base_model,
+				   zb_ds_measured *out, zb_error *err)
+{
+	zb_status st = zb_ds_measured_load(paths[0], out, err);
+	for (int i = 1; i < n && !st; i++) {
+		zb_ds_measured more;
+		if ((st = zb_ds_measured_load(paths[i], &more, err)))
+			break;
+		out->rows = zb_xrealloc(out->rows, sizeof *out->rows * (size_t)(out->n + more.n));
+		memcpy(out->rows + out->n, more.rows, sizeof *out->rows * (size_t)more.n);
+		out->n += more.n;
+		zb_ds_measured_free(&more);
+	}
+	for (int i = 0; i < out->n && !st && n > 1; i++)
+		if (!out->rows[i].have_shape && !out->rows[i].model[0]) {
+			out->rows[i].have_shape = 1;
+			out->rows[i].shape = *base_model;
+		}
+	if (st)
+		zb_ds_measured_free(out);
+	return st;
 }

@@ -27,6 +27,12 @@
 #include "common/error.h"
 #include "core/config.h"
 
+/* Steps of one run kept for the rank test of DeepSpeed's order (analysis/dsorder.h). A
+ * table's steps_ms column lists every step; the first warmup_steps (column, default 3:
+ * ds_step.py's) are left out. */
+#define ZB_DS_MAX_STEPS 64
+#define ZB_DS_DEFAULT_WARMUP 3
+
 typedef struct zb_ds_row {
 	char name[64];
 	char zero[192];
@@ -38,6 +44,9 @@ typedef struct zb_ds_row {
 	char model[64];          /* "" : from the command line */
 	int seq, micro_batch;    /* 0 : from the command line */
 	int64_t sub_group_size;  /* 0 : from the command line */
+	double steps_s[ZB_DS_MAX_STEPS]; /* the steps after the warm-up, in order (the samples
+	                                    step_s is the median of); nsteps 0: not given */
+	int nsteps;
 	int line;                /* line in the file, for messages */
 	int have_shape;          /* shape is the row's model (JSON lines, dsmeasured_jsonl.h) */
 	zb_model shape;
@@ -50,6 +59,12 @@ typedef struct zb_ds_measured {
 } zb_ds_measured;
 
 zb_status zb_ds_measured_load(const char *path, zb_ds_measured *out, zb_error *err);
+
+/* Every file's rows in one table (several sessions of the same configurations, or other
+ * shapes). With more than one file, a row of a table without a model column gets
+ * base_model as its shape (JSON lines carry their own), so rows of one model compare. */
+zb_status zb_ds_measured_load_many(const char *const *paths, int n, const zb_model *base_model,
+				   zb_ds_measured *out, zb_error *err);
 
 /* A model by preset name or .json file (Hugging Face config.json, else a zbench
  * model file); a relative file not found as given is looked for in dir_of's

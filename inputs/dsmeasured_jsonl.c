@@ -122,6 +122,16 @@ static zb_status read_line(json_t *o, const char *path, int ln, zb_ds_row *r, zb
 			       int_of(o, "gas"));
 	snprintf(r->name, sizeof r->name, "%s", name);
 	r->step_s = json_number_value(step) / 1e3;
+	json_t *steps = json_object_get(o, "steps_ms"), *x;
+	json_t *warm = json_object_get(o, "warmup_steps");
+	size_t k;
+	int skip = json_is_integer(warm) ? (int)json_integer_value(warm) : ZB_DS_DEFAULT_WARMUP;
+	json_array_foreach(steps, k, x) {
+		if (!json_is_number(x) || json_number_value(x) <= 0)
+			return zb_fail(err, ZB_E_INPUT, "%s:%d: steps_ms[%zu] is not a positive number", path, ln, k);
+		if ((int)k >= skip && r->nsteps < ZB_DS_MAX_STEPS)
+			r->steps_s[r->nsteps++] = json_number_value(x) / 1e3;
+	}
 	r->gpu_peak_B = json_number_value(json_object_get(o, "gpu_peak_GiB")) * GIB;
 	r->host_rss_B = json_number_value(json_object_get(o, "host_rss_GiB")) * GIB;
 	r->seq = (int)int_of(o, "seq");

@@ -458,15 +458,18 @@ static void grads_of_unit(dsb *b, ctx x, int u, int last_micro)
 		 * unit; without overlap_comm the copy is on the compute stream and holds
 		 * the next unit's kernels too */
 		dep(b, gpu_done);
-		if (!b->overlap) {
+		if (!b->overlap)
 			b->copy_hold = down;
-			/* and the copies and hooks of the flush are one serial chain: each
-			 * tensor's overflow check (`if _has_inf_or_nan(grad)`) synchronizes
-			 * the stream that holds the previous tensor's copy; measured per
-			 * tensor by ds_step.py --step-split (data/deepspeed-h200-2026-12-01-
-			 * split.jsonl): ~0.23 ms + the previous tensor's bytes at 55 GB/s */
-			dep(b, down);
-		}
+		/* and the copies and hooks of the flush are one serial chain, with or
+		 * without overlap_comm: each tensor's overflow check (`if
+		 * _has_inf_or_nan(grad)`, a device scalar made a Python bool) synchronizes
+		 * the stream that holds the previous tensor's copy, the reduction stream
+		 * with overlap_comm (stage_1_and_2.py reduce_ipg_grads, 0.19.8); measured
+		 * per tensor by ds_step.py --step-split (data/deepspeed-h200-2026-12-01-
+		 * split.jsonl): ~0.23 ms + the previous tensor's bytes at 55 GB/s.
+		 * overlap_comm only frees the compute stream from the copies: measured on
+		 * the 2.5 B shape it gained 99 ms (2026-11-30) and lost 103 (2026-12-01). */
+		dep(b, down);
 		host(b, o, ZB_OP_GRAD_HOOK, u, zb_ds_unit_tensors(b->m, u), 0);
 		return;
 	}

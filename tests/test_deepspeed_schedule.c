@@ -21,6 +21,7 @@
 
 #include "core/config.h"
 #include "analysis/dscalib.h"
+#include "analysis/dsorder.h"
 #include "inputs/dsconfig.h"
 #include "inputs/dsmeasured.h"
 #include "inputs/dsprofile.h"
@@ -39,19 +40,27 @@
 
 #define DATA "data/deepspeed-h200-2026-11-30.tsv"
 #define SHAPES "data/deepspeed-h200-2026-11-30-shapes.jsonl"
+#define TABLE2 "data/deepspeed-h200-2026-12-01-table.jsonl" /* the same 8, another session */
 #define SPLIT "data/deepspeed-h200-2026-12-01-split.jsonl"
 #define SPLIT_S3 "data/deepspeed-h200-2026-12-01-split-s3.jsonl"
 
 /* Recorded bounds (BENCHMARKS.md "DeepSpeed's schedule" has the table they come
  * from: default worst 12.9 %, fitted worst 6.0 %, fitted MAPE 2.9 %; 2026-12-01 with the
  * unscale pass and the per-tensor flush chain, and six costs held at their measured values
- * (hook, gradient hook, unscale, cast, pageable H2D, fresh pages) so that the fit no longer
- * trades them against each other: default worst 14.7 %, fitted worst 9.2 %, fitted MAPE 3.9 %,
- * where the held-out checks improved: leave one out 6.6 -> 5.4 %, the shapes' worst 10.7 ->
- * 8.6 %, the tune margins 11.7 -> 7.1 %). */
-#define BOUND_DEFAULT_WORST 0.18   /* issue 11: within 25 % without calibration */
-#define BOUND_FITTED_WORST 0.095   /* issue 11: within 10 % (goal 5 %) */
-#define BOUND_FITTED_MAPE 0.040
+ * (hook, gradient hook, unscale, cast, pageable H2D, fresh pages): default worst 14.7 %,
+ * fitted worst 9.2 %, fitted MAPE 3.9 %). Since 2026-12-01 (afternoon) the 2.5 B table is two
+ * sessions of the same 8 configurations (DATA, TABLE2), fitted together: against each
+ * configuration's pooled steps the fit is 1.0 % MAPE, worst 3.2 %, the presets alone worst
+ * 10.3 %; against the 16 session rows 3.9 %, worst 10.8 % (s2-off-ovl, which ran 1471 ms in
+ * one session and 1810 in the other: no single prediction is within 10 % of both). */
+#define BOUND_DEFAULT_WORST 0.25        /* issue 11: within 25 % without calibration (per row: 22.4 %) */
+#define BOUND_DEFAULT_POOLED_WORST 0.12 /* recorded 10.3 % */
+#define BOUND_FITTED_POOLED_WORST 0.05  /* issue 11: within 10 %, goal 5 % (recorded 3.2 %; fitted from
+                                           the preset's hardware instead of the calibrated: 4.4 %) */
+#define BOUND_FITTED_POOLED_MAPE 0.02   /* recorded 1.0 % (from the preset's hardware 1.9 %) */
+#define BOUND_FITTED_WORST 0.115        /* per session row (recorded 10.8 %) */
+#define BOUND_PRESET_FIT_WORST 0.13     /* per session row, fitted from the preset's hardware (12.6 %) */
+#define BOUND_FITTED_MAPE 0.043         /* per session row (recorded 3.9 %; from the preset's hardware 4.1 %) */
 #define BOUND_GPU_MEM 0.10
 #define BOUND_HOST_MEM 0.15
 /* The other shapes (gpt2-large, Llama-3.2-3B; BENCHMARKS.md "Other shapes" has the
@@ -59,7 +68,7 @@
  * on the 2.5 B table only (calibrated hardware), predicts them without refitting:
  * MAPE 6.4 %, each configuration's error recorded in shape_errors below. */
 #define BOUND_SHAPES_DEFAULT_WORST 0.25
-#define SHAPES_MAPE 0.058        /* recorded 2026-12-01 (unscale pass, serial flush chain, measured costs held; was 6.4 %) */
+#define SHAPES_MAPE 0.053        /* recorded 2026-12-01 (both sessions of the 2.5 B table, overlap_comm's chain; was 5.8 %) */
 #define SHAPES_SLACK 0.010       /* per configuration, on |error| */
 
 static void base(zb_config *c)
@@ -248,8 +257,40 @@ static void test_hooks(void **state)
 
 /* Terms timed by ds_step.py --step-split (data/deepspeed-h200-2026-12-01-split.jsonl):
  * step()'s unscale_and_clip_grads multiplies the host fp32 gradients (8 B/param, before
- * CPU Adam, at the held unscale_Bps), and without overlap_comm each tensor's gradient
- * hook waits for the gradient copies before it (the overflow check synchronizes). */
+ * CPU Adam, at the held unscale_Bps), and each tensor's gradient hook waits for the
+ * gradient copies before it (the overflow check synchronizes), with or without overlap_comm
+ * (stage_1_and_2.py 0.19.8: the check runs on the reduction stream that holds the copies). */
+typedef struct flush_shape {
+	int hooks, chained;  /* gradient hooks, and those that wait for their unit's copy */
+	int held_kernels;    /* GPU kernels that wait for a gradient copy */
+	int unscales;
+	uint32_t unscale, adam;
+} flush_shape;
+
+static flush_shape flush_of(const zb_graph *g)
+{
+	flush_shape f = { .unscale = UINT32_MAX, .adam = UINT32_MAX };
+	for (size_t i = 0; i < g->ntasks; i++) {
+		const zb_task *t = &g->tasks[i];
+		if (t->step != 1)
+			continue;
+		if (t->op == ZB_OP_UNSCALE && t->resource == ZB_RES_CPU)
+			f.unscale = (uint32_t)i, f.unscales++;
+		if (t->kind == ZB_TASK_CPU_ADAM)
+			f.adam = (uint32_t)i;
+		const uint32_t *d = zb_task_deps(g, t);
+		int waits = 0;
+		for (uint32_t k = 0; k < t->dep_count; k++)
+			waits += g->tasks[d[k]].resource == ZB_RES_D2H && g->tasks[d[k]].op == ZB_OP_GRAD_DOWN &&
+				 (t->op != ZB_OP_GRAD_HOOK || g->tasks[d[k]].unit == t->unit);
+		if (t->op == ZB_OP_GRAD_HOOK)
+			f.hooks++, f.chained += waits > 0;
+		if (t->resource == ZB_RES_GPU && t->kind == ZB_TASK_KERNEL)
+			f.held_kernels += waits > 0;
+	}
+	return f;
+}
+
 static void test_unscale_and_serial_flush(void **state)
 {
 	(void)state;
@@ -257,47 +298,25 @@ static void test_unscale_and_serial_flush(void **state)
 	config_of(&c, "stage 2, offload_optimizer cpu, overlap_comm false");
 	zb_graph g;
 	build(&g, &c);
-	uint32_t unscale = UINT32_MAX, adam = UINT32_MAX;
-	int hooks = 0, chained = 0;
-	for (size_t i = 0; i < g.ntasks; i++) {
-		const zb_task *t = &g.tasks[i];
-		if (t->step != 1)
-			continue;
-		if (t->op == ZB_OP_UNSCALE && t->resource == ZB_RES_CPU)
-			unscale = (uint32_t)i;
-		if (t->kind == ZB_TASK_CPU_ADAM)
-			adam = (uint32_t)i;
-		if (t->op != ZB_OP_GRAD_HOOK)
-			continue;
-		hooks++;
-		const uint32_t *d = zb_task_deps(&g, t);
-		for (uint32_t k = 0; k < t->dep_count; k++)
-			if (g.tasks[d[k]].resource == ZB_RES_D2H && g.tasks[d[k]].unit == t->unit)
-				chained++;
-	}
-	assert_true(unscale != UINT32_MAX && adam != UINT32_MAX && unscale < adam);
-	assert_close(g.tasks[unscale].bytes, 8.0 * (double)g.params, 1e-12);
-	assert_close(zb_ds_host_task_s(&g.tasks[unscale], &c), 8.0 * (double)g.params / 1.22e11, 1e-9);
-	assert_true(hooks > 0 && chained == hooks);
+	flush_shape f = flush_of(&g);
+	assert_true(f.unscale != UINT32_MAX && f.adam != UINT32_MAX && f.unscale < f.adam);
+	assert_close(g.tasks[f.unscale].bytes, 8.0 * (double)g.params, 1e-12);
+	assert_close(zb_ds_host_task_s(&g.tasks[f.unscale], &c), 8.0 * (double)g.params / 1.22e11, 1e-9);
+	assert_true(f.hooks > 0 && f.chained == f.hooks);
+	assert_true(f.held_kernels > 0); /* the copies are on the compute stream */
 	/* the measured costs are held by calibrate, not fitted */
 	for (int i = 0; i < ZB_DS_NPARAM; i++)
 		if (strcmp(zb_ds_param(i)->key, "unscale_Bps") == 0 || strcmp(zb_ds_param(i)->key, "grad_hook_s") == 0)
 			assert_int_equal(zb_ds_param(i)->held, 1);
 	zb_graph_free(&g);
-	/* overlap_comm: the copies are on their own stream, the hooks not chained to them */
+	/* overlap_comm: the copies are on their own stream (no kernel waits for one), the
+	 * hooks still chained to them */
 	config_of(&c, "stage 2, offload_optimizer cpu, overlap_comm true");
 	build(&g, &c);
-	chained = 0;
-	int unscales = 0;
-	for (size_t i = 0; i < g.ntasks; i++) {
-		const zb_task *t = &g.tasks[i];
-		unscales += t->step == 1 && t->op == ZB_OP_UNSCALE && t->resource == ZB_RES_CPU;
-		const uint32_t *d = zb_task_deps(&g, t);
-		for (uint32_t k = 0; t->op == ZB_OP_GRAD_HOOK && k < t->dep_count; k++)
-			chained += g.tasks[d[k]].resource == ZB_RES_D2H;
-	}
-	assert_int_equal(chained, 0);
-	assert_int_equal(unscales, 1);
+	f = flush_of(&g);
+	assert_true(f.hooks > 0 && f.chained == f.hooks);
+	assert_int_equal(f.held_kernels, 0);
+	assert_int_equal(f.unscales, 1);
 	zb_graph_free(&g);
 }
 
@@ -489,21 +508,43 @@ static void test_framework_table(void **state)
 
 /* ---- accuracy against the measured runs ------------------------------------------- */
 
-/* Pairs of configurations ranked differently from DeepSpeed; each printed. Since the
- * measured costs are held (2026-12-01) the fit ranks one pair wrong: s3-tf50 (1962 ms) against
- * s3-off-param (1829 ms), predicted 1799 / 1848: s3-tf50 is the table's most under-predicted
- * row (-8.3 %), and the two are 7 % apart. */
-#define MISRANKED_PAIRS 1
-static int misranked(const zb_ds_measured *m, const zb_ds_eval *e)
+/* Both sessions of the 2.5 B table in one set (dsmeasured.h). */
+static void load_tables(zb_ds_measured *m, const zb_config *c)
 {
-	int n = 0;
-	for (int i = 0; i < m->n; i++)
-		for (int j = i + 1; j < m->n; j++)
-			if ((m->rows[i].step_s > m->rows[j].step_s) != (e[i].step_s > e[j].step_s)) {
-				print_message("# ranked unlike DeepSpeed: %s / %s\n", m->rows[i].name, m->rows[j].name);
-				n++;
-			}
-	return n;
+	const char *files[] = { DATA, TABLE2 };
+	zb_error err = { 0 };
+	zb_status st = zb_ds_measured_load_many(files, 2, &c->model, m, &err);
+	if (st)
+		print_error("%s\n", err.msg);
+	assert_int_equal(st, ZB_OK);
+	assert_int_equal(m->n, 16);
+	assert_int_equal(m->rows[0].nsteps, 5); /* steps 4-8 of the table */
+	assert_int_equal(m->rows[8].nsteps, 5); /* 8 steps, warmup_steps 3 */
+}
+
+/* Every pair that DeepSpeed's own steps separate is ranked as DeepSpeed ranks it, and at
+ * most two (s2-off / s2-off-ovl, s3-tf50 / s3-off-param: each pair's order differs between
+ * sessions or between steps, dsorder.h) are not separated. */
+static void check_order(const zb_ds_measured *m, const zb_config *c, const zb_ds_eval *e, int required,
+			double *pooled_worst, double *pooled_mape)
+{
+	zb_ds_pooled *p = zb_xcalloc((size_t)m->n, sizeof *p);
+	int n = zb_ds_pool(m, e, c, p);
+	assert_int_equal(n, 8);
+	zb_ds_order o;
+	zb_ds_order_check(m, p, n, &o, stderr);
+	print_message("# ranked as DeepSpeed: %d of %d separated pairs (%d pairs)\n", o.in_order, o.separated, o.pairs);
+	assert_int_equal(o.pairs, 28);
+	assert_true(o.separated >= 26);
+	if (required)
+		assert_int_equal(o.in_order, o.separated);
+	*pooled_worst = 0, *pooled_mape = 0;
+	for (int k = 0; k < n; k++) {
+		double x = fabs(p[k].predicted_s / p[k].measured_s - 1);
+		*pooled_mape += x / n;
+		*pooled_worst = x > *pooled_worst ? x : *pooled_worst;
+	}
+	free(p);
 }
 
 static void errors(const zb_ds_measured *m, const zb_config *c, zb_ds_eval *e, double *worst, double *mape,
@@ -528,27 +569,32 @@ static void test_accuracy_measured(void **state)
 {
 	zb_ds_measured m;
 	zb_error err = { 0 };
-	assert_int_equal(zb_ds_measured_load(DATA, &m, &err), ZB_OK);
-	assert_int_equal(m.n, 8);
 	zb_config c;
 	base(&c);
-	zb_ds_eval e[8];
-	double worst, mape;
+	load_tables(&m, &c);
+	zb_ds_eval e[16];
+	double worst, mape, pworst, pmape;
 	errors(&m, &c, e, &worst, &mape, "default");
-	print_message("# default profile: MAPE %.1f%%, worst %.1f%% (bound %.0f%%)\n", 100 * mape, 100 * worst,
-		      100 * BOUND_DEFAULT_WORST);
+	check_order(&m, &c, e, 0, &pworst, &pmape); /* presets alone: 24 of 26 (recorded) */
+	print_message("# default profile: MAPE %.1f%%, worst %.1f%% (bound %.0f%%); pooled worst %.1f%% (bound %.0f%%)\n",
+		      100 * mape, 100 * worst, 100 * BOUND_DEFAULT_WORST, 100 * pworst, 100 * BOUND_DEFAULT_POOLED_WORST);
 	assert_true(worst <= BOUND_DEFAULT_WORST);
+	assert_true(pworst <= BOUND_DEFAULT_POOLED_WORST);
 
 	zb_ds_profile fitted;
 	zb_ds_fit_report rep;
 	assert_int_equal(zb_ds_calibrate(&m, &c, &fitted, &rep, &err), ZB_OK);
 	c.hw.ds = fitted;
 	errors(&m, &c, e, &worst, &mape, "fitted");
-	print_message("# fitted profile: MAPE %.1f%%, worst %.1f%% (bounds %.0f%%, %.0f%%)\n", 100 * mape,
-		      100 * worst, 100 * BOUND_FITTED_MAPE, 100 * BOUND_FITTED_WORST);
-	assert_true(worst <= BOUND_FITTED_WORST);
+	check_order(&m, &c, e, 1, &pworst, &pmape);
+	print_message("# fitted profile: MAPE %.1f%%, worst %.1f%% (bounds %.1f%%, %.1f%%); pooled MAPE %.1f%%, "
+		      "worst %.1f%% (bounds %.1f%%, %.0f%%)\n", 100 * mape, 100 * worst, 100 * BOUND_FITTED_MAPE,
+		      100 * BOUND_PRESET_FIT_WORST, 100 * pmape, 100 * pworst, 100 * BOUND_FITTED_POOLED_MAPE,
+		      100 * BOUND_FITTED_POOLED_WORST);
+	assert_true(worst <= BOUND_PRESET_FIT_WORST);
 	assert_true(mape <= BOUND_FITTED_MAPE);
-	assert_true(misranked(&m, e) <= MISRANKED_PAIRS);
+	assert_true(pworst <= BOUND_FITTED_POOLED_WORST);
+	assert_true(pmape <= BOUND_FITTED_POOLED_MAPE);
 	for (int i = 0; i < m.n; i++) {
 		double g = e[i].gpu_B / m.rows[i].gpu_peak_B - 1, h = e[i].host_B / m.rows[i].host_rss_B - 1;
 		print_message("# memory %-14s gpu %+.1f%% host %+.1f%%\n", m.rows[i].name, 100 * g, 100 * h);
@@ -563,16 +609,17 @@ static void test_committed_profile(void **state)
 {
 	zb_ds_measured m;
 	zb_error err = { 0 };
-	assert_int_equal(zb_ds_measured_load(DATA, &m, &err), ZB_OK);
 	zb_config c;
 	base(&c);
+	load_tables(&m, &c);
 	assert_int_equal(zb_hw_load("hw/h200-machine-deepspeed.json", &c.hw, &err), ZB_OK);
 	assert_true(c.hw.ds.set);
-	zb_ds_eval e[8];
-	double worst, mape;
+	zb_ds_eval e[16];
+	double worst, mape, pworst, pmape;
 	errors(&m, &c, e, &worst, &mape, "file");
+	check_order(&m, &c, e, 1, &pworst, &pmape);
 	assert_true(worst <= BOUND_FITTED_WORST);
-	assert_true(misranked(&m, e) <= MISRANKED_PAIRS);
+	assert_true(pworst <= BOUND_FITTED_POOLED_WORST);
 	/* the fit's second target: the profiled GPU kernel busy time of 4 rows */
 	int busy = 0;
 	for (int i = 0; i < m.n; i++) {
@@ -616,11 +663,13 @@ static void test_shape_terms(void **state)
 
 /* Errors of the committed profile on the other shapes, in the data file's order
  * (gpt2-large s2-none s2-off s3-off s3-tf50, then Llama-3.2-3B the same), recorded
- * 2026-12-01 with the unscale pass, the serial flush chain and the measured costs held (before: +6.4, -7.5, -3.6,
+ * 2026-12-01 (afternoon) with the profile fitted on both sessions of the 2.5 B table and overlap_comm's
+ * serial flush (before: +5.9, -0.4, -7.8, +3.6, +7.4, -8.6, -6.8, +6.2 %; earlier
+ * with the unscale pass, the serial flush chain and the measured costs held: +6.4, -7.5, -3.6,
  * +5.5, +7.5, -10.7, -1.5, +8.7 %; with step times alone fitted: -3.3, -11.0, -6.3, +1.5, +0.6,
  * -11.8, -2.8, +6.9 %). A change that moves any of them further from 0 by more than the slack
  * fails: the no-refit generalization check of issue 11. */
-static const double shape_errors[8] = { +0.059, -0.004, -0.078, +0.036, +0.074, -0.086, -0.068, +0.062 };
+static const double shape_errors[8] = { -0.050, -0.036, -0.086, +0.022, -0.002, -0.096, -0.061, +0.076 };
 
 /* The gpt2-large and Llama-3.2-3B runs (JSON lines): from presets, and without
  * refitting with the committed profile, which is the 2.5 B table's fit (checked:
@@ -651,10 +700,10 @@ static void test_accuracy_shapes(void **state)
 		assert_true(fabs(x) <= fabs(shape_errors[i]) + SHAPES_SLACK);
 	}
 
-	/* the committed file is the 2.5 B table's fit: refit it here and compare */
-	assert_int_equal(zb_ds_measured_load(DATA, &t, &err), ZB_OK);
+	/* the committed file is the 2.5 B table's fit (both sessions): refit it here and compare */
 	zb_config h;
 	base(&h);
+	load_tables(&t, &h);
 	assert_int_equal(zb_hw_load("hw/h200-machine-calibrated.json", &h.hw, &err), ZB_OK);
 	zb_ds_fit_report rep;
 	assert_int_equal(zb_ds_calibrate(&t, &h, &h.hw.ds, &rep, &err), ZB_OK);
