@@ -29,6 +29,11 @@ void zb_ds_knobs_of(const zb_config *c, zb_ds_knobs *k)
 void zb_ds_knobs_apply(const zb_ds_knobs *k, zb_config *c)
 {
 	zb_policy *p = &c->policy;
+	/* stage 3 from a stage 1/2 input: the prefetch window of DeepSpeed's default
+	 * stage3_prefetch_bucket_size (a stage 3 input's was planned from its config),
+	 * as `predict --ds-config` reads the written config */
+	if (k->stage == 3 && zb_ds_stage(c) != 3)
+		p->prefetch_layers = zb_ds_prefetch_layers(&c->model, ZB_DS_PREFETCH_DEFAULT);
 	c->framework = ZB_FW_DEEPSPEED;
 	p->zero_stage = k->stage;
 	p->kind = !k->offload ? ZB_POLICY_NONE : k->overlap ? ZB_POLICY_OVERLAP : ZB_POLICY_OFFLOAD;
@@ -41,9 +46,18 @@ void zb_ds_knobs_apply(const zb_ds_knobs *k, zb_config *c)
 	p->gas = k->gas;
 }
 
+static int knobs_changed(const zb_ds_knobs *a, const zb_ds_knobs *b)
+{
+	return (a->stage != b->stage) + (a->offload != b->offload) + (a->ratio != b->ratio) +
+	       (a->sub_group != b->sub_group) + (a->overlap != b->overlap) + (a->pin != b->pin) +
+	       (a->oparam != b->oparam) + (a->ckpt != b->ckpt) + (a->micro_batch != b->micro_batch) +
+	       (a->gas != b->gas);
+}
+
 typedef struct list {
 	zb_ds_candidate *v;
 	int n, cap, tried;
+	zb_ds_knobs input; /* the input configuration's knobs */
 } list;
 
 static void try_knobs(list *l, const zb_config *base, const zb_ds_knobs *k)
@@ -66,6 +80,7 @@ static void try_knobs(list *l, const zb_config *base, const zb_ds_knobs *k)
 		}
 		zb_ds_candidate *d = &l->v[l->n++];
 		d->k = *k;
+		d->changed = knobs_changed(k, &l->input);
 		d->step_s = p.res.step_time_s;
 		d->tokens_per_s = p.res.tokens_per_s;
 		d->gpu_B = p.mem.gpu_bytes;
@@ -74,11 +89,16 @@ static void try_knobs(list *l, const zb_config *base, const zb_ds_knobs *k)
 	zb_prediction_free(&p);
 }
 
+/* Faster first; of equal predictions the one that changes fewer of the input's knobs (a
+ * knob the model sees no gain in, such as overlap_comm beside stage 2 offload, stays). */
 static int by_time(const void *a, const void *b)
 {
-	double x = ((const zb_ds_candidate *)a)->step_s, y = ((const zb_ds_candidate *)b)->step_s;
-	return x < y ? -1 : x > y;
+	const zb_ds_candidate *x = a, *y = b;
+	if (x->step_s != y->step_s)
+		return x->step_s < y->step_s ? -1 : 1;
+	return (x->changed > y->changed) - (x->changed < y->changed);
 }
+
 
 /* Effective Twin-Flow ratios of whole sub-groups: the distinct splits of asking
  * 1, 0.9, ..., 0.1 (DeepSpeed's rule, zb_ds_twinflow_split). */
@@ -106,6 +126,7 @@ zb_status zb_ds_tune(const zb_config *base, zb_ds_candidate **out, int *n, int *
 	int batch = base->policy.micro_batch * base->policy.gas;
 	static const int64_t sgs[] = { 100000000, 200000000, 500000000, 1000000000 };
 	list l = { 0 };
+	zb_ds_knobs_of(&b, &l.input);
 	for (int mb = 1; mb <= batch && mb <= 64; mb++) {
 		if (batch % mb)
 			continue;

@@ -33,6 +33,7 @@ typedef struct zb_ds_knobs {
 typedef struct zb_ds_candidate {
 	zb_ds_knobs k;
 	double step_s, tokens_per_s, gpu_B, host_B;
+	int changed; /* knobs that differ from the input's: among equal step times, fewer first */
 } zb_ds_candidate;
 
 /* The knobs of a configuration, and a configuration with knobs applied. */

@@ -116,10 +116,10 @@ static void print_table(const zb_ds_measured *m, const zb_ds_eval *d, const zb_d
 		printf(", fitted %.1f%% (worst %.1f%%)", nf ? sf / nf : 0, mf);
 	if (nd < m->n)
 		printf("; %d of %d configurations do not fit in the model's memory and are left out", m->n - nd, m->n);
-	printf("\n# ranked as DeepSpeed: start profile %d of %d pairs", okd, tot);
+	printf("\n# ranked as DeepSpeed, row against row: start profile %d of %d pairs", okd, tot);
 	if (f)
 		printf(", fitted %d of %d pairs", pairs_in_order(m, f, &tot), tot);
-	printf("\n");
+	printf(" (rows of one configuration from several sessions: see the pooled order below)\n");
 }
 
 /* Each configuration's sessions pooled (when a configuration comes in several rows) and

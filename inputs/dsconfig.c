@@ -470,6 +470,17 @@ static zb_status plan_offload(const zb_ds_config *ds, zb_ds_plan *p, int *opt_ou
 	return ZB_OK;
 }
 
+int zb_ds_prefetch_layers(const zb_model *m, int64_t elements)
+{
+	int64_t block = zb_model_unit_params(m, 1);
+	int64_t layers = block > 0 ? (elements + block - 1) / block : 1;
+	if (layers < 1)
+		layers = 1;
+	if (layers > ZB_MAX_PREFETCH) /* more than the model has: the same as all */
+		layers = ZB_MAX_PREFETCH;
+	return (int)layers;
+}
+
 /* ZeRO-3 parameter offload and its prefetch window in layers. */
 static void plan_param_offload(const zb_ds_config *ds, const zb_model *m, zb_ds_plan *p, int off_param)
 {
@@ -485,17 +496,14 @@ static void plan_param_offload(const zb_ds_config *ds, const zb_model *m, zb_ds_
 	} else if (IS_AUTO(ZB_DSK_PREFETCH_BUCKET) && p->stage == 3) {
 		p->prefetch_elements = (int64_t)(0.9 * (double)h * (double)h);
 	} else {
-		p->prefetch_elements = 50000000;
+		p->prefetch_elements = ZB_DS_PREFETCH_DEFAULT;
 	}
-	if (off_param) {
+	/* stage 3 without offload_param too: the window bounds its all-gathers on several
+	 * ranks, and `zbench tune` turning offload_param on keeps the config's window */
+	if (off_param || p->stage == 3) {
 		int64_t block = zb_model_unit_params(m, 1);
-		int64_t layers = block > 0 ? (p->prefetch_elements + block - 1) / block : 1;
-		if (layers < 1)
-			layers = 1;
-		if (layers > ZB_MAX_PREFETCH) /* more than the model has: the same as all */
-			layers = ZB_MAX_PREFETCH;
 		p->set[ZB_DSF_PREFETCH] = 1;
-		p->policy.prefetch_layers = (int)layers;
+		p->policy.prefetch_layers = zb_ds_prefetch_layers(m, p->prefetch_elements);
 		const char *how = IS_SET(ZB_DSK_PREFETCH_BUCKET) ? ""
 				  : IS_AUTO(ZB_DSK_PREFETCH_BUCKET) ? " (\"auto\" = 0.9 x hidden^2)"
 								    : " (absent: DeepSpeed's 5e7)";

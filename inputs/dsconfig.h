@@ -140,4 +140,9 @@ void zb_ds_twinflow_split(const zb_model *m, int64_t sub_group_size, double rati
  * Calls fn(size, ctx) for each; the sizes add up to zb_model_params(m). */
 void zb_ds_tensors(const zb_model *m, void (*fn)(int64_t size, void *ctx), void *ctx);
 
+/* DeepSpeed's ZeRO-3 prefetch window in blocks: stage3_prefetch_bucket_size elements
+ * (DeepSpeed's default ZB_DS_PREFETCH_DEFAULT) counted in blocks of m, rounded up, at least 1. */
+#define ZB_DS_PREFETCH_DEFAULT 50000000
+int zb_ds_prefetch_layers(const zb_model *m, int64_t elements);
+
 #endif
