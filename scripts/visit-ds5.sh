@@ -7,7 +7,8 @@
 # The table takes ~650 s, more than one device call: give each call a part,
 #   DS_CONFIGS="s2-none s2-off s3-off s3-tf50 s3-off-param s3-none" DS_BUDGET=450 scripts/visit-batch.sh ds5
 #   DS_CONFIGS="s2-off-ovl s3-tf30" DS_BUDGET=200 scripts/visit-batch.sh ds5 fid
-# on a warm machine (the second call within 30 s of the first). A configuration is skipped
+# on a warm machine (the second call within 30 s of the first). DS_SHAPES picks another shape
+# (scripts/visit-deepspeed.sh's names), e.g. DS_SHAPES=llama-3.2-3b DS_CONFIGS="s2-off s3-tf50". A configuration is skipped
 # when less than 95 s of DS_BUDGET are left. Writes $OUT/ds-results.jsonl, the per-run logs
 # and $OUT/host.txt. Then, offline:
 #   zbench validate --deepspeed --from $OUT/ds-results.jsonl --model gpt-2.5b --seq 2048 \
@@ -15,7 +16,7 @@
 set -u
 OUT=${OUT:-/tmp/zbench-out}
 mkdir -p "$OUT"
-export OUT DS_DIRECT=1 DS_STEPS=${DS_STEPS:-8} DS_SHAPES=gpt-2.5b
+export OUT DS_DIRECT=1 DS_STEPS=${DS_STEPS:-8} DS_SHAPES=${DS_SHAPES:-gpt-2.5b}
 unset DS_EXTRA
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 CONFIGS=${DS_CONFIGS:-s2-none s2-off s3-off s3-tf50 s3-off-param s3-none s2-off-ovl s3-tf30}

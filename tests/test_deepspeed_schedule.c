@@ -42,6 +42,7 @@
 #define SHAPES "data/deepspeed-h200-2026-11-30-shapes.jsonl"
 #define TABLE2 "data/deepspeed-h200-2026-12-01-table.jsonl" /* the same 8, another session */
 #define SPLIT "data/deepspeed-h200-2026-12-01-split.jsonl"
+#define LLAMA2 "data/deepspeed-h200-2026-12-01-llama.jsonl" /* Llama s2-off and s3-tf50, another session */
 #define SPLIT_S3 "data/deepspeed-h200-2026-12-01-split-s3.jsonl"
 
 /* Recorded bounds (BENCHMARKS.md "DeepSpeed's schedule" has the table they come
@@ -698,6 +699,29 @@ static void test_accuracy_shapes(void **state)
 		double x = e[i].step_s / m.rows[i].step_s - 1;
 		print_message("# %-8s recorded %+.1f%% now %+.1f%%\n", m.rows[i].name, 100 * shape_errors[i], 100 * x);
 		assert_true(fabs(x) <= fabs(shape_errors[i]) + SHAPES_SLACK);
+	}
+
+	/* DeepSpeed's order on the held-out shapes, Llama's s2-off / s3-tf50 with a second session:
+	 * every pair the steps separate in order (that pair is not separated: 1909 / 1890 ms) */
+	{
+		const char *files[] = { SHAPES, LLAMA2 };
+		zb_ds_measured two;
+		assert_int_equal(zb_ds_measured_load_many(files, 2, &c.model, &two, &err), ZB_OK);
+		zb_ds_eval *e2 = zb_xcalloc((size_t)two.n, sizeof *e2);
+		for (int i = 0; i < two.n; i++)
+			assert_int_equal(zb_ds_eval_row(&two, i, &c, &e2[i], &err), ZB_OK);
+		zb_ds_pooled *p = zb_xcalloc((size_t)two.n, sizeof *p);
+		int n = zb_ds_pool(&two, e2, &c, p);
+		assert_int_equal(n, 8);
+		zb_ds_order o;
+		zb_ds_order_check(&two, p, n, &o, stderr);
+		print_message("# shapes ranked as DeepSpeed: %d of %d separated pairs (%d pairs)\n", o.in_order, o.separated,
+			      o.pairs);
+		assert_true(o.separated >= 26);
+		assert_int_equal(o.in_order, o.separated);
+		free(p);
+		free(e2);
+		zb_ds_measured_free(&two);
 	}
 
 	/* the committed file is the 2.5 B table's fit (both sessions): refit it here and compare */
