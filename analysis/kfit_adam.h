@@ -24,4 +24,14 @@ typedef struct zb_kfit_adam_stats {
 zb_status zb_kfit_adam_mem(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, zb_kfit_adam_stats *stats,
 			   zb_error *err);
 
+/* CPU Adam's slowdown beside DMA (execprofile.h adam_copy), from the measured Adam tasks
+ * of the items chosen by use (NULL: all) with pinned copies at the native link: each
+ * task's slowdown against its own configuration's Adam alone (its tasks with < 2 GB/s of
+ * copies beside them; a configuration needs 3) over the copies' bytes/s during the task
+ * / hw->cpu.dram_Bps, least squares through the origin weighted by duration. The rate
+ * alone comes from the configuration, not the profile, so that the configurations' own
+ * drift (16-thread Adam alone varies by ~10 % between them) stays out of the slope.
+ * Returns 0 when fewer than 20 tasks have copies beside them (keep what hw has). */
+double zb_kfit_adam_copy(const zb_kfit_set *s, const unsigned char *use, const zb_hw *hw, int *n);
+
 #endif

@@ -153,7 +153,9 @@ int zb_exec_dram(const zb_config *c, int adam, const zb_task *const active[ZB_RE
 		rate[ZB_RES_D2H] = d;
 	if (active[ZB_RES_H2D])
 		rate[ZB_RES_H2D] = h;
-	if (adam) {
+	if (adam && p->adam_copy > 0) { /* Adam's loads wait in the same queue (execprofile.h adam_copy) */
+		rate[ZB_RES_CPU] = a / (1 + p->adam_copy * x * (d + h) / B);
+	} else if (adam) {
 		double left = B - x * (d + h), floor = 0.05 * a; /* never stalled outright */
 		rate[ZB_RES_CPU] = a < left ? a : left > floor ? left : floor;
 	}
