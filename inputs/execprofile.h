@@ -43,8 +43,8 @@
  *              grows: rate / (1 + h2d_queue x u / (1 - u)), u the DRAM utilization of Adam and
  *              D2H; Adam gets what is left of cpu.dram_Bps
  *   adam_copy  with h2d_queue: CPU Adam beside DMA slows by its latency, not by a budget share:
- *              rate / (1 + adam_copy x c / cpu.dram_Bps), c the copies' DRAM bytes/s (pageable
- *              ones x3). Measured on the H200 machine (fid run C, 4 + 6 steps, every Adam task
+ *              rate / (1 + adam_copy x c / cpu.dram_Bps), c the copies' bytes/s (pageable ones
+ *              too: not their 3x DRAM traffic, measured). Measured on the H200 machine (fid run C, 4 + 6 steps, every Adam task
  *              against its configuration's Adam alone): x1.07 beside 10-20 GB/s of copies, x1.2-1.3
  *              beside 50-60, the same on 8 and 16 threads, where "Adam gets the rest" slows 16
  *              threads (127 GB/s of demand) 1.5-1.7x and 8 threads 1.25x. The H2D queue's
