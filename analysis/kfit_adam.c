@@ -2,7 +2,6 @@
 #include "analysis/kfit_adam.h"
 
 #include <math.h>
-#include <stdlib.h>
 
 #include "sim/kernels.h"
 
@@ -100,49 +99,10 @@ static int adam_sample(const zb_kfit_set *s, const zb_kfit_item *x, size_t i)
 	       x->mend[i] > x->mstart[i] && isfinite(x->mend[i]);
 }
 
-/* The samples of the fit: per Adam task its duration d, its work alone w (params / the
- * rate alone) and its pieces: seconds each with a constant copy rate c / dram_Bps. */
-typedef struct piece { double len, c; } piece;
-typedef struct sample { double d, w; int first, n; } sample;
-typedef struct samples { sample *s; piece *p; int ns, np, cs, cp; } samples;
-
-static void add_piece(samples *q, double len, double c)
-{
-	if (q->np == q->cp)
-		q->p = zb_xrealloc(q->p, (size_t)(q->cp = q->cp ? 2 * q->cp : 256) * sizeof *q->p);
-	q->p[q->np++] = (piece){ len, c };
-}
-
-static int by_value(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Task i of x ([s0, e0]) cut where a copy starts or ends; each piece's copy rate is the
- * sum of the copies running (bytes over their measured interval). */
-static void add_pieces(samples *q, const zb_kfit_item *x, double s0, double e0, double B)
-{
-	int nc = 2;
-	double *cut = zb_xmalloc((2 * x->g.ntasks + 2) * sizeof *cut);
-	cut[0] = s0, cut[1] = e0;
-	for (size_t j = 0; j < x->g.ntasks; j++)
-		if (x->g.tasks[j].kind == ZB_TASK_COPY && x->mend[j] > s0 && x->mstart[j] < e0) {
-			if (x->mstart[j] > s0)
-				cut[nc++] = x->mstart[j];
-			if (x->mend[j] < e0)
-				cut[nc++] = x->mend[j];
-		}
-	qsort(cut, (size_t)nc, sizeof *cut, by_value);
-	for (int k = 0; k + 1 < nc; k++)
-		if (cut[k + 1] > cut[k])
-			add_piece(q, cut[k + 1] - cut[k], copies_Bps(x, cut[k], cut[k + 1]) / B);
-	free(cut);
-}
-
-/* One configuration's samples: its Adam alone (params/s of compute time) from its tasks
- * with < 2 GB/s of copies beside them, the profile's rate when fewer than 3. */
-static void adam_copy_item(const zb_kfit_set *s, const zb_kfit_item *x, const zb_hw *hw, samples *q)
+/* One configuration's sums: d slowdown c and d c^2 over its Adam tasks with copies beside
+ * them, the slowdown against its Adam alone (params/s of compute time) from its tasks with
+ * < 2 GB/s of copies beside them, the profile's rate when fewer than 3. */
+static void adam_copy_item(const zb_kfit_set *s, const zb_kfit_item *x, const zb_hw *hw, double sums[2], int *n)
 {
 	const double alone_Bps = 2e9, L = hw->gpu.exec.adam_task_s, B = hw->cpu.dram_Bps;
 	double p = 0, t = 0;
@@ -162,39 +122,19 @@ static void adam_copy_item(const zb_kfit_set *s, const zb_kfit_item *x, const zb
 			return;
 	}
 	for (size_t i = 0; i < x->g.ntasks; i++) {
-		double s0 = x->mstart[i], e0 = x->mend[i], d = e0 - s0;
-		if (!adam_sample(s, x, i) || !(d > L) || copies_Bps(x, s0, e0) < alone_Bps)
+		double s0 = x->mstart[i], e0 = x->mend[i], d = e0 - s0, c = copies_Bps(x, s0, e0);
+		if (!adam_sample(s, x, i) || !(d > L) || c < alone_Bps)
 			continue;
-		if (q->ns == q->cs)
-			q->s = zb_xrealloc(q->s, (size_t)(q->cs = q->cs ? 2 * q->cs : 64) * sizeof *q->s);
-		sample *sm = &q->s[q->ns++];
-		sm->d = d;
-		sm->w = x->g.tasks[i].params / ra;
-		sm->first = q->np;
-		add_pieces(q, x, s0 + L, e0, B); /* the fixed cost first, at no rate */
-		sm->n = q->np - sm->first;
+		double slow = ra * (d - L) / x->g.tasks[i].params - 1;
+		sums[0] += d * slow * c / B;
+		sums[1] += d * (c / B) * (c / B);
+		(*n)++;
 	}
-}
-
-/* Sum over the samples of d (work alone under k / work alone - 1)^2, the work under k
- * being the pieces' seconds times the rate each leaves: 1 / (1 + k c). */
-static double cost(const samples *q, double k)
-{
-	double sum = 0;
-	for (int i = 0; i < q->ns; i++) {
-		const sample *sm = &q->s[i];
-		double w = 0;
-		for (int j = sm->first; j < sm->first + sm->n; j++)
-			w += q->p[j].len / (1 + k * q->p[j].c);
-		double r = w / sm->w - 1;
-		sum += sm->d * r * r;
-	}
-	return sum;
 }
 
 double zb_kfit_adam_copy(const zb_kfit_set *s, const unsigned char *use, const zb_hw *hw, int *n)
 {
-	samples q = { 0 };
+	double sums[2] = { 0, 0 };
 	*n = 0;
 	if (!(hw->cpu.dram_Bps > 0))
 		return 0;
@@ -202,25 +142,10 @@ double zb_kfit_adam_copy(const zb_kfit_set *s, const unsigned char *use, const z
 		const zb_kfit_item *x = &s->it[k];
 		if ((use && !use[k]) || x->c.policy.pageable || x->c.policy.link_rate_Bps > 0)
 			continue;
-		adam_copy_item(s, x, hw, &q);
+		adam_copy_item(s, x, hw, sums, n);
 	}
-	*n = q.ns;
-	double best = 0;
-	if (q.ns >= 20) { /* golden section on [0, 10] (the cost is smooth and has one minimum) */
-		const double g = (sqrt(5) - 1) / 2;
-		double a = 0, b = 10, x1 = b - g * (b - a), x2 = a + g * (b - a), f1 = cost(&q, x1), f2 = cost(&q, x2);
-		for (int i = 0; i < 50; i++) {
-			if (f1 <= f2) {
-				b = x2, x2 = x1, f2 = f1, x1 = b - g * (b - a);
-				f1 = cost(&q, x1);
-			} else {
-				a = x1, x1 = x2, f1 = f2, x2 = a + g * (b - a);
-				f2 = cost(&q, x2);
-			}
-		}
-		best = 0.5 * (a + b);
-	}
-	free(q.s);
-	free(q.p);
-	return best;
+	if (*n < 20 || !(sums[1] > 0))
+		return 0;
+	double k = sums[0] / sums[1];
+	return k > 0 ? (k < 10 ? k : 10) : 0;
 }

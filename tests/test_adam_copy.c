@@ -106,7 +106,7 @@ static void store_measured(zb_store *s, int64_t run, const zb_config *c)
 }
 
 /* dpu and overlap on half and all the cores, simulated with k = 0.6: the fit gives it back
- * (within the error of spreading each copy's bytes evenly over the Adam task) */
+ * within the task-average slope's bias (kfit_adam.h: ~8 % low; measured 0.552) */
 static void test_fit(void **state)
 {
 	zb_hw truth;
@@ -145,7 +145,7 @@ static void test_fit(void **state)
 	double k = zb_kfit_adam_copy(&set, NULL, &truth, &n);
 	printf("adam_copy measured: %.3f from %d tasks (simulated with 0.6)\n", k, n);
 	assert_true(n >= 20);
-	assert_close(k, 0.6, 0.06);
+	assert_true(k > 0.52 && k <= 0.6);
 	/* none of them with copies beside Adam: nothing fitted */
 	unsigned char none[4] = { 0 };
 	assert_close(zb_kfit_adam_copy(&set, none, &truth, &n), 0, 0);
