@@ -79,8 +79,8 @@ static void fill_profiles(void)
 	 * 54.6 alone, D2H 53-55 either way (BENCHMARKS.md, issue 12) */
 	p->h2d_queue = 0.16;
 	/* CPU Adam beside copies (kernels.h zb_exec_dram, execprofile.h adam_copy): fid run C's fit,
-	 * 0.563 at its 133 GB/s budget, at this budget's 140 (run B: 0.727 at 124; BENCHMARKS.md) */
-	p->adam_copy = 0.59;
+	 * 0.627 at its 133 GB/s budget, at this budget's 140 (run B: 0.724 at 124; BENCHMARKS.md) */
+	p->adam_copy = 0.66;
 	/* --link-rate: GEMMs beside one / two paced copies x1.03-1.05 / x1.07-1.10 (the pacer's
 	 * spin kernels hold SMs); `calibrate --from-db` on the fid runs v4, A, B: 0.947, 0.944,
 	 * 0.941 (BENCHMARKS.md, issue 12) */
