@@ -1,4 +1,5 @@
-/* kfit_adam.c - adam_mem from the CPU Adam of runs on several ranks; see kfit_adam.h. */
+/* kfit_adam.c - adam_mem from the CPU Adam of runs on several ranks, adam_copy from the
+ * Adam tasks copies overlap; see kfit_adam.h. */
 #include "analysis/kfit_adam.h"
 
 #include <math.h>

@@ -7,7 +7,8 @@
  * the node's other pools run too, beside its copies (the DRAM queue of kernels.h
  * stays as it is). The per-thread factor (adam_thread) is kept: runs with one thread
  * count cannot separate it from the memory term, and the host's microbenchmark
- * measures it over 1..cores threads.
+ * measures it over 1..cores threads. Also adam_copy, CPU Adam's slowdown beside the
+ * copies, from the measured Adam tasks (below).
  */
 #ifndef ZB_KFIT_ADAM_H
 #define ZB_KFIT_ADAM_H
