@@ -33,7 +33,7 @@ n=0
 for rep in 1 2; do
 	for c in "${CONFIGS[@]}"; do
 		n=$((n + 1))
-		if [ $(($(date +%s) - T0)) -gt "${ZB_BUDGET:-420}" ]; then
+		if [ $(($(date +%s) - T0)) -gt "${ZB_BUDGET:-360}" ]; then
 			step "run $n: skipped (budget)"
 			continue
 		fi
