@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/kfit_adam.h"
 #include "analysis/kfit_comm.h"
 #include "analysis/kfit_starved.h"
 #include "sim/kernels.h"
@@ -633,6 +634,11 @@ zb_status zb_kfit_fit(const zb_kfit_set *s, const unsigned char *use, const zb_h
 			hw = before;
 			hw.gpu.exec.h2d_queue = 0;
 			fit_dram(s, use, &hw);
+		} else {
+			int na;
+			double ac = zb_kfit_adam_copy(s, use, &hw, &na);
+			if (ac > 0) /* else the base's */
+				hw.gpu.exec.adam_copy = ac;
 		}
 		fit_starved(s, use, cfgs, &hw);
 		double pg = zb_kfit_paced_gpu(s, use, cfgs, &hw);

@@ -1,7 +1,10 @@
-/* kfit_adam.c - adam_mem from the CPU Adam of runs on several ranks; see kfit_adam.h. */
+/* kfit_adam.c - adam_mem from the CPU Adam of runs on several ranks, adam_copy from the
+ * Adam tasks copies overlap; see kfit_adam.h. */
 #include "analysis/kfit_adam.h"
 
 #include <math.h>
+
+#include "sim/kernels.h"
 
 
 typedef struct ctx {
@@ -74,4 +77,76 @@ zb_status zb_kfit_adam_mem(const zb_kfit_set *s, const unsigned char *use, zb_hw
 	if (!q.st)
 		hw->gpu.exec.adam_mem = best;
 	return q.st;
+}
+
+/* Bytes per second the copies of x moved during [s, e], each copy's bytes spread
+ * evenly over its measured interval. */
+static double copies_Bps(const zb_kfit_item *x, double s, double e)
+{
+	double b = 0;
+	for (size_t i = 0; i < x->g.ntasks; i++) {
+		const zb_task *t = &x->g.tasks[i];
+		if (t->kind != ZB_TASK_COPY || !(x->mend[i] > s) || !(x->mstart[i] < e) || !(x->mend[i] > x->mstart[i]))
+			continue;
+		double a = x->mstart[i] > s ? x->mstart[i] : s, z = x->mend[i] < e ? x->mend[i] : e;
+		b += t->bytes * (z - a) / (x->mend[i] - x->mstart[i]);
+	}
+	return b / (e - s);
+}
+
+static int adam_sample(const zb_kfit_set *s, const zb_kfit_item *x, size_t i)
+{
+	return x->g.tasks[i].kind == ZB_TASK_CPU_ADAM && x->g.tasks[i].step >= s->warmup &&
+	       x->mend[i] > x->mstart[i] && isfinite(x->mend[i]);
+}
+
+/* One configuration's sums: d slowdown c and d c^2 over its Adam tasks with copies beside
+ * them, the slowdown against its Adam alone (params/s of compute time) from its tasks with
+ * < 2 GB/s of copies beside them, the profile's rate when fewer than 3. */
+static void adam_copy_item(const zb_kfit_set *s, const zb_kfit_item *x, const zb_hw *hw, double sums[2], int *n)
+{
+	const double alone_Bps = 2e9, L = hw->gpu.exec.adam_task_s, B = hw->cpu.dram_Bps;
+	double p = 0, t = 0;
+	int na = 0;
+	for (size_t i = 0; i < x->g.ntasks; i++)
+		if (adam_sample(s, x, i) && copies_Bps(x, x->mstart[i], x->mend[i]) < alone_Bps) {
+			p += x->g.tasks[i].params;
+			t += x->mend[i] - x->mstart[i] - L;
+			na++;
+		}
+	double ra = p / t;
+	if (na < 3 || !(t > 0)) { /* too few alone: the profile's rate */
+		zb_config c = x->c;
+		c.hw = *hw;
+		ra = zb_exec_adam_Pps(&c, &hw->gpu.exec, zb_config_cpu_threads(&c), 1);
+		if (!(ra > 0))
+			return;
+	}
+	for (size_t i = 0; i < x->g.ntasks; i++) {
+		double s0 = x->mstart[i], e0 = x->mend[i], d = e0 - s0, c = copies_Bps(x, s0, e0);
+		if (!adam_sample(s, x, i) || !(d > L) || c < alone_Bps)
+			continue;
+		double slow = ra * (d - L) / x->g.tasks[i].params - 1;
+		sums[0] += d * slow * c / B;
+		sums[1] += d * (c / B) * (c / B);
+		(*n)++;
+	}
+}
+
+double zb_kfit_adam_copy(const zb_kfit_set *s, const unsigned char *use, const zb_hw *hw, int *n)
+{
+	double sums[2] = { 0, 0 };
+	*n = 0;
+	if (!(hw->cpu.dram_Bps > 0))
+		return 0;
+	for (int k = 0; k < s->n; k++) {
+		const zb_kfit_item *x = &s->it[k];
+		if ((use && !use[k]) || x->c.policy.pageable || x->c.policy.link_rate_Bps > 0)
+			continue;
+		adam_copy_item(s, x, hw, sums, n);
+	}
+	if (*n < 20 || !(sums[1] > 0))
+		return 0;
+	double k = sums[0] / sums[1];
+	return k > 0 ? (k < 10 ? k : 10) : 0;
 }

@@ -7,7 +7,8 @@
  * the node's other pools run too, beside its copies (the DRAM queue of kernels.h
  * stays as it is). The per-thread factor (adam_thread) is kept: runs with one thread
  * count cannot separate it from the memory term, and the host's microbenchmark
- * measures it over 1..cores threads.
+ * measures it over 1..cores threads. Also adam_copy, CPU Adam's slowdown beside the
+ * copies, from the measured Adam tasks (below).
  */
 #ifndef ZB_KFIT_ADAM_H
 #define ZB_KFIT_ADAM_H
@@ -23,5 +24,20 @@ typedef struct zb_kfit_adam_stats {
  * changes when no such item has several ranks or hw has no CPU Adam curve. */
 zb_status zb_kfit_adam_mem(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, zb_kfit_adam_stats *stats,
 			   zb_error *err);
+
+/* CPU Adam's slowdown beside DMA (execprofile.h adam_copy), from the measured Adam tasks
+ * of the items chosen by use (NULL: all) with pinned copies at the native link: each task's
+ * slowdown against its own configuration's Adam alone (its tasks with < 2 GB/s of copies
+ * beside them; the profile's rate where fewer than 3) over the copies' bytes/s during the
+ * task / hw->cpu.dram_Bps, least squares through the origin weighted by duration. The
+ * rate alone comes from the configuration where it can, so that the configurations' own
+ * drift (16-thread Adam alone varies by ~10 % between them) stays out of k. A task-average
+ * slope: on timelines simulated with k, where copies start and stop inside a task, it
+ * gives ~8 % less (the model is linear in the rate at each instant, the rate's average is
+ * not the average of its effect); fitted piece by piece instead, the measured tasks give
+ * 0.90 where this gives 0.56 (fid run C) and the other runs are predicted worse: the
+ * measured slowdown is concave in the copy rate, and the slope describes it by task as
+ * measured (BENCHMARKS.md). Returns 0 when fewer than 20 tasks have copies beside them. */
+double zb_kfit_adam_copy(const zb_kfit_set *s, const unsigned char *use, const zb_hw *hw, int *n);
 
 #endif

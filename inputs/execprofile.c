@@ -78,6 +78,9 @@ static void fill_profiles(void)
 	 * run: H2D copies under Adam on 2 / 4 / 8 / 16 threads 53 / 52 / 46 / 37 GB/s against
 	 * 54.6 alone, D2H 53-55 either way (BENCHMARKS.md, issue 12) */
 	p->h2d_queue = 0.16;
+	/* CPU Adam beside copies (kernels.h zb_exec_dram, execprofile.h adam_copy): fid run C's fit,
+	 * 0.627 at its 133 GB/s budget, at this budget's 140 (run B: 0.724 at 124; BENCHMARKS.md) */
+	p->adam_copy = 0.66;
 	/* --link-rate: GEMMs beside one / two paced copies x1.03-1.05 / x1.07-1.10 (the pacer's
 	 * spin kernels hold SMs); `calibrate --from-db` on the fid runs v4, A, B: 0.947, 0.944,
 	 * 0.941 (BENCHMARKS.md, issue 12) */
@@ -133,7 +136,7 @@ zb_status zb_exec_profile_validate(const zb_exec_profile *p, zb_error *err)
 		{ "paced_gpu", p->paced_gpu, 1 },       { "shared_gpu", p->shared_gpu, 1 },
 		{ "shared_opt", p->shared_opt, 1 },     { "h2d_queue", p->h2d_queue, 10 },
 		{ "comm_gpu", p->comm_gpu, 1 },         { "comm_opt", p->comm_opt, 1 },
-		{ "comm_wait", p->comm_wait, 1 },
+		{ "comm_wait", p->comm_wait, 1 },       { "adam_copy", p->adam_copy, 10 },
 	};
 	for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
 		if (!isfinite(one[i].v) || one[i].v < 0 || one[i].v > one[i].hi)
@@ -203,6 +206,7 @@ static double *scalar_slot(zb_exec_profile *p, const char *key)
 	if (!strcmp(key, "comm_gpu")) return &p->comm_gpu;
 	if (!strcmp(key, "comm_opt")) return &p->comm_opt;
 	if (!strcmp(key, "comm_wait")) return &p->comm_wait;
+	if (!strcmp(key, "adam_copy")) return &p->adam_copy;
 	return NULL;
 }
 
@@ -275,6 +279,8 @@ void *zb_exec_profile_to_json(const zb_exec_profile *p)
 	json_object_set_new(o, "shared_opt", json_real(p->shared_opt));
 	if (p->h2d_queue > 0) /* files of the proportional model stay as they were */
 		json_object_set_new(o, "h2d_queue", json_real(p->h2d_queue));
+	if (p->adam_copy > 0) /* files without the term stay as they were */
+		json_object_set_new(o, "adam_copy", json_real(p->adam_copy));
 	json_object_set_new(o, "comm_gpu", json_real(p->comm_gpu));
 	json_object_set_new(o, "comm_opt", json_real(p->comm_opt));
 	if (p->comm_wait > 0) /* files without the rule stay as they were */

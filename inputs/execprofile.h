@@ -42,6 +42,14 @@
  *              reads, a bounded number in flight, so latency-bound) slow as the memory queue
  *              grows: rate / (1 + h2d_queue x u / (1 - u)), u the DRAM utilization of Adam and
  *              D2H; Adam gets what is left of cpu.dram_Bps
+ *   adam_copy  with h2d_queue: CPU Adam beside DMA slows by its own loaded latency, not by a
+ *              budget share: rate / (1 + adam_copy x c / cpu.dram_Bps), c the copies' bytes/s
+ *              (pageable ones by their bytes too, not their 3x DRAM traffic: measured). Measured
+ *              on the H200 machine (fid run C, 4 + 6 steps, each Adam task against its
+ *              configuration's Adam alone): x1.02-1.08 beside 10-20 GB/s of copies, x1.2-1.3
+ *              beside 50-60, the same on 8 and 16 threads, where "Adam gets the rest" slows 16
+ *              threads (127 GB/s of demand) 1.5-1.7x and 8 threads 1.25x. The copies keep the
+ *              h2d_queue model. 0: Adam gets what is left
  *   comm_gpu, comm_opt  several ranks: the collectives' rate (on the fabric's busbw) while
  *              the GPU compute stream / GPU Adam run: NCCL's kernels share the SMs and HBM
  *              with them (0: 1). Measured on 2 H200s (large-none of 2026-11-30, 50 MB
@@ -85,6 +93,7 @@ typedef struct zb_exec_profile {
 	double paced_gpu;                            /* GPU compute rate beside each paced copy (0: 1) */
 	double shared_gpu, shared_opt;               /* rates while both GPU streams run (0: 0.5) */
 	double h2d_queue;                            /* DMA reads' queueing under DRAM load (0: off) */
+	double adam_copy;                            /* CPU Adam's latency slowdown beside DMA (0: budget share) */
 	double comm_gpu, comm_opt;                   /* collectives' rate beside compute / GPU Adam (0: 1) */
 	double comm_wait;                            /* 1: a collective waits for a GEMM that fills the SMs (0: off) */
 } zb_exec_profile;

@@ -29,7 +29,10 @@
 static char dir[64];
 
 /* The fixture's accuracy with the h200-machine preset (BENCHMARKS.md, issue 12), with margin. */
-#define MAPE_PRESET 0.04  /* measured 3.33% */
+#define MAPE_PRESET 0.045 /* measured 3.98% (3.33% before adam_copy: the dpu 0.5 configuration, the one
+			   * with Adam beside copies, is now 2.6 points faster than measured; the Llama
+			   * shape's Adam runs 4-9% slower than gpt2's on the same threads, alone too
+			   * (fid run C: offload 0.231 against 0.222 ns/param; BENCHMARKS.md)) */
 #define WORST_PRESET 0.11 /* measured 10.52% (the flash configuration) */
 
 static int setup(void **state)
