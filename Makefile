@@ -173,7 +173,7 @@ $(BUILD)/lib/libcmocka.so.0:
 	@mkdir -p $(dir $@)
 	$(Q)cp $(CMOCKA_SO) $@
 
-$(BUILD)/tests/%: tests/%.c tests/harness.h $(LIB) $(BUILD)/lib/libcmocka.so.0
+$(BUILD)/tests/%: tests/%.c tests/harness.h tests/kfit_fixture.h $(LIB) $(BUILD)/lib/libcmocka.so.0
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  TEST-CC $<")
 	$(Q)$(CC) $(CFLAGS) $< -o $@ $(LIB) -L$(BUILD)/lib -l:libcmocka.so.0 \

@@ -343,7 +343,7 @@ static void fit_dram(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw)
 
 /* Bytes per second the copies of x moved during [s, e] (each copy's bytes spread
  * evenly over its measured interval). */
-static double copy_Bps_during(const zb_kfit_item *x, double s, double e)
+double zb_kfit_copy_Bps(const zb_kfit_item *x, double s, double e)
 {
 	double b = 0;
 	for (size_t i = 0; i < x->g.ntasks; i++) {
@@ -386,7 +386,7 @@ static int fit_dram_queue(const zb_kfit_set *s, const unsigned char *use, zb_hw 
 					double oc = copy_overlap(x, s0, e0), got = t->params / (d - p->adam_task_s);
 					if (oc < 0.5 || !(got > 0) || got > 0.95 * ra)
 						continue;
-					sum += d * (got * ZB_ADAM_BYTES_PER_PARAM + copy_Bps_during(x, s0, e0));
+					sum += d * (got * ZB_ADAM_BYTES_PER_PARAM + zb_kfit_copy_Bps(x, s0, e0));
 					w += d;
 				} else if (pass == 1 && t->kind == ZB_TASK_COPY && t->resource == ZB_RES_H2D &&
 					   t->bytes >= (1 << 20) && zb_kfit_overlap(x, ZB_RES_CPU, s0, e0) > 0.9) {

@@ -65,6 +65,10 @@ void zb_kfit_free(zb_kfit_set *s);
 /* Fraction of [s, e] during which resource r of x was measured busy (kfit.c). */
 double zb_kfit_overlap(const zb_kfit_item *x, int r, double s, double e);
 
+/* Bytes per second the copies of x moved during [s, e] (each copy's bytes spread evenly
+ * over its measured interval). */
+double zb_kfit_copy_Bps(const zb_kfit_item *x, double s, double e);
+
 /* The predicted busy time per step of resource r for item k of s on hw, over the
  * measured window (s->warmup); NaN when not simulated, NaN and *st set on an error. */
 double zb_kfit_predicted_busy(const zb_kfit_set *s, int k, const zb_hw *hw, int r, zb_status *st, zb_error *err);

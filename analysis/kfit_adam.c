@@ -79,20 +79,6 @@ zb_status zb_kfit_adam_mem(const zb_kfit_set *s, const unsigned char *use, zb_hw
 	return q.st;
 }
 
-/* Bytes per second the copies of x moved during [s, e], each copy's bytes spread
- * evenly over its measured interval. */
-static double copies_Bps(const zb_kfit_item *x, double s, double e)
-{
-	double b = 0;
-	for (size_t i = 0; i < x->g.ntasks; i++) {
-		const zb_task *t = &x->g.tasks[i];
-		if (t->kind != ZB_TASK_COPY || !(x->mend[i] > s) || !(x->mstart[i] < e) || !(x->mend[i] > x->mstart[i]))
-			continue;
-		double a = x->mstart[i] > s ? x->mstart[i] : s, z = x->mend[i] < e ? x->mend[i] : e;
-		b += t->bytes * (z - a) / (x->mend[i] - x->mstart[i]);
-	}
-	return b / (e - s);
-}
 
 static int adam_sample(const zb_kfit_set *s, const zb_kfit_item *x, size_t i)
 {
@@ -109,7 +95,7 @@ static void adam_copy_item(const zb_kfit_set *s, const zb_kfit_item *x, const zb
 	double p = 0, t = 0;
 	int na = 0;
 	for (size_t i = 0; i < x->g.ntasks; i++)
-		if (adam_sample(s, x, i) && copies_Bps(x, x->mstart[i], x->mend[i]) < alone_Bps) {
+		if (adam_sample(s, x, i) && zb_kfit_copy_Bps(x, x->mstart[i], x->mend[i]) < alone_Bps) {
 			p += x->g.tasks[i].params;
 			t += x->mend[i] - x->mstart[i] - L;
 			na++;
@@ -123,7 +109,7 @@ static void adam_copy_item(const zb_kfit_set *s, const zb_kfit_item *x, const zb
 			return;
 	}
 	for (size_t i = 0; i < x->g.ntasks; i++) {
-		double s0 = x->mstart[i], e0 = x->mend[i], d = e0 - s0, c = copies_Bps(x, s0, e0);
+		double s0 = x->mstart[i], e0 = x->mend[i], d = e0 - s0, c = zb_kfit_copy_Bps(x, s0, e0);
 		if (!adam_sample(s, x, i) || !(d > L) || c < alone_Bps)
 			continue;
 		double slow = ra * (d - L) / x->g.tasks[i].params - 1;

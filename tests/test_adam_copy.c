@@ -6,6 +6,7 @@
  * with it.
  */
 #include "tests/harness.h"
+#include "tests/kfit_fixture.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -20,21 +21,6 @@
 #include "sim/kernels.h"
 #include "sim/predict.h"
 #include "sim/resources.h"
-
-static char dir[64];
-
-static int setup(void **state)
-{
-	zb_test_tmpdir(dir, sizeof dir);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
 
 /* A profile with the CPU Adam curve and the DRAM queue, adam_copy k. */
 static void profile(zb_hw *hw, double k)
@@ -89,21 +75,6 @@ static void test_rates(void **state)
 	assert_close(lat[ZB_RES_CPU], zb_cpu_adam_Bps(&c) / (1 + 0.6 * lat[ZB_RES_D2H] / B), 1e-9);
 }
 
-/* Store config c's schedule with its simulated timeline as the "measured" one. */
-static void store_measured(zb_store *s, int64_t run, const zb_config *c)
-{
-	zb_prediction p;
-	zb_error err;
-	assert_int_equal(zb_predict(&p, c, &err), ZB_OK);
-	assert_true(p.simulated);
-	char *json = zb_config_to_json(c);
-	int64_t id;
-	assert_int_equal(zb_store_add_config(s, run, c, json, &id, &err), ZB_OK);
-	assert_int_equal(zb_store_add_tasks(s, id, &p.graph, &err), ZB_OK);
-	assert_int_equal(zb_store_add_events(s, id, "measured", &p.graph, p.res.start, p.res.end, &err), ZB_OK);
-	free(json);
-	zb_prediction_free(&p);
-}
 
 /* dpu and overlap on half and all the cores, simulated with k = 0.6: the fit gives it back
  * within the task-average slope's bias (kfit_adam.h: ~8 % low; measured 0.552) */
@@ -117,24 +88,16 @@ static void test_fit(void **state)
 	snprintf(db, sizeof db, "%s/adam_copy.db", dir);
 	zb_store *s;
 	int64_t run;
-	zb_run_info info = { .kind = "validate", .command = "test", .version = "t", .git_commit = "" };
-	assert_int_equal(zb_store_open(&s, db, 1000, &err), ZB_OK);
-	assert_int_equal(zb_store_begin(s, &err), ZB_OK);
-	assert_int_equal(zb_store_add_run(s, &info, &run, &err), ZB_OK);
+	zb_test_open_run(db, &s, &run);
 	const char *pol[] = { "dpu", "overlap" };
 	for (int i = 0; i < 2; i++)
 		for (int t = 0; t < 2; t++) {
 			zb_config c;
-			memset(&c, 0, sizeof c);
-			c.hw = truth;
-			assert_int_equal(zb_preset_model("gpt2-medium", &c.model, &err), ZB_OK);
-			zb_policy_defaults(&c.policy);
-			assert_int_equal(zb_policy_parse(pol[i], &c.policy.kind, &err), ZB_OK);
-			c.policy.micro_batch = 4;
+			zb_test_fixture_config(&c, &truth, "gpt2-medium", pol[i], 4);
 			c.policy.ratio = 1;
 			c.policy.cpu_threads = t ? truth.cpu.cores : truth.cpu.cores / 2;
 			c.steps = 5;
-			store_measured(s, run, &c);
+			zb_test_store_measured(s, run, &c);
 		}
 	assert_int_equal(zb_store_commit(s, &err), ZB_OK);
 	zb_store_close(s);

@@ -6,6 +6,7 @@
  * with them.
  */
 #include "tests/harness.h"
+#include "tests/kfit_fixture.h"
 
 #include <jansson.h>
 #include <math.h>
@@ -26,27 +27,12 @@
 #include "sim/predict.h"
 #include "sim/resources.h"
 
-static char dir[64];
-
 /* The fixture's accuracy with the h200-machine preset (BENCHMARKS.md, issue 12), with margin. */
 #define MAPE_PRESET 0.045 /* measured 3.98% (3.33% before adam_copy: the dpu 0.5 configuration, the one
 			   * with Adam beside copies, is now 2.6 points faster than measured; the Llama
 			   * shape's Adam runs 4-9% slower than gpt2's on the same threads, alone too
 			   * (fid run C: offload 0.231 against 0.222 ns/param; BENCHMARKS.md)) */
 #define WORST_PRESET 0.11 /* measured 10.52% (the flash configuration) */
-
-static int setup(void **state)
-{
-	zb_test_tmpdir(dir, sizeof dir);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
 
 /* A profile given in a file survives save and load; the preset's reads back by name. */
 static void test_round_trip(void **state)
@@ -215,10 +201,7 @@ static void test_replay_fixture(void **state)
 	assert_int_equal(zb_suite_find("fid", &suite, &err), ZB_OK);
 	zb_store *s;
 	int64_t run;
-	zb_run_info info = { .kind = "validate", .command = "test", .version = "t", .git_commit = "" };
-	assert_int_equal(zb_store_open(&s, db, 1000, &err), ZB_OK);
-	assert_int_equal(zb_store_begin(s, &err), ZB_OK);
-	assert_int_equal(zb_store_add_run(s, &info, &run, &err), ZB_OK);
+	zb_test_open_run(db, &s, &run);
 	int configs = 0;
 	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
 		int idx, n;
@@ -273,21 +256,6 @@ static void test_replay_fixture(void **state)
 	zb_kfit_free(&set);
 }
 
-/* Store config c's schedule with its simulated timeline as the "measured" one. */
-static void store_measured(zb_store *s, int64_t run, const zb_config *c)
-{
-	zb_prediction p;
-	zb_error err;
-	assert_int_equal(zb_predict(&p, c, &err), ZB_OK);
-	assert_true(p.simulated);
-	char *json = zb_config_to_json(c);
-	int64_t id;
-	assert_int_equal(zb_store_add_config(s, run, c, json, &id, &err), ZB_OK);
-	assert_int_equal(zb_store_add_tasks(s, id, &p.graph, &err), ZB_OK);
-	assert_int_equal(zb_store_add_events(s, id, "measured", &p.graph, p.res.start, p.res.end, &err), ZB_OK);
-	free(json);
-	zb_prediction_free(&p);
-}
 
 /* A fit recovers the factors the "measurements" were simulated with, and predicts
  * them back; the plain model does not. */
@@ -308,23 +276,15 @@ static void test_fit_recovers(void **state)
 	zb_store *s;
 	zb_error err;
 	int64_t run;
-	zb_run_info info = { .kind = "validate", .command = "test", .version = "t", .git_commit = "" };
-	assert_int_equal(zb_store_open(&s, db, 1000, &err), ZB_OK);
-	assert_int_equal(zb_store_begin(s, &err), ZB_OK);
-	assert_int_equal(zb_store_add_run(s, &info, &run, &err), ZB_OK);
+	zb_test_open_run(db, &s, &run);
 	const char *policies[] = { "none", "dpu" };
 	for (int i = 0; i < 2; i++) {
 		zb_config c;
-		memset(&c, 0, sizeof c);
-		c.hw = truth;
-		assert_int_equal(zb_preset_model("gpt2", &c.model, &err), ZB_OK);
-		zb_policy_defaults(&c.policy);
-		assert_int_equal(zb_policy_parse(policies[i], &c.policy.kind, &err), ZB_OK);
-		c.policy.micro_batch = 2;
+		zb_test_fixture_config(&c, &truth, "gpt2", policies[i], 2);
 		c.policy.seq = 256;
 		c.policy.ratio = i ? 0.5 : 0;
 		c.steps = 4;
-		store_measured(s, run, &c);
+		zb_test_store_measured(s, run, &c);
 	}
 	assert_int_equal(zb_store_commit(s, &err), ZB_OK);
 	zb_store_close(s);
@@ -373,10 +333,7 @@ static void test_starved_measured(void **state)
 	zb_store *s;
 	zb_error err;
 	int64_t run;
-	zb_run_info info = { .kind = "validate", .command = "test", .version = "t", .git_commit = "" };
-	assert_int_equal(zb_store_open(&s, db, 1000, &err), ZB_OK);
-	assert_int_equal(zb_store_begin(s, &err), ZB_OK);
-	assert_int_equal(zb_store_add_run(s, &info, &run, &err), ZB_OK);
+	zb_test_open_run(db, &s, &run);
 	const double ratios[] = { 1, 0.5, 1 };
 	for (int i = 0; i < 3; i++) {
 		zb_config c;
@@ -390,7 +347,7 @@ static void test_starved_measured(void **state)
 		c.policy.ratio = ratios[i];
 		c.policy.cpu_threads = i < 2 ? truth.cpu.cores : truth.cpu.cores / 2; /* the last leaves cores free */
 		c.steps = 4;
-		store_measured(s, run, &c);
+		zb_test_store_measured(s, run, &c);
 	}
 	assert_int_equal(zb_store_commit(s, &err), ZB_OK);
 	zb_store_close(s);
@@ -453,11 +410,8 @@ static void test_paced_gpu(void **state)
 	snprintf(db, sizeof db, "%s/paced.db", dir);
 	zb_store *s;
 	int64_t run;
-	zb_run_info info = { .kind = "validate", .command = "test", .version = "t", .git_commit = "" };
-	assert_int_equal(zb_store_open(&s, db, 1000, &err), ZB_OK);
-	assert_int_equal(zb_store_begin(s, &err), ZB_OK);
-	assert_int_equal(zb_store_add_run(s, &info, &run, &err), ZB_OK);
-	store_measured(s, run, &paced);
+	zb_test_open_run(db, &s, &run);
+	zb_test_store_measured(s, run, &paced);
 	assert_int_equal(zb_store_commit(s, &err), ZB_OK);
 	zb_store_close(s);
 	zb_kfit_set set;

@@ -6,6 +6,7 @@
  * includes its wait for the other rank.
  */
 #include "tests/harness.h"
+#include "tests/kfit_fixture.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -18,23 +19,6 @@
 #include "results/store.h"
 #include "results/store_ranks.h"
 #include "sim/predict.h"
-
-static char dir[64];
-
-static int setup(void **state)
-{
-	(void)state;
-	zb_test_tmpdir(dir, sizeof dir);
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	char cmd[128];
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
 
 static zb_config two_ranks(void)
 {

@@ -1,0 +1,78 @@
+/*
+ * kfit_fixture.h - "measured" runs for the calibration tests (test_kfit, test_adam_copy):
+ * a database with one validate run whose configurations' measured timelines are their own
+ * simulations, so that a fit must give back the factors they were simulated with.
+ * Header-only, like harness.h; include after it.
+ */
+#ifndef ZB_TEST_KFIT_FIXTURE_H
+#define ZB_TEST_KFIT_FIXTURE_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <string.h>
+
+#include "inputs/hwfile.h" /* zb_config_to_json */
+#include "inputs/presets.h"
+#include "results/store.h"
+#include "sim/predict.h"
+
+/* The test group's scratch folder: made by setup, removed with its databases by teardown. */
+static char dir[64];
+
+static int setup(void **state)
+{
+	(void)state;
+	zb_test_tmpdir(dir, sizeof dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Open (create) db and start one validate run in a transaction: *s and *run. */
+static inline void zb_test_open_run(const char *db, zb_store **s, int64_t *run)
+{
+	zb_error err;
+	zb_run_info info = { .kind = "validate", .command = "test", .version = "t", .git_commit = "" };
+	assert_int_equal(zb_store_open(s, db, 1000, &err), ZB_OK);
+	assert_int_equal(zb_store_begin(*s, &err), ZB_OK);
+	assert_int_equal(zb_store_add_run(*s, &info, run, &err), ZB_OK);
+}
+
+/* A configuration of the fixture: hw, a model preset, a policy by name, micro-batch mb;
+ * the rest zbench's defaults. */
+static inline void zb_test_fixture_config(zb_config *c, const zb_hw *hw, const char *model, const char *policy,
+					  int mb)
+{
+	zb_error err;
+	memset(c, 0, sizeof *c);
+	c->hw = *hw;
+	assert_int_equal(zb_preset_model(model, &c->model, &err), ZB_OK);
+	zb_policy_defaults(&c->policy);
+	assert_int_equal(zb_policy_parse(policy, &c->policy.kind, &err), ZB_OK);
+	c->policy.micro_batch = mb;
+}
+
+/* Store config c's schedule with its simulated timeline as the "measured" one. */
+static inline void zb_test_store_measured(zb_store *s, int64_t run, const zb_config *c)
+{
+	zb_prediction p;
+	zb_error err;
+	assert_int_equal(zb_predict(&p, c, &err), ZB_OK);
+	assert_true(p.simulated);
+	char *json = zb_config_to_json(c);
+	int64_t id;
+	assert_int_equal(zb_store_add_config(s, run, c, json, &id, &err), ZB_OK);
+	assert_int_equal(zb_store_add_tasks(s, id, &p.graph, &err), ZB_OK);
+	assert_int_equal(zb_store_add_events(s, id, "measured", &p.graph, p.res.start, p.res.end, &err), ZB_OK);
+	free(json);
+	zb_prediction_free(&p);
+}
+
+#endif
