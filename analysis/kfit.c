@@ -343,6 +343,24 @@ static void fit_dram(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw)
 
 /* Bytes per second the copies of x moved during [s, e] (each copy's bytes spread
  * evenly over its measured interval). */
+double zb_kfit_busy_cost(zb_kfit_busy_fit *q)
+{
+	double sum = 0;
+	q->n = 0;
+	for (int k = 0; k < q->s->n && !q->st; k++) {
+		const zb_kfit_item *x = &q->s->it[k];
+		if ((q->use && !q->use[k]) || x->g.ranks < 2 || !(x->meas_busy_s[q->resource] > 0))
+			continue;
+		double b = zb_kfit_predicted_busy(q->s, k, &q->hw, q->resource, &q->st, q->err);
+		if (!(b > 0))
+			continue;
+		double e = log(b / x->meas_busy_s[q->resource]);
+		sum += e * e;
+		q->n++;
+	}
+	return q->st || !q->n ? INFINITY : sum / q->n;
+}
+
 double zb_kfit_copy_Bps(const zb_kfit_item *x, double s, double e)
 {
 	double b = 0;

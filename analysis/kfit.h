@@ -65,6 +65,22 @@ void zb_kfit_free(zb_kfit_set *s);
 /* Fraction of [s, e] during which resource r of x was measured busy (kfit.c). */
 double zb_kfit_overlap(const zb_kfit_item *x, int r, double s, double e);
 
+/* A fit of the runs on several ranks (kfit_adam, kfit_comm) to one resource's measured
+ * busy time: the items it uses and the hardware whose factors it varies. */
+typedef struct zb_kfit_busy_fit {
+	const zb_kfit_set *s;
+	const unsigned char *use; /* NULL: every item */
+	zb_hw hw;
+	int resource;             /* zb_resource */
+	zb_error *err;
+	zb_status st;             /* the first error of a simulation */
+	int n;                    /* items the last cost counted */
+} zb_kfit_busy_fit;
+
+/* Mean squared log ratio of predicted to measured busy time of q->resource over the used
+ * items of several ranks that measured it (INFINITY after an error or with none). */
+double zb_kfit_busy_cost(zb_kfit_busy_fit *q);
+
 /* Bytes per second the copies of x moved during [s, e] (each copy's bytes spread evenly
  * over its measured interval). */
 double zb_kfit_copy_Bps(const zb_kfit_item *x, double s, double e);

@@ -7,45 +7,18 @@
 #include "sim/kernels.h"
 
 
-typedef struct ctx {
-	const zb_kfit_set *s;
-	const unsigned char *use;
-	zb_hw hw;
-	zb_error *err;
-	zb_status st;
-	int n;
-} ctx;
-
-static int counts(const zb_kfit_item *x) { return x->g.ranks > 1 && x->meas_busy_s[ZB_RES_CPU] > 0; }
-
-static double cpu_busy(ctx *q, int k)
-{
-	return zb_kfit_predicted_busy(q->s, k, &q->hw, ZB_RES_CPU, &q->st, q->err);
-}
+typedef zb_kfit_busy_fit ctx;
 
 static double cost_at(ctx *q, double v)
 {
 	q->hw.gpu.exec.adam_mem = v;
-	double sum = 0;
-	q->n = 0;
-	for (int k = 0; k < q->s->n && !q->st; k++) {
-		const zb_kfit_item *x = &q->s->it[k];
-		if ((q->use && !q->use[k]) || !counts(x))
-			continue;
-		double b = cpu_busy(q, k);
-		if (!(b > 0))
-			continue;
-		double e = log(b / x->meas_busy_s[ZB_RES_CPU]);
-		sum += e * e;
-		q->n++;
-	}
-	return q->st || !q->n ? INFINITY : sum / q->n;
+	return zb_kfit_busy_cost(q);
 }
 
 zb_status zb_kfit_adam_mem(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, zb_kfit_adam_stats *stats,
 			   zb_error *err)
 {
-	ctx q = { .s = s, .use = use, .hw = *hw, .err = err };
+	ctx q = { .s = s, .use = use, .hw = *hw, .resource = ZB_RES_CPU, .err = err };
 	*stats = (zb_kfit_adam_stats){ 0 };
 	stats->rms = NAN;
 	double v0 = hw->gpu.exec.adam_mem;

@@ -6,41 +6,9 @@
 #include <string.h>
 
 
-typedef struct ctx {
-	const zb_kfit_set *s;
-	const unsigned char *use;
-	zb_hw hw;
-	zb_error *err;
-	zb_status st;
-	int n;
-} ctx;
+typedef zb_kfit_busy_fit ctx;
 
-static int counts(const zb_kfit_item *x) { return x->g.ranks > 1 && x->meas_busy_s[ZB_RES_COMM] > 0; }
-
-/* The predicted collectives' busy time per step of item k on hw (NaN: not simulated). */
-static double comm_busy(ctx *q, int k)
-{
-	return zb_kfit_predicted_busy(q->s, k, &q->hw, ZB_RES_COMM, &q->st, q->err);
-}
-
-/* Mean squared log ratio over the used items (inf after an error). */
-static double cost(ctx *q)
-{
-	double sum = 0;
-	q->n = 0;
-	for (int k = 0; k < q->s->n && !q->st; k++) {
-		const zb_kfit_item *x = &q->s->it[k];
-		if ((q->use && !q->use[k]) || !counts(x))
-			continue;
-		double b = comm_busy(q, k);
-		if (!(b > 0))
-			continue;
-		double e = log(b / x->meas_busy_s[ZB_RES_COMM]);
-		sum += e * e;
-		q->n++;
-	}
-	return q->st || !q->n ? INFINITY : sum / q->n;
-}
+static double cost(ctx *q) { return zb_kfit_busy_cost(q); }
 
 static double cost_at(ctx *q, double *f, double v)
 {
@@ -153,7 +121,7 @@ static void simplex(ctx *q, double *a, double *b)
 zb_status zb_kfit_comm(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, zb_kfit_comm_stats *stats,
 		       zb_error *err)
 {
-	ctx q = { .s = s, .use = use, .hw = *hw, .err = err };
+	ctx q = { .s = s, .use = use, .hw = *hw, .resource = ZB_RES_COMM, .err = err };
 	*stats = (zb_kfit_comm_stats){ 0 };
 	stats->rms = NAN;
 	zb_exec_profile *p = &q.hw.gpu.exec;
