@@ -141,6 +141,7 @@ int zb_calibrate_comm(const zb_kfit_set *s, const zb_hw *base, const char *base_
 		rc = out_of_sample(s, base, pr[HALF], pr[LOO], range, &err);
 	if (!rc) {
 		snprintf(fitted.name, sizeof fitted.name, "%s", name ? name : base->name);
+		fitted.gpu.exec.set = 1; /* a fit over a preset's profile is no longer the preset's (written in full) */
 		rc = zb_hw_save(out, &fitted, &err);
 	}
 	if (!rc && adam == 2) {
