@@ -5,8 +5,8 @@
  * zb_kfit_starved_wait (kfit_starved.h) reads the wait from the tasks of the timeline
  * the database keeps per configuration (the slowest rank's). On 2 H200s the ranks' waits
  * differ (v2 runs, gpt2-large, ready-to-end time beyond the same task's duration without
- * Adam: 13-51 us per task on the more starved rank, 13-25 on the other; rank 0's
- * dispatchers are the starved ones in 5 of 7 configurations) and the ranks meet at every
+ * Adam: 13-51 us per task on the more starved rank, 13-20 on the other; rank 0 is the
+ * more starved in 4 of 7 configurations) and the ranks meet at every
  * collective, so the step follows the more starved rank, which that timeline does not
  * always show. This fit takes the value whose simulated steps match the measured ones:
  * least squares on log(predicted / measured step) over the items with several ranks
