@@ -8,6 +8,7 @@
 #include "analysis/kfit_adam.h"
 #include "analysis/kfit_comm.h"
 #include "analysis/kfit_starved.h"
+#include "analysis/kfit_starved_s.h"
 #include "sim/kernels.h"
 #include "sim/predict.h"
 
@@ -659,11 +660,16 @@ zb_status zb_kfit_fit(const zb_kfit_set *s, const unsigned char *use, const zb_h
 				hw.gpu.exec.adam_copy = ac;
 		}
 		fit_starved(s, use, cfgs, &hw);
+		if (hw.gpu.exec.starved_s > 0) { /* the base's wait form (starved unused): refit it (kfit_starved_s.h) */
+			zb_kfit_starved_s_stats ss;
+			st = zb_kfit_starved_s_steps(s, use, &hw, &ss, err);
+		}
 		double pg = zb_kfit_paced_gpu(s, use, cfgs, &hw);
 		if (pg > 0) /* else the base's */
 			hw.gpu.exec.paced_gpu = pg;
 		zb_kfit_comm_stats cs; /* several ranks: the collectives' factors on what was fitted */
-		st = zb_kfit_comm(s, use, &hw, &cs, err);
+		if (!st)
+			st = zb_kfit_comm(s, use, &hw, &cs, err);
 		if (!st)
 			st = zb_hw_validate(&hw, err);
 		if (!st)

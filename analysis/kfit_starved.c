@@ -69,6 +69,27 @@ double zb_kfit_starved_rate(const zb_kfit_set *s, const unsigned char *use, cons
 	return r > 1 ? 1 : r;
 }
 
+double zb_kfit_starved_wait(const zb_kfit_set *s, const unsigned char *use, const zb_config *cfgs, const zb_hw *hw,
+			    int *tasks)
+{
+	double work = 0, wall = 0;
+	int n = 0;
+	zb_exec_profile p = hw->gpu.exec;
+	p.starved_s = 0; /* the work alone: the wait is what the tasks measure beyond it */
+	for (int k = 0; k < s->n; k++) {
+		const zb_kfit_item *x = &s->it[k];
+		if ((use && !use[k]) || !all_cores(x, hw))
+			continue;
+		zb_config c = cfgs[k];
+		c.hw.gpu.exec = p;
+		n += item_sums(s, x, &c, &p, &work, &wall);
+	}
+	*tasks = n;
+	if (n < 100 || !(wall > work))
+		return 0;
+	return (wall - work) / n;
+}
+
 double zb_kfit_paced_gpu(const zb_kfit_set *s, const unsigned char *use, const zb_config *cfgs, const zb_hw *hw)
 {
 	double work[3] = { 0 }, time[3] = { 0 };

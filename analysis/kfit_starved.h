@@ -29,6 +29,13 @@
 double zb_kfit_starved_rate(const zb_kfit_set *s, const unsigned char *use, const zb_config *cfgs, const zb_hw *hw,
 			    int *tasks);
 
+/* The same tasks read as a wait per task (execprofile.h starved_s): their wall time from
+ * ready to end less the launch, less their work on the profile of hw, over their count
+ * (the launcher's wait for a core and the kernels' own slowdown beside Adam together).
+ * 0 when fewer than 100 tasks qualify or they took no longer than their work. */
+double zb_kfit_starved_wait(const zb_kfit_set *s, const unsigned char *use, const zb_config *cfgs, const zb_hw *hw,
+			    int *tasks);
+
 /* --link-rate runs (execprofile.h paced_gpu): the GPU compute rate beside each paced
  * copy, from the GPU compute tasks of paced items whose Adam leaves a core free (no
  * starvation mixed in) and that GPU Adam does not overlap: their rate (work on the

@@ -8,19 +8,27 @@
 #include "analysis/kfit_adam.h"
 #include "analysis/kfit_comm.h"
 #include "analysis/kfit_eval.h"
+#include "analysis/kfit_starved.h"
+#include "analysis/kfit_starved_s.h"
 #include "cli/report.h"
 #include "inputs/hwfile.h"
 
 enum { BASE, IN, HALF, LOO, NPRED };
 static const char *const label[NPRED] = { "base", "in-sample", "half-out", "leave-one-out" };
 
-static int adam; /* 1: --fit-adam (adam_mem), 0: --fit-comm (comm_gpu, comm_opt) */
+static int adam; /* 1: --fit-adam (adam_mem), 2: --fit-starved (starved_s), 0: --fit-comm (comm_gpu, comm_opt) */
 
 /* The fit asked for on hw; *n: configurations used, *rms, *opt: comm_opt fitted. */
 static zb_status fit(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, int *n, double *rms, int *opt,
 		     zb_error *err)
 {
-	zb_status rc;
+	zb_status rc = ZB_OK;
+	if (adam == 2) { /* fitted to the steps (kfit_starved_s.h); the tasks' reading is printed beside */
+		zb_kfit_starved_s_stats st;
+		rc = zb_kfit_starved_s_steps(s, use, hw, &st, err);
+		*n = st.n, *rms = st.rms, *opt = 0;
+		return rc;
+	}
 	if (adam) {
 		zb_kfit_adam_stats st;
 		rc = zb_kfit_adam_mem(s, use, hw, &st, err);
@@ -43,8 +51,8 @@ static zb_status fit_predict(const zb_kfit_set *s, const unsigned char *use, con
 	zb_status rc = fit(s, use, &hw, &n, &rms, &opt, err);
 	if (!rc)
 		rc = zb_kfit_predict(s, &hw, out, err);
-	f[0] = adam ? hw.gpu.exec.adam_mem : hw.gpu.exec.comm_gpu;
-	f[1] = adam ? hw.gpu.exec.adam_mem : hw.gpu.exec.comm_opt;
+	f[0] = adam == 2 ? hw.gpu.exec.starved_s : adam ? hw.gpu.exec.adam_mem : hw.gpu.exec.comm_gpu;
+	f[1] = adam == 2 ? hw.gpu.exec.starved_s : adam ? hw.gpu.exec.adam_mem : hw.gpu.exec.comm_opt;
 	return rc;
 }
 
@@ -76,7 +84,7 @@ static zb_status out_of_sample(const zb_kfit_set *s, const zb_hw *base, zb_kfit_
 
 static void print_rows(const zb_kfit_set *s, zb_kfit_pred *const pr[NPRED], int res)
 {
-	int comm = res == ZB_RES_COMM, cpu = res == ZB_RES_CPU;
+	int comm = res == ZB_RES_COMM, cpu = res == ZB_RES_CPU || res == ZB_RES_GPU; /* a busy time */
 	printf("%3s  %-52s %9s", "#", "configuration", comm ? "transfer" : "measured");
 	for (int k = 0; k < NPRED; k++)
 		printf(" %9.9s %7s", label[k], "err");
@@ -95,6 +103,19 @@ static void print_rows(const zb_kfit_set *s, zb_kfit_pred *const pr[NPRED], int 
 	}
 }
 
+/* The wait per task the stored timelines show (kfit_starved.h), for the report. */
+static double tasks_wait(const zb_kfit_set *s, const zb_hw *base, int *tasks)
+{
+	zb_config *cfgs = zb_xcalloc((size_t)s->n, sizeof *cfgs);
+	zb_status rc = ZB_OK;
+	zb_error e;
+	for (int k = 0; k < s->n && !rc; k++)
+		rc = zb_kfit_config(&s->it[k], base, &cfgs[k], &e);
+	double w = rc ? NAN : zb_kfit_starved_wait(s, NULL, cfgs, base, tasks);
+	free(cfgs);
+	return w;
+}
+
 int zb_calibrate_comm(const zb_kfit_set *s, const zb_hw *base, const char *base_name, const char *out,
 		      const char *name, int fit_adam)
 {
@@ -111,17 +132,28 @@ int zb_calibrate_comm(const zb_kfit_set *s, const zb_hw *base, const char *base_
 		rc = fit(s, NULL, &fitted, &n, &rms, &fit_opt, &err);
 	if (!rc && n == 0)
 		rc = zb_fail(&err, ZB_E_INPUT, "%s: no configuration with several ranks and measured %s",
-			     adam ? "--fit-adam" : "--fit-comm",
-			     adam ? "CPU Adam (and a CPU Adam curve in --base)" : "collectives");
+			     adam == 2 ? "--fit-starved" : adam ? "--fit-adam" : "--fit-comm",
+			     adam == 2 ? "CPU Adam on every core"
+			     : adam ? "CPU Adam (and a CPU Adam curve in --base)" : "collectives");
 	if (!rc)
 		rc = zb_kfit_predict(s, &fitted, pr[IN], &err);
 	if (!rc)
 		rc = out_of_sample(s, base, pr[HALF], pr[LOO], range, &err);
 	if (!rc) {
 		snprintf(fitted.name, sizeof fitted.name, "%s", name ? name : base->name);
+		fitted.gpu.exec.set = 1; /* a fit over a preset's profile is no longer the preset's (written in full) */
 		rc = zb_hw_save(out, &fitted, &err);
 	}
-	if (!rc && adam) {
+	if (!rc && adam == 2) {
+		int tasks = 0;
+		double w = tasks_wait(s, base, &tasks);
+		printf("# zbench calibrate --fit-starved over %s: %d configurations with several ranks and Adam on every "
+		       "core; starved_s %.1f us in-sample (rms log error of the step %.1f%%; base: starved_s %.1f us, "
+		       "starved %.3f); leave-one-out fits %.1f..%.1f us; read from the %d tasks of the stored "
+		       "timelines instead: %.1f us\n",
+		       base_name, n, 1e6 * fitted.gpu.exec.starved_s, 100 * rms, 1e6 * base->gpu.exec.starved_s,
+		       base->gpu.exec.starved, 1e6 * range[0][0], 1e6 * range[0][1], tasks, 1e6 * w);
+	} else if (!rc && adam) {
 		printf("# zbench calibrate --fit-adam over %s: %d configurations with several ranks; adam_mem %.4f in-sample "
 		       "(base %.4f; rms log error of CPU busy %.1f%%); leave-one-out fits %.4f..%.4f\n",
 		       base_name, n, fitted.gpu.exec.adam_mem, base->gpu.exec.adam_mem, 100 * rms, range[0][0],
@@ -136,9 +168,10 @@ int zb_calibrate_comm(const zb_kfit_set *s, const zb_hw *base, const char *base_
 	if (!rc) {
 		printf("# step time, ms\n");
 		print_rows(s, pr, -1);
-		printf(adam ? "# CPU busy time per step (the slowest rank's Adam), ms\n"
-			    : "# collectives' busy time per step (transfer), ms\n");
-		print_rows(s, pr, adam ? ZB_RES_CPU : ZB_RES_COMM);
+		printf(adam == 2 ? "# GPU busy time per step, ms\n"
+		       : adam   ? "# CPU busy time per step (the slowest rank's Adam), ms\n"
+				: "# collectives' busy time per step (transfer), ms\n");
+		print_rows(s, pr, adam == 2 ? ZB_RES_GPU : adam ? ZB_RES_CPU : ZB_RES_COMM);
 		for (int k = 0; k < NPRED; k++) {
 			zb_kfit_summary m;
 			zb_kfit_summarize(s, pr[k], &m);

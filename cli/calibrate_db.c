@@ -26,7 +26,7 @@
 static struct {
 	const char *db, *base, *out, *eval, *name, *holdout;
 	int64_t run;
-	int warmup, json, quiet, all_runs, fit_comm, fit_adam, busy;
+	int warmup, json, quiet, all_runs, fit_comm, fit_adam, fit_starved, busy;
 } o;
 
 static const zb_flag flags[] = {
@@ -41,6 +41,7 @@ static const zb_flag flags[] = {
 	ZB_STRING("holdout", &o.holdout, "<model>", "also fit without this model's configurations and predict them"),
 	ZB_SWITCH("fit-comm", &o.fit_comm, "fit only comm_gpu and comm_opt over --base (several ranks), with half-out and leave-one-out"),
 	ZB_SWITCH("fit-adam", &o.fit_adam, "fit only CPU Adam's adam_mem over --base (several ranks), with half-out and leave-one-out"),
+	ZB_SWITCH("fit-starved", &o.fit_starved, "fit only starved_s, the GPU's wait per task beside Adam on every core, from the tasks, with half-out and leave-one-out"),
 	ZB_SWITCH("json", &o.json, "results as JSON"),
 	ZB_SWITCH("quiet", &o.quiet, "no per-configuration rows"),
 	ZB_SWITCH("busy", &o.busy, "also each configuration's busy time per resource: measured, base, fitted or eval"),
@@ -208,16 +209,19 @@ int zb_calibrate_from_db(int argc, char **argv)
 		zb_fail(&err, ZB_E_INPUT, "--run %lld and --all-runs: give one of them", (long long)o.run);
 		return zb_report_error(&err);
 	}
-	if ((o.fit_comm || o.fit_adam) && (o.eval || o.json || o.holdout || (o.fit_comm && o.fit_adam))) {
-		zb_fail(&err, ZB_E_INPUT, "--%s with --%s: give one of them", o.fit_comm ? "fit-comm" : "fit-adam",
-			o.eval ? "eval" : o.json ? "json" : o.holdout ? "holdout" : "fit-adam");
+	if ((o.fit_comm || o.fit_adam || o.fit_starved) &&
+	    (o.eval || o.json || o.holdout || o.fit_comm + o.fit_adam + o.fit_starved > 1)) {
+		const char *a = o.fit_comm ? "fit-comm" : o.fit_adam ? "fit-adam" : "fit-starved";
+		zb_fail(&err, ZB_E_INPUT, "--%s with --%s: give one of them", a,
+			o.eval ? "eval" : o.json ? "json" : o.holdout ? "holdout" : o.fit_starved && strcmp(a, "fit-starved") ? "fit-starved" : "fit-adam");
 		return zb_report_error(&err);
 	}
 	if (load_hw(o.base, &base, &err) || (o.eval && load_hw(o.eval, &eval, &err)) ||
 	    zb_kfit_load(o.db, o.all_runs ? -1 : o.run, o.warmup, &base, &s, &err))
 		return zb_report_error(&err);
-	if (o.fit_comm || o.fit_adam) {
-		rc = zb_calibrate_comm(&s, &base, o.base ? o.base : "h200-machine", o.out, o.name, o.fit_adam);
+	if (o.fit_comm || o.fit_adam || o.fit_starved) {
+		rc = zb_calibrate_comm(&s, &base, o.base ? o.base : "h200-machine", o.out, o.name,
+				       o.fit_starved ? 2 : o.fit_adam);
 		zb_kfit_free(&s);
 		return rc;
 	}

@@ -137,6 +137,7 @@ zb_status zb_exec_profile_validate(const zb_exec_profile *p, zb_error *err)
 		{ "shared_opt", p->shared_opt, 1 },     { "h2d_queue", p->h2d_queue, 10 },
 		{ "comm_gpu", p->comm_gpu, 1 },         { "comm_opt", p->comm_opt, 1 },
 		{ "comm_wait", p->comm_wait, 1 },       { "adam_copy", p->adam_copy, 10 },
+		{ "starved_s", p->starved_s, 1 },
 	};
 	for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
 		if (!isfinite(one[i].v) || one[i].v < 0 || one[i].v > one[i].hi)
@@ -207,6 +208,7 @@ static double *scalar_slot(zb_exec_profile *p, const char *key)
 	if (!strcmp(key, "comm_opt")) return &p->comm_opt;
 	if (!strcmp(key, "comm_wait")) return &p->comm_wait;
 	if (!strcmp(key, "adam_copy")) return &p->adam_copy;
+	if (!strcmp(key, "starved_s")) return &p->starved_s;
 	return NULL;
 }
 
@@ -285,5 +287,7 @@ void *zb_exec_profile_to_json(const zb_exec_profile *p)
 	json_object_set_new(o, "comm_opt", json_real(p->comm_opt));
 	if (p->comm_wait > 0) /* files without the rule stay as they were */
 		json_object_set_new(o, "comm_wait", json_real(p->comm_wait));
+	if (p->starved_s > 0) /* files of the rate form stay as they were */
+		json_object_set_new(o, "starved_s", json_real(p->starved_s));
 	return o;
 }

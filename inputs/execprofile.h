@@ -24,6 +24,14 @@
  *   starved    the GPU compute stream's rate while CPU Adam runs on every core: the thread
  *              that launches the kernels then waits for a core (~5 ms time slices measured on
  *              the H200 machine), so the GPU idles between launches (1: no effect)
+ *   starved_s  > 0: the same starvation as a wait per GPU compute task (seconds) instead of a
+ *              rate: the issuing thread waits for a core before each launch it cannot make
+ *              ahead, so the GPU loses about the same time per kernel, short or long.
+ *              Measured on 2 H200s (2 x 16 Adam workers on 32 cores, v2 runs): the gap from
+ *              a backward task's ready time to its start was 3-4 us without Adam and
+ *              14-38 us with it beside gpt2-large's ~0.1 ms kernels (rank 0), 4-8 us beside
+ *              gpt-2.5b's 0.5-1 ms ones: a rate of 0.70 would make those 200-400 us.
+ *              Replaces starved where set; 0: starved
  *   paced_gpu  --link-rate runs: the GPU compute stream's rate beside each paced copy (to the
  *              power of the paced copies running): the pacer's one-thread spin kernel stays resident
  *              on an SM while it waits for the next chunk's release, and a GEMM block that needs the
@@ -96,6 +104,7 @@ typedef struct zb_exec_profile {
 	double adam_copy;                            /* CPU Adam's latency slowdown beside DMA (0: budget share) */
 	double comm_gpu, comm_opt;                   /* collectives' rate beside compute / GPU Adam (0: 1) */
 	double comm_wait;                            /* 1: a collective waits for a GEMM that fills the SMs (0: off) */
+	double starved_s;                            /* > 0: starvation as a wait per GPU task instead of starved */
 } zb_exec_profile;
 
 const char *zb_gemm_group_name(int g);  /* "dense", "batched", "unaligned", "flash" */

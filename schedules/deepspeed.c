@@ -416,9 +416,14 @@ static void grads_of_unit_ranks(dsb *b, ctx x, int u, int last_micro)
 	b->copy_hold = NONE;
 	if (b->ipg_n > 0 && b->ipg_n + n > b->p->bucket_params)
 		ipg_flush(b, o, last_micro);
-	kernel(b, o, ZB_OP_GRAD_COPY, u, 4.0 * n + (x.micro > 0 ? 12.0 * n : 0)); /* into the bucket */
-	if (b->stage < 3)
+	uint32_t into = kernel(b, o, ZB_OP_GRAD_COPY, u, 4.0 * n + (x.micro > 0 ? 12.0 * n : 0)); /* into the bucket */
+	if (b->stage < 3) {
+		/* the hooks run when autograd reaches the unit, as with one rank: their checks
+		 * wait for its kernels (before, nothing ordered them after the backward, and
+		 * the simulated hooks ran during the forward) */
+		dep(b, into);
 		host(b, o, ZB_OP_GRAD_HOOK, u, zb_ds_unit_tensors(b->m, u), 0);
+	}
 	b->ipg_lo = lo; /* units arrive top down: the bucket grows downwards */
 	b->ipg_n += n;
 	b->ipg_unit = u;

@@ -83,7 +83,19 @@ double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_CO
 		return 1;
 	zb_exec_profile scratch;
 	const zb_exec_profile *p = zb_exec_profile_of(&c->hw.gpu.exec, &scratch);
+	if (p->starved_s > 0) /* a wait per task instead (zb_exec_starved_s, the engine adds it) */
+		return 1;
 	return p->starved > 0 && p->starved < 1 ? p->starved : 1;
+}
+
+double zb_exec_starved_s(const zb_config *c)
+{
+	int ranks = c->policy.gpus > 1 ? c->policy.gpus : 1;
+	if (c->framework != ZB_FW_ZBENCH || zb_config_cpu_threads(c) * ranks < c->hw.cpu.cores)
+		return 0;
+	zb_exec_profile scratch;
+	const zb_exec_profile *p = zb_exec_profile_of(&c->hw.gpu.exec, &scratch);
+	return p->starved_s > 0 ? p->starved_s : 0;
 }
 
 double zb_exec_paced_gpu(const zb_config *c, const zb_task *const active[ZB_RES_COUNT])

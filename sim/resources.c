@@ -5,6 +5,7 @@
 
 #include "sim/attention.h"
 #include "sim/collective.h"
+#include "sim/hostpass.h"
 #include "sim/kernels.h"
 #include "sim/numa.h"
 #include "schedules/deepspeed.h"
@@ -92,7 +93,7 @@ void zb_task_flow(const zb_task *t, const zb_config *c, double *fixed_s, double 
 	zb_ds_profile scratch;
 	const zb_ds_profile *ds = ds_profile(c, &scratch);
 	if (t->kind == ZB_TASK_HOST) { /* framework host work: a duration */
-		*fixed_s = zb_ds_host_task_s(t, c);
+		*fixed_s = zb_host_pass_s(t, c, zb_ds_host_task_s(t, c)); /* ranks share DRAM (hostpass.h) */
 		*work = 0;
 		return;
 	}
