@@ -362,6 +362,27 @@ double zb_kfit_busy_cost(zb_kfit_busy_fit *q)
 	return q->st || !q->n ? INFINITY : sum / q->n;
 }
 
+void zb_kfit_golden(double (*cost)(void *q, double v), void *q, const zb_status *st, double a, double b,
+		    int iters, double *best, double *cbest)
+{
+	const double g = (sqrt(5) - 1) / 2;
+	double x1 = b - g * (b - a), x2 = a + g * (b - a);
+	double f1 = cost(q, x1), f2 = cost(q, x2);
+	for (int i = 0; i < iters && !*st; i++) {
+		if (f1 < *cbest)
+			*best = x1, *cbest = f1;
+		if (f2 < *cbest)
+			*best = x2, *cbest = f2;
+		if (f1 <= f2) {
+			b = x2, x2 = x1, f2 = f1, x1 = b - g * (b - a);
+			f1 = cost(q, x1);
+		} else {
+			a = x1, x1 = x2, f1 = f2, x2 = a + g * (b - a);
+			f2 = cost(q, x2);
+		}
+	}
+}
+
 double zb_kfit_copy_Bps(const zb_kfit_item *x, double s, double e)
 {
 	double b = 0;

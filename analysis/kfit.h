@@ -81,6 +81,11 @@ typedef struct zb_kfit_busy_fit {
  * items of several ranks that measured it (INFINITY after an error or with none). */
 double zb_kfit_busy_cost(zb_kfit_busy_fit *q);
 
+/* Golden-section search of cost(q, v) over [a, b] for `iters` steps, or until *st is set;
+ * *best / *cbest hold the best point seen so far and are updated. */
+void zb_kfit_golden(double (*cost)(void *q, double v), void *q, const zb_status *st, double a, double b,
+		    int iters, double *best, double *cbest);
+
 /* Bytes per second the copies of x moved during [s, e] (each copy's bytes spread evenly
  * over its measured interval). */
 double zb_kfit_copy_Bps(const zb_kfit_item *x, double s, double e);

@@ -15,6 +15,8 @@ static double cost_at(ctx *q, double v)
 	return zb_kfit_busy_cost(q);
 }
 
+static double cost_cb(void *q, double v) { return cost_at(q, v); }
+
 zb_status zb_kfit_adam_mem(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, zb_kfit_adam_stats *stats,
 			   zb_error *err)
 {
@@ -27,22 +29,8 @@ zb_status zb_kfit_adam_mem(const zb_kfit_set *s, const unsigned char *use, zb_hw
 	double c0 = cost_at(&q, v0);
 	if (q.st || !isfinite(c0))
 		return q.st;
-	const double g = (sqrt(5) - 1) / 2;
-	double a = 0.3 * v0, b = 1.5 * v0, x1 = b - g * (b - a), x2 = a + g * (b - a);
-	double f1 = cost_at(&q, x1), f2 = cost_at(&q, x2), best = v0, cbest = c0;
-	for (int i = 0; i < 30 && !q.st; i++) {
-		if (f1 < cbest)
-			best = x1, cbest = f1;
-		if (f2 < cbest)
-			best = x2, cbest = f2;
-		if (f1 <= f2) {
-			b = x2, x2 = x1, f2 = f1, x1 = b - g * (b - a);
-			f1 = cost_at(&q, x1);
-		} else {
-			a = x1, x1 = x2, f1 = f2, x2 = a + g * (b - a);
-			f2 = cost_at(&q, x2);
-		}
-	}
+	double best = v0, cbest = c0;
+	zb_kfit_golden(cost_cb, &q, &q.st, 0.3 * v0, 1.5 * v0, 30, &best, &cbest);
 	if (q.st)
 		return q.st;
 	stats->rms = sqrt(cost_at(&q, best));

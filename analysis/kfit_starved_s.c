@@ -45,6 +45,8 @@ static double cost_at(ctx *q, double v)
 	return q->st || !q->n ? INFINITY : sum / q->n;
 }
 
+static double cost_cb(void *q, double v) { return cost_at(q, v); }
+
 zb_status zb_kfit_starved_s_steps(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw,
 				  zb_kfit_starved_s_stats *stats, zb_error *err)
 {
@@ -59,22 +61,7 @@ zb_status zb_kfit_starved_s_steps(const zb_kfit_set *s, const unsigned char *use
 	}
 	if (q.st || !isfinite(cbest))
 		return q.st;
-	const double g = (sqrt(5) - 1) / 2;
-	double a = fmax(0, best - step), b = best + step, x1 = b - g * (b - a), x2 = a + g * (b - a);
-	double f1 = cost_at(&q, x1), f2 = cost_at(&q, x2);
-	for (int i = 0; i < 12 && !q.st; i++) {
-		if (f1 < cbest)
-			best = x1, cbest = f1;
-		if (f2 < cbest)
-			best = x2, cbest = f2;
-		if (f1 <= f2) {
-			b = x2, x2 = x1, f2 = f1, x1 = b - g * (b - a);
-			f1 = cost_at(&q, x1);
-		} else {
-			a = x1, x1 = x2, f1 = f2, x2 = a + g * (b - a);
-			f2 = cost_at(&q, x2);
-		}
-	}
+	zb_kfit_golden(cost_cb, &q, &q.st, fmax(0, best - step), best + step, 12, &best, &cbest);
 	if (q.st)
 		return q.st;
 	stats->rms = sqrt(cost_at(&q, best));
