@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # 2-GPU visit for issue 14 (helper mgpu4): what makes ZeRO-1/3's CPU Adam slower than
-# ZeRO-2's on the x2 host (BENCHMARKS.md, mgpu4 section 2). ONE call of about 330 s:
-#   run(command="scripts/visit-mgpu4.sh", carry=["build"], kind="nvidia-h200-x2", timeout_s=400)
+# ZeRO-2's on the x2 host (BENCHMARKS.md, mgpu4 section 2). ONE call of about 500 s:
+#   run(command="scripts/visit-mgpu4.sh", carry=["build"], kind="nvidia-h200-x2", timeout_s=580)
 # Needs build/ from the development machine (`make -j2`); NCCL from the image's
 # nvidia.nccl Python package (as scripts/visit-mgpu2.sh).
 # What it runs (`zbench run --gpus 2`, gpt2-large, seq 1024, micro-batch 8, overlap ratio 1,
@@ -11,12 +11,15 @@
 #   then ZeRO-2 and ZeRO-3 with 15 Adam threads a rank (one core a rank left to the
 #   dispatchers and NCCL's threads: if ZeRO-3's Adam recovers, the host threads were it;
 #   the model then applies no starvation at all, an out-of-sample check of starved_s)
+#   then five configurations no earlier 2-GPU visit ran (dpu 0.5, overlap 0.5 ZeRO-1,
+#   offload ZeRO-3, gpt2-xl overlap 0.5 and dpu ZeRO-3): a validation set that no
+#   parameter of hw/h200-x2-executor.json was fitted to
 # and the replay (`calibrate --from-db --all-runs --eval hw/h200-x2-executor.json`), then
 # scripts/adam-pools.py and scripts/rank-waits.py on the runs (Adam of both pools by what
 # else runs; each rank's GPU wait beside Adam; reference: the ZeRO-2 run of round 1 has
 # Adam, so rank-waits uses the `none` run added first).
 # Writes under $OUT: mgpu4.log (everything), runs.tsv, replay.txt, pools.txt, waits.txt,
-# runs.db.xz. Environment: ZB_MGPU4_BUDGET (s, default 330).
+# runs.db.xz. Environment: ZB_MGPU4_BUDGET (s, default 500).
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 set -u
 OUT=${OUT:-/tmp/zbench-out}
@@ -27,7 +30,7 @@ LOG=$OUT/mgpu4.log
 TSV=$OUT/runs.tsv
 HW=hw/h200-x2-executor.json
 PYTHON=${PYTHON:-python3}
-BUDGET=${ZB_MGPU4_BUDGET:-330}
+BUDGET=${ZB_MGPU4_BUDGET:-500}
 step() { echo "=== $* ($(date -u +%T), ${SECONDS}s)" | tee -a "$LOG"; }
 
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader | tee -a "$LOG"
@@ -51,6 +54,11 @@ runs=(
 	"z1-b        $O --zero-stage 1"
 	"z2-t15      $O --zero-stage 2 --threads 15"
 	"z3-t15      $O --zero-stage 3 --threads 15"
+	"dpu-05      $L --policy dpu --ratio 0.5 --zero-stage 2"
+	"ovl-05-z1   $L --policy overlap --ratio 0.5 --zero-stage 1"
+	"off-z3      $L --policy offload --zero-stage 3"
+	"xl-ovl-05   --model gpt2-xl --seq 1024 --micro-batch 4 --policy overlap --ratio 0.5 --zero-stage 2"
+	"xl-dpu-z3   --model gpt2-xl --seq 1024 --micro-batch 4 --policy dpu --ratio 1 --zero-stage 3"
 )
 RUNS_END=$((BUDGET - 40))
 printf "run\tconfig\tpred_ms\tmeas_ms\terr_%%\trank_ms\n" >"$TSV"
