@@ -316,10 +316,13 @@ static double noise_pct(const item *x)
 
 static void print_row(int i, const item *x)
 {
+	char noise[16] = "-"; /* fewer than two steady steps: no spread */
+	if (isfinite(noise_pct(x)))
+		snprintf(noise, sizeof noise, "%.1f", noise_pct(x));
 	if (x->ran)
-		printf("%3d  %-44s %10.2f %10.2f %+8.1f %6.1f %6d %8.1f %8.1f\n", i + 1, x->key,
+		printf("%3d  %-44s %10.2f %10.2f %+8.1f %6s %6d %8.1f %8.1f\n", i + 1, x->key,
 		       x->out.pred_step_s * 1e3, x->out.meas_step_s * 1e3,
-		       100 * zb_rel_err(x->out.pred_step_s, x->out.meas_step_s), noise_pct(x), x->steps, x->est_s,
+		       100 * zb_rel_err(x->out.pred_step_s, x->out.meas_step_s), noise, x->steps, x->est_s,
 		       x->out.wall_s);
 	else
 		printf("%3d  %-44s %10.2f %10s %8s %6s %6d %8.1f %8s  skipped: %s\n", i + 1, x->key, x->pred_s * 1e3,
@@ -517,12 +520,14 @@ static void report_json(const validation *v, summary *m)
 
 static void report_text(const validation *v, const summary *m)
 {
+	char noise[32] = "-";
+	if (isfinite(m->noise_median_pct))
+		snprintf(noise, sizeof noise, "%.2f%%", m->noise_median_pct);
 	printf("\nstep time over %d executed configuration%s (%d skipped): MAPE %.2f%% (target <= 3%%: %s), worst "
 	       "%.2f%% (target <= 8%%: %s); %d within 3%%, %d within 8%%, %d within the noise (2 standard errors); "
-	       "noise median %.2f%%\n",
+	       "noise median %s\n",
 	       m->used, m->used == 1 ? "" : "s", m->skipped, 100 * m->mape, m->met_mape ? "met" : "NOT MET",
-	       100 * m->worst, m->met_worst ? "met" : "NOT MET", m->within3, m->within8, m->within_noise,
-	       m->noise_median_pct);
+	       100 * m->worst, m->met_worst ? "met" : "NOT MET", m->within3, m->within8, m->within_noise, noise);
 	if (m->nspeed)
 		printf("speedups: %d of %d within 5%% (worst %.2f%%): %s\n", m->speed_ok, m->nspeed,
 		       100 * m->speed_worst, m->met_speed ? "met" : "NOT MET");

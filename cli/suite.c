@@ -151,7 +151,7 @@ static const zb_suite suites[] = {
 	{ "full", "36 configurations: every policy, ratios 0..1, 2..16 threads, 0.36B..5.9B parameters", full, COUNT(full) },
 	{ "quick", "4 small configurations (seq 512), seconds on the GPU", quick, COUNT(quick) },
 	{ "fid", "44 configurations in one visit: native, gen3 and gen4 link rates, 2..16 threads, pageable, "
-		 "checkpointing, parameter offload, GQA, flash and eager (1 warm-up + 2 measured steps)", fid, COUNT(fid) },
+		 "checkpointing, parameter offload, GQA, flash and eager (run with validate --measure-s)", fid, COUNT(fid) },
 	{ "link", "10 configurations: dpu ratio 1 at the native link, 25 and 12 GB/s, half and all the cores "
 		  "(faster link, slower step?)", linkrate, COUNT(linkrate) },
 };

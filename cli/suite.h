@@ -17,11 +17,16 @@
  *          and gen4 (25 GB/s) rates, 2..16 CPU threads, pageable copies, checkpointing on
  *          GPU and CPU, parameter offload, micro-batch 1..8 with accumulation, a
  *          grouped-query Llama shape (llama2-7b's blocks, 4 layers, 8 KV heads), and
- *          flash attention beside eager.
+ *          flash attention beside eager. Its predicted steps run from ~24 ms to ~600 ms
+ *          and the fast ones are the noisy ones (per-step sd up to 20 % on the H200: 8
+ *          steps leave the mean uncertain by ~7 %), so it is meant to be run with
+ *          `validate --measure-s S`: each configuration gets about S seconds of measured
+ *          steps (within --steps .. --max-steps) instead of one step count for all.
  *   quick  4 small configurations (gpt2-medium and gpt2-large, seq 512): seconds
  *          on the GPU, for smoke tests and regress.
  * Every configuration runs `warmup` + `steps` optimizer steps (default 2 + 3: the
- * engine's warm-up, and enough steady steps for a median-free pace).
+ * engine's warm-up, and enough steady steps for a median-free pace); validate
+ * --measure-s chooses `steps` per configuration from its predicted step.
  */
 #ifndef ZB_SUITE_H
 #define ZB_SUITE_H
