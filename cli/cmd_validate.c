@@ -14,6 +14,13 @@
  * printed, with the total; a configuration whose estimate would take the run past
  * --budget (default 480 s, under the GPU machine's 10-minute command limit) is
  * skipped and listed as such.
+ *
+ * Steps: every configuration runs --steps measured steps, or with --measure-s S about
+ * S seconds of them (issue 12): ceil(S / predicted step) clamped to --steps ..
+ * --max-steps, so a fast, noisy configuration (75 ms, per-step sd ~20 % on the H200)
+ * gets many steps and a slow, steady one (500 ms) few. Each measured mean comes with
+ * its standard error over the steady steps (the "±" column), and the summary counts
+ * the configurations whose error is within two of those.
  */
 #include <math.h>
 #include <signal.h>
@@ -41,14 +48,22 @@
 static struct validate_opts {
 	const char *hw, *suite, *db, *check;
 	int limit, warmup, steps, budget, list, strict, json, no_db, record;
+	double measure_s; /* 0: every configuration runs `steps` measured steps */
+	int max_steps;    /* with measure_s; 0 until parsed: 64, or steps when that is more */
 } vo;
+
+#define MAX_STEPS_DEFAULT 64
 
 static const zb_flag flags[] = {
 	ZB_STRING("hw", &vo.hw, "<machine|file>", "hardware of the simulator side (default h200-machine)"),
 	ZB_STRING("suite", &vo.suite, "full | quick", "the suite (default full)"),
 	ZB_INT("limit", &vo.limit, 1, 1000, "<n>", "the first <n> configurations only"),
 	ZB_INT("warmup", &vo.warmup, 0, 100, "<n>", "warm-up steps (default 2)"),
-	ZB_INT("steps", &vo.steps, 2, 100, "<n>", "measured steps (default 3)"),
+	ZB_INT("steps", &vo.steps, 2, 100, "<n>", "measured steps (default 3; the least with --measure-s)"),
+	ZB_REAL("measure-s", &vo.measure_s, 0, 3600, "<seconds>",
+		"about <seconds> of measured steps per configuration: ceil(<seconds> /\n"
+		"predicted step) within --steps .. --max-steps (default 0: --steps each)"),
+	ZB_INT("max-steps", &vo.max_steps, 2, 1000, "<n>", "with --measure-s: at most <n> measured steps (default 64)"),
 	ZB_INT("budget", &vo.budget, 1, 86400, "<seconds>", "skip configurations past this estimate (default 480)"),
 	ZB_SWITCH("list", &vo.list, "print the suite with estimated times, run nothing"),
 	ZB_SWITCH("strict", &vo.strict, "exit 1 when a target is missed"),
@@ -63,7 +78,8 @@ static const zb_flag flags[] = {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: zbench validate [--hw <machine|file>] [--suite full | quick] [--limit <n>]\n"
-		   "                       [--warmup <n>] [--steps <n>] [--budget <seconds>] [--list]\n"
+		   "                       [--warmup <n>] [--steps <n>] [--measure-s <seconds>] [--max-steps <n>]\n"
+		   "                       [--budget <seconds>] [--list]\n"
 		   "                       [--strict] [--json] [--db <path> | --no-db]\n"
 		   "       zbench validate --published[=<file>] [--check <errors.tsv>] [--record]\n\n"
 		   "Run every configuration of a suite on the GPU and through the simulator (with --hw,\n"
@@ -73,6 +89,8 @@ static void usage(FILE *f)
 		   "(target within 5%%). --list prints the suite with estimated times and runs nothing.\n"
 		   "Defaults: suite full, 2 warm-up + 3 measured steps, budget 480 s (configurations\n"
 		   "whose estimate would exceed it are skipped). --strict: exit 1 when a target is missed.\n"
+		   "--measure-s gives each configuration a measured time instead of a step count; the\n"
+		   "table's \"±\" is the standard error of each measured mean (%% of it).\n"
 		   "zbench validate --deepspeed [...] measures real DeepSpeed instead (--deepspeed --help).\n"
 		   "--published: predict the published offload measurements of <file> (default\n"
 		   "data/published-offload.tsv) from the presets, no GPU: each error and the single-GPU\n"
@@ -89,6 +107,7 @@ typedef struct item {
 	char reason[256];
 	double est_s;
 	double pred_s;           /* predicted step (from the estimate pass) */
+	int steps;               /* measured steps of this configuration (--steps, or from --measure-s) */
 	zb_suite_outcome out;
 	int ran, skipped;
 	char skip_why[64];
@@ -110,6 +129,8 @@ typedef struct validation {
 /* What the suite showed: step-time errors, busy-time errors, Twin-Flow speedups. */
 typedef struct summary {
 	int used, skipped, within3, within8;
+	int within_noise;        /* |error| <= 2 standard errors of the measured mean */
+	double noise_median_pct; /* median over executed configurations of 100 * se / measured */
 	double mape, worst, busy_mape[ZB_RES_COUNT];
 	int nspeed, speed_ok;
 	double speed_worst;
@@ -120,7 +141,36 @@ typedef struct summary {
 
 /* ---- plan ------------------------------------------------------------------------------ */
 
-/* Every configuration built and predicted: fits, predicted step, estimated cost. */
+/* Measured steps of a configuration predicted at pred_s per step: --steps, or with
+ * --measure-s enough for that many seconds, within --steps .. --max-steps. */
+static int steps_for(double pred_s)
+{
+	if (vo.measure_s <= 0 || !(pred_s > 0) || !isfinite(pred_s))
+		return vo.steps;
+	double n = ceil(vo.measure_s / pred_s);
+	return n < vo.steps ? vo.steps : n > vo.max_steps ? vo.max_steps : (int)n;
+}
+
+/* Configuration x with `steps` measured steps, predicted: fits, predicted step, cost. */
+static zb_status plan_one(item *x, int steps, zb_error *err)
+{
+	zb_prediction p;
+	zb_status st;
+	if ((st = zb_suite_config(x->e, vo.hw, vo.warmup, steps, &x->c, err)) || (st = zb_predict(&p, &x->c, err)))
+		return st;
+	x->steps = steps;
+	x->fits = p.mem.fits && p.simulated;
+	snprintf(x->reason, sizeof x->reason, "%s", p.mem.reason);
+	x->est_s = zb_suite_estimate_s(&x->c, &p);
+	x->pred_s = x->fits ? zb_step_time_window(&p.graph, p.res.end, vo.warmup) : NAN;
+	zb_prediction_free(&p);
+	return ZB_OK;
+}
+
+/* Every configuration built and predicted: fits, predicted step, estimated cost. With
+ * --measure-s the step count comes from the prediction with --steps, and the
+ * configuration is built and predicted again with its own (est_s then covers the
+ * longer run, so --budget sees it). */
 static zb_status plan(validation *v, zb_error *err)
 {
 	zb_status st = zb_suite_find(vo.suite, &v->suite, err);
@@ -132,25 +182,27 @@ static zb_status plan(validation *v, zb_error *err)
 		item *x = &v->it[i];
 		x->e = &v->suite->entries[i];
 		zb_suite_key(x->e, x->key, sizeof x->key);
-		zb_prediction p;
-		if ((st = zb_suite_config(x->e, vo.hw, vo.warmup, vo.steps, &x->c, err)) || (st = zb_predict(&p, &x->c, err)))
+		if ((st = plan_one(x, vo.steps, err)))
 			return st;
-		x->fits = p.mem.fits && p.simulated;
-		snprintf(x->reason, sizeof x->reason, "%s", p.mem.reason);
-		x->est_s = zb_suite_estimate_s(&x->c, &p);
-		x->pred_s = x->fits ? zb_step_time_window(&p.graph, p.res.end, vo.warmup) : NAN;
+		int n = x->fits ? steps_for(x->pred_s) : vo.steps;
+		if (n != vo.steps && (st = plan_one(x, n, err)))
+			return st;
 		v->total_est += x->est_s;
-		zb_prediction_free(&p);
 	}
 	return ZB_OK;
 }
 
 static void print_header(const validation *v, FILE *out)
 {
-	fprintf(out, "# zbench %s%s%s validate: suite %s (%d of %d configurations), hw %s, %d warm-up + %d measured "
-		     "steps\n",
-		ZB_VERSION, ZB_GIT_COMMIT[0] ? " " : "", ZB_GIT_COMMIT, v->suite->name, v->n, v->suite->n,
-		vo.hw ? vo.hw : "h200-machine (default)", vo.warmup, vo.steps);
+	char steps[128];
+	if (vo.measure_s > 0)
+		snprintf(steps, sizeof steps, "%d warm-up steps, measured steps: %d, or %g s of steps (at most %d)",
+			 vo.warmup, vo.steps, vo.measure_s, vo.max_steps);
+	else
+		snprintf(steps, sizeof steps, "%d warm-up + %d measured steps", vo.warmup, vo.steps);
+	fprintf(out, "# zbench %s%s%s validate: suite %s (%d of %d configurations), hw %s, %s\n", ZB_VERSION,
+		ZB_GIT_COMMIT[0] ? " " : "", ZB_GIT_COMMIT, v->suite->name, v->n, v->suite->n,
+		vo.hw ? vo.hw : "h200-machine (default)", steps);
 	fprintf(out, "# expected time %.0f s on the H200 machine (estimate: setup + predicted run + storing), budget "
 		     "%d s\n",
 		v->total_est, vo.budget);
@@ -159,8 +211,8 @@ static void print_header(const validation *v, FILE *out)
 /* --list: the suite with each estimate, nothing run. */
 static void print_list(const validation *v)
 {
-	printf("%3s  %-44s %10s %8s  %s\n", "#", "configuration", "predicted", "estimate", "");
-	printf("%3s  %-44s %10s %8s  %s\n", "", "", "ms/step", "s", "");
+	printf("%3s  %-44s %10s %6s %8s  %s\n", "#", "configuration", "predicted", "steps", "estimate", "");
+	printf("%3s  %-44s %10s %6s %8s  %s\n", "", "", "ms/step", "", "s", "");
 	for (int i = 0; i < v->n; i++) {
 		const item *x = &v->it[i];
 		char note[300] = "";
@@ -169,7 +221,7 @@ static void print_list(const validation *v)
 		else if (x->e->group)
 			snprintf(note, sizeof note, "speedup group %d%s", x->e->group,
 				 zb_suite_is_reference(x->e) ? " (reference)" : "");
-		printf("%3d  %-44s %10.2f %8.1f  %s\n", i + 1, x->key, x->pred_s * 1e3, x->est_s, note);
+		printf("%3d  %-44s %10.2f %6d %8.1f  %s\n", i + 1, x->key, x->pred_s * 1e3, x->steps, x->est_s, note);
 	}
 }
 
@@ -256,15 +308,25 @@ static zb_status run_one(validation *v, item *x, zb_error *err)
 	return ZB_OK;
 }
 
+/* 100 * the standard error of x's measured mean over that mean (NaN: not known). */
+static double noise_pct(const item *x)
+{
+	return x->ran ? 100 * x->out.meas_se_s / x->out.meas_step_s : NAN;
+}
+
 static void print_row(int i, const item *x)
 {
+	char noise[16] = "-"; /* fewer than two steady steps: no spread */
+	if (isfinite(noise_pct(x)))
+		snprintf(noise, sizeof noise, "%.1f", noise_pct(x));
 	if (x->ran)
-		printf("%3d  %-44s %10.2f %10.2f %+8.1f %8.1f %8.1f\n", i + 1, x->key, x->out.pred_step_s * 1e3,
-		       x->out.meas_step_s * 1e3, 100 * zb_rel_err(x->out.pred_step_s, x->out.meas_step_s), x->est_s,
+		printf("%3d  %-44s %10.2f %10.2f %+8.1f %6s %6d %8.1f %8.1f\n", i + 1, x->key,
+		       x->out.pred_step_s * 1e3, x->out.meas_step_s * 1e3,
+		       100 * zb_rel_err(x->out.pred_step_s, x->out.meas_step_s), noise, x->steps, x->est_s,
 		       x->out.wall_s);
 	else
-		printf("%3d  %-44s %10.2f %10s %8s %8.1f %8s  skipped: %s\n", i + 1, x->key, x->pred_s * 1e3, "-", "-",
-		       x->est_s, "-", x->skip_why);
+		printf("%3d  %-44s %10.2f %10s %8s %6s %6d %8.1f %8s  skipped: %s\n", i + 1, x->key, x->pred_s * 1e3,
+		       "-", "-", "-", x->steps, x->est_s, "-", x->skip_why);
 	fflush(stdout);
 }
 
@@ -272,9 +334,11 @@ static void print_row(int i, const item *x)
 static zb_status run_all(validation *v, zb_error *err)
 {
 	if (!vo.json) {
-		printf("%3s  %-44s %10s %10s %8s %8s %8s\n", "#", "configuration", "predicted", "measured", "error",
-		       "estimate", "wall");
-		printf("%3s  %-44s %10s %10s %8s %8s %8s\n", "", "", "ms/step", "ms/step", "%", "s", "s");
+		/* "±" is two bytes in UTF-8 and one column: padded by hand */
+		printf("%3s  %-44s %10s %10s %8s %6s %6s %8s %8s\n", "#", "configuration", "predicted", "measured",
+		       "error", "     \u00b1", "steps", "estimate", "wall");
+		printf("%3s  %-44s %10s %10s %8s %6s %6s %8s %8s\n", "", "", "ms/step", "ms/step", "%", "%", "",
+		       "s", "s");
 		fflush(stdout);
 	}
 	v->t0 = zb_wall_s();
@@ -298,16 +362,21 @@ static void summarize_errors(const validation *v, summary *m)
 {
 	int n = v->n;
 	double *pr = zb_xmalloc((size_t)n * sizeof *pr), *me = zb_xmalloc((size_t)n * sizeof *me);
+	double *noise = zb_xmalloc((size_t)n * sizeof *noise);
 	int k = 0;
 	for (int i = 0; i < n; i++)
 		if (v->it[i].ran) {
 			pr[k] = v->it[i].out.pred_step_s;
 			me[k] = v->it[i].out.meas_step_s;
+			noise[k] = noise_pct(&v->it[i]);
 			double e = fabs(zb_rel_err(pr[k], me[k]));
 			m->within3 += e <= 0.03;
 			m->within8 += e <= 0.08;
+			m->within_noise += isfinite(noise[k]) && 100 * e <= 2 * noise[k]; /* false for NaN */
 			k++;
 		}
+	m->noise_median_pct = zb_median(noise, k);
+	free(noise);
 	m->mape = zb_mape(pr, me, k, &m->used);
 	m->worst = zb_max_abs_err(pr, me, k);
 	/* busy time of each resource, where it was measured */
@@ -381,19 +450,24 @@ static void summarize(const validation *v, summary *m)
 	m->met_speed = m->nspeed > 0 && m->speed_ok == m->nspeed;
 }
 
-static json_t *item_json(const item *x)
+/* One configuration; planned: --list, nothing run (no busy times, no stored id). */
+static json_t *item_json(const item *x, int planned)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "key", json_string(x->key));
 	json_object_set_new(o, "fits", json_boolean(x->fits));
 	json_object_set_new(o, "executed", json_boolean(x->ran));
-	if (!x->ran)
+	if (!x->ran && x->skip_why[0])
 		json_object_set_new(o, "skipped", json_string(x->skip_why));
 	json_object_set_new(o, "predicted_step_s", num(x->ran ? x->out.pred_step_s : x->pred_s));
 	json_object_set_new(o, "measured_step_s", num(x->ran ? x->out.meas_step_s : NAN));
+	json_object_set_new(o, "steps", json_integer(x->steps));
+	json_object_set_new(o, "measured_se_s", num(x->ran ? x->out.meas_se_s : NAN));
 	json_object_set_new(o, "error", num(x->ran ? zb_rel_err(x->out.pred_step_s, x->out.meas_step_s) : NAN));
 	json_object_set_new(o, "estimate_s", num(x->est_s));
 	json_object_set_new(o, "wall_s", num(x->ran ? x->out.wall_s : NAN));
+	if (planned)
+		return o;
 	json_object_set_new(o, "config_id", json_integer(x->out.config_id));
 	json_t *b = json_object();
 	for (int r = 0; r < ZB_RES_COUNT; r++)
@@ -404,26 +478,38 @@ static json_t *item_json(const item *x)
 	return o;
 }
 
-/* --json: every configuration and the summary; takes m->speedups. */
-static void report_json(const validation *v, summary *m)
+/* The settings and every configuration (predicted; measured where run). */
+static json_t *plan_json(const validation *v, int planned)
 {
 	json_t *root = json_object(), *arr = json_array();
 	for (int i = 0; i < v->n; i++)
-		json_array_append_new(arr, item_json(&v->it[i]));
+		json_array_append_new(arr, item_json(&v->it[i], planned));
 	json_object_set_new(root, "suite", json_string(v->suite->name));
 	json_object_set_new(root, "hw", json_string(vo.hw ? vo.hw : "h200-machine"));
 	json_object_set_new(root, "warmup", json_integer(vo.warmup));
 	json_object_set_new(root, "steps", json_integer(vo.steps));
-	json_object_set_new(root, "run_id", json_integer(v->run_id));
+	json_object_set_new(root, "measure_s", json_real(vo.measure_s));
+	json_object_set_new(root, "max_steps", json_integer(vo.max_steps));
+	json_object_set_new(root, "expected_s", json_real(v->total_est));
+	json_object_set_new(root, "budget_s", json_integer(vo.budget));
 	json_object_set_new(root, "configs", arr);
+	return root;
+}
+
+/* --json: every configuration and the summary; takes m->speedups. */
+static void report_json(const validation *v, summary *m)
+{
+	json_t *root = plan_json(v, 0);
+	json_object_set_new(root, "run_id", json_integer(v->run_id));
 	json_t *busy = json_object();
 	for (int r = 0; r < ZB_RES_COUNT; r++)
 		json_object_set_new(busy, zb_resource_name(r), num(m->busy_mape[r]));
 	json_object_set_new(root, "summary",
-			    json_pack("{s:i, s:i, s:o, s:o, s:i, s:i, s:o, s:f, s:f}", "executed", m->used, "skipped",
-				      m->skipped, "mape", num(m->mape), "max_abs_err", num(m->worst), "within_3pct",
-				      m->within3, "within_8pct", m->within8, "busy_mape", busy, "expected_s", v->total_est,
-				      "wall_s", v->wall));
+			    json_pack("{s:i, s:i, s:o, s:o, s:i, s:i, s:i, s:o, s:o, s:f, s:f}", "executed", m->used,
+				      "skipped", m->skipped, "mape", num(m->mape), "max_abs_err", num(m->worst),
+				      "within_3pct", m->within3, "within_8pct", m->within8, "within_noise",
+				      m->within_noise, "noise_median_pct", num(m->noise_median_pct), "busy_mape", busy,
+				      "expected_s", v->total_est, "wall_s", v->wall));
 	json_object_set_new(root, "order", json_pack("{s:i, s:i, s:b}", "pairs", m->order_pairs, "swapped",
 						     m->order_swaps, "preserved", m->order_swaps == 0));
 	json_object_set_new(root, "speedups", m->speedups);
@@ -434,10 +520,14 @@ static void report_json(const validation *v, summary *m)
 
 static void report_text(const validation *v, const summary *m)
 {
+	char noise[32] = "-";
+	if (isfinite(m->noise_median_pct))
+		snprintf(noise, sizeof noise, "%.2f%%", m->noise_median_pct);
 	printf("\nstep time over %d executed configuration%s (%d skipped): MAPE %.2f%% (target <= 3%%: %s), worst "
-	       "%.2f%% (target <= 8%%: %s); %d within 3%%, %d within 8%%\n",
+	       "%.2f%% (target <= 8%%: %s); %d within 3%%, %d within 8%%, %d within the noise (2 standard errors); "
+	       "noise median %s\n",
 	       m->used, m->used == 1 ? "" : "s", m->skipped, 100 * m->mape, m->met_mape ? "met" : "NOT MET",
-	       100 * m->worst, m->met_worst ? "met" : "NOT MET", m->within3, m->within8);
+	       100 * m->worst, m->met_worst ? "met" : "NOT MET", m->within3, m->within8, m->within_noise, noise);
 	if (m->nspeed)
 		printf("speedups: %d of %d within 5%% (worst %.2f%%): %s\n", m->speed_ok, m->nspeed,
 		       100 * m->speed_worst, m->met_speed ? "met" : "NOT MET");
@@ -499,6 +589,12 @@ int cmd_validate(int argc, char **argv)
 	int rc;
 	if (!zb_flags_parse(argc, argv, flags, NULL, 0, NULL, usage, &rc))
 		return rc;
+	if (vo.max_steps && vo.max_steps < vo.steps) {
+		fprintf(stderr, "zbench: --max-steps %d is below --steps %d\n", vo.max_steps, vo.steps);
+		return 2;
+	}
+	if (!vo.max_steps) /* not given: the default, never below --steps */
+		vo.max_steps = vo.steps > MAX_STEPS_DEFAULT ? vo.steps : MAX_STEPS_DEFAULT;
 	if (published)
 		return zb_published_run(published, vo.check, vo.record);
 	if (vo.check || vo.record) {
@@ -513,7 +609,12 @@ int cmd_validate(int argc, char **argv)
 	}
 	print_header(&v, vo.json ? stderr : stdout);
 	if (vo.list) {
-		print_list(&v);
+		if (vo.json) {
+			json_t *root = plan_json(&v, 1);
+			zb_json_print(stdout, root);
+			json_decref(root);
+		} else
+			print_list(&v);
 		free(v.it);
 		return 0;
 	}

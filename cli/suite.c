@@ -151,7 +151,7 @@ static const zb_suite suites[] = {
 	{ "full", "36 configurations: every policy, ratios 0..1, 2..16 threads, 0.36B..5.9B parameters", full, COUNT(full) },
 	{ "quick", "4 small configurations (seq 512), seconds on the GPU", quick, COUNT(quick) },
 	{ "fid", "44 configurations in one visit: native, gen3 and gen4 link rates, 2..16 threads, pageable, "
-		 "checkpointing, parameter offload, GQA, flash and eager (1 warm-up + 2 measured steps)", fid, COUNT(fid) },
+		 "checkpointing, parameter offload, GQA, flash and eager (run with validate --measure-s)", fid, COUNT(fid) },
 	{ "link", "10 configurations: dpu ratio 1 at the native link, 25 and 12 GB/s, half and all the cores "
 		  "(faster link, slower step?)", linkrate, COUNT(linkrate) },
 };
@@ -266,10 +266,19 @@ double zb_suite_estimate_s(const zb_config *c, const zb_prediction *p)
 	return t + p->res.total_s;
 }
 
+zb_spread zb_suite_step_spread(const double *step_s, int steps_done, int warmup)
+{
+	int w = warmup > steps_done - 2 ? steps_done - 2 : warmup; /* zb_step_time_window's clamp */
+	if (w < 0)
+		w = 0;
+	int n = steps_done - 1 - w;
+	return n > 0 ? zb_spread_of(step_s + w + 1, n) : zb_spread_of(step_s, 0);
+}
+
 zb_status zb_suite_run(const zb_config *c, const zb_suite_run_opts *o, zb_suite_outcome *out, zb_error *err)
 {
 	memset(out, 0, sizeof *out);
-	out->meas_step_s = NAN;
+	out->meas_step_s = out->meas_se_s = NAN;
 	for (int r = 0; r < ZB_RES_COUNT; r++)
 		out->meas_busy_s[r] = NAN;
 	double t0 = zb_wall_s();
@@ -304,6 +313,7 @@ zb_status zb_suite_run(const zb_config *c, const zb_suite_run_opts *o, zb_suite_
 				zb_graph sub = p.graph;
 				sub.steps = r.steps_done;
 				out->meas_step_s = zb_step_time_window(&sub, r.end, o->warmup);
+				out->meas_se_s = zb_suite_step_spread(r.step_s, r.steps_done, o->warmup).se;
 				zb_busy_window(&sub, r.start, r.end, o->warmup, out->meas_busy_s);
 			}
 		}

@@ -17,11 +17,16 @@
  *          and gen4 (25 GB/s) rates, 2..16 CPU threads, pageable copies, checkpointing on
  *          GPU and CPU, parameter offload, micro-batch 1..8 with accumulation, a
  *          grouped-query Llama shape (llama2-7b's blocks, 4 layers, 8 KV heads), and
- *          flash attention beside eager.
+ *          flash attention beside eager. Its predicted steps run from ~24 ms to ~600 ms
+ *          and the fast ones are the noisy ones (per-step sd up to 20 % on the H200: 8
+ *          steps leave the mean uncertain by ~7 %), so it is meant to be run with
+ *          `validate --measure-s S`: each configuration gets about S seconds of measured
+ *          steps (within --steps .. --max-steps) instead of one step count for all.
  *   quick  4 small configurations (gpt2-medium and gpt2-large, seq 512): seconds
  *          on the GPU, for smoke tests and regress.
  * Every configuration runs `warmup` + `steps` optimizer steps (default 2 + 3: the
- * engine's warm-up, and enough steady steps for a median-free pace).
+ * engine's warm-up, and enough steady steps for a median-free pace); validate
+ * --measure-s chooses `steps` per configuration from its predicted step.
  */
 #ifndef ZB_SUITE_H
 #define ZB_SUITE_H
@@ -30,6 +35,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "common/stats.h"
 #include "results/store.h"
 #include "core/config.h"
 #include "sim/predict.h"
@@ -87,12 +93,22 @@ typedef struct zb_suite_outcome {
 	int executed;            /* the executor ran it */
 	double pred_step_s;      /* predicted, over the same steady window as the measurement */
 	double meas_step_s;      /* NaN when not executed */
+	double meas_se_s;        /* standard error of the mean measured step over the steady window
+				  * (zb_suite_step_spread); NaN when not executed or fewer than 2 steps */
 	double pred_busy_s[ZB_RES_COUNT], meas_busy_s[ZB_RES_COUNT];
 	double tokens_per_step;
 	double wall_s;           /* the executor's wall time including setup, or the prediction's */
 	int64_t config_id;       /* 0 without a store */
 	char device[128];
 } zb_suite_outcome;
+
+/* The spread of the measured per-step times step_s[0 .. steps_done-1] (the executor's
+ * time between consecutive step boundaries; step_s[0] from time zero) over the window
+ * zb_step_time_window measures: from the end of step `warmup` (clamped to
+ * steps_done - 2, at least 0) to the end of the last, i.e. step_s[w+1 .. steps_done-1].
+ * Its mean is the GPU-boundary pace; meas_step_s can be slower when another
+ * resource sets the pace (engine.c), the se is that of the GPU boundaries' mean. */
+zb_spread zb_suite_step_spread(const double *step_s, int steps_done, int warmup);
 
 /* What zb_suite_run stores (when store is not NULL), inside the caller's
  * transaction: the configuration and its prediction always; with timeline, the

@@ -1,4 +1,4 @@
-/* stats.c - median, min and max with the NaN rule of stats.h. */
+/* stats.c - median, min, max, spread and the rank-sum test with the NaN rule of stats.h. */
 #include "common/stats.h"
 
 #include <math.h>
@@ -45,6 +45,29 @@ double zb_max(const double *v, int n)
 		if (!isnan(v[i]) && (isnan(m) || v[i] > m))
 			m = v[i];
 	return m;
+}
+
+zb_spread zb_spread_of(const double *v, int n)
+{
+	zb_spread s = { 0, NAN, NAN, NAN };
+	double sum = 0;
+	for (int i = 0; i < n; i++)
+		if (!isnan(v[i])) {
+			sum += v[i];
+			s.n++;
+		}
+	if (s.n == 0)
+		return s;
+	s.mean = sum / s.n;
+	if (s.n < 2)
+		return s;
+	double ss = 0; /* two passes: no cancellation when the spread is small beside the mean */
+	for (int i = 0; i < n; i++)
+		if (!isnan(v[i]))
+			ss += (v[i] - s.mean) * (v[i] - s.mean);
+	s.sd = sqrt(ss / (s.n - 1));
+	s.se = s.sd / sqrt(s.n);
+	return s;
 }
 
 /* The null distribution of U for m and n values: cnt[u] arrangements of the m + n

@@ -11,6 +11,7 @@
  *
  * zb_rank_sum_p tells whether two sets of measured step times differ by more than their
  * own spread: "is A faster than B" is only a fact about a machine when the steps say so.
+ * zb_spread says how well a mean of measured step times is known (its standard error).
  */
 #ifndef ZB_STATS_H
 #define ZB_STATS_H
@@ -31,6 +32,15 @@ double zb_max(const double *v, int n);
  * approximation with tie correction above. 1 when a side is empty. */
 #define ZB_RANK_SUM_EXACT 50
 double zb_rank_sum_p(const double *a, int na, const double *b, int nb);
+
+/* Mean, sample standard deviation (n - 1 in the denominator) and standard error of
+ * the mean (sd / sqrt(n)) of v, NaN skipped; n counts the values used. mean is NaN
+ * when none remain, sd and se when fewer than two do. */
+typedef struct zb_spread {
+	int n;
+	double mean, sd, se;
+} zb_spread;
+zb_spread zb_spread_of(const double *v, int n);
 
 #ifdef __cplusplus
 }

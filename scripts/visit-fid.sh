@@ -9,16 +9,23 @@
 #      hw/h200-machine-executor.json (fitted on another run: out-of-sample). No
 #      configuration starts after ZB_BUDGET (290 s); hard limit ZB_VALIDATE_S (360 s);
 #      every configuration is committed as it ends, so a cut-off run still leaves the
-#      configurations it finished.
+#      configurations it finished. Steps: ZB_WARMUP (2) warm-up and ZB_STEPS (3) measured
+#      steps; ZB_MEASURE_S (0: off) gives every configuration about that many seconds of
+#      measured steps instead, ceil(ZB_MEASURE_S / predicted step) within ZB_STEPS ..
+#      ZB_MAX_STEPS (64): a fast, noisy configuration (~75 ms, per-step sd up to 20 %)
+#      then runs many steps and a slow, steady one few (validate --measure-s; the
+#      table's "±" column is each measured mean's standard error).
 #   2. Replays of the same measurements through the simulator (CPU only, seconds each):
 #      the h200-machine preset alone, the committed profile, and a profile refitted on
 #      this very run (`zbench calibrate --from-db`: in-sample, and fitted on half the
 #      configurations predicting the other half, and without gpt2-large predicting it).
 #      ZB_REPLAY_S (20 s) each, skipped when the visit would pass ZB_TOTAL_S (490 s).
-# $OUT gets 7 files: visit-fid.log (every summary), validate.json, fid.db (or fid-db.tar with
-# its -wal when validate was cut off), preset.json,
-# committed.json, refit.json (the replays, --json), hw-fid-refit.json (the refitted
-# profile). ZB_SKIP_VALIDATE=1 only replays an fid.db already in $OUT (to test the script).
+# $OUT gets 7 files (at most 8 come back): visit-fid.log (every summary), validate.json,
+# fid.db.xz (xz -T0 -6: only files up to 16 MiB come back, and a 64 MB fid.db was lost;
+# fid-db.tar.xz with its -wal when validate was cut off; uncompressed when xz is
+# missing), preset.json, committed.json, refit.json (the replays, --json),
+# hw-fid-refit.json (the refitted profile). ZB_SKIP_VALIDATE=1 only replays an fid.db
+# already in $OUT (to test the script).
 set -u
 OUT=${OUT:-/tmp/zbench-out}
 mkdir -p "$OUT"
@@ -35,7 +42,7 @@ if [ -z "${ZB_SKIP_VALIDATE:-}" ]; then # (set: replay an fid.db already in $OUT
 rm -f "$DB"
 step "validate --suite fid --hw $HW"
 timeout -k 5 "${ZB_VALIDATE_S:-360}" $Z validate --suite fid --hw "$HW" --budget "${ZB_BUDGET:-290}" --db "$DB" \
-	--warmup "$WARMUP" --steps "${ZB_STEPS:-3}" \
+	--warmup "$WARMUP" --steps "${ZB_STEPS:-3}" --measure-s "${ZB_MEASURE_S:-0}" --max-steps "${ZB_MAX_STEPS:-64}" \
 	--json >"$OUT/validate.json" 2>>"$LOG"
 echo "validate exit $?" | tee -a "$LOG"
 fi
@@ -47,9 +54,11 @@ except Exception as e:
     print("validate.json unreadable:", e); sys.exit(0)
 for c in d["configs"]:
     e = c.get("error")
-    print("%-58s pred %8.2f meas %8s err %s wall %s %s" % (c["key"], 1e3 * (c["predicted_step_s"] or 0),
-          "%.2f" % (1e3 * c["measured_step_s"]) if c["measured_step_s"] else "-",
-          "%+.1f%%" % (100 * e) if e is not None else "-", c.get("wall_s"), c.get("skipped", "")))
+    se, m = c.get("measured_se_s"), c["measured_step_s"]
+    print("%-58s pred %8.2f meas %8s err %s +- %s steps %s wall %s %s" % (c["key"], 1e3 * (c["predicted_step_s"] or 0),
+          "%.2f" % (1e3 * m) if m else "-",
+          "%+.1f%%" % (100 * e) if e is not None else "-", "%.1f%%" % (100 * se / m) if se and m else "-",
+          c.get("steps"), c.get("wall_s"), c.get("skipped", "")))
 print("summary", json.dumps(d["summary"]), "order", json.dumps(d.get("order")))
 print("speedups", json.dumps(d.get("speedups")))
 EOF
@@ -75,5 +84,19 @@ replay refit --base h200-machine --out "$OUT/hw-fid-refit.json" --holdout gpt2-l
 if ls "$DB"-* >/dev/null 2>&1; then # a cut-off validate leaves its -wal: one file, as at most 8 come back
 	tar cf "$OUT/fid-db.tar" -C "$OUT" $(cd "$OUT" && ls fid.db*) && rm -f "$DB" "$DB"-*
 fi
+# only files up to 16 MiB come back: compress the database (timelines compress well)
+for f in "$DB" "$OUT/fid-db.tar"; do
+	[ -f "$f" ] || continue
+	if command -v xz >/dev/null; then
+		step "xz -T0 -6 $(basename "$f") ($(($(stat -c %s "$f") >> 20)) MiB)"
+		xz -T0 -6 -f "$f" 2>>"$LOG" || echo "xz failed: $(basename "$f") left as it is" | tee -a "$LOG"
+	else
+		echo "no xz: $(basename "$f") left uncompressed" | tee -a "$LOG"
+	fi
+	for g in "$f.xz" "$f"; do
+		[ -f "$g" ] && [ "$(stat -c %s "$g")" -gt $((16 << 20)) ] &&
+			echo "WARNING: $(basename "$g") is over 16 MiB and will not come back" | tee -a "$LOG"
+	done
+done
 step "done"
 ls -la "$OUT" | tee -a "$LOG"

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "analysis/compare.h"
+#include "common/stats.h"
 #include "sim/engine.h"
 #include "core/graph.h"
 #include "sim/predict.h"
@@ -255,6 +256,34 @@ static void test_cpu_slower(void **state)
 	tl_free(&m);
 }
 
+/* Mean, sample sd and standard error, by hand: {1, 2, 3, 4} has mean 2.5, squared
+ * deviations 2.25 + 0.25 + 0.25 + 2.25 = 5, sd sqrt(5 / 3), se sd / 2; NaN skipped;
+ * fewer than two values: no sd, no se. */
+static void test_spread(void **state)
+{
+	(void)state;
+	double v[] = { 1, NAN, 2, 3, 4 };
+	zb_spread s = zb_spread_of(v, 5);
+	assert_int_equal(s.n, 4);
+	assert_close(s.mean, 2.5, 1e-15);
+	assert_close(s.sd, sqrt(5.0 / 3), 1e-15);
+	assert_close(s.se, sqrt(5.0 / 3) / 2, 1e-15);
+	s = zb_spread_of(v, 1);
+	assert_int_equal(s.n, 1);
+	assert_close(s.mean, 1, 0);
+	assert_true(isnan(s.sd) && isnan(s.se));
+	s = zb_spread_of(v + 1, 1); /* only a NaN */
+	assert_int_equal(s.n, 0);
+	assert_true(isnan(s.mean) && isnan(s.sd) && isnan(s.se));
+	s = zb_spread_of(NULL, 0);
+	assert_true(isnan(s.mean) && isnan(s.se));
+	/* a large mean and a small spread: no cancellation (one pass of sum of squares loses it) */
+	double w[] = { 1e9 + 1, 1e9 + 2, 1e9 + 3, 1e9 + 4 };
+	assert_close(zb_spread_of(w, 4).sd, sqrt(5.0 / 3), 1e-12);
+	double same[] = { 0.075, 0.075, 0.075 };
+	assert_close(zb_spread_of(same, 3).se, 0, 0);
+}
+
 static void test_errors_and_medians(void **state)
 {
 	assert_close(zb_rel_err(1.1, 1.0), 0.1, 1e-12);
@@ -448,6 +477,7 @@ int main(void)
 		cmocka_unit_test(test_uniform_slowdown),
 		cmocka_unit_test(test_cpu_slower),
 		cmocka_unit_test(test_errors_and_medians),
+		cmocka_unit_test(test_spread),
 		cmocka_unit_test(test_simulated_schedule),
 		cmocka_unit_test(test_cli),
 	};

@@ -16,6 +16,7 @@
 #include "cli/suite.h"
 #include "exec/executor.h"
 #include "core/model.h"
+#include "sim/engine.h"
 
 static char dir[64], db[128];
 static const char *zbench;
@@ -323,6 +324,150 @@ static void test_validate_list(void **state)
 	result_free(&r);
 }
 
+/* ---- validate --measure-s (issue 12) ------------------------------------------------------ */
+
+/* `validate --list --json` of suite fid with extra flags: the parsed plan (caller decrefs). */
+static json_t *fid_plan(const char *flags)
+{
+	result r = run("validate --list --json --suite fid %s", flags);
+	if (r.rc != 0)
+		print_error("validate --list --json --suite fid %s: exit %d: %s\n", flags, r.rc, r.err), fail();
+	json_error_t je;
+	json_t *root = json_loads(r.out, 0, &je);
+	if (!root)
+		print_error("not JSON (%s): %.200s\n", je.text, r.out), fail();
+	result_free(&r);
+	return root;
+}
+
+/* Each configuration's measured steps follow from its predicted step: ceil(S / step)
+ * within --steps .. --max-steps; a fast configuration gets more than a slow one. */
+static void test_validate_measure_s(void **state)
+{
+	(void)state;
+	json_t *root = fid_plan("--steps 3 --measure-s 1.5 --max-steps 40");
+	assert_int_equal(json_integer_value(json_object_get(root, "max_steps")), 40);
+	json_t *cs = json_object_get(root, "configs"), *c;
+	size_t i;
+	assert_int_equal(json_array_size(cs), 44);
+	double fast = 1e9, slow = 0;
+	int fast_steps = 0, slow_steps = 0, at_min = 0, at_max = 0, between = 0;
+	json_array_foreach(cs, i, c) {
+		double pred = json_real_value(json_object_get(c, "predicted_step_s"));
+		int steps = (int)json_integer_value(json_object_get(c, "steps"));
+		assert_non_null(json_object_get(c, "measured_se_s")); /* null: nothing measured */
+		assert_true(json_is_null(json_object_get(c, "measured_se_s")));
+		int want = (int)ceil(1.5 / pred);
+		want = want < 3 ? 3 : want > 40 ? 40 : want;
+		/* pred comes from the run with `steps` steps, the count from the one with 3:
+		 * the two predictions of the steady step agree within a few percent */
+		if (abs(steps - want) > 1 + want / 20)
+			print_error("%s: %d steps, want %d (predicted %.2f ms)\n",
+				    json_string_value(json_object_get(c, "key")), steps, want, pred * 1e3), fail();
+		at_min += steps == 3;
+		at_max += steps == 40;
+		between += steps > 3 && steps < 40;
+		if (pred < fast)
+			fast = pred, fast_steps = steps;
+		if (pred > slow)
+			slow = pred, slow_steps = steps;
+	}
+	print_message("measure-s 1.5: fastest %.1f ms -> %d steps, slowest %.1f ms -> %d steps; %d at --steps, %d at "
+		      "--max-steps\n", fast * 1e3, fast_steps, slow * 1e3, slow_steps, at_min, at_max);
+	assert_true(fast_steps > slow_steps);
+	assert_true(at_min >= 1);  /* gpt2-large with 2 threads: ~0.6 s a step, 1.5 s is 3 steps */
+	assert_true(at_max >= 1);  /* llama's 4 layers without offload: ~24 ms, 1.5 s is > 40 steps */
+	assert_true(between >= 10);
+	double est_long = json_real_value(json_object_get(root, "expected_s"));
+	json_decref(root);
+	/* off (the default): every configuration --steps, and the estimate is the shorter one */
+	root = fid_plan("--steps 3");
+	json_array_foreach(json_object_get(root, "configs"), i, c)
+		assert_int_equal(json_integer_value(json_object_get(c, "steps")), 3);
+	assert_true(json_real_value(json_object_get(root, "expected_s")) < est_long);
+	json_decref(root);
+	/* --max-steps clamps everything; --steps alone when S is short */
+	root = fid_plan("--measure-s 100 --max-steps 12 --steps 5");
+	json_array_foreach(json_object_get(root, "configs"), i, c)
+		assert_int_equal(json_integer_value(json_object_get(c, "steps")), 12);
+	json_decref(root);
+	root = fid_plan("--measure-s 0.001 --steps 4");
+	json_array_foreach(json_object_get(root, "configs"), i, c)
+		assert_int_equal(json_integer_value(json_object_get(c, "steps")), 4);
+	json_decref(root);
+	/* the text: the header says how the steps are chosen, the table has a steps column */
+	result r = run("validate --list --suite quick --measure-s 1.5 --max-steps 30");
+	assert_int_equal(r.rc, 0);
+	assert_contains(r.out, "measured steps: 3, or 1.5 s of steps (at most 30)");
+	assert_contains(r.out, " steps ");
+	result_free(&r);
+	r = run("validate --list --suite quick");
+	assert_contains(r.out, "2 warm-up + 3 measured steps");
+	result_free(&r);
+}
+
+/* Bad --measure-s / --max-steps: one line on stderr, exit 2. */
+static void test_validate_measure_s_bad(void **state)
+{
+	(void)state;
+	static const char *bad[] = { "--measure-s -1", "--measure-s abc", "--measure-s nan", "--max-steps 0",
+				     "--max-steps 1001", "--max-steps 5 --steps 8", "--measure-s 2 --max-steps 2 --steps 3" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		result r = run("validate --list --suite quick %s", bad[i]);
+		if (r.rc != 2 || lines(r.err) != 1)
+			print_error("%s: exit %d, stderr '%s'\n", bad[i], r.rc, r.err), fail();
+		result_free(&r);
+	}
+	result r = run("validate --list --suite quick --max-steps 5 --steps 8");
+	assert_contains(r.err, "--max-steps 5 is below --steps 8");
+	result_free(&r);
+	/* --steps above the default --max-steps, --max-steps not given: fine */
+	r = run("validate --list --suite quick --limit 1 --steps 80 --measure-s 1");
+	assert_int_equal(r.rc, 0);
+	assert_contains(r.out, "(at most 80)");
+	result_free(&r);
+}
+
+/* The steady window of the measured per-step times is the one zb_step_time_window
+ * measures: on a prediction (GPU the pace: no offload), the mean of
+ * zb_suite_step_spread over the boundary differences is the predicted step. */
+static void test_step_spread_window(void **state)
+{
+	(void)state;
+	double t[] = { 9, 7, 1, 2, 3, 4 }; /* warm-up 1: steps 0 and 1 left out, {1, 2, 3, 4} */
+	zb_spread s = zb_suite_step_spread(t, 6, 1);
+	assert_int_equal(s.n, 4);
+	assert_close(s.mean, 2.5, 1e-15);
+	assert_close(s.se, sqrt(5.0 / 3) / 2, 1e-15);
+	s = zb_suite_step_spread(t, 6, 10); /* warm-up clamped to steps - 2: the last step alone */
+	assert_int_equal(s.n, 1);
+	assert_true(isnan(s.se));
+	s = zb_suite_step_spread(t, 1, 0);
+	assert_int_equal(s.n, 0);
+	s = zb_suite_step_spread(NULL, 0, 2);
+	assert_int_equal(s.n, 0);
+	const zb_suite *suite;
+	assert_int_equal(zb_suite_find("quick", &suite, NULL), ZB_OK);
+	for (int warm = 0; warm <= 3; warm++) {
+		zb_config c;
+		zb_error err = { 0 };
+		assert_int_equal(zb_suite_config(&suite->entries[2], NULL, warm, 5, &c, &err), ZB_OK); /* policy none */
+		zb_prediction p;
+		assert_int_equal(zb_predict(&p, &c, &err), ZB_OK);
+		int n = p.graph.steps;
+		double *b = malloc((size_t)n * sizeof *b), *st = malloc((size_t)n * sizeof *st);
+		zb_step_boundaries(&p.graph, p.res.end, b);
+		for (int k = 0; k < n; k++)
+			st[k] = b[k] - (k ? b[k - 1] : 0);
+		s = zb_suite_step_spread(st, n, warm);
+		assert_int_equal(s.n, n - 1 - warm);
+		assert_close(s.mean, zb_step_time_window(&p.graph, p.res.end, warm), 1e-9);
+		free(b);
+		free(st);
+		zb_prediction_free(&p);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -335,6 +480,9 @@ int main(void)
 		cmocka_unit_test(test_full_suite_span),
 		cmocka_unit_test(test_link_suite_threads),
 		cmocka_unit_test(test_validate_list),
+		cmocka_unit_test(test_validate_measure_s),
+		cmocka_unit_test(test_validate_measure_s_bad),
+		cmocka_unit_test(test_step_spread_window),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

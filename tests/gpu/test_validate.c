@@ -131,10 +131,15 @@ static void test_validate_and_compare(void **state)
 	assert_non_null(j);
 	json_t *sum = json_object_get(j, "summary");
 	assert_int_equal(json_integer_value(json_object_get(sum, "executed")), 2);
+	assert_true(json_number_value(json_object_get(sum, "noise_median_pct")) > 0);
+	assert_true(json_is_integer(json_object_get(sum, "within_noise")));
 	for (size_t i = 0; i < 2; i++) {
 		json_t *c = json_array_get(json_object_get(j, "configs"), i);
 		assert_true(json_is_true(json_object_get(c, "executed")));
 		assert_true(json_number_value(json_object_get(c, "measured_step_s")) > 0);
+		/* 2 warm-up + 3 measured steps: the standard error over the last two step times */
+		assert_int_equal(json_integer_value(json_object_get(c, "steps")), 3);
+		assert_true(json_number_value(json_object_get(c, "measured_se_s")) > 0);
 		print_message("%s: predicted %.2f ms, measured %.2f ms\n", json_string_value(json_object_get(c, "key")),
 			      1e3 * json_number_value(json_object_get(c, "predicted_step_s")),
 			      1e3 * json_number_value(json_object_get(c, "measured_step_s")));
