@@ -281,11 +281,17 @@ static double copy_overlap(const zb_kfit_item *x, double s, double e)
 	return zb_kfit_overlap(x, ZB_RES_H2D, s, e) + zb_kfit_overlap(x, ZB_RES_D2H, s, e);
 }
 
-/* A CPU Adam task of the window that no copy overlaps (< 10%): Adam alone. */
+/* A CPU Adam task of the window that no copy overlaps (< 10%), nor GPU compute where Adam's
+ * threads hold every core (the launch thread then takes one of theirs, execprofile.h
+ * adam_launch): Adam alone. */
 static int cpu_alone(const zb_kfit_set *s, const zb_kfit_item *x, size_t i)
 {
-	return x->g.tasks[i].kind == ZB_TASK_CPU_ADAM && in_window(s, x, i) && !x->c.policy.pageable &&
-	       copy_overlap(x, x->mstart[i], x->mend[i]) < 0.1;
+	if (x->g.tasks[i].kind != ZB_TASK_CPU_ADAM || !in_window(s, x, i) || x->c.policy.pageable ||
+	    copy_overlap(x, x->mstart[i], x->mend[i]) >= 0.1)
+		return 0;
+	int ranks = x->c.policy.gpus > 1 ? x->c.policy.gpus : 1;
+	return zb_config_cpu_threads(&x->c) * ranks < x->c.hw.cpu.cores ||
+	       zb_kfit_overlap(x, ZB_RES_GPU, x->mstart[i], x->mend[i]) < 0.1;
 }
 
 /* Host DRAM shared by Adam and DMA (resources.c): for each Adam task that copies
@@ -350,7 +356,7 @@ double zb_kfit_busy_cost(zb_kfit_busy_fit *q)
 	q->n = 0;
 	for (int k = 0; k < q->s->n && !q->st; k++) {
 		const zb_kfit_item *x = &q->s->it[k];
-		if ((q->use && !q->use[k]) || x->g.ranks < 2 || !(x->meas_busy_s[q->resource] > 0))
+		if ((q->use && !q->use[k]) || (x->g.ranks < 2 && !q->single) || !(x->meas_busy_s[q->resource] > 0))
 			continue;
 		double b = zb_kfit_predicted_busy(q->s, k, &q->hw, q->resource, &q->st, q->err);
 		if (!(b > 0))
@@ -681,13 +687,17 @@ zb_status zb_kfit_fit(const zb_kfit_set *s, const unsigned char *use, const zb_h
 				hw.gpu.exec.adam_copy = ac;
 		}
 		fit_starved(s, use, cfgs, &hw);
-		if (hw.gpu.exec.starved_s > 0) { /* the base's wait form (starved unused): refit it (kfit_starved_s.h) */
+		if (!st && hw.gpu.exec.starved_s > 0) { /* the base's wait form (starved unused): refit it (kfit_starved_s.h) */
 			zb_kfit_starved_s_stats ss;
 			st = zb_kfit_starved_s_steps(s, use, &hw, &ss, err);
 		}
 		double pg = zb_kfit_paced_gpu(s, use, cfgs, &hw);
 		if (pg > 0) /* else the base's */
 			hw.gpu.exec.paced_gpu = pg;
+		int nl; /* on the rates fitted above, by the CPU busy time of whole steps */
+		double al = st ? 0 : zb_kfit_adam_launch(s, use, &hw, &nl, &st, err);
+		if (!st && nl >= 2) /* else the base's */
+			hw.gpu.exec.adam_launch = al;
 		zb_kfit_comm_stats cs; /* several ranks: the collectives' factors on what was fitted */
 		if (!st)
 			st = zb_kfit_comm(s, use, &hw, &cs, err);

@@ -75,10 +75,12 @@ typedef struct zb_kfit_busy_fit {
 	zb_error *err;
 	zb_status st;             /* the first error of a simulation */
 	int n;                    /* items the last cost counted */
+	int single;               /* 1: items of one rank count too (0: several ranks only) */
 } zb_kfit_busy_fit;
 
 /* Mean squared log ratio of predicted to measured busy time of q->resource over the used
- * items of several ranks that measured it (INFINITY after an error or with none). */
+ * items of several ranks (of any number with q->single) that measured it (INFINITY after
+ * an error or with none). */
 double zb_kfit_busy_cost(zb_kfit_busy_fit *q);
 
 /* Golden-section search of cost(q, v) over [a, b] for `iters` steps, or until *st is set;

@@ -3,7 +3,9 @@
 #include "analysis/kfit_adam.h"
 
 #include <math.h>
+#include <stdlib.h>
 
+#include "common/error.h"
 #include "sim/kernels.h"
 
 
@@ -78,6 +80,46 @@ static void adam_copy_item(const zb_kfit_set *s, const zb_kfit_item *x, const zb
 		sums[1] += d * (c / B) * (c / B);
 		(*n)++;
 	}
+}
+
+/* Whether x's Adam threads, of all its ranks, hold every core of hw. */
+static int all_cores(const zb_kfit_item *x, const zb_hw *hw)
+{
+	int ranks = x->c.policy.gpus > 1 ? x->c.policy.gpus : 1;
+	return zb_config_cpu_threads(&x->c) * ranks >= hw->cpu.cores;
+}
+
+static double launch_cost(void *q, double v)
+{
+	ctx *c = q;
+	c->hw.gpu.exec.adam_launch = v;
+	return zb_kfit_busy_cost(c);
+}
+
+double zb_kfit_adam_launch(const zb_kfit_set *s, const unsigned char *use, const zb_hw *hw, int *n, zb_status *st,
+			   zb_error *err)
+{
+	*n = 0;
+	*st = ZB_OK;
+	unsigned char *mine = zb_xcalloc((size_t)(s->n > 0 ? s->n : 1), 1);
+	for (int j = 0; j < s->n; j++) {
+		const zb_kfit_item *x = &s->it[j];
+		mine[j] = (!use || use[j]) && all_cores(x, hw) && x->c.policy.ratio > 0 &&
+			  (x->c.policy.kind == ZB_POLICY_OVERLAP || x->c.policy.kind == ZB_POLICY_DPU);
+		*n += mine[j];
+	}
+	double best = 0;
+	if (*n >= 2 && hw->gpu.exec.adam_thread > 0) {
+		ctx q = { .s = s, .use = mine, .hw = *hw, .resource = ZB_RES_CPU, .err = err, .single = 1 };
+		double c0 = launch_cost(&q, 0);
+		if (!q.st && isfinite(c0)) {
+			double cbest = c0;
+			zb_kfit_golden(launch_cost, &q, &q.st, 0, 0.3, 25, &best, &cbest);
+		}
+		*st = q.st;
+	}
+	free(mine);
+	return *st ? 0 : best;
 }
 
 double zb_kfit_adam_copy(const zb_kfit_set *s, const unsigned char *use, const zb_hw *hw, int *n)

@@ -137,7 +137,7 @@ zb_status zb_exec_profile_validate(const zb_exec_profile *p, zb_error *err)
 		{ "shared_opt", p->shared_opt, 1 },     { "h2d_queue", p->h2d_queue, 10 },
 		{ "comm_gpu", p->comm_gpu, 1 },         { "comm_opt", p->comm_opt, 1 },
 		{ "comm_wait", p->comm_wait, 1 },       { "adam_copy", p->adam_copy, 10 },
-		{ "starved_s", p->starved_s, 1 },
+		{ "starved_s", p->starved_s, 1 },         { "adam_launch", p->adam_launch, 0.5 },
 	};
 	for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
 		if (!isfinite(one[i].v) || one[i].v < 0 || one[i].v > one[i].hi)
@@ -209,6 +209,7 @@ static double *scalar_slot(zb_exec_profile *p, const char *key)
 	if (!strcmp(key, "comm_wait")) return &p->comm_wait;
 	if (!strcmp(key, "adam_copy")) return &p->adam_copy;
 	if (!strcmp(key, "starved_s")) return &p->starved_s;
+	if (!strcmp(key, "adam_launch")) return &p->adam_launch;
 	return NULL;
 }
 
@@ -289,5 +290,7 @@ void *zb_exec_profile_to_json(const zb_exec_profile *p)
 		json_object_set_new(o, "comm_wait", json_real(p->comm_wait));
 	if (p->starved_s > 0) /* files of the rate form stay as they were */
 		json_object_set_new(o, "starved_s", json_real(p->starved_s));
+	if (p->adam_launch > 0) /* files without the term stay as they were */
+		json_object_set_new(o, "adam_launch", json_real(p->adam_launch));
 	return o;
 }

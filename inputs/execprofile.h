@@ -58,6 +58,12 @@
  *              beside 50-60, the same on 8 and 16 threads, where "Adam gets the rest" slows 16
  *              threads (127 GB/s of demand) 1.5-1.7x and 8 threads 1.25x. The copies keep the
  *              h2d_queue model. 0: Adam gets what is left
+ *   adam_launch  CPU Adam's rate lost while the GPU compute stream runs and Adam's threads (of
+ *              every rank) hold every core: the executor's launch thread then takes a core from
+ *              Adam's pinned pool, as Adam takes one from it (starved, starved_s). rate x (1 -
+ *              adam_launch). Measured on the H200 machine (fid run E, gpt2-large, 16 threads):
+ *              Adam's tasks 0.198-0.209 ns/param alone, 0.227-0.241 beside the GPU's backward
+ *              (x1.12-1.18) where 8 threads lose x1.06 (the copies' share, adam_copy). 0: none
  *   comm_gpu, comm_opt  several ranks: the collectives' rate (on the fabric's busbw) while
  *              the GPU compute stream / GPU Adam run: NCCL's kernels share the SMs and HBM
  *              with them (0: 1). Measured on 2 H200s (large-none of 2026-11-30, 50 MB
@@ -105,6 +111,7 @@ typedef struct zb_exec_profile {
 	double comm_gpu, comm_opt;                   /* collectives' rate beside compute / GPU Adam (0: 1) */
 	double comm_wait;                            /* 1: a collective waits for a GEMM that fills the SMs (0: off) */
 	double starved_s;                            /* > 0: starvation as a wait per GPU task instead of starved */
+	double adam_launch;                          /* CPU Adam's rate lost beside GPU compute on every core (0: none) */
 } zb_exec_profile;
 
 const char *zb_gemm_group_name(int g);  /* "dense", "batched", "unaligned", "flash" */

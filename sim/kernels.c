@@ -98,6 +98,16 @@ double zb_exec_starved_s(const zb_config *c)
 	return p->starved_s > 0 ? p->starved_s : 0;
 }
 
+double zb_exec_adam_launch(const zb_config *c, const zb_task *const active[ZB_RES_COUNT])
+{
+	int ranks = c->policy.gpus > 1 ? c->policy.gpus : 1;
+	if (c->framework != ZB_FW_ZBENCH || !active[ZB_RES_GPU] || !active[ZB_RES_CPU] ||
+	    active[ZB_RES_CPU]->kind != ZB_TASK_CPU_ADAM || zb_config_cpu_threads(c) * ranks < c->hw.cpu.cores)
+		return 1;
+	const zb_exec_profile *p = zb_exec_profile_of(&c->hw.gpu.exec, NULL);
+	return p->adam_launch > 0 && p->adam_launch < 1 ? 1 - p->adam_launch : 1;
+}
+
 double zb_exec_paced_gpu(const zb_config *c, const zb_task *const active[ZB_RES_COUNT])
 {
 	if (c->framework != ZB_FW_ZBENCH || !(c->policy.link_rate_Bps > 0) || !active[ZB_RES_GPU])

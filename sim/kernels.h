@@ -41,6 +41,10 @@ double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_CO
  * when Adam's threads (of every rank of the node) cover the cores; 0: none (or the rate
  * form, zb_exec_starved). The engine adds it to the task's fixed cost. */
 double zb_exec_starved_s(const zb_config *c);
+/* CPU Adam's rate factor now (execprofile.h adam_launch): below 1 only in zbench's
+ * executor while the GPU compute stream runs and Adam's threads of every rank hold every
+ * core, so the launch thread takes one of theirs; else 1. */
+double zb_exec_adam_launch(const zb_config *c, const zb_task *const active[ZB_RES_COUNT]);
 
 /* The GPU compute stream's rate factor beside the paced copies running now
  * (execprofile.h paced_gpu: to the power of their number; 1 unless --link-rate paces

@@ -171,7 +171,7 @@ void zb_resource_rates(const zb_config *c, const zb_task *const active[ZB_RES_CO
 	int both = active[ZB_RES_H2D] && active[ZB_RES_D2H];
 	rate[ZB_RES_H2D] = copy_Bps(c, ZB_RES_H2D) * (both ? l->duplex_h2d : 1.0);
 	rate[ZB_RES_D2H] = copy_Bps(c, ZB_RES_D2H) * (both ? l->duplex_d2h : 1.0);
-	rate[ZB_RES_CPU] = zb_cpu_adam_Bps(c);
+	rate[ZB_RES_CPU] = zb_cpu_adam_Bps(c) * zb_exec_adam_launch(c, active); /* a core to the launches */
 	/* collectives: NVLink/network, slowed by the rank's own kernels beside them (kernels.h) */
 	rate[ZB_RES_COMM] = zb_collective_bus_Bps(c) * zb_exec_comm_share(c, active); /* NCCL shares the SMs */
 	zb_ds_profile scratch;
