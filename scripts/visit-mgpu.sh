@@ -16,7 +16,7 @@
 #   zbench.db         every run (ranks, rank_events), calibrate, the DeepSpeed run
 # Environment: ZB_MGPU_BUDGET (s, default 360): runs that would start later are skipped;
 # ZB_MGPU_DS (default 1): the DeepSpeed ZeRO-2 offload run on 2 GPUs.
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+. "$(dirname "$0")/mgpu-env.sh"
 set -u
 OUT=${OUT:-/tmp/zbench-out}
 mkdir -p "$OUT"
@@ -26,17 +26,8 @@ LOG=$OUT/mgpu.log
 PYTHON=${PYTHON:-python3}
 step() { echo "=== $* ($(date -u +%T), ${SECONDS}s)" | tee -a "$LOG"; }
 
-nvidia-smi --query-gpu=index,name,memory.total,memory.free,driver_version --format=csv,noheader | tee -a "$LOG"
+mgpu_env "$LOG"
 nvidia-smi topo -m 2>&1 | head -5 | tee -a "$LOG"
-echo "cores: $(nproc); $(lscpu | grep 'Model name')" | tee -a "$LOG"
-
-# NCCL: the pip package's library directory
-NCCL_DIR=$("$PYTHON" -c 'import nvidia.nccl as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null)
-if [ -z "$NCCL_DIR" ] || [ ! -e "$NCCL_DIR/libnccl.so.2" ]; then
-	NCCL_DIR=$(dirname "$(find / -name libnccl.so.2 -not -path '/proc/*' 2>/dev/null | head -1)" 2>/dev/null)
-fi
-echo "NCCL: $NCCL_DIR" | tee -a "$LOG"
-export LD_LIBRARY_PATH=$NCCL_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 step "GPU test: collectives vs host reference, 2-rank runs"
 {

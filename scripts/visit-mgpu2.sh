@@ -24,7 +24,7 @@
 # runs.tsv (name, config id, predicted and measured step, per-rank steps),
 # replay.txt, runs.db.xz (every run with its rank tables), ds.tgz (DeepSpeed logs).
 # Environment: ZB_MGPU2_BUDGET (s, default 390): the whole call's budget.
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+. "$(dirname "$0")/mgpu-env.sh"
 set -u
 OUT=${OUT:-/tmp/zbench-out}
 mkdir -p "$OUT"
@@ -37,14 +37,7 @@ PYTHON=${PYTHON:-python3}
 BUDGET=${ZB_MGPU2_BUDGET:-390}
 step() { echo "=== $* ($(date -u +%T), ${SECONDS}s)" | tee -a "$LOG"; }
 
-nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader | tee -a "$LOG"
-echo "cores: $(nproc); $(lscpu | grep 'Model name'); $(git log -1 --format='%h %s' 2>/dev/null | cut -c1-60)" | tee -a "$LOG"
-NCCL_DIR=$("$PYTHON" -c 'import nvidia.nccl as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null)
-if [ -z "$NCCL_DIR" ] || [ ! -e "$NCCL_DIR/libnccl.so.2" ]; then
-	NCCL_DIR=$(dirname "$(find / -name libnccl.so.2 -not -path '/proc/*' 2>/dev/null | head -1)" 2>/dev/null)
-fi
-echo "NCCL: $NCCL_DIR" | tee -a "$LOG"
-export LD_LIBRARY_PATH=$NCCL_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+mgpu_env "$LOG"
 
 # ---- 1. CPU Adam, two pools at once ---------------------------------------------------
 N=$(nproc)

@@ -20,7 +20,7 @@
 # Adam, so rank-waits uses the `none` run added first).
 # Writes under $OUT: mgpu4.log (everything), runs.tsv, replay.txt, pools.txt, waits.txt,
 # runs.db.xz. Environment: ZB_MGPU4_BUDGET (s, default 500).
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+. "$(dirname "$0")/mgpu-env.sh"
 set -u
 OUT=${OUT:-/tmp/zbench-out}
 mkdir -p "$OUT"
@@ -33,14 +33,7 @@ PYTHON=${PYTHON:-python3}
 BUDGET=${ZB_MGPU4_BUDGET:-500}
 step() { echo "=== $* ($(date -u +%T), ${SECONDS}s)" | tee -a "$LOG"; }
 
-nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader | tee -a "$LOG"
-echo "cores: $(nproc); $(lscpu | grep -E 'Model name|Thread\(s\) per core' | tr -s ' ' | tr '\n' ';')" | tee -a "$LOG"
-NCCL_DIR=$("$PYTHON" -c 'import nvidia.nccl as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null)
-if [ -z "$NCCL_DIR" ] || [ ! -e "$NCCL_DIR/libnccl.so.2" ]; then
-	NCCL_DIR=$(dirname "$(find / -name libnccl.so.2 -not -path '/proc/*' 2>/dev/null | head -1)" 2>/dev/null)
-fi
-echo "NCCL: $NCCL_DIR" | tee -a "$LOG"
-export LD_LIBRARY_PATH=$NCCL_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+mgpu_env "$LOG"
 
 L="--model gpt2-large --seq 1024 --micro-batch 8"
 O="$L --policy overlap --ratio 1"

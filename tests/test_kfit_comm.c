@@ -7,6 +7,7 @@
  * cannot do.
  */
 #include "tests/harness.h"
+#include "tests/ranks_fixture.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -54,32 +55,6 @@ static zb_config ranks(int gpus, zb_policy_kind kind, double ratio)
 	return c;
 }
 
-/* One run of c whose two ranks' measured timelines are its simulation on c.hw. */
-static void store_run(zb_store *s, const zb_config *c)
-{
-	zb_prediction p;
-	zb_error err;
-	int64_t run, id;
-	zb_run_info info = { .kind = "run", .command = "test", .version = "t", .git_commit = "" };
-	assert_int_equal(zb_predict(&p, c, &err), ZB_OK);
-	const zb_graph *g = &p.graph;
-	char *json = zb_config_to_json(c);
-	assert_int_equal(zb_store_add_run(s, &info, &run, &err), ZB_OK);
-	assert_int_equal(zb_store_add_config(s, run, c, json, &id, &err), ZB_OK);
-	assert_int_equal(zb_store_add_prediction(s, id, g, &p.res, &p.mem, &err), ZB_OK);
-	assert_int_equal(zb_store_add_tasks(s, id, g, &err), ZB_OK);
-	assert_int_equal(zb_store_add_events(s, id, "measured", g, p.res.start, p.res.end, &err), ZB_OK);
-	if (c->policy.gpus > 1) {
-		zb_rank_row rows[2] = {
-			{ .rank = 0, .device = "test", .cpu_threads = 1, .slowest = 1, .start = p.res.start, .end = p.res.end },
-			{ .rank = 1, .device = "test", .cpu_threads = 1, .start = p.res.start, .end = p.res.end },
-		};
-		assert_int_equal(zb_store_add_ranks(s, id, g, rows, 2, &err), ZB_OK);
-	}
-	free(json);
-	zb_prediction_free(&p);
-}
-
 static void make_db(const char *db, const zb_config *cs, int n)
 {
 	zb_store *s;
@@ -87,7 +62,7 @@ static void make_db(const char *db, const zb_config *cs, int n)
 	assert_int_equal(zb_store_open(&s, db, 1000, &err), ZB_OK);
 	assert_int_equal(zb_store_begin(s, &err), ZB_OK);
 	for (int i = 0; i < n; i++)
-		store_run(s, &cs[i]);
+		zb_test_store_ranks_run(s, &cs[i]);
 	assert_int_equal(zb_store_commit(s, &err), ZB_OK);
 	zb_store_close(s);
 }

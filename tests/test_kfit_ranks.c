@@ -6,6 +6,7 @@
  * includes its wait for the other rank.
  */
 #include "tests/harness.h"
+#include "tests/ranks_fixture.h"
 #include "tests/kfit_fixture.h"
 
 #include <math.h>
@@ -36,36 +37,6 @@ static zb_config two_ranks(void)
 	return c;
 }
 
-/* One run of one configuration whose "measured" timeline is its simulated one;
- * rank 0 (the slowest) reaches every collective `early` seconds before rank 1,
- * whose timeline is the simulated one, and spins in it until rank 1 comes. */
-static void store_run(zb_store *s, const zb_config *c, double early)
-{
-	zb_prediction p;
-	zb_error err;
-	int64_t run, id;
-	zb_run_info info = { .kind = "run", .command = "test", .version = "t", .git_commit = "" };
-	assert_int_equal(zb_predict(&p, c, &err), ZB_OK);
-	const zb_graph *g = &p.graph;
-	double *s0 = zb_xmalloc(g->ntasks * sizeof *s0);
-	for (size_t i = 0; i < g->ntasks; i++)
-		s0[i] = p.res.start[i] - (g->tasks[i].resource == ZB_RES_COMM ? early : 0);
-	char *json = zb_config_to_json(c);
-	assert_int_equal(zb_store_add_run(s, &info, &run, &err), ZB_OK);
-	assert_int_equal(zb_store_add_config(s, run, c, json, &id, &err), ZB_OK);
-	assert_int_equal(zb_store_add_prediction(s, id, g, &p.res, &p.mem, &err), ZB_OK);
-	assert_int_equal(zb_store_add_tasks(s, id, g, &err), ZB_OK);
-	assert_int_equal(zb_store_add_events(s, id, "measured", g, s0, p.res.end, &err), ZB_OK);
-	zb_rank_row rows[2] = {
-		{ .rank = 0, .device = "test", .cpu_threads = 1, .slowest = 1, .start = s0, .end = p.res.end },
-		{ .rank = 1, .device = "test", .cpu_threads = 1, .start = p.res.start, .end = p.res.end },
-	};
-	assert_int_equal(zb_store_add_ranks(s, id, g, rows, 2, &err), ZB_OK);
-	free(json);
-	free(s0);
-	zb_prediction_free(&p);
-}
-
 static void test_transfer_not_occupancy(void **state)
 {
 	(void)state;
@@ -76,8 +47,8 @@ static void test_transfer_not_occupancy(void **state)
 	zb_config c = two_ranks();
 	assert_int_equal(zb_store_open(&s, db, 1000, &err), ZB_OK);
 	assert_int_equal(zb_store_begin(s, &err), ZB_OK);
-	store_run(s, &c, 0);
-	store_run(s, &c, 50e-6);
+	zb_test_store_ranks_run_early(s, &c, 0);
+	zb_test_store_ranks_run_early(s, &c, 50e-6);
 	assert_int_equal(zb_store_commit(s, &err), ZB_OK);
 	zb_store_close(s);
 
