@@ -58,12 +58,14 @@ static const zb_flag flags[] = {
 	ZB_STRING("hw", &vo.hw, "<machine|file>", "hardware of the simulator side (default h200-machine)"),
 	ZB_STRING("suite", &vo.suite, "full | quick", "the suite (default full)"),
 	ZB_INT("limit", &vo.limit, 1, 1000, "<n>", "the first <n> configurations only"),
-	ZB_INT("warmup", &vo.warmup, 0, 100, "<n>", "warm-up steps (default 2)"),
-	ZB_INT("steps", &vo.steps, 2, 100, "<n>", "measured steps (default 3; the least with --measure-s)"),
+	ZB_INT("warmup", &vo.warmup, 0, 100, "<n>", "warm-up steps (default 2; the suite's)"),
+	ZB_INT("steps", &vo.steps, 2, 100, "<n>", "measured steps (default 3; the least with --measure-s; the suite's)"),
 	ZB_REAL("measure-s", &vo.measure_s, 0, 3600, "<seconds>",
 		"about <seconds> of measured steps per configuration: ceil(<seconds> /\n"
-		"predicted step) within --steps .. --max-steps (default 0: --steps each)"),
-	ZB_INT("max-steps", &vo.max_steps, 2, 1000, "<n>", "with --measure-s: at most <n> measured steps (default 64)"),
+		"predicted step) within --steps .. --max-steps (default 0: --steps each;\n"
+		"the suite's: fid 3)"),
+	ZB_INT("max-steps", &vo.max_steps, 2, 1000, "<n>",
+	       "with --measure-s: at most <n> measured steps (default 64; the suite's: fid 48)"),
 	ZB_INT("budget", &vo.budget, 1, 86400, "<seconds>", "skip configurations past this estimate (default 480)"),
 	ZB_SWITCH("list", &vo.list, "print the suite with estimated times, run nothing"),
 	ZB_SWITCH("strict", &vo.strict, "exit 1 when a target is missed"),
@@ -87,8 +89,9 @@ static void usage(FILE *f)
 		   "step-time error, the mean absolute percentage error (target <= 3%%, worst <= 8%%) and\n"
 		   "the predicted against measured speedup of each Twin-Flow ratio over plain offload\n"
 		   "(target within 5%%). --list prints the suite with estimated times and runs nothing.\n"
-		   "Defaults: suite full, 2 warm-up + 3 measured steps, budget 480 s (configurations\n"
-		   "whose estimate would exceed it are skipped). --strict: exit 1 when a target is missed.\n"
+		   "Defaults: suite full, 2 warm-up + 3 measured steps (suite fid: 4 warm-up, at least 8\n"
+		   "and about 3 s of measured steps, at most 48), budget 480 s (configurations whose\n"
+		   "estimate would exceed it are skipped). --strict: exit 1 when a target is missed.\n"
 		   "--measure-s gives each configuration a measured time instead of a step count; the\n"
 		   "table's \"±\" is the standard error of each measured mean (%% of it).\n"
 		   "zbench validate --deepspeed [...] measures real DeepSpeed instead (--deepspeed --help).\n"
@@ -560,6 +563,27 @@ static void finish_run(validation *v, zb_status st)
 
 /* ---- command ------------------------------------------------------------------------------ */
 
+/* What the command line left unset: the suite's measurement where it has one (suite.h
+ * zb_suite_measure), else 2 warm-up + 3 measured steps. An unknown suite keeps validate's
+ * defaults here; plan() names it. */
+static void apply_defaults(void)
+{
+	const zb_suite *s = NULL;
+	zb_error ignored;
+	zb_suite_measure m = { 0 };
+	if (zb_suite_find(vo.suite, &s, &ignored) == ZB_OK)
+		m = s->measure;
+	if (vo.warmup < 0)
+		vo.warmup = m.steps ? m.warmup : 2;
+	if (vo.steps < 0)
+		vo.steps = m.steps ? m.steps : 3;
+	if (vo.measure_s < 0) {
+		vo.measure_s = m.measure_s;
+		if (!vo.max_steps && m.max_steps >= vo.steps)
+			vo.max_steps = m.max_steps;
+	}
+}
+
 /* --published[=<file>] takes an optional value, which the flag table does not: it is
  * taken out of argv here and the rest parsed as usual. */
 static const char *take_published(int *argc, char **argv)
@@ -583,12 +607,14 @@ int cmd_validate(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		if (!strcmp(argv[i], "--deepspeed"))
 			return cmd_validate_deepspeed(argc, argv); /* real DeepSpeed instead of the executor */
-	vo = (struct validate_opts){ .suite = "full", .db = ZB_STORE_DEFAULT_PATH, .warmup = 2, .steps = 3,
-				     .budget = 480 };
+	/* -1: not given, then the suite's measurement or validate's default (apply_defaults) */
+	vo = (struct validate_opts){ .suite = "full", .db = ZB_STORE_DEFAULT_PATH, .warmup = -1, .steps = -1,
+				     .measure_s = -1, .budget = 480 };
 	const char *published = take_published(&argc, argv);
 	int rc;
 	if (!zb_flags_parse(argc, argv, flags, NULL, 0, NULL, usage, &rc))
 		return rc;
+	apply_defaults();
 	if (vo.max_steps && vo.max_steps < vo.steps) {
 		fprintf(stderr, "zbench: --max-steps %d is below --steps %d\n", vo.max_steps, vo.steps);
 		return 2;

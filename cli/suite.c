@@ -148,12 +148,16 @@ static const zb_suite_entry quick[] = {
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static const zb_suite suites[] = {
-	{ "full", "36 configurations: every policy, ratios 0..1, 2..16 threads, 0.36B..5.9B parameters", full, COUNT(full) },
-	{ "quick", "4 small configurations (seq 512), seconds on the GPU", quick, COUNT(quick) },
+	{ "full", "36 configurations: every policy, ratios 0..1, 2..16 threads, 0.36B..5.9B parameters", full, COUNT(full), { 0 } },
+	{ "quick", "4 small configurations (seq 512), seconds on the GPU", quick, COUNT(quick), { 0 } },
 	{ "fid", "44 configurations in one visit: native, gen3 and gen4 link rates, 2..16 threads, pageable, "
-		 "checkpointing, parameter offload, GQA, flash and eager (run with validate --measure-s)", fid, COUNT(fid) },
+		 "checkpointing, parameter offload, GQA, flash and eager; 4 warm-up steps, at least 8 and about 3 s of "
+		 "measured steps each", fid, COUNT(fid),
+	  /* run E (BENCHMARKS.md, issue 12): 384 s on the H200 machine; 8-step means of the
+	   * alternating configurations were uncertain by up to 7 %, these by a median 0.6 % */
+	  { .warmup = 4, .steps = 8, .measure_s = 3, .max_steps = 48 } },
 	{ "link", "10 configurations: dpu ratio 1 at the native link, 25 and 12 GB/s, half and all the cores "
-		  "(faster link, slower step?)", linkrate, COUNT(linkrate) },
+		  "(faster link, slower step?)", linkrate, COUNT(linkrate), { 0 } },
 };
 
 zb_status zb_suite_find(const char *name, const zb_suite **out, zb_error *err)

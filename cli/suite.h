@@ -59,11 +59,20 @@ typedef struct zb_suite_entry {
 	int layers, kv_heads;    /* model overrides (0: the preset's) */
 } zb_suite_entry;
 
+/* How validate measures a suite when the command line does not say (0: validate's
+ * defaults, 2 warm-up + 3 measured steps). */
+typedef struct zb_suite_measure {
+	int warmup, steps;   /* warm-up steps, measured steps (the least with measure_s) */
+	double measure_s;    /* > 0: about that many seconds of measured steps each */
+	int max_steps;       /* with measure_s: at most that many */
+} zb_suite_measure;
+
 typedef struct zb_suite {
 	const char *name;
 	const char *description;
 	const zb_suite_entry *entries;
 	int n;
+	zb_suite_measure measure;
 } zb_suite;
 
 /* A suite by name; ZB_E_INPUT naming the known ones. */

@@ -7,19 +7,23 @@
 #      25 GB/s, 2..16 threads, pageable, ckpt, parameter offload, GQA, flash and eager)
 #      on the GPU, predicted with the committed executor profile
 #      hw/h200-machine-executor.json (fitted on another run: out-of-sample). No
-#      configuration starts after ZB_BUDGET (290 s); hard limit ZB_VALIDATE_S (360 s);
+#      configuration starts after ZB_BUDGET (400 s); hard limit ZB_VALIDATE_S (440 s);
 #      every configuration is committed as it ends, so a cut-off run still leaves the
-#      configurations it finished. Steps: ZB_WARMUP (2) warm-up and ZB_STEPS (3) measured
-#      steps; ZB_MEASURE_S (0: off) gives every configuration about that many seconds of
-#      measured steps instead, ceil(ZB_MEASURE_S / predicted step) within ZB_STEPS ..
-#      ZB_MAX_STEPS (64): a fast, noisy configuration (~75 ms, per-step sd up to 20 %)
+#      configurations it finished. Steps (the fid suite's own defaults): ZB_WARMUP (4) warm-up
+#      and ZB_STEPS (8) measured steps at least; ZB_MEASURE_S (3, 0: off) gives every
+#      configuration about that many seconds of measured steps, ceil(ZB_MEASURE_S /
+#      predicted step) within ZB_STEPS .. ZB_MAX_STEPS (48): a fast, noisy configuration
+#      (~75 ms, per-step sd up to 20 %)
 #      then runs many steps and a slow, steady one few (validate --measure-s; the
 #      table's "±" column is each measured mean's standard error).
 #   2. Replays of the same measurements through the simulator (CPU only, seconds each):
 #      the h200-machine preset alone, the committed profile, and a profile refitted on
 #      this very run (`zbench calibrate --from-db`: in-sample, and fitted on half the
 #      configurations predicting the other half, and without gpt2-large predicting it).
-#      ZB_REPLAY_S (20 s) each, skipped when the visit would pass ZB_TOTAL_S (490 s).
+#      ZB_REPLAY_S (20 s) each, skipped when the visit would pass ZB_TOTAL_S (560 s). The
+#      refit of a whole fid run takes ~2 minutes (run E: 122 s on dev) and is cut off at
+#      20 s: replay it from fid.db.xz on the development machine, or use
+#      scripts/visit-fid6.sh, which gives it the time left of the call.
 # $OUT gets 7 files (at most 8 come back): visit-fid.log (every summary), validate.json,
 # fid.db.xz (xz -T0 -6: only files up to 16 MiB come back, and a 64 MB fid.db was lost;
 # fid-db.tar.xz with its -wal when validate was cut off; uncompressed when xz is
@@ -34,15 +38,15 @@ LOG=$OUT/visit-fid.log
 DB=$OUT/fid.db
 HW=hw/h200-machine-executor.json
 T0=$(date +%s)
-WARMUP=${ZB_WARMUP:-2} # warm-up and measured steps: ZB_WARMUP (2) and ZB_STEPS (3)
+WARMUP=${ZB_WARMUP:-4} # warm-up and measured steps: ZB_WARMUP (4) and ZB_STEPS (8)
 step() { echo "=== $* ($(date +%T), +$(($(date +%s) - T0)) s)" | tee -a "$LOG"; }
 
 step "$($Z --version 2>&1 | head -1); $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1); $(nproc) CPUs"
 if [ -z "${ZB_SKIP_VALIDATE:-}" ]; then # (set: replay an fid.db already in $OUT, for testing the script)
 rm -f "$DB"
 step "validate --suite fid --hw $HW"
-timeout -k 5 "${ZB_VALIDATE_S:-360}" $Z validate --suite fid --hw "$HW" --budget "${ZB_BUDGET:-290}" --db "$DB" \
-	--warmup "$WARMUP" --steps "${ZB_STEPS:-3}" --measure-s "${ZB_MEASURE_S:-0}" --max-steps "${ZB_MAX_STEPS:-64}" \
+timeout -k 5 "${ZB_VALIDATE_S:-440}" $Z validate --suite fid --hw "$HW" --budget "${ZB_BUDGET:-400}" --db "$DB" \
+	--warmup "$WARMUP" --steps "${ZB_STEPS:-8}" --measure-s "${ZB_MEASURE_S:-3}" --max-steps "${ZB_MAX_STEPS:-48}" \
 	--json >"$OUT/validate.json" 2>>"$LOG"
 echo "validate exit $?" | tee -a "$LOG"
 fi
@@ -69,8 +73,8 @@ for f in "$DB" "$DB-wal"; do [ -f "$f" ] && cp "$f" "$RDB${f#$DB}"; done
 replay() { # name, flags: calibrate --from-db on this run's measurements
 	local name=$1
 	shift
-	local left=$((${ZB_TOTAL_S:-490} - ($(date +%s) - T0)))
-	if [ "$left" -lt $((2 * ${ZB_REPLAY_S:-20} + 10)) ]; then # the whole visit stays under ~8.2 minutes
+	local left=$((${ZB_TOTAL_S:-560} - ($(date +%s) - T0)))
+	if [ "$left" -lt $((2 * ${ZB_REPLAY_S:-20} + 10)) ]; then # the whole visit stays under ~9.5 minutes
 		step "replay $name: skipped, $left s left"
 		return
 	fi

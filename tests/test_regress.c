@@ -380,8 +380,8 @@ static void test_validate_measure_s(void **state)
 	assert_true(between >= 10);
 	double est_long = json_real_value(json_object_get(root, "expected_s"));
 	json_decref(root);
-	/* off (the default): every configuration --steps, and the estimate is the shorter one */
-	root = fid_plan("--steps 3");
+	/* off: every configuration --steps, and the estimate is the shorter one */
+	root = fid_plan("--steps 3 --measure-s 0");
 	json_array_foreach(json_object_get(root, "configs"), i, c)
 		assert_int_equal(json_integer_value(json_object_get(c, "steps")), 3);
 	assert_true(json_real_value(json_object_get(root, "expected_s")) < est_long);
@@ -404,6 +404,37 @@ static void test_validate_measure_s(void **state)
 	r = run("validate --list --suite quick");
 	assert_contains(r.out, "2 warm-up + 3 measured steps");
 	result_free(&r);
+}
+
+/* Suite fid's own measurement when the command line says nothing (suite.h
+ * zb_suite_measure: run E's 4 warm-up, >= 8 and ~3 s, <= 48 measured steps); a flag given
+ * wins over it, the others stay the suite's. */
+static void test_validate_suite_measure(void **state)
+{
+	(void)state;
+	json_t *root = fid_plan("");
+	assert_int_equal(json_integer_value(json_object_get(root, "warmup")), 4);
+	assert_int_equal(json_integer_value(json_object_get(root, "steps")), 8);
+	assert_true(json_real_value(json_object_get(root, "measure_s")) == 3);
+	assert_int_equal(json_integer_value(json_object_get(root, "max_steps")), 48);
+	json_t *c;
+	size_t i;
+	int more = 0;
+	json_array_foreach(json_object_get(root, "configs"), i, c) {
+		int steps = (int)json_integer_value(json_object_get(c, "steps"));
+		assert_true(steps >= 8 && steps <= 48);
+		more += steps > 8;
+	}
+	assert_true(more >= 10);
+	json_decref(root);
+	root = fid_plan("--warmup 1");
+	assert_int_equal(json_integer_value(json_object_get(root, "warmup")), 1);
+	assert_true(json_real_value(json_object_get(root, "measure_s")) == 3);
+	json_decref(root);
+	root = fid_plan("--steps 60");
+	assert_int_equal(json_integer_value(json_object_get(root, "steps")), 60);
+	assert_int_equal(json_integer_value(json_object_get(root, "max_steps")), 64); /* the suite's 48 < 60 */
+	json_decref(root);
 }
 
 /* Bad --measure-s / --max-steps: one line on stderr, exit 2. */
@@ -481,6 +512,7 @@ int main(void)
 		cmocka_unit_test(test_link_suite_threads),
 		cmocka_unit_test(test_validate_list),
 		cmocka_unit_test(test_validate_measure_s),
+		cmocka_unit_test(test_validate_suite_measure),
 		cmocka_unit_test(test_validate_measure_s_bad),
 		cmocka_unit_test(test_step_spread_window),
 	};
