@@ -37,7 +37,10 @@ zb_status zb_kfit_adam_mem(const zb_kfit_set *s, const unsigned char *use, zb_hw
  * not the average of its effect); fitted piece by piece instead, the measured tasks give
  * 0.90 where this gives 0.56 (fid run C) and the other runs are predicted worse: the
  * measured slowdown is concave in the copy rate, and the slope describes it by task as
- * measured (BENCHMARKS.md). Returns 0 when fewer than 20 tasks have copies beside them. */
+ * measured (BENCHMARKS.md). Configurations whose Adam threads leave a core free only, where
+ * they give 20 tasks: on every core the GPU's launches slow some tasks of both kinds
+ * (adam_launch), which lowers the slope (0.39 for 0.6 on a simulated timeline; fid run E
+ * 0.604 with them, 0.675 without). Returns 0 when fewer than 20 tasks have copies beside them. */
 double zb_kfit_adam_copy(const zb_kfit_set *s, const unsigned char *use, const zb_hw *hw, int *n);
 
 /* CPU Adam's rate lost beside GPU compute when its threads hold every core (execprofile.h
