@@ -2,6 +2,7 @@
 #include "analysis/kfit.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -281,17 +282,27 @@ static double copy_overlap(const zb_kfit_item *x, double s, double e)
 	return zb_kfit_overlap(x, ZB_RES_H2D, s, e) + zb_kfit_overlap(x, ZB_RES_D2H, s, e);
 }
 
-/* A CPU Adam task of the window that no copy overlaps (< 10%), nor GPU compute where Adam's
- * threads hold every core (the launch thread then takes one of theirs, execprofile.h
- * adam_launch): Adam alone. */
+/* A CPU Adam task of the window that no copy overlaps (< 10%): Adam alone. */
 static int cpu_alone(const zb_kfit_set *s, const zb_kfit_item *x, size_t i)
 {
-	if (x->g.tasks[i].kind != ZB_TASK_CPU_ADAM || !in_window(s, x, i) || x->c.policy.pageable ||
-	    copy_overlap(x, x->mstart[i], x->mend[i]) >= 0.1)
-		return 0;
+	return x->g.tasks[i].kind == ZB_TASK_CPU_ADAM && in_window(s, x, i) && !x->c.policy.pageable &&
+	       copy_overlap(x, x->mstart[i], x->mend[i]) < 0.1;
+}
+
+/* Task i's measured duration as if Adam had run alone, by hw's adam_launch (the base's: the
+ * fit comes after the curve): where its threads hold every core, the part of it GPU compute
+ * overlapped ran at (1 - adam_launch) of the rate (execprofile.h), so over a fraction f of
+ * its time it did the work of T (1 - adam_launch f) alone. Tried and not kept: leaving those
+ * tasks out (fid's 20-step reruns then had no 16-thread samples and the memory term came out
+ * at a third), and refitting the curve with the fitted value (the curve's two terms traded
+ * off and the next adam_launch fell to 0 on a timeline simulated with 0.1). */
+static double cpu_alone_s(const zb_kfit_item *x, size_t i, const zb_hw *hw)
+{
+	double d = x->mend[i] - x->mstart[i], L = hw->gpu.exec.adam_launch;
 	int ranks = x->c.policy.gpus > 1 ? x->c.policy.gpus : 1;
-	return zb_config_cpu_threads(&x->c) * ranks < x->c.hw.cpu.cores ||
-	       zb_kfit_overlap(x, ZB_RES_GPU, x->mstart[i], x->mend[i]) < 0.1;
+	if (!(L > 0) || zb_config_cpu_threads(&x->c) * ranks < hw->cpu.cores)
+		return d;
+	return d * (1 - L * zb_kfit_overlap(x, ZB_RES_GPU, x->mstart[i], x->mend[i]));
 }
 
 /* Host DRAM shared by Adam and DMA (resources.c): for each Adam task that copies
@@ -476,7 +487,7 @@ static void fit_cpu(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, z
 			const zb_task *tk = &x->g.tasks[i];
 			if (!cpu_alone(s, x, i))
 				continue;
-			double d = x->mend[i] - x->mstart[i], f[3] = { 1, tk->params / t, (double)tk->params };
+			double d = cpu_alone_s(x, i, hw), f[3] = { 1, tk->params / t, (double)tk->params };
 			for (int r = 0; r < 3; r++) {
 				for (int c = 0; c < 3; c++)
 					A[r][c] += f[r] * f[c] / d;
@@ -507,7 +518,7 @@ static void fit_cpu(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, z
 			const zb_task *tk = &x->g.tasks[i];
 			if (!cpu_alone(s, x, i))
 				continue;
-			double d = x->mend[i] - x->mstart[i];
+			double d = cpu_alone_s(x, i, hw);
 			double r = (z[0] + tk->params / t * z[1] + tk->params * z[2]) / d - 1;
 			s2 += d * r * r;
 			w += d;
@@ -694,7 +705,8 @@ zb_status zb_kfit_fit(const zb_kfit_set *s, const unsigned char *use, const zb_h
 		double pg = zb_kfit_paced_gpu(s, use, cfgs, &hw);
 		if (pg > 0) /* else the base's */
 			hw.gpu.exec.paced_gpu = pg;
-		int nl; /* on the rates fitted above, by the CPU busy time of whole steps */
+		/* on the rates fitted above, by the CPU busy time of whole steps */
+		int nl;
 		double al = st ? 0 : zb_kfit_adam_launch(s, use, &hw, &nl, &st, err);
 		if (!st && nl >= 2) /* else the base's */
 			hw.gpu.exec.adam_launch = al;

@@ -48,9 +48,9 @@ double zb_kfit_adam_copy(const zb_kfit_set *s, const unsigned char *use, const z
  * measured one best (least squares on the log ratio, golden section) over the items chosen by
  * use (NULL: all) whose Adam threads of all ranks cover the cores and run beside the GPU
  * (overlap and dpu policies, ratio > 0); *n of them. Fitted on the busy time, not on single
- * tasks: on fid run E the tasks that GPU compute overlaps > 90 % gave 0.063, and the steps'
- * CPU busy stayed 4-8 % short, the tasks partly beside the GPU slowing too. Returns 0 (and
- * sets *st on a simulation error) with fewer than 2 such items. */
+ * tasks: the tasks partly beside the GPU slow too, which a fit on the tasks GPU compute
+ * overlaps > 90 % misses (BENCHMARKS.md, run E). Returns 0 (and sets *st on a simulation
+ * error) with fewer than 2 such items. */
 double zb_kfit_adam_launch(const zb_kfit_set *s, const unsigned char *use, const zb_hw *hw, int *n, zb_status *st,
 			   zb_error *err);
 

@@ -63,7 +63,8 @@
  *              Adam's pinned pool, as Adam takes one from it (starved, starved_s). rate x (1 -
  *              adam_launch). Measured on the H200 machine (fid run E, gpt2-large, 16 threads):
  *              Adam's tasks 0.198-0.209 ns/param alone, 0.227-0.241 beside the GPU's backward
- *              (x1.12-1.18) where 8 threads lose x1.06 (the copies' share, adam_copy). 0: none
+ *              (x1.12-1.18) where 8 threads lose x1.06 (the copies' share, adam_copy);
+ *              `calibrate --from-db` there: 0.061, about one core of 16. 0: none
  *   comm_gpu, comm_opt  several ranks: the collectives' rate (on the fabric's busbw) while
  *              the GPU compute stream / GPU Adam run: NCCL's kernels share the SMs and HBM
  *              with them (0: 1). Measured on 2 H200s (large-none of 2026-11-30, 50 MB
