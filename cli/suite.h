@@ -65,6 +65,7 @@ typedef struct zb_suite_measure {
 	int warmup, steps;   /* warm-up steps, measured steps (the least with measure_s) */
 	double measure_s;    /* > 0: about that many seconds of measured steps each */
 	int max_steps;       /* with measure_s: at most that many */
+	int repeat;          /* the first that many executed configurations again at the end */
 } zb_suite_measure;
 
 typedef struct zb_suite {

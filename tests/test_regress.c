@@ -417,6 +417,8 @@ static void test_validate_suite_measure(void **state)
 	assert_int_equal(json_integer_value(json_object_get(root, "steps")), 8);
 	assert_true(json_real_value(json_object_get(root, "measure_s")) == 3);
 	assert_int_equal(json_integer_value(json_object_get(root, "max_steps")), 48);
+	assert_int_equal(json_integer_value(json_object_get(root, "repeat")), 2);
+	double with_repeats = json_real_value(json_object_get(root, "expected_s"));
 	json_t *c;
 	size_t i;
 	int more = 0;
@@ -426,6 +428,15 @@ static void test_validate_suite_measure(void **state)
 		more += steps > 8;
 	}
 	assert_true(more >= 10);
+	json_decref(root);
+	/* --repeat 0: the two configurations measured again at the end leave the estimate */
+	root = fid_plan("--repeat 0");
+	assert_int_equal(json_integer_value(json_object_get(root, "repeat")), 0);
+	double first_two = 0;
+	for (i = 0; i < 2; i++)
+		first_two += json_real_value(json_object_get(json_array_get(json_object_get(root, "configs"), i), "estimate_s"));
+	assert_true(first_two > 0);
+	assert_close(with_repeats - json_real_value(json_object_get(root, "expected_s")), first_two, 1e-6);
 	json_decref(root);
 	root = fid_plan("--warmup 1");
 	assert_int_equal(json_integer_value(json_object_get(root, "warmup")), 1);
@@ -442,7 +453,8 @@ static void test_validate_measure_s_bad(void **state)
 {
 	(void)state;
 	static const char *bad[] = { "--measure-s -1", "--measure-s abc", "--measure-s nan", "--max-steps 0",
-				     "--max-steps 1001", "--max-steps 5 --steps 8", "--measure-s 2 --max-steps 2 --steps 3" };
+				     "--max-steps 1001", "--max-steps 5 --steps 8", "--measure-s 2 --max-steps 2 --steps 3",
+				     "--repeat 11", "--repeat -1" };
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		result r = run("validate --list --suite quick %s", bad[i]);
 		if (r.rc != 2 || lines(r.err) != 1)

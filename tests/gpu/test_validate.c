@@ -11,6 +11,7 @@
 #include "tests/harness.h"
 
 #include <jansson.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -121,8 +122,8 @@ static void test_validate_and_compare(void **state)
 {
 	NEED_GPU();
 	char *out;
-	int rc = run(&out, "validate --suite quick --limit 2 --json --hw %s --db %s", access(prof, R_OK) ? "h200-machine" : prof,
-		     db);
+	int rc = run(&out, "validate --suite quick --limit 2 --repeat 1 --json --hw %s --db %s",
+		     access(prof, R_OK) ? "h200-machine" : prof, db);
 	assert_int_equal(rc, 0);
 	json_t *j = json_loads(out, 0, NULL);
 	if (!j)
@@ -144,6 +145,14 @@ static void test_validate_and_compare(void **state)
 			      1e3 * json_number_value(json_object_get(c, "predicted_step_s")),
 			      1e3 * json_number_value(json_object_get(c, "measured_step_s")));
 	}
+	/* --repeat 1: the first configuration measured again at the end, within 50 % of before */
+	json_t *rep = json_object_get(j, "repeats");
+	assert_int_equal(json_array_size(rep), 1);
+	json_t *r0 = json_array_get(rep, 0);
+	assert_string_equal(json_string_value(json_object_get(r0, "key")),
+			    json_string_value(json_object_get(json_array_get(json_object_get(j, "configs"), 0), "key")));
+	assert_true(json_number_value(json_object_get(r0, "again_step_s")) > 0);
+	assert_true(fabs(json_number_value(json_object_get(r0, "change"))) < 0.5);
 	long long run_id = json_integer_value(json_object_get(j, "run_id"));
 	json_decref(j);
 	assert_true(run_id > 0);
