@@ -151,8 +151,7 @@ static int collect_gpu(const zb_kfit_set *s, const unsigned char *use, zb_config
 	return n;
 }
 
-/* Whether Adam of item x has a thread on every core (execprofile.h starved). */
-static int adam_all_cores(const zb_kfit_item *x, const zb_hw *hw)
+int zb_kfit_adam_all_cores(const zb_kfit_item *x, const zb_hw *hw)
 {
 	int ranks = x->c.policy.gpus > 1 ? x->c.policy.gpus : 1;
 	return zb_config_cpu_threads(&x->c) * ranks >= hw->cpu.cores && x->c.policy.kind != ZB_POLICY_NONE &&
@@ -167,11 +166,11 @@ static void fit_shares(const zb_kfit_set *s, const unsigned char *use, zb_config
 {
 	int some_free = 0;
 	for (int k = 0; k < s->n; k++)
-		some_free |= (!use || use[k]) && !adam_all_cores(&s->it[k], hw) && s->it[k].nivl[ZB_RES_GPU_OPT] > 0;
+		some_free |= (!use || use[k]) && !zb_kfit_adam_all_cores(&s->it[k], hw) && s->it[k].nivl[ZB_RES_GPU_OPT] > 0;
 	double meas[2] = { 0 }, alone[2] = { 0 };
 	const zb_exec_profile *p = &hw->gpu.exec;
 	for (int k = 0; k < s->n; k++) {
-		if ((use && !use[k]) || (some_free && adam_all_cores(&s->it[k], hw)))
+		if ((use && !use[k]) || (some_free && zb_kfit_adam_all_cores(&s->it[k], hw)))
 			continue;
 		const zb_kfit_item *x = &s->it[k];
 		zb_config c = cfgs[k];
@@ -298,8 +297,7 @@ static int cpu_alone(const zb_kfit_set *s, const zb_kfit_item *x, size_t i)
 static double cpu_alone_s(const zb_kfit_item *x, size_t i, const zb_hw *hw)
 {
 	double d = x->mend[i] - x->mstart[i], L = hw->gpu.exec.adam_launch;
-	int ranks = x->c.policy.gpus > 1 ? x->c.policy.gpus : 1;
-	if (!(L > 0) || zb_config_cpu_threads(&x->c) * ranks < hw->cpu.cores)
+	if (!(L > 0) || !zb_kfit_adam_all_cores(x, hw))
 		return d;
 	return d * (1 - L * zb_kfit_overlap(x, ZB_RES_GPU, x->mstart[i], x->mend[i]));
 }

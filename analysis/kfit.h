@@ -88,6 +88,10 @@ double zb_kfit_busy_cost(zb_kfit_busy_fit *q);
 void zb_kfit_golden(double (*cost)(void *q, double v), void *q, const zb_status *st, double a, double b,
 		    int iters, double *best, double *cbest);
 
+/* Whether item x runs CPU Adam (a policy with a CPU share) with a thread, of all its ranks,
+ * on every core of hw (execprofile.h starved, starved_s, adam_launch). */
+int zb_kfit_adam_all_cores(const zb_kfit_item *x, const zb_hw *hw);
+
 /* Bytes per second the copies of x moved during [s, e] (each copy's bytes spread evenly
  * over its measured interval). */
 double zb_kfit_copy_Bps(const zb_kfit_item *x, double s, double e);

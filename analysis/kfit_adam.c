@@ -82,12 +82,6 @@ static void adam_copy_item(const zb_kfit_set *s, const zb_kfit_item *x, const zb
 	}
 }
 
-/* Whether x's Adam threads, of all its ranks, hold every core of hw. */
-static int all_cores(const zb_kfit_item *x, const zb_hw *hw)
-{
-	int ranks = x->c.policy.gpus > 1 ? x->c.policy.gpus : 1;
-	return zb_config_cpu_threads(&x->c) * ranks >= hw->cpu.cores;
-}
 
 static double launch_cost(void *q, double v)
 {
@@ -104,7 +98,7 @@ double zb_kfit_adam_launch(const zb_kfit_set *s, const unsigned char *use, const
 	unsigned char *mine = zb_xcalloc((size_t)(s->n > 0 ? s->n : 1), 1);
 	for (int j = 0; j < s->n; j++) {
 		const zb_kfit_item *x = &s->it[j];
-		mine[j] = (!use || use[j]) && all_cores(x, hw) && x->c.policy.ratio > 0 &&
+		mine[j] = (!use || use[j]) && zb_kfit_adam_all_cores(x, hw) &&
 			  (x->c.policy.kind == ZB_POLICY_OVERLAP || x->c.policy.kind == ZB_POLICY_DPU);
 		*n += mine[j];
 	}
@@ -138,7 +132,7 @@ double zb_kfit_adam_copy(const zb_kfit_set *s, const unsigned char *use, const z
 		for (int k = 0; k < s->n; k++) {
 			const zb_kfit_item *x = &s->it[k];
 			if ((use && !use[k]) || x->c.policy.pageable || x->c.policy.link_rate_Bps > 0 ||
-			    (pass == 0 && all_cores(x, hw)))
+			    (pass == 0 && zb_kfit_adam_all_cores(x, hw)))
 				continue;
 			adam_copy_item(s, x, hw, sums, n);
 		}

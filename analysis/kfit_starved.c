@@ -5,12 +5,6 @@
 
 #include "sim/kernels.h"
 
-static int all_cores(const zb_kfit_item *x, const zb_hw *hw)
-{
-	int ranks = x->c.policy.gpus > 1 ? x->c.policy.gpus : 1;
-	return zb_config_cpu_threads(&x->c) * ranks >= hw->cpu.cores && x->c.policy.kind != ZB_POLICY_NONE &&
-	       x->c.policy.ratio > 0;
-}
 
 /* Item x's sums: work (unit rate) and wall time less the launch, of its qualifying tasks. */
 static int item_sums(const zb_kfit_set *s, const zb_kfit_item *x, const zb_config *cfg, const zb_exec_profile *p,
@@ -56,7 +50,7 @@ double zb_kfit_starved_rate(const zb_kfit_set *s, const unsigned char *use, cons
 	int n = 0;
 	for (int k = 0; k < s->n; k++) {
 		const zb_kfit_item *x = &s->it[k];
-		if ((use && !use[k]) || !all_cores(x, hw))
+		if ((use && !use[k]) || !zb_kfit_adam_all_cores(x, hw))
 			continue;
 		zb_config c = cfgs[k];
 		c.hw.gpu.exec = hw->gpu.exec;
@@ -78,7 +72,7 @@ double zb_kfit_starved_wait(const zb_kfit_set *s, const unsigned char *use, cons
 	p.starved_s = 0; /* the work alone: the wait is what the tasks measure beyond it */
 	for (int k = 0; k < s->n; k++) {
 		const zb_kfit_item *x = &s->it[k];
-		if ((use && !use[k]) || !all_cores(x, hw))
+		if ((use && !use[k]) || !zb_kfit_adam_all_cores(x, hw))
 			continue;
 		zb_config c = cfgs[k];
 		c.hw.gpu.exec = p;
@@ -97,7 +91,7 @@ double zb_kfit_paced_gpu(const zb_kfit_set *s, const unsigned char *use, const z
 	const zb_exec_profile *p = &hw->gpu.exec;
 	for (int k = 0; k < s->n; k++) {
 		const zb_kfit_item *x = &s->it[k];
-		if ((use && !use[k]) || !(x->c.policy.link_rate_Bps > 0) || all_cores(x, hw))
+		if ((use && !use[k]) || !(x->c.policy.link_rate_Bps > 0) || zb_kfit_adam_all_cores(x, hw))
 			continue;
 		zb_config c = cfgs[k];
 		c.hw.gpu.exec = *p;

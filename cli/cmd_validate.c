@@ -353,9 +353,8 @@ static void print_row(int i, const item *x)
  * the budget: the same configuration minutes later says how much of an error the host's
  * own drift can be (fid run E: CPU Adam alone on 8 threads 100.9 / 98.3 / 93.5 ms a step
  * in three groups of one run). A failure here is reported and ends the repeats only. */
-static zb_status repeat_first(validation *v, zb_error *err)
+static void repeat_first(validation *v)
 {
-	(void)err;
 	for (int i = 0; i < v->n && v->nagain < vo.repeat && !zb_stop_requested; i++) {
 		item *x = &v->it[i];
 		if (!x->ran)
@@ -374,7 +373,6 @@ static zb_status repeat_first(validation *v, zb_error *err)
 		v->again_item[v->nagain] = i;
 		v->again_s[v->nagain++] = again.meas_step_s;
 	}
-	return ZB_OK;
 }
 
 static zb_status run_all(validation *v, zb_error *err)
@@ -398,7 +396,7 @@ static zb_status run_all(validation *v, zb_error *err)
 			print_row(i, x);
 	}
 	if (!st)
-		st = repeat_first(v, err);
+		repeat_first(v);
 	v->wall = zb_wall_s() - v->t0;
 	return st;
 }

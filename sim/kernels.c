@@ -74,12 +74,22 @@ double zb_exec_adam_Pps(const zb_config *c, const zb_exec_profile *p, double thr
 	return 1 / per_param;
 }
 
+/* Whether zbench's executor runs CPU Adam with a thread on every core of the node: the ranks
+ * of a node run their Adam at once (they move in lockstep), each on its threads. */
+static int adam_on_every_core(const zb_config *c)
+{
+	int ranks = c->policy.gpus > 1 ? c->policy.gpus : 1;
+	return c->framework == ZB_FW_ZBENCH && zb_config_cpu_threads(c) * ranks >= c->hw.cpu.cores;
+}
+
+static int adam_running(const zb_task *const active[ZB_RES_COUNT])
+{
+	return active[ZB_RES_CPU] && active[ZB_RES_CPU]->kind == ZB_TASK_CPU_ADAM;
+}
+
 double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_COUNT])
 {
-	/* the ranks of a node run their Adam at once (they move in lockstep), each on its threads */
-	int ranks = c->policy.gpus > 1 ? c->policy.gpus : 1;
-	if (c->framework != ZB_FW_ZBENCH || !active[ZB_RES_CPU] || active[ZB_RES_CPU]->kind != ZB_TASK_CPU_ADAM ||
-	    zb_config_cpu_threads(c) * ranks < c->hw.cpu.cores)
+	if (!adam_on_every_core(c) || !adam_running(active))
 		return 1;
 	zb_exec_profile scratch;
 	const zb_exec_profile *p = zb_exec_profile_of(&c->hw.gpu.exec, &scratch);
@@ -90,8 +100,7 @@ double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_CO
 
 double zb_exec_starved_s(const zb_config *c)
 {
-	int ranks = c->policy.gpus > 1 ? c->policy.gpus : 1;
-	if (c->framework != ZB_FW_ZBENCH || zb_config_cpu_threads(c) * ranks < c->hw.cpu.cores)
+	if (!adam_on_every_core(c))
 		return 0;
 	zb_exec_profile scratch;
 	const zb_exec_profile *p = zb_exec_profile_of(&c->hw.gpu.exec, &scratch);
@@ -100,9 +109,7 @@ double zb_exec_starved_s(const zb_config *c)
 
 double zb_exec_adam_launch(const zb_config *c, const zb_task *const active[ZB_RES_COUNT])
 {
-	int ranks = c->policy.gpus > 1 ? c->policy.gpus : 1;
-	if (c->framework != ZB_FW_ZBENCH || !active[ZB_RES_GPU] || !active[ZB_RES_CPU] ||
-	    active[ZB_RES_CPU]->kind != ZB_TASK_CPU_ADAM || zb_config_cpu_threads(c) * ranks < c->hw.cpu.cores)
+	if (!adam_on_every_core(c) || !active[ZB_RES_GPU] || !adam_running(active))
 		return 1;
 	const zb_exec_profile *p = zb_exec_profile_of(&c->hw.gpu.exec, NULL);
 	return p->adam_launch > 0 && p->adam_launch < 1 ? 1 - p->adam_launch : 1;

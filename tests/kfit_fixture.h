@@ -1,5 +1,6 @@
 /*
- * kfit_fixture.h - "measured" runs for the calibration tests (test_kfit, test_adam_copy):
+ * kfit_fixture.h - "measured" runs for the calibration tests (test_kfit, test_adam_copy,
+ * test_adam_launch), and the set-up of their rate tests:
  * a database with one validate run whose configurations' measured timelines are their own
  * simulations, so that a fit must give back the factors they were simulated with.
  * Header-only, like harness.h; include after it.
@@ -57,6 +58,29 @@ static inline void zb_test_fixture_config(zb_config *c, const zb_hw *hw, const c
 	zb_policy_defaults(&c->policy);
 	assert_int_equal(zb_policy_parse(policy, &c->policy.kind, &err), ZB_OK);
 	c->policy.micro_batch = mb;
+}
+
+/* zbench's default machine, model and policy, one step: the set-up of the rate tests. */
+static inline void zb_test_default_config(zb_config *c)
+{
+	memset(c, 0, sizeof *c);
+	zb_preset_default_hw(&c->hw);
+	zb_preset_default_model(&c->model);
+	zb_policy_defaults(&c->policy);
+	c->steps = 1;
+}
+
+/* hw's executor profile: neutral but for the CPU Adam curve (adam_thread 1.1, adam_mem 1.6),
+ * the DRAM queue (h2d_queue 0.16) and adam_copy k. */
+static inline void zb_test_adam_profile(zb_hw *hw, double k)
+{
+	zb_exec_profile *p = &hw->gpu.exec;
+	zb_exec_profile_neutral(p);
+	p->set = 1;
+	p->adam_thread = 1.1;
+	p->adam_mem = 1.6;
+	p->h2d_queue = 0.16;
+	p->adam_copy = k;
 }
 
 /* Store config c's schedule with its simulated timeline as the "measured" one. */

@@ -23,25 +23,12 @@
 #include "sim/resources.h"
 
 /* A profile with the CPU Adam curve and the DRAM queue, adam_copy k. */
-static void profile(zb_hw *hw, double k)
-{
-	zb_exec_profile *p = &hw->gpu.exec;
-	zb_exec_profile_neutral(p);
-	p->set = 1;
-	p->adam_thread = 1.1;
-	p->adam_mem = 1.6;
-	p->h2d_queue = 0.16;
-	p->adam_copy = k;
-}
+static void profile(zb_hw *hw, double k) { zb_test_adam_profile(hw, k); }
 
 static void test_rates(void **state)
 {
 	zb_config c;
-	memset(&c, 0, sizeof c);
-	zb_preset_default_hw(&c.hw);
-	zb_preset_default_model(&c.model);
-	zb_policy_defaults(&c.policy);
-	c.steps = 1;
+	zb_test_default_config(&c);
 	c.policy.cpu_threads = c.hw.cpu.cores;
 	profile(&c.hw, 0);
 	zb_task adam = zb_task_blank(ZB_TASK_CPU_ADAM, ZB_RES_CPU, ZB_OP_ADAM, ZB_PASS_OPT, 0, 0, 1);

@@ -25,28 +25,18 @@
 #include "sim/predict.h"
 #include "sim/resources.h"
 
-/* A profile with the CPU Adam curve, the DRAM queue and adam_copy, adam_launch v. */
+/* A profile with the CPU Adam curve, the DRAM queue and adam_copy 0.6, adam_launch v. */
 static void profile(zb_hw *hw, double v)
 {
-	zb_exec_profile *p = &hw->gpu.exec;
-	zb_exec_profile_neutral(p);
-	p->set = 1;
-	p->adam_thread = 1.1;
-	p->adam_mem = 1.6;
-	p->h2d_queue = 0.16;
-	p->adam_copy = 0.6;
-	p->adam_launch = v;
+	zb_test_adam_profile(hw, 0.6);
+	hw->gpu.exec.adam_launch = v;
 }
 
 static void test_rates(void **state)
 {
 	(void)state;
 	zb_config c;
-	memset(&c, 0, sizeof c);
-	zb_preset_default_hw(&c.hw);
-	zb_preset_default_model(&c.model);
-	zb_policy_defaults(&c.policy);
-	c.steps = 1;
+	zb_test_default_config(&c);
 	c.policy.cpu_threads = c.hw.cpu.cores;
 	profile(&c.hw, 0.1);
 	zb_task adam = zb_task_blank(ZB_TASK_CPU_ADAM, ZB_RES_CPU, ZB_OP_ADAM, ZB_PASS_OPT, 0, 0, 1);

@@ -88,11 +88,7 @@ static void test_bad_files(void **state)
 static void test_class_factors(void **state)
 {
 	zb_config c;
-	memset(&c, 0, sizeof c);
-	zb_preset_default_hw(&c.hw);
-	zb_preset_default_model(&c.model);
-	zb_policy_defaults(&c.policy);
-	c.steps = 1;
+	zb_test_default_config(&c);
 	zb_task gemm = zb_task_blank(ZB_TASK_GEMM, ZB_RES_GPU, ZB_OP_LMHEAD, ZB_PASS_BWD_DATA, 0, 0, 1);
 	gemm.m = 1280, gemm.n = 4096, gemm.k = 50257, gemm.batch = 1;
 	gemm.flops = 2.0 * gemm.m * gemm.n * gemm.k;
@@ -137,11 +133,7 @@ static void test_adam_curve(void **state)
 static void test_dram_queue(void **state)
 {
 	zb_config c;
-	memset(&c, 0, sizeof c);
-	zb_preset_default_hw(&c.hw);
-	zb_preset_default_model(&c.model);
-	zb_policy_defaults(&c.policy);
-	c.steps = 1;
+	zb_test_default_config(&c);
 	zb_exec_profile_neutral(&c.hw.gpu.exec);
 	c.hw.gpu.exec.set = 1;
 	c.hw.gpu.exec.adam_thread = 1.1;
