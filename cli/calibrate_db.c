@@ -161,6 +161,54 @@ static zb_status holdout_use(const zb_kfit_set *s, const char *name, unsigned ch
 	return ZB_OK;
 }
 
+/* The fits of a --from-db run at once: with `fit`, in-sample (*fitted, *stats and its
+ * predictions in pf) and each half predicting the other (px); with a holdout model, the fit
+ * without it predicting it (*ph, NaN for the others; the caller frees it). */
+static zb_status fit_all(const zb_kfit_set *s, const zb_hw *base, int fit, const char *holdout_model, zb_hw *fitted,
+			 zb_kfit_stats *stats, zb_kfit_pred *pf, zb_kfit_pred *px, zb_kfit_pred **ph, zb_error *err)
+{
+	fit_job jobs[4];
+	int njobs = 0, nh;
+	zb_status st = ZB_OK;
+	if (fit) {
+		fit_job_init(&jobs[njobs++], s, base, 0);
+		for (int half = 0; half < 2; half++) {
+			fit_job *j = &jobs[njobs++];
+			fit_job_init(j, s, base, 1);
+			for (int i = 0; i < s->n; i++)
+				j->use[i] = (i % 2) != half;
+		}
+	}
+	if (holdout_model) {
+		fit_job *j = &jobs[njobs++];
+		fit_job_init(j, s, base, 1);
+		st = holdout_use(s, holdout_model, j->use, &nh, err);
+	}
+	if (!st)
+		st = run_fit_jobs(jobs, njobs, err);
+	if (!st && fit) {
+		*fitted = jobs[0].fitted;
+		*stats = jobs[0].stats;
+		memcpy(pf, jobs[0].pred, (size_t)s->n * sizeof *pf);
+		for (int half = 1; half <= 2; half++)
+			for (int i = 0; i < s->n; i++)
+				if (!jobs[half].use[i])
+					px[i] = jobs[half].pred[i];
+	}
+	if (!st && holdout_model) {
+		const fit_job *j = &jobs[njobs - 1];
+		*ph = zb_xcalloc((size_t)s->n, sizeof **ph);
+		for (int i = 0; i < s->n; i++) {
+			(*ph)[i] = j->pred[i];
+			if (j->use[i])
+				(*ph)[i].step_s = NAN; /* only the held-out ones count */
+		}
+	}
+	for (int i = 0; i < njobs; i++)
+		fit_job_free(&jobs[i]);
+	return st;
+}
+
 /* --busy: each configuration's busy time per resource, ms per step (measured, base,
  * fitted or eval), where the resource was busy in the measurement. */
 static void print_busy(const zb_kfit_set *s, const zb_kfit_pred *pb, const zb_kfit_pred *pf)
@@ -259,48 +307,12 @@ int zb_calibrate_from_db(int argc, char **argv)
 	if (!st && o.eval)
 		st = zb_kfit_predict(&s, &eval, pf, &err);
 	zb_kfit_pred *ph = NULL;
-	int nh = 0;
-	/* in-sample, each half predicting the other, and --holdout: at once */
-	fit_job jobs[4];
-	int njobs = 0;
-	if (!st && !o.eval) {
-		fit_job_init(&jobs[njobs++], &s, &base, 0);
-		for (int half = 0; half < 2; half++) {
-			fit_job *j = &jobs[njobs++];
-			fit_job_init(j, &s, &base, 1);
-			for (int i = 0; i < s.n; i++)
-				j->use[i] = (i % 2) != half;
-		}
-	}
-	if (!st && o.holdout) {
-		fit_job *j = &jobs[njobs++];
-		fit_job_init(j, &s, &base, 1);
-		st = holdout_use(&s, o.holdout, j->use, &nh, &err);
-	}
 	if (!st)
-		st = run_fit_jobs(jobs, njobs, &err);
+		st = fit_all(&s, &base, !o.eval, o.holdout, &fitted, &stats, pf, px, &ph, &err);
 	if (!st && !o.eval) {
-		fitted = jobs[0].fitted;
-		stats = jobs[0].stats;
 		snprintf(fitted.name, sizeof fitted.name, "%s", o.name ? o.name : "executor-fit");
-		memcpy(pf, jobs[0].pred, (size_t)s.n * sizeof *pf);
-		for (int half = 1; half <= 2; half++)
-			for (int i = 0; i < s.n; i++)
-				if (!jobs[half].use[i])
-					px[i] = jobs[half].pred[i];
 		st = zb_hw_save(o.out, &fitted, &err);
 	}
-	if (!st && o.holdout) {
-		const fit_job *j = &jobs[njobs - 1];
-		ph = zb_xcalloc((size_t)s.n, sizeof *ph);
-		for (int i = 0; i < s.n; i++) {
-			ph[i] = j->pred[i];
-			if (j->use[i])
-				ph[i].step_s = NAN; /* only the held-out ones count */
-		}
-	}
-	for (int i = 0; i < njobs; i++)
-		fit_job_free(&jobs[i]);
 	if (st) {
 		zb_kfit_free(&s);
 		free(pb), free(pf), free(px), free(ph);
