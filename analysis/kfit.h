@@ -36,6 +36,7 @@
 
 typedef struct zb_kfit_item {
 	int64_t config_id;
+	int64_t run_id;          /* the run it was stored under */
 	char key[160];
 	zb_config c;             /* the stored configuration on the base hardware, unpaced */
 	zb_graph g;

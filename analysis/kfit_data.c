@@ -299,6 +299,7 @@ zb_status zb_kfit_load(const char *db, int64_t run_id, int warmup, const zb_hw *
 			item_free(x);
 			out->skipped++;
 		} else {
+			x->run_id = zb_rows_int(q, 1, 0);
 			out->n++;
 		}
 	}

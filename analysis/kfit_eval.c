@@ -2,31 +2,83 @@
 #include "analysis/kfit_eval.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "common/error.h"
 
 int zb_kfit_same_shape(const zb_config *a, const zb_config *b)
 {
 	const zb_policy *p = &a->policy, *q = &b->policy;
 	return !strcmp(a->model.name, b->model.name) && a->model.layers == b->model.layers &&
-	       p->micro_batch == q->micro_batch && p->seq == q->seq && p->gas == q->gas && p->ckpt == q->ckpt &&
-	       p->offload_param == q->offload_param && p->pageable == q->pageable && p->cpu_threads == q->cpu_threads &&
-	       p->attention == q->attention && p->link_rate_Bps == q->link_rate_Bps;
+	       a->model.kv_heads == b->model.kv_heads && p->micro_batch == q->micro_batch && p->seq == q->seq &&
+	       p->gas == q->gas && p->ckpt == q->ckpt && p->offload_param == q->offload_param &&
+	       p->pageable == q->pageable && p->cpu_threads == q->cpu_threads && p->attention == q->attention &&
+	       p->link_rate_Bps == q->link_rate_Bps;
 }
 
-static void speedups(const zb_kfit_set *s, const zb_kfit_pred *p, zb_kfit_summary *m)
+int zb_kfit_same_config(const zb_config *a, const zb_config *b)
 {
-	m->speed_worst = 0;
+	const zb_policy *p = &a->policy, *q = &b->policy;
+	return zb_kfit_same_shape(a, b) && p->kind == q->kind && p->ratio == q->ratio && p->gpus == q->gpus &&
+	       p->nodes == q->nodes && p->zero_stage == q->zero_stage;
+}
+
+/* One configuration as evaluated: the mean of its measurements in one run. */
+typedef struct point {
+	const zb_config *c;
+	int64_t run_id;
+	int n;
+	double meas, pred, meas_busy[ZB_RES_COUNT], pred_busy[ZB_RES_COUNT];
+} point;
+
+/* The points of s: items of one configuration in one run (validate --rounds) merged,
+ * each round weighing the same, so an order that runs the rounds forward then backward
+ * cancels a steady drift of the host. Items that cannot be simulated are left out. */
+static int merge_points(const zb_kfit_set *s, const zb_kfit_pred *p, point *pt)
+{
+	int n = 0;
 	for (int i = 0; i < s->n; i++) {
+		const zb_kfit_item *x = &s->it[i];
 		if (!isfinite(p[i].step_s))
 			continue;
+		int k = 0;
+		while (k < n && !(pt[k].run_id == x->run_id && zb_kfit_same_config(pt[k].c, &x->c)))
+			k++;
+		if (k == n)
+			pt[n++] = (point){ .c = &x->c, .run_id = x->run_id };
+		point *q = &pt[k];
+		q->n++;
+		q->meas += x->meas_step_s;
+		q->pred += p[i].step_s;
+		for (int r = 0; r < ZB_RES_COUNT; r++) {
+			q->meas_busy[r] += x->meas_busy_s[r];
+			q->pred_busy[r] += p[i].busy_s[r];
+		}
+	}
+	for (int k = 0; k < n; k++) {
+		point *q = &pt[k];
+		q->meas /= q->n;
+		q->pred /= q->n;
+		for (int r = 0; r < ZB_RES_COUNT; r++) {
+			q->meas_busy[r] /= q->n;
+			q->pred_busy[r] /= q->n;
+		}
+	}
+	return n;
+}
+
+static void speedups(const point *pt, int n, zb_kfit_summary *m)
+{
+	m->speed_worst = 0;
+	for (int i = 0; i < n; i++) {
 		int ref = -1; /* the group's slowest measured member */
-		for (int j = 0; j < s->n; j++)
-			if (isfinite(p[j].step_s) && zb_kfit_same_shape(&s->it[i].c, &s->it[j].c) &&
-			    (ref < 0 || s->it[j].meas_step_s > s->it[ref].meas_step_s))
+		for (int j = 0; j < n; j++)
+			if (zb_kfit_same_shape(pt[i].c, pt[j].c) && (ref < 0 || pt[j].meas > pt[ref].meas))
 				ref = j;
 		if (ref < 0 || ref == i)
 			continue;
-		double ps = p[ref].step_s / p[i].step_s, ms = s->it[ref].meas_step_s / s->it[i].meas_step_s;
+		double ps = pt[ref].pred / pt[i].pred, ms = pt[ref].meas / pt[i].meas;
 		double e = fabs(ps / ms - 1);
 		m->nspeed++;
 		m->speed_ok += e <= 0.05;
@@ -38,34 +90,36 @@ static void speedups(const zb_kfit_set *s, const zb_kfit_pred *p, zb_kfit_summar
 void zb_kfit_summarize(const zb_kfit_set *s, const zb_kfit_pred *p, zb_kfit_summary *m)
 {
 	memset(m, 0, sizeof *m);
+	point *pt = zb_xcalloc((size_t)(s->n ? s->n : 1), sizeof *pt);
+	int n = merge_points(s, p, pt);
 	double sum = 0, bsum[ZB_RES_COUNT] = { 0 };
 	int bn[ZB_RES_COUNT] = { 0 };
-	for (int i = 0; i < s->n; i++) {
-		const zb_kfit_item *x = &s->it[i];
-		if (!isfinite(p[i].step_s))
-			continue;
-		double e = fabs(p[i].step_s / x->meas_step_s - 1);
+	for (int i = 0; i < n; i++) {
+		const point *x = &pt[i];
+		double e = fabs(x->pred / x->meas - 1);
 		sum += e;
 		m->n++;
+		m->merged += x->n - 1;
 		m->within3 += e <= 0.03;
 		m->within8 += e <= 0.08;
 		if (e > m->worst)
 			m->worst = e;
 		for (int r = 0; r < ZB_RES_COUNT; r++)
-			if (x->meas_busy_s[r] > 1e-3 * x->meas_step_s && isfinite(p[i].busy_s[r])) {
-				bsum[r] += fabs(p[i].busy_s[r] / x->meas_busy_s[r] - 1);
+			if (x->meas_busy[r] > 1e-3 * x->meas && isfinite(x->pred_busy[r])) {
+				bsum[r] += fabs(x->pred_busy[r] / x->meas_busy[r] - 1);
 				bn[r]++;
 			}
 		for (int j = 0; j < i; j++) {
-			const zb_kfit_item *y = &s->it[j];
-			if (!isfinite(p[j].step_s) || fabs(x->meas_step_s / y->meas_step_s - 1) <= 0.03)
+			const point *y = &pt[j];
+			if (fabs(x->meas / y->meas - 1) <= 0.03)
 				continue;
 			m->order_pairs++;
-			m->order_swaps += (x->meas_step_s > y->meas_step_s) != (p[i].step_s > p[j].step_s);
+			m->order_swaps += (x->meas > y->meas) != (x->pred > y->pred);
 		}
 	}
 	m->mape = m->n ? sum / m->n : NAN;
 	for (int r = 0; r < ZB_RES_COUNT; r++)
 		m->busy_mape[r] = bn[r] ? bsum[r] / bn[r] : NAN;
-	speedups(s, p, m);
+	speedups(pt, n, m);
+	free(pt);
 }

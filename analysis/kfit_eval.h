@@ -5,6 +5,8 @@
  * each member against the group's slowest measured member), and whether sorting by
  * predicted step time keeps the measured order (pairs whose measured times differ by
  * more than 3% and whose predicted order is the other way round are "swapped").
+ * A configuration measured more than once in one run (validate --rounds) counts once,
+ * with the mean of its measurements.
  */
 #ifndef ZB_KFIT_EVAL_H
 #define ZB_KFIT_EVAL_H
@@ -13,6 +15,7 @@
 
 typedef struct zb_kfit_summary {
 	int n, within3, within8;
+	int merged;              /* items counted into another of the same configuration and run */
 	double mape, worst;
 	double busy_mape[ZB_RES_COUNT];
 	int nspeed, speed_ok;
@@ -25,5 +28,8 @@ void zb_kfit_summarize(const zb_kfit_set *s, const zb_kfit_pred *p, zb_kfit_summ
 
 /* Two configurations are of one speedup group: all but policy and ratio equal. */
 int zb_kfit_same_shape(const zb_config *a, const zb_config *b);
+
+/* Two configurations are the same one: of one shape, policy, ratio, ranks and ZeRO stage. */
+int zb_kfit_same_config(const zb_config *a, const zb_config *b);
 
 #endif

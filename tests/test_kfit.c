@@ -416,6 +416,56 @@ static void test_paced_gpu(void **state)
 	zb_kfit_free(&set);
 }
 
+/* Rounds of one configuration in one run (validate --rounds) count once, with the mean
+ * of their measurements: an ABBA pair whose rounds are 10% apart is exact on average;
+ * a configuration of another run stays one of its own, and a speedup is taken against
+ * the merged reference. */
+static void test_rounds_merge(void **state)
+{
+	(void)state;
+	zb_kfit_item it[5];
+	zb_kfit_pred p[5];
+	memset(it, 0, sizeof it);
+	memset(p, 0, sizeof p);
+	const double meas[5] = { 0.19, 0.21, 0.10, 0.10, 0.30 }; /* offload twice, dpu twice, offload of run 2 */
+	for (int i = 0; i < 5; i++) {
+		zb_test_default_config(&it[i].c);
+		it[i].c.policy.kind = i == 2 || i == 3 ? ZB_POLICY_DPU : ZB_POLICY_OFFLOAD;
+		it[i].c.policy.ratio = 1;
+		it[i].run_id = i == 4 ? 2 : 1;
+		it[i].c.policy.cpu_threads = i == 4 ? 4 : 8; /* run 2's: a shape of its own */
+		it[i].meas_step_s = meas[i];
+		for (int r = 0; r < ZB_RES_COUNT; r++)
+			p[i].busy_s[r] = NAN;
+		p[i].step_s = i == 2 || i == 3 ? 0.10 : 0.20;
+	}
+	zb_kfit_set set = { .it = it, .n = 5 };
+	zb_kfit_summary m;
+	zb_kfit_summarize(&set, p, &m);
+	assert_int_equal(m.n, 3);
+	assert_int_equal(m.merged, 2);
+	assert_close(m.worst, 1 - 0.20 / 0.30, 1e-9); /* run 2's offload: 0.20 against 0.30 */
+	assert_close(m.mape, (1 - 0.20 / 0.30) / 3, 1e-9);
+	/* dpu against the merged offload: 2x predicted, 0.20 / 0.10 = 2x measured */
+	assert_int_equal(m.nspeed, 1);
+	assert_int_equal(m.speed_ok, 1);
+	/* the same items, each its own run: five configurations, the rounds' errors +-5% */
+	for (int i = 0; i < 5; i++)
+		it[i].run_id = i + 1;
+	zb_kfit_summarize(&set, p, &m);
+	assert_int_equal(m.n, 5);
+	assert_int_equal(m.merged, 0);
+	assert_int_equal(m.within8, 4);
+	/* a dpu round that cannot be simulated is left out, not merged */
+	for (int i = 0; i < 5; i++)
+		it[i].run_id = 1;
+	p[3].step_s = NAN;
+	zb_kfit_summarize(&set, p, &m);
+	assert_int_equal(m.n, 3);
+	assert_int_equal(m.merged, 1);
+	assert_int_equal(m.within3, 2); /* offload (merged) and dpu (the one round left) exact */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -423,7 +473,7 @@ int main(void)
 		cmocka_unit_test(test_class_factors), cmocka_unit_test(test_adam_curve),
 		cmocka_unit_test(test_fit_recovers), cmocka_unit_test(test_dram_queue),
 		cmocka_unit_test(test_replay_fixture), cmocka_unit_test(test_starved_measured),
-		cmocka_unit_test(test_paced_gpu),
+		cmocka_unit_test(test_paced_gpu),     cmocka_unit_test(test_rounds_merge),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
