@@ -21,6 +21,15 @@
  * gets many steps and a slow, steady one (500 ms) few. Each measured mean comes with
  * its standard error over the steady steps (the "±" column), and the summary counts
  * the configurations whose error is within two of those.
+ *
+ * Rounds: with --rounds R every configuration is measured R times, each time with
+ * its share of the steps (and its own warm-up), the suite forward in the first round,
+ * backward in the second, and so on. Each round is stored as a configuration of the
+ * run (zbench calibrate --from-db counts them as one, kfit_eval.h). A configuration's
+ * measurement is the mean of its rounds, each weighing the same, so a host that drifts
+ * steadily during the suite moves every configuration alike (run E: CPU Adam alone 7 %
+ * faster at the end than at the start), and its standard error is the larger of the
+ * rounds' own and their spread.
  */
 #include <math.h>
 #include <signal.h>
@@ -51,9 +60,11 @@ static struct validate_opts {
 	double measure_s; /* 0: every configuration runs `steps` measured steps */
 	int max_steps;    /* with measure_s; 0 until parsed: 64, or steps when that is more */
 	int repeat;       /* the first `repeat` executed configurations again at the end (-1: the suite's) */
+	int rounds;       /* every configuration measured in that many rounds (-1: the suite's, else 1) */
 } vo;
 
 #define REPEAT_MAX 10
+#define ROUNDS_MAX 4
 
 #define MAX_STEPS_DEFAULT 64
 
@@ -72,6 +83,10 @@ static const zb_flag flags[] = {
 	ZB_INT("repeat", &vo.repeat, 0, REPEAT_MAX, "<n>",
 	       "measure the first <n> executed configurations again at the end, not\n"
 	       "stored: how far the host moved during the suite (default 0; fid 2)"),
+	ZB_INT("rounds", &vo.rounds, 1, ROUNDS_MAX, "<n>",
+	       "measure every configuration in <n> rounds, the suite forward, then\n"
+	       "backward, ...; the mean of the rounds cancels a steady drift of the host\n"
+	       "(default 1; fid 2)"),
 	ZB_INT("budget", &vo.budget, 1, 86400, "<seconds>", "skip configurations past this estimate (default 480)"),
 	ZB_SWITCH("list", &vo.list, "print the suite with estimated times, run nothing"),
 	ZB_SWITCH("strict", &vo.strict, "exit 1 when a target is missed"),
@@ -87,7 +102,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: zbench validate [--hw <machine|file>] [--suite full | quick] [--limit <n>]\n"
 		   "                       [--warmup <n>] [--steps <n>] [--measure-s <seconds>] [--max-steps <n>]\n"
-		   "                       [--budget <seconds>] [--list]\n"
+		   "                       [--rounds <n>] [--repeat <n>] [--budget <seconds>] [--list]\n"
 		   "                       [--strict] [--json] [--db <path> | --no-db]\n"
 		   "       zbench validate --published[=<file>] [--check <errors.tsv>] [--record]\n\n"
 		   "Run every configuration of a suite on the GPU and through the simulator (with --hw,\n"
@@ -100,7 +115,9 @@ static void usage(FILE *f)
 		   "estimate would exceed it are skipped). --strict: exit 1 when a target is missed.\n"
 		   "--measure-s gives each configuration a measured time instead of a step count; the\n"
 		   "table's \"±\" is the standard error of each measured mean (%% of it). --repeat <n>\n"
-		   "measures the first <n> configurations again at the end (the host's drift).\n"
+		   "measures the first <n> configurations again at the end (the host's drift); --rounds\n"
+		   "<n> measures every configuration <n> times, the suite forward then backward, and\n"
+		   "takes the mean (fid: 2 rounds).\n"
 		   "zbench validate --deepspeed [...] measures real DeepSpeed instead (--deepspeed --help).\n"
 		   "--published: predict the published offload measurements of <file> (default\n"
 		   "data/published-offload.tsv) from the presets, no GPU: each error and the single-GPU\n"
@@ -117,8 +134,10 @@ typedef struct item {
 	char reason[256];
 	double est_s;
 	double pred_s;           /* predicted step (from the estimate pass) */
-	int steps;               /* measured steps of this configuration (--steps, or from --measure-s) */
-	zb_suite_outcome out;
+	int steps;               /* measured steps of each round (--steps, or from --measure-s) */
+	zb_suite_outcome out;    /* with several rounds, their mean (combine_rounds) */
+	zb_suite_outcome round[ROUNDS_MAX];
+	int nround;              /* rounds measured */
 	int ran, skipped;
 	char skip_why[64];
 } item;
@@ -144,6 +163,8 @@ typedef struct summary {
 	int used, skipped, within3, within8;
 	int within_noise;        /* |error| <= 2 standard errors of the measured mean */
 	double noise_median_pct; /* median over executed configurations of 100 * se / measured */
+	double drift_median_pct; /* median over configurations of two rounds or more of 100 * |last - first| / mean */
+	int ndrift;
 	double mape, worst, busy_mape[ZB_RES_COUNT];
 	int nspeed, speed_ok;
 	double speed_worst;
@@ -162,6 +183,13 @@ static int steps_for(double pred_s)
 		return vo.steps;
 	double n = ceil(vo.measure_s / pred_s);
 	return n < vo.steps ? vo.steps : n > vo.max_steps ? vo.max_steps : (int)n;
+}
+
+/* Each round's share of n measured steps: at least 3, so that a round has a spread. */
+static int round_steps(int n)
+{
+	int k = (n + vo.rounds - 1) / vo.rounds;
+	return vo.rounds == 1 || k >= 3 ? k : 3;
 }
 
 /* Configuration x with `steps` measured steps, predicted: fits, predicted step, cost. */
@@ -197,10 +225,10 @@ static zb_status plan(validation *v, zb_error *err)
 		zb_suite_key(x->e, x->key, sizeof x->key);
 		if ((st = plan_one(x, vo.steps, err)))
 			return st;
-		int n = x->fits ? steps_for(x->pred_s) : vo.steps;
+		int n = x->fits ? round_steps(steps_for(x->pred_s)) : vo.steps;
 		if (n != vo.steps && (st = plan_one(x, n, err)))
 			return st;
-		v->total_est += x->est_s;
+		v->total_est += vo.rounds * x->est_s;
 	}
 	for (int i = 0, k = 0; i < v->n && k < vo.repeat; i++) /* --repeat: the first ones again */
 		if (v->it[i].fits) {
@@ -212,12 +240,16 @@ static zb_status plan(validation *v, zb_error *err)
 
 static void print_header(const validation *v, FILE *out)
 {
-	char steps[128];
+	char steps[192];
+	int l;
 	if (vo.measure_s > 0)
-		snprintf(steps, sizeof steps, "%d warm-up steps, measured steps: %d, or %g s of steps (at most %d)",
-			 vo.warmup, vo.steps, vo.measure_s, vo.max_steps);
+		l = snprintf(steps, sizeof steps, "%d warm-up steps, measured steps: %d, or %g s of steps (at most %d)",
+			     vo.warmup, vo.steps, vo.measure_s, vo.max_steps);
 	else
-		snprintf(steps, sizeof steps, "%d warm-up + %d measured steps", vo.warmup, vo.steps);
+		l = snprintf(steps, sizeof steps, "%d warm-up + %d measured steps", vo.warmup, vo.steps);
+	if (vo.rounds > 1)
+		snprintf(steps + l, sizeof steps - l, ", in %d rounds (forward, backward; each its share of the steps and "
+			 "its own warm-up)", vo.rounds);
 	fprintf(out, "# zbench %s%s%s validate: suite %s (%d of %d configurations), hw %s, %s\n", ZB_VERSION,
 		ZB_GIT_COMMIT[0] ? " " : "", ZB_GIT_COMMIT, v->suite->name, v->n, v->suite->n,
 		vo.hw ? vo.hw : "h200-machine (default)", steps);
@@ -265,39 +297,59 @@ static zb_status open_run(validation *v, int argc, char **argv, zb_error *err)
 	return st;
 }
 
-/* Why item x is not run now ("" to run it). */
-static void skip_reason(const validation *v, item *x)
+/* Why item x is not run now in round r (NULL to run it): interrupted, does not fit, or
+ * its estimate would take the run past --budget. */
+static const char *skip_reason(const validation *v, const item *x, char *buf, size_t n)
 {
 	double elapsed = zb_wall_s() - v->t0;
-	if (zb_stop_requested) {
-		x->skipped = 1;
-		snprintf(x->skip_why, sizeof x->skip_why, "interrupted");
-	} else if (!x->fits) {
-		x->skipped = 1;
-		snprintf(x->skip_why, sizeof x->skip_why, "does not fit");
-	} else if (elapsed + x->est_s > vo.budget) {
-		x->skipped = 1;
-		snprintf(x->skip_why, sizeof x->skip_why, "over budget (%.0f + %.0f > %d s)", elapsed, x->est_s,
-			 vo.budget);
+	if (zb_stop_requested)
+		return "interrupted";
+	if (!x->fits)
+		return "does not fit";
+	if (elapsed + x->est_s > vo.budget) {
+		snprintf(buf, n, "over budget (%.0f + %.0f > %d s)", elapsed, x->est_s, vo.budget);
+		return buf;
+	}
+	return NULL;
+}
+
+/* With several rounds, the configurations whose rounds would take the suite past
+ * --budget by the estimates are left out of every round, from the end of the suite:
+ * the first round must leave the others their time. */
+static void trim_to_budget(validation *v)
+{
+	double total = 0;
+	for (int i = 0; i < v->n; i++) {
+		item *x = &v->it[i];
+		if (!x->fits)
+			continue;
+		total += vo.rounds * x->est_s;
+		if (total > vo.budget && !x->skipped) {
+			x->skipped = 1;
+			snprintf(x->skip_why, sizeof x->skip_why, "over budget (%d rounds: %.0f > %d s)", vo.rounds,
+				 total, vo.budget);
+		}
 	}
 }
 
-/* Execute and simulate one configuration, committed on its own. A failure on the GPU
- * marks the item and goes on (a broken CUDA context makes the rest fail fast too;
- * exit 1 at the end); a store failure stops the suite. */
+/* Execute and simulate one round of one configuration, committed on its own. A failure
+ * on the GPU marks the item (its earlier rounds stand) and goes on (a broken CUDA
+ * context makes the rest fail fast too; exit 1 at the end); a store failure stops the
+ * suite. */
 static zb_status run_one(validation *v, item *x, zb_error *err)
 {
 	zb_suite_run_opts ro = { .execute = 1, .warmup = vo.warmup, .timeline = 1, .store = v->store,
 				 .run_id = v->run_id, .stop = &zb_stop_requested };
+	zb_suite_outcome *o = &x->round[x->nround];
 	zb_status st;
 	if (v->store && (st = zb_store_begin(v->store, err)))
 		return st;
-	st = zb_suite_run(&x->c, &ro, &x->out, err);
+	st = zb_suite_run(&x->c, &ro, o, err);
 	if (v->store) {
-		if (!st && !v->device_set && x->out.device[0]) {
+		if (!st && !v->device_set && o->device[0]) {
 			/* best effort: the run's rows stand without it */
 			zb_error ignored;
-			if (zb_store_set_run_device(v->store, v->run_id, x->out.device, &ignored) == ZB_OK)
+			if (zb_store_set_run_device(v->store, v->run_id, o->device, &ignored) == ZB_OK)
 				v->device_set = 1;
 		}
 		if (st)
@@ -306,24 +358,67 @@ static zb_status run_one(validation *v, item *x, zb_error *err)
 			st = zb_store_commit(v->store, err);
 	}
 	if (st && st != ZB_E_STORE) {
-		x->skipped = 1;
 		snprintf(x->skip_why, sizeof x->skip_why, "FAILED: %.55s", err->msg);
 		fprintf(stderr, "zbench: %s failed: %s\n", x->key, err->msg);
 		v->failed++;
+		x->skipped = 1;
 		return ZB_OK;
 	}
 	if (st)
 		return st;
-	x->ran = x->out.executed;
-	if (!x->out.fits) {
+	if (!o->fits) {
 		x->skipped = 1;
 		snprintf(x->skip_why, sizeof x->skip_why, "does not fit (executor)");
-		snprintf(x->reason, sizeof x->reason, "%s", x->out.reason);
-	} else if (!x->ran) {
+		snprintf(x->reason, sizeof x->reason, "%s", o->reason);
+	} else if (!o->executed) {
 		x->skipped = 1;
 		snprintf(x->skip_why, sizeof x->skip_why, "interrupted");
+	} else {
+		x->nround++;
 	}
 	return ZB_OK;
+}
+
+/* x->out from its rounds: the mean of the measured steps and busy times, each round
+ * weighing the same; the standard error the larger of the rounds' own (combined) and
+ * their spread; the walls added. */
+static void combine_rounds(item *x)
+{
+	x->ran = x->nround > 0;
+	if (!x->ran)
+		return;
+	x->skipped = 0; /* a later round's failure or skip leaves the earlier ones */
+	x->out = x->round[0];
+	if (x->nround == 1)
+		return;
+	int n = x->nround;
+	double sum = 0, se2 = 0, busy[ZB_RES_COUNT] = { 0 }, wall = 0;
+	for (int k = 0; k < n; k++) {
+		const zb_suite_outcome *o = &x->round[k];
+		sum += o->meas_step_s;
+		se2 += o->meas_se_s * o->meas_se_s;
+		wall += o->wall_s;
+		for (int r = 0; r < ZB_RES_COUNT; r++)
+			busy[r] += o->meas_busy_s[r];
+	}
+	double mean = sum / n, ss = 0;
+	for (int k = 0; k < n; k++)
+		ss += (x->round[k].meas_step_s - mean) * (x->round[k].meas_step_s - mean);
+	double within = sqrt(se2) / n, between = sqrt(ss / (n - 1) / n);
+	x->out.meas_step_s = mean;
+	x->out.meas_se_s = isfinite(within) && within > between ? within : between;
+	x->out.wall_s = wall;
+	for (int r = 0; r < ZB_RES_COUNT; r++)
+		x->out.meas_busy_s[r] = busy[r] / n;
+}
+
+/* 100 * (x's last round - its first) / their mean (NaN: fewer than two rounds). */
+static double round_change_pct(const item *x)
+{
+	if (x->nround < 2)
+		return NAN;
+	double a = x->round[0].meas_step_s, b = x->round[x->nround - 1].meas_step_s;
+	return 200 * (b - a) / (a + b);
 }
 
 /* 100 * the standard error of x's measured mean over that mean (NaN: not known). */
@@ -332,23 +427,41 @@ static double noise_pct(const item *x)
 	return x->ran ? 100 * x->out.meas_se_s / x->out.meas_step_s : NAN;
 }
 
-static void print_row(int i, const item *x)
+static void print_table_header(const char *title)
 {
-	char noise[16] = "-"; /* fewer than two steady steps: no spread */
-	if (isfinite(noise_pct(x)))
-		snprintf(noise, sizeof noise, "%.1f", noise_pct(x));
-	if (x->ran)
-		printf("%3d  %-44s %10.2f %10.2f %+8.1f %6s %6d %8.1f %8.1f\n", i + 1, x->key,
-		       x->out.pred_step_s * 1e3, x->out.meas_step_s * 1e3,
-		       100 * zb_rel_err(x->out.pred_step_s, x->out.meas_step_s), noise, x->steps, x->est_s,
-		       x->out.wall_s);
-	else
-		printf("%3d  %-44s %10.2f %10s %8s %6s %6d %8.1f %8s  skipped: %s\n", i + 1, x->key, x->pred_s * 1e3,
-		       "-", "-", "-", x->steps, x->est_s, "-", x->skip_why);
+	if (vo.json)
+		return;
+	if (title)
+		printf("\n%s\n", title);
+	/* "±" is two bytes in UTF-8 and one column: padded by hand */
+	printf("%3s  %-44s %10s %10s %8s %6s %6s %8s %8s%s\n", "#", "configuration", "predicted", "measured", "error",
+	       "     \u00b1", "steps", "estimate", "wall", vo.rounds > 1 && title ? "   change" : "");
+	printf("%3s  %-44s %10s %10s %8s %6s %6s %8s %8s%s\n", "", "", "ms/step", "ms/step", "%", "%", "", "s", "s",
+	       vo.rounds > 1 && title ? "        %" : "");
 	fflush(stdout);
 }
 
-/* Every configuration in order, within the budget, until Ctrl-C. */
+/* Item x's row: o measured (a round, or the mean of x's rounds), or why it was not
+ * (why, else x's skip_why); change: the rounds' change in %, printed unless NaN. */
+static void print_row(int i, const item *x, const zb_suite_outcome *o, double change, const char *why)
+{
+	if (vo.json)
+		return;
+	char noise[16] = "-", chg[16] = ""; /* fewer than two steady steps: no spread */
+	if (o && isfinite(o->meas_se_s / o->meas_step_s))
+		snprintf(noise, sizeof noise, "%.1f", 100 * o->meas_se_s / o->meas_step_s);
+	if (isfinite(change))
+		snprintf(chg, sizeof chg, " %+8.1f", change);
+	if (o)
+		printf("%3d  %-44s %10.2f %10.2f %+8.1f %6s %6d %8.1f %8.1f%s\n", i + 1, x->key, o->pred_step_s * 1e3,
+		       o->meas_step_s * 1e3, 100 * zb_rel_err(o->pred_step_s, o->meas_step_s), noise, x->steps,
+		       x->est_s, o->wall_s, chg);
+	else
+		printf("%3d  %-44s %10.2f %10s %8s %6s %6d %8.1f %8s  skipped: %s\n", i + 1, x->key, x->pred_s * 1e3,
+		       "-", "-", "-", x->steps, x->est_s, "-", why ? why : x->skip_why);
+	fflush(stdout);
+}
+
 /* --repeat: the first executed configurations once more, at the end and unstored, within
  * the budget: the same configuration minutes later says how much of an error the host's
  * own drift can be (fid run E: CPU Adam alone on 8 threads 100.9 / 98.3 / 93.5 ms a step
@@ -375,25 +488,58 @@ static void repeat_first(validation *v)
 	}
 }
 
+/* One round: every configuration not yet out of the suite, forward in even rounds and
+ * backward in odd ones, within the budget, until Ctrl-C. */
+static zb_status run_round(validation *v, int round, zb_error *err)
+{
+	if (vo.rounds > 1 && !vo.json)
+		printf("%sround %d of %d (%s)\n", round ? "\n" : "", round + 1, vo.rounds,
+		       round % 2 ? "backward" : "forward");
+	for (int k = 0; k < v->n; k++) {
+		int i = round % 2 ? v->n - 1 - k : k;
+		item *x = &v->it[i];
+		if (x->nround < round)
+			continue; /* out of the suite: not run, or failed, in an earlier round */
+		if (x->skipped) { /* left out before the first round */
+			print_row(i, x, NULL, NAN, NULL);
+			continue;
+		}
+		char buf[64];
+		const char *why = skip_reason(v, x, buf, sizeof buf);
+		if (why) {
+			if (!x->nround) {
+				x->skipped = 1;
+				snprintf(x->skip_why, sizeof x->skip_why, "%s", why);
+			}
+			print_row(i, x, NULL, NAN, why);
+			continue;
+		}
+		int before = x->nround;
+		zb_status st = run_one(v, x, err);
+		if (st)
+			return st;
+		print_row(i, x, x->nround > before ? &x->round[before] : NULL, NAN, NULL);
+	}
+	return ZB_OK;
+}
+
 static zb_status run_all(validation *v, zb_error *err)
 {
-	if (!vo.json) {
-		/* "±" is two bytes in UTF-8 and one column: padded by hand */
-		printf("%3s  %-44s %10s %10s %8s %6s %6s %8s %8s\n", "#", "configuration", "predicted", "measured",
-		       "error", "     \u00b1", "steps", "estimate", "wall");
-		printf("%3s  %-44s %10s %10s %8s %6s %6s %8s %8s\n", "", "", "ms/step", "ms/step", "%", "%", "",
-		       "s", "s");
-		fflush(stdout);
-	}
+	if (vo.rounds > 1)
+		trim_to_budget(v);
+	print_table_header(NULL);
 	v->t0 = zb_wall_s();
 	zb_status st = ZB_OK;
-	for (int i = 0; i < v->n && !st; i++) {
-		item *x = &v->it[i];
-		skip_reason(v, x);
-		if (!x->skipped && (st = run_one(v, x, err)))
-			break;
-		if (!vo.json)
-			print_row(i, x);
+	for (int r = 0; r < vo.rounds && !st && !zb_stop_requested; r++)
+		st = run_round(v, r, err);
+	for (int i = 0; i < v->n; i++)
+		combine_rounds(&v->it[i]);
+	if (vo.rounds > 1) {
+		char title[96];
+		snprintf(title, sizeof title, "the mean of %d rounds (change: last round against first):", vo.rounds);
+		print_table_header(title);
+		for (int i = 0; i < v->n; i++)
+			print_row(i, &v->it[i], v->it[i].ran ? &v->it[i].out : NULL, round_change_pct(&v->it[i]), NULL);
 	}
 	if (!st)
 		repeat_first(v);
@@ -422,6 +568,10 @@ static void summarize_errors(const validation *v, summary *m)
 			k++;
 		}
 	m->noise_median_pct = zb_median(noise, k);
+	for (int i = 0; i < n; i++) /* noise's room again: each configuration's change between rounds */
+		if (isfinite(round_change_pct(&v->it[i])))
+			noise[m->ndrift++] = fabs(round_change_pct(&v->it[i]));
+	m->drift_median_pct = m->ndrift ? zb_median(noise, m->ndrift) : NAN;
 	free(noise);
 	m->mape = zb_mape(pr, me, k, &m->used);
 	m->worst = zb_max_abs_err(pr, me, k);
@@ -515,6 +665,15 @@ static json_t *item_json(const item *x, int planned)
 	if (planned)
 		return o;
 	json_object_set_new(o, "config_id", json_integer(x->out.config_id));
+	json_t *rounds = json_array();
+	for (int k = 0; k < x->nround; k++) {
+		const zb_suite_outcome *r = &x->round[k];
+		json_array_append_new(rounds, json_pack("{s:I, s:o, s:o, s:o}", "config_id", (json_int_t)r->config_id,
+							"measured_step_s", num(r->meas_step_s), "measured_se_s",
+							num(r->meas_se_s), "wall_s", num(r->wall_s)));
+	}
+	json_object_set_new(o, "rounds", rounds);
+	json_object_set_new(o, "round_change", num(round_change_pct(x) / 100));
 	json_t *b = json_object();
 	for (int r = 0; r < ZB_RES_COUNT; r++)
 		json_object_set_new(b, zb_resource_name(r),
@@ -537,6 +696,7 @@ static json_t *plan_json(const validation *v, int planned)
 	json_object_set_new(root, "measure_s", json_real(vo.measure_s));
 	json_object_set_new(root, "max_steps", json_integer(vo.max_steps));
 	json_object_set_new(root, "repeat", json_integer(vo.repeat));
+	json_object_set_new(root, "rounds", json_integer(vo.rounds));
 	json_object_set_new(root, "expected_s", json_real(v->total_est));
 	json_object_set_new(root, "budget_s", json_integer(vo.budget));
 	json_object_set_new(root, "configs", arr);
@@ -552,10 +712,11 @@ static void report_json(const validation *v, summary *m)
 	for (int r = 0; r < ZB_RES_COUNT; r++)
 		json_object_set_new(busy, zb_resource_name(r), num(m->busy_mape[r]));
 	json_object_set_new(root, "summary",
-			    json_pack("{s:i, s:i, s:o, s:o, s:i, s:i, s:i, s:o, s:o, s:f, s:f}", "executed", m->used,
+			    json_pack("{s:i, s:i, s:o, s:o, s:i, s:i, s:i, s:o, s:o, s:o, s:f, s:f}", "executed", m->used,
 				      "skipped", m->skipped, "mape", num(m->mape), "max_abs_err", num(m->worst),
 				      "within_3pct", m->within3, "within_8pct", m->within8, "within_noise",
-				      m->within_noise, "noise_median_pct", num(m->noise_median_pct), "busy_mape", busy,
+				      m->within_noise, "noise_median_pct", num(m->noise_median_pct), "round_change_median_pct",
+				      num(m->drift_median_pct), "busy_mape", busy,
 				      "expected_s", v->total_est, "wall_s", v->wall));
 	json_object_set_new(root, "order", json_pack("{s:i, s:i, s:b}", "pairs", m->order_pairs, "swapped",
 						     m->order_swaps, "preserved", m->order_swaps == 0));
@@ -586,6 +747,10 @@ static void report_text(const validation *v, const summary *m)
 	if (m->nspeed)
 		printf("speedups: %d of %d within 5%% (worst %.2f%%): %s\n", m->speed_ok, m->nspeed,
 		       100 * m->speed_worst, m->met_speed ? "met" : "NOT MET");
+	if (m->ndrift)
+		printf("rounds: the last measurement of each configuration differs from its first by a median %.2f%% "
+		       "(%d configurations)\n",
+		       m->drift_median_pct, m->ndrift);
 	printf("order by step time: %s (%d of %d pairs more than 3%% apart predicted the other way round)\n",
 	       m->order_swaps ? "NOT preserved" : "preserved", m->order_swaps, m->order_pairs);
 	printf("busy-time MAPE by resource:");
@@ -636,6 +801,8 @@ static void apply_defaults(void)
 		vo.steps = m.steps ? m.steps : 3;
 	if (vo.repeat < 0)
 		vo.repeat = m.repeat;
+	if (vo.rounds < 0)
+		vo.rounds = m.rounds > 1 ? m.rounds : 1;
 	if (vo.measure_s < 0) {
 		vo.measure_s = m.measure_s;
 		if (!vo.max_steps && m.max_steps >= vo.steps)
@@ -668,7 +835,7 @@ int cmd_validate(int argc, char **argv)
 			return cmd_validate_deepspeed(argc, argv); /* real DeepSpeed instead of the executor */
 	/* -1: not given, then the suite's measurement or validate's default (apply_defaults) */
 	vo = (struct validate_opts){ .suite = "full", .db = ZB_STORE_DEFAULT_PATH, .warmup = -1, .steps = -1,
-				     .measure_s = -1, .repeat = -1, .budget = 480 };
+				     .measure_s = -1, .repeat = -1, .rounds = -1, .budget = 480 };
 	const char *published = take_published(&argc, argv);
 	int rc;
 	if (!zb_flags_parse(argc, argv, flags, NULL, 0, NULL, usage, &rc))

@@ -66,6 +66,8 @@ typedef struct zb_suite_measure {
 	double measure_s;    /* > 0: about that many seconds of measured steps each */
 	int max_steps;       /* with measure_s: at most that many */
 	int repeat;          /* the first that many executed configurations again at the end */
+	int rounds;          /* > 1: every configuration measured in that many rounds, forward then
+			      * backward (validate --rounds); the steps above are over all rounds */
 } zb_suite_measure;
 
 typedef struct zb_suite {

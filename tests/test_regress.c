@@ -345,7 +345,7 @@ static json_t *fid_plan(const char *flags)
 static void test_validate_measure_s(void **state)
 {
 	(void)state;
-	json_t *root = fid_plan("--steps 3 --measure-s 1.5 --max-steps 40");
+	json_t *root = fid_plan("--steps 3 --measure-s 1.5 --max-steps 40 --rounds 1");
 	assert_int_equal(json_integer_value(json_object_get(root, "max_steps")), 40);
 	json_t *cs = json_object_get(root, "configs"), *c;
 	size_t i;
@@ -381,19 +381,28 @@ static void test_validate_measure_s(void **state)
 	double est_long = json_real_value(json_object_get(root, "expected_s"));
 	json_decref(root);
 	/* off: every configuration --steps, and the estimate is the shorter one */
-	root = fid_plan("--steps 3 --measure-s 0");
+	root = fid_plan("--steps 3 --measure-s 0 --rounds 1");
 	json_array_foreach(json_object_get(root, "configs"), i, c)
 		assert_int_equal(json_integer_value(json_object_get(c, "steps")), 3);
 	assert_true(json_real_value(json_object_get(root, "expected_s")) < est_long);
 	json_decref(root);
 	/* --max-steps clamps everything; --steps alone when S is short */
-	root = fid_plan("--measure-s 100 --max-steps 12 --steps 5");
+	root = fid_plan("--measure-s 100 --max-steps 12 --steps 5 --rounds 1");
 	json_array_foreach(json_object_get(root, "configs"), i, c)
 		assert_int_equal(json_integer_value(json_object_get(c, "steps")), 12);
 	json_decref(root);
-	root = fid_plan("--measure-s 0.001 --steps 4");
+	root = fid_plan("--measure-s 0.001 --steps 4 --rounds 1");
 	json_array_foreach(json_object_get(root, "configs"), i, c)
 		assert_int_equal(json_integer_value(json_object_get(c, "steps")), 4);
+	json_decref(root);
+	/* fid's two rounds share the steps, at least 3 each (a round's spread) */
+	root = fid_plan("--measure-s 0.001 --steps 4");
+	json_array_foreach(json_object_get(root, "configs"), i, c)
+		assert_int_equal(json_integer_value(json_object_get(c, "steps")), 3);
+	json_decref(root);
+	root = fid_plan("--measure-s 0.001 --steps 10");
+	json_array_foreach(json_object_get(root, "configs"), i, c)
+		assert_int_equal(json_integer_value(json_object_get(c, "steps")), 5);
 	json_decref(root);
 	/* the text: the header says how the steps are chosen, the table has a steps column */
 	result r = run("validate --list --suite quick --measure-s 1.5 --max-steps 30");
@@ -407,8 +416,8 @@ static void test_validate_measure_s(void **state)
 }
 
 /* Suite fid's own measurement when the command line says nothing (suite.h
- * zb_suite_measure: run E's 4 warm-up, >= 8 and ~3 s, <= 48 measured steps); a flag given
- * wins over it, the others stay the suite's. */
+ * zb_suite_measure: run E's 4 warm-up, >= 8 and ~3 s, <= 48 measured steps, in two rounds
+ * that share the steps); a flag given wins over it, the others stay the suite's. */
 static void test_validate_suite_measure(void **state)
 {
 	(void)state;
@@ -417,25 +426,38 @@ static void test_validate_suite_measure(void **state)
 	assert_int_equal(json_integer_value(json_object_get(root, "steps")), 8);
 	assert_true(json_real_value(json_object_get(root, "measure_s")) == 3);
 	assert_int_equal(json_integer_value(json_object_get(root, "max_steps")), 48);
-	assert_int_equal(json_integer_value(json_object_get(root, "repeat")), 2);
-	double with_repeats = json_real_value(json_object_get(root, "expected_s"));
+	assert_int_equal(json_integer_value(json_object_get(root, "repeat")), 0);
+	assert_int_equal(json_integer_value(json_object_get(root, "rounds")), 2);
+	double two_rounds = json_real_value(json_object_get(root, "expected_s")), each = 0;
 	json_t *c;
 	size_t i;
 	int more = 0;
 	json_array_foreach(json_object_get(root, "configs"), i, c) {
-		int steps = (int)json_integer_value(json_object_get(c, "steps"));
-		assert_true(steps >= 8 && steps <= 48);
-		more += steps > 8;
+		int steps = (int)json_integer_value(json_object_get(c, "steps")); /* each round's */
+		assert_true(steps >= 4 && steps <= 24);
+		more += steps > 4;
+		each += json_real_value(json_object_get(c, "estimate_s"));
 	}
 	assert_true(more >= 10);
+	assert_close(two_rounds, 2 * each, 1e-6); /* every configuration estimated twice */
 	json_decref(root);
-	/* --repeat 0: the two configurations measured again at the end leave the estimate */
-	root = fid_plan("--repeat 0");
-	assert_int_equal(json_integer_value(json_object_get(root, "repeat")), 0);
-	double first_two = 0;
+	/* --rounds 1: all the steps in one round, as run E */
+	root = fid_plan("--rounds 1");
+	assert_int_equal(json_integer_value(json_object_get(root, "rounds")), 1);
+	json_array_foreach(json_object_get(root, "configs"), i, c) {
+		int steps = (int)json_integer_value(json_object_get(c, "steps"));
+		assert_true(steps >= 8 && steps <= 48);
+	}
+	assert_true(json_real_value(json_object_get(root, "expected_s")) < 0.8 * two_rounds);
+	json_decref(root);
+	/* --repeat 2: the first two configurations measured again at the end, in the estimate */
+	root = fid_plan("--repeat 2 --rounds 1");
+	double first_two = 0, with_repeats = json_real_value(json_object_get(root, "expected_s"));
 	for (i = 0; i < 2; i++)
 		first_two += json_real_value(json_object_get(json_array_get(json_object_get(root, "configs"), i), "estimate_s"));
 	assert_true(first_two > 0);
+	json_decref(root);
+	root = fid_plan("--rounds 1");
 	assert_close(with_repeats - json_real_value(json_object_get(root, "expected_s")), first_two, 1e-6);
 	json_decref(root);
 	root = fid_plan("--warmup 1");
@@ -454,7 +476,7 @@ static void test_validate_measure_s_bad(void **state)
 	(void)state;
 	static const char *bad[] = { "--measure-s -1", "--measure-s abc", "--measure-s nan", "--max-steps 0",
 				     "--max-steps 1001", "--max-steps 5 --steps 8", "--measure-s 2 --max-steps 2 --steps 3",
-				     "--repeat 11", "--repeat -1" };
+				     "--repeat 11", "--repeat -1", "--rounds 0", "--rounds 5", "--rounds x" };
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		result r = run("validate --list --suite quick %s", bad[i]);
 		if (r.rc != 2 || lines(r.err) != 1)

@@ -164,6 +164,52 @@ static void test_validate_and_compare(void **state)
 	json_decref(j);
 }
 
+/* --rounds 2: each configuration measured twice (forward, then backward), each round
+ * stored as a configuration of the run; its measurement the mean of the two, its change
+ * between them reported; calibrate --from-db counts the two rounds as one configuration. */
+static void test_validate_rounds(void **state)
+{
+	NEED_GPU();
+	char *out;
+	assert_int_equal(run(&out, "validate --suite quick --limit 2 --rounds 2 --steps 6 --json --hw h200-machine --db %s",
+			     db), 0);
+	json_t *j = json_loads(out, 0, NULL);
+	if (!j)
+		print_error("not JSON: %s\n", out);
+	free(out);
+	assert_non_null(j);
+	assert_int_equal(json_integer_value(json_object_get(j, "rounds")), 2);
+	json_t *sum = json_object_get(j, "summary");
+	assert_int_equal(json_integer_value(json_object_get(sum, "executed")), 2);
+	assert_true(json_number_value(json_object_get(sum, "round_change_median_pct")) >= 0);
+	for (size_t i = 0; i < 2; i++) {
+		json_t *c = json_array_get(json_object_get(j, "configs"), i), *rs = json_object_get(c, "rounds");
+		assert_int_equal(json_integer_value(json_object_get(c, "steps")), 3); /* 6 in two rounds */
+		assert_int_equal(json_array_size(rs), 2);
+		double a = json_number_value(json_object_get(json_array_get(rs, 0), "measured_step_s"));
+		double b = json_number_value(json_object_get(json_array_get(rs, 1), "measured_step_s"));
+		assert_true(a > 0 && b > 0);
+		assert_close(json_number_value(json_object_get(c, "measured_step_s")), (a + b) / 2, 1e-9);
+		assert_true(json_number_value(json_object_get(c, "measured_se_s")) >= fabs(a - b) / 2 * (1 - 1e-9));
+		assert_true(json_integer_value(json_object_get(json_array_get(rs, 0), "config_id")) !=
+			    json_integer_value(json_object_get(json_array_get(rs, 1), "config_id")));
+		print_message("%s: rounds %.2f and %.2f ms\n", json_string_value(json_object_get(c, "key")), 1e3 * a,
+			      1e3 * b);
+	}
+	long long run_id = json_integer_value(json_object_get(j, "run_id"));
+	json_decref(j);
+	char sql[96];
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM configs WHERE run_id = %lld", run_id);
+	assert_int_equal(count(sql), 4);
+	assert_int_equal(run(&out, "calibrate --from-db %s --run %lld --warmup 2 --eval h200-machine --json", db, run_id),
+			 0);
+	j = json_loads(out, 0, NULL);
+	free(out);
+	assert_non_null(j);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "eval"), "configs")), 2);
+	json_decref(j);
+}
+
 static void test_regress_measured(void **state)
 {
 	NEED_GPU();
@@ -192,6 +238,7 @@ int main(void)
 		cmocka_unit_test(test_copy_bench),
 		cmocka_unit_test(test_calibrate),
 		cmocka_unit_test(test_validate_and_compare),
+		cmocka_unit_test(test_validate_rounds),
 		cmocka_unit_test(test_regress_measured),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
