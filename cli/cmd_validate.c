@@ -49,6 +49,7 @@
 #include "cli/published.h"
 #include "cli/suite.h"
 #include "exec/executor.h"
+#include "exec/host_pool.h"
 #include "analysis/compare.h"
 #include "sim/predict.h"
 
@@ -875,7 +876,9 @@ int cmd_validate(int argc, char **argv)
 		return zb_report_error(&err);
 	}
 	zb_stop_catch();
+	zb_host_pool_enable(1); /* pinned buffers kept between configurations (exec/host_pool.h) */
 	zb_status st = run_all(&v, &err);
+	zb_host_pool_enable(0); /* and given back */
 	summary m;
 	summarize(&v, &m);
 	if (vo.json)

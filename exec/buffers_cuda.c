@@ -6,12 +6,14 @@
 #include "exec/exec_cuda.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "exec/cuda_check.h"
 #include "exec/flash_attn.h"
+#include "exec/host_pool.h"
 #include "exec/kernels.h"
 
 /* ---- setup ----------------------------------------------------------------------- */
@@ -42,10 +44,29 @@ double exec_host_available(void)
 	return kb * 1024;
 }
 
+/* The pool's allocator (host_pool.h): its error code is the cudaError_t. A failed
+ * pinning is cleared (cudaGetLastError) because the pool may retry it and succeed,
+ * and a later, unrelated check must not report it. */
+static int pin(void **p, size_t bytes)
+{
+	cudaError_t e = cudaMallocHost(p, bytes);
+	if (e != cudaSuccess)
+		(void)cudaGetLastError();
+	return (int)e;
+}
+
+static void unpin(void *p) { cudaFreeHost(p); }
+
+static pthread_once_t pin_once = PTHREAD_ONCE_INIT;
+static void register_pin(void) { zb_host_pool_set_allocator(pin, unpin); }
+
+/* Pinned buffers come from the pool (kept between the configurations of
+ * `zbench validate`, straight from cudaMallocHost otherwise); pageable ones do not. */
 static zb_status host_alloc(exec *x, void **p, size_t bytes, zb_error *err)
 {
 	if (x->pinned) {
-		cudaError_t e = cudaMallocHost(p, bytes ? bytes : 1);
+		pthread_once(&pin_once, register_pin);
+		cudaError_t e = (cudaError_t)zb_host_pool_get(p, bytes ? bytes : 1);
 		if (e != cudaSuccess)
 			return zb_fail(err, ZB_E_NOMEM, "cannot pin %.2f GiB of host memory: %s", bytes / 1073741824.0,
 				       cudaGetErrorString(e));
@@ -60,7 +81,7 @@ static void host_free(exec *x, void *p)
 	if (!p)
 		return;
 	if (x->pinned)
-		cudaFreeHost(p);
+		zb_host_pool_put(p);
 	else
 		free(p);
 }

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "exec/cuda_check.h"
+#include "exec/host_pool.h"
 #include "profiler/spans.h"
 #include "profiler/trace.h"
 #include "sim/attention.h"
@@ -274,8 +275,17 @@ static zb_status open_device(exec *x, zb_error *err)
 	if (need_dev > 0.97 * (double)free_b)
 		return zb_fail(err, ZB_E_NOFIT, "the run needs %.2f GiB of GPU memory, %.2f GiB are free on %s",
 			       need_dev / 1073741824.0, free_b / 1073741824.0, r->device);
-	double avail = exec_host_available();
+	double avail = exec_host_available(), idle = zb_host_pool_idle_bytes();
 	need_host *= x->nranks;
+	/* Blocks the pool holds idle (exec/host_pool.h) are this run's: a pinned run
+	 * gets them back or, when pinning fails, the pool frees them and tries again.
+	 * A pageable run cannot use them, so when it is short they go first. */
+	if (avail > 0 && x->pinned)
+		avail += idle;
+	else if (avail > 0 && idle > 0 && need_host > 0.9 * avail) {
+		zb_host_pool_drain();
+		avail = exec_host_available();
+	}
 	if (avail > 0 && need_host > 0.9 * avail)
 		return zb_fail(err, ZB_E_NOFIT, "the run needs %.2f GiB of host memory, %.2f GiB are available",
 			       need_host / 1073741824.0, avail / 1073741824.0);
