@@ -272,6 +272,11 @@ double zb_suite_estimate_s(const zb_config *c, const zb_prediction *p)
 	return t + p->res.total_s;
 }
 
+double zb_suite_pin_s(const zb_prediction *p)
+{
+	return p->simulated ? p->mem.host_bytes / EST_PIN_BPS : 0;
+}
+
 zb_spread zb_suite_step_spread(const double *step_s, int steps_done, int warmup)
 {
 	int w = warmup > steps_done - 2 ? steps_done - 2 : warmup; /* zb_step_time_window's clamp */

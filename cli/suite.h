@@ -99,6 +99,10 @@ int zb_suite_is_reference(const zb_suite_entry *e);
  * measured wall time is printed beside it so it can be corrected. */
 double zb_suite_estimate_s(const zb_config *c, const zb_prediction *p);
 
+/* The part of that estimate which pins host memory (what a pool that kept the pinned
+ * buffers of an earlier configuration saves, exec/host_pool.h). */
+double zb_suite_pin_s(const zb_prediction *p);
+
 typedef struct zb_suite_outcome {
 	int fits;                /* memory model says it fits (else not simulated, not run) */
 	char reason[256];
