@@ -24,6 +24,18 @@ int zb_kfit_same_config(const zb_config *a, const zb_config *b)
 	       p->nodes == q->nodes && p->zero_stage == q->zero_stage;
 }
 
+int zb_kfit_points(const zb_kfit_set *s, int *point)
+{
+	int n = 0;
+	for (int i = 0; i < s->n; i++) {
+		int j = 0;
+		while (j < i && !(s->it[j].run_id == s->it[i].run_id && zb_kfit_same_config(&s->it[j].c, &s->it[i].c)))
+			j++;
+		point[i] = j < i ? point[j] : n++;
+	}
+	return n;
+}
+
 /* One configuration as evaluated: the mean of its measurements in one run. */
 typedef struct point {
 	const zb_config *c;

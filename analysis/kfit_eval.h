@@ -32,4 +32,10 @@ int zb_kfit_same_shape(const zb_config *a, const zb_config *b);
 /* Two configurations are the same one: of one shape, policy, ratio, ranks and ZeRO stage. */
 int zb_kfit_same_config(const zb_config *a, const zb_config *b);
 
+/* Which configuration of s each item is (point[i]: 0, 1, ... in order of first
+ * appearance; the rounds of one configuration in one run share theirs), so that a
+ * split of the configurations (half-out) never puts one round on each side. Returns
+ * how many configurations. */
+int zb_kfit_points(const zb_kfit_set *s, int *point);
+
 #endif

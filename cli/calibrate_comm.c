@@ -56,18 +56,21 @@ static zb_status fit_predict(const zb_kfit_set *s, const unsigned char *use, con
 	return rc;
 }
 
-/* Half-out (alternate items) and leave-one-out: each item predicted by a fit without it. */
+/* Half-out (alternate configurations) and leave-one-out: each item predicted by a fit
+ * without its configuration (the rounds of one are left out together, kfit_eval.h). */
 static zb_status out_of_sample(const zb_kfit_set *s, const zb_hw *base, zb_kfit_pred *half, zb_kfit_pred *loo,
 			       double range[2][2], zb_error *err)
 {
 	unsigned char *use = malloc((size_t)s->n);
 	zb_kfit_pred *p = calloc((size_t)s->n, sizeof *p);
-	zb_status rc = !use || !p ? zb_fail(err, ZB_E_INTERNAL, "out of memory") : ZB_OK;
+	int *point = malloc((size_t)(s->n ? s->n : 1) * sizeof *point);
+	zb_status rc = !use || !p || !point ? zb_fail(err, ZB_E_INTERNAL, "out of memory") : ZB_OK;
+	int npoints = point ? zb_kfit_points(s, point) : 0;
 	for (int j = 0; j < 2; j++)
 		range[j][0] = INFINITY, range[j][1] = -INFINITY;
-	for (int h = 0; h < 2 + s->n && !rc; h++) {
+	for (int h = 0; h < 2 + npoints && !rc; h++) {
 		for (int i = 0; i < s->n; i++)
-			use[i] = h < 2 ? (i % 2) != h : i != h - 2;
+			use[i] = h < 2 ? (point[i] % 2) != h : point[i] != h - 2;
 		double f[2];
 		if ((rc = fit_predict(s, use, base, p, f, err)))
 			break;
@@ -78,6 +81,7 @@ static zb_status out_of_sample(const zb_kfit_set *s, const zb_hw *base, zb_kfit_
 			range[j][0] = fmin(range[j][0], f[j]), range[j][1] = fmax(range[j][1], f[j]);
 	}
 	free(use);
+	free(point);
 	free(p);
 	return rc;
 }

@@ -172,12 +172,15 @@ static zb_status fit_all(const zb_kfit_set *s, const zb_hw *base, int fit, const
 	zb_status st = ZB_OK;
 	if (fit) {
 		fit_job_init(&jobs[njobs++], s, base, 0);
+		int *point = zb_xmalloc((size_t)(s->n ? s->n : 1) * sizeof *point);
+		zb_kfit_points(s, point); /* the rounds of a configuration stay on one side */
 		for (int half = 0; half < 2; half++) {
 			fit_job *j = &jobs[njobs++];
 			fit_job_init(j, s, base, 1);
 			for (int i = 0; i < s->n; i++)
-				j->use[i] = (i % 2) != half;
+				j->use[i] = (point[i] % 2) != half;
 		}
+		free(point);
 	}
 	if (holdout_model) {
 		fit_job *j = &jobs[njobs++];

@@ -440,6 +440,13 @@ static void test_rounds_merge(void **state)
 		p[i].step_s = i == 2 || i == 3 ? 0.10 : 0.20;
 	}
 	zb_kfit_set set = { .it = it, .n = 5 };
+	int point[5];
+	assert_int_equal(zb_kfit_points(&set, point), 3); /* what half-out splits */
+	assert_int_equal(point[0], 0);
+	assert_int_equal(point[1], 0);
+	assert_int_equal(point[2], 1);
+	assert_int_equal(point[3], 1);
+	assert_int_equal(point[4], 2);
 	zb_kfit_summary m;
 	zb_kfit_summarize(&set, p, &m);
 	assert_int_equal(m.n, 3);
