@@ -699,6 +699,10 @@ zb_status zb_kfit_fit(const zb_kfit_set *s, const unsigned char *use, const zb_h
 			zb_kfit_starved_s_stats ss;
 			st = zb_kfit_starved_s_steps(s, use, &hw, &ss, err);
 		}
+		int ng; /* the GPU's wait per task beside Adam on fewer cores (kfit_starved.h) */
+		double gap = zb_kfit_adam_gap(s, use, &hw, &ng);
+		if (gap > 0) /* else the base's */
+			hw.gpu.exec.adam_gap_s = gap;
 		double pg = zb_kfit_paced_gpu(s, use, cfgs, &hw);
 		if (pg > 0) /* else the base's */
 			hw.gpu.exec.paced_gpu = pg;

@@ -84,6 +84,72 @@ double zb_kfit_starved_wait(const zb_kfit_set *s, const unsigned char *use, cons
 	return (wall - work) / n;
 }
 
+/* Item x's GPU compute tasks in the window: the sums and count of their waits from ready
+ * to start, beside CPU Adam (b[1], n[1]) and beside nothing on the CPU (b[0], n[0]). */
+static void item_waits(const zb_kfit_set *s, const zb_kfit_item *x, double b[2], int n[2])
+{
+	const zb_graph *g = &x->g;
+	double prev_end = NAN;
+	for (size_t i = 0; i < g->ntasks; i++) {
+		const zb_task *t = &g->tasks[i];
+		if (t->resource != ZB_RES_GPU)
+			continue;
+		double a = x->mstart[i], e = x->mend[i], ready = prev_end;
+		prev_end = e;
+		if (t->step < s->warmup || !(e > a) || !isfinite(ready) || t->kind == ZB_TASK_COLLECTIVE ||
+		    t->kind == ZB_TASK_HOST)
+			continue;
+		const uint32_t *deps = zb_task_deps(g, t);
+		for (uint32_t j = 0; j < t->dep_count; j++)
+			if (x->mend[deps[j]] > ready)
+				ready = x->mend[deps[j]];
+		double w = a - ready, cpu = zb_kfit_overlap(x, ZB_RES_CPU, ready < a ? ready : a, e);
+		if (!(w >= 0) || w > 1e-3 || (cpu > 0 && cpu <= 0.5))
+			continue;
+		int k = cpu > 0.5;
+		b[k] += w;
+		n[k]++;
+	}
+}
+
+/* Whether item k of s shows adam_gap_s: used, one rank, unpaced, Adam on fewer cores. */
+static int gap_item(const zb_kfit_set *s, const unsigned char *use, int k, const zb_hw *hw)
+{
+	const zb_kfit_item *x = &s->it[k];
+	const zb_policy *p = &x->c.policy;
+	return (!use || use[k]) && p->gpus * p->nodes <= 1 && !(p->link_rate_Bps > 0) && !zb_kfit_adam_all_cores(x, hw);
+}
+
+double zb_kfit_adam_gap(const zb_kfit_set *s, const unsigned char *use, const zb_hw *hw, int *tasks)
+{
+	double b0 = 0, num = 0, den = 0;
+	int n0 = 0, n1 = 0;
+	for (int k = 0; k < s->n; k++) /* the wait without Adam, which the launch and class fits hold */
+		if (gap_item(s, use, k, hw)) {
+			double b[2] = { 0 };
+			int n[2] = { 0 };
+			item_waits(s, &s->it[k], b, n);
+			b0 += b[0], n0 += n[0];
+		}
+	for (int k = 0; k < s->n && n0 > 0; k++) {
+		if (!gap_item(s, use, k, hw))
+			continue;
+		double b[2] = { 0 };
+		int n[2] = { 0 };
+		item_waits(s, &s->it[k], b, n);
+		if (n[1] < 20)
+			continue;
+		double share = (double)zb_config_cpu_threads(&s->it[k].c) / (hw->cpu.cores > 0 ? hw->cpu.cores : 1);
+		num += n[1] * share * (b[1] / n[1] - b0 / n0);
+		den += n[1] * share * share;
+		n1 += n[1];
+	}
+	*tasks = n1;
+	if (n1 < 100 || n0 < 100 || !(den > 0))
+		return 0;
+	return num > 0 ? num / den : 0;
+}
+
 double zb_kfit_paced_gpu(const zb_kfit_set *s, const unsigned char *use, const zb_config *cfgs, const zb_hw *hw)
 {
 	double work[3] = { 0 }, time[3] = { 0 };

@@ -36,6 +36,17 @@ double zb_kfit_starved_rate(const zb_kfit_set *s, const unsigned char *use, cons
 double zb_kfit_starved_wait(const zb_kfit_set *s, const unsigned char *use, const zb_config *cfgs, const zb_hw *hw,
 			    int *tasks);
 
+/* execprofile.h adam_gap_s: the GPU's idle before each compute task beside CPU Adam on
+ * fewer than every core, from the tasks of the used items (use NULL: all) on one rank,
+ * unpaced (a paced copy's pacer adds gaps of its own): each task's wait from its ready
+ * time (the end of the stream's previous task and of its dependencies) to its start,
+ * those beside Adam (> 50 % of ready to end) against those of the items' tasks beside
+ * nothing on the CPU, fitted through the origin against Adam's share of the cores
+ * (threads / cores), weighted by the tasks. Waits over 1 ms are some other stall, left
+ * out. 0 when fewer than 100 tasks beside Adam or 100 beside none; *tasks gets the first
+ * count. */
+double zb_kfit_adam_gap(const zb_kfit_set *s, const unsigned char *use, const zb_hw *hw, int *tasks);
+
 /* --link-rate runs (execprofile.h paced_gpu): the GPU compute rate beside each paced
  * copy, from the GPU compute tasks of paced items whose Adam leaves a core free (no
  * starvation mixed in) and that GPU Adam does not overlap: their rate (work on the

@@ -138,6 +138,7 @@ zb_status zb_exec_profile_validate(const zb_exec_profile *p, zb_error *err)
 		{ "comm_gpu", p->comm_gpu, 1 },         { "comm_opt", p->comm_opt, 1 },
 		{ "comm_wait", p->comm_wait, 1 },       { "adam_copy", p->adam_copy, 10 },
 		{ "starved_s", p->starved_s, 1 },         { "adam_launch", p->adam_launch, 0.5 },
+		{ "adam_gap_s", p->adam_gap_s, 1e-3 },
 	};
 	for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
 		if (!isfinite(one[i].v) || one[i].v < 0 || one[i].v > one[i].hi)
@@ -210,6 +211,7 @@ static double *scalar_slot(zb_exec_profile *p, const char *key)
 	if (!strcmp(key, "adam_copy")) return &p->adam_copy;
 	if (!strcmp(key, "starved_s")) return &p->starved_s;
 	if (!strcmp(key, "adam_launch")) return &p->adam_launch;
+	if (!strcmp(key, "adam_gap_s")) return &p->adam_gap_s;
 	return NULL;
 }
 
@@ -292,5 +294,7 @@ void *zb_exec_profile_to_json(const zb_exec_profile *p)
 		json_object_set_new(o, "starved_s", json_real(p->starved_s));
 	if (p->adam_launch > 0) /* files without the term stay as they were */
 		json_object_set_new(o, "adam_launch", json_real(p->adam_launch));
+	if (p->adam_gap_s > 0) /* files without the term stay as they were */
+		json_object_set_new(o, "adam_gap_s", json_real(p->adam_gap_s));
 	return o;
 }

@@ -65,6 +65,16 @@
  *              Adam's tasks 0.198-0.209 ns/param alone, 0.227-0.241 beside the GPU's backward
  *              (x1.12-1.18) where 8 threads lose x1.06 (the copies' share, adam_copy);
  *              `calibrate --from-db` there: 0.061, about one core of 16. 0: none
+ *   adam_gap_s  the wait of each GPU compute task that starts while CPU Adam runs on fewer
+ *              than every core, at Adam's threads x ranks / cores = 1 (seconds; the wait
+ *              scales with that share): the executor's issuing thread keeps a core, but
+ *              Adam's threads stream through the caches and DRAM it uses, so it falls behind
+ *              short kernels and the GPU idles before them. Measured on the H200 machine (fid
+ *              run G, 4 rounds, from each task's ready time to its start): 0.3-0.45 us per task
+ *              without Adam; 0.7 / 1.2-1.7 / 2.0-2.3 us beside Adam on 2 / 4 / 8 threads of 16
+ *              (gpt2-medium and gpt2-large, dpu and overlap): 1.5-2 ms of a 75-230 ms step on
+ *              8 threads, which the profile without it predicted 2-5 % fast. On every core
+ *              starved / starved_s apply instead. 0: none
  *   comm_gpu, comm_opt  several ranks: the collectives' rate (on the fabric's busbw) while
  *              the GPU compute stream / GPU Adam run: NCCL's kernels share the SMs and HBM
  *              with them (0: 1). Measured on 2 H200s (large-none of 2026-11-30, 50 MB
@@ -113,6 +123,7 @@ typedef struct zb_exec_profile {
 	double comm_wait;                            /* 1: a collective waits for a GEMM that fills the SMs (0: off) */
 	double starved_s;                            /* > 0: starvation as a wait per GPU task instead of starved */
 	double adam_launch;                          /* CPU Adam's rate lost beside GPU compute on every core (0: none) */
+	double adam_gap_s;                           /* GPU task's wait beside Adam on fewer cores, per core share (0: none) */
 } zb_exec_profile;
 
 const char *zb_gemm_group_name(int g);  /* "dense", "batched", "unaligned", "flash" */

@@ -106,6 +106,7 @@ typedef struct memo {
 	unsigned long serial;
 	int dtype;
 	zb_gpu gpu;
+	double starved_s;
 	double fixed[ZB_RES_COUNT];
 	double rates[NSETS][ZB_RES_COUNT];
 	zb_sim_result res;  /* start, end NULL */
@@ -394,7 +395,7 @@ static memo *memo_find(const sim *s)
 	const zb_sim_scratch *w = s->w;
 	for (int i = 0; i < w->memo_n; i++) {
 		memo *m = &w->memo[i];
-		if (m->serial == s->ix->serial && m->dtype == (int)s->c->policy.dtype &&
+		if (m->serial == s->ix->serial && m->dtype == (int)s->c->policy.dtype && m->starved_s == s->starved_s &&
 		    !memcmp(m->fixed, s->fixed, sizeof m->fixed) && same_rates(s, m) &&
 		    !memcmp(&m->gpu, &s->c->hw.gpu, sizeof m->gpu))
 			return m;
@@ -412,6 +413,7 @@ static void memo_add(const sim *s)
 	m->serial = s->ix->serial;
 	m->dtype = (int)s->c->policy.dtype;
 	m->gpu = s->c->hw.gpu;
+	m->starved_s = s->starved_s; /* set by the threads as well as the profile */
 	memcpy(m->fixed, s->fixed, sizeof m->fixed);
 	for (unsigned i = 0; i < s->ix->nsets; i++)
 		memcpy(m->rates[s->ix->sets[i]], s->rates[s->ix->sets[i]], sizeof m->rates[0]);
@@ -858,7 +860,7 @@ zb_status zb_simulate_indexed(const zb_sim_index *ix, zb_sim_scratch *w, const z
 	}
 	s.starved_s = zb_exec_starved_s(c);
 	/* host durations come from the framework profile, which the memo does not key on */
-	int memo_on = w->memo_on && c->framework == ZB_FW_ZBENCH && !(s.starved_s > 0); /* not in its key */
+	int memo_on = w->memo_on && c->framework == ZB_FW_ZBENCH;
 	if (memo_on) {
 		const memo *m = memo_find(&s);
 		if (m) {

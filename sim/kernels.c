@@ -100,11 +100,17 @@ double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_CO
 
 double zb_exec_starved_s(const zb_config *c)
 {
-	if (!adam_on_every_core(c))
+	if (c->framework != ZB_FW_ZBENCH)
 		return 0;
 	zb_exec_profile scratch;
 	const zb_exec_profile *p = zb_exec_profile_of(&c->hw.gpu.exec, &scratch);
-	return p->starved_s > 0 ? p->starved_s : 0;
+	if (adam_on_every_core(c))
+		return p->starved_s > 0 ? p->starved_s : 0;
+	/* fewer cores: the issuing thread has one, but shares the caches and DRAM that Adam's
+	 * threads stream through (adam_gap_s, per share of the cores Adam holds) */
+	int ranks = c->policy.gpus > 1 ? c->policy.gpus : 1;
+	double share = (double)zb_config_cpu_threads(c) * ranks / (c->hw.cpu.cores > 0 ? c->hw.cpu.cores : 1);
+	return p->adam_gap_s > 0 ? p->adam_gap_s * share : 0;
 }
 
 double zb_exec_adam_launch(const zb_config *c, const zb_task *const active[ZB_RES_COUNT])

@@ -37,9 +37,10 @@ double zb_exec_adam_Pps(const zb_config *c, const zb_exec_profile *p, double thr
  * for zbench's schedule while CPU Adam runs with a thread on every core. (GPU Adam,
  * a few long kernels, measured no such loss.) */
 double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_COUNT]);
-/* execprofile.h starved_s: the wait each GPU compute task starting beside CPU Adam adds
- * when Adam's threads (of every rank of the node) cover the cores; 0: none (or the rate
- * form, zb_exec_starved). The engine adds it to the task's fixed cost. */
+/* The wait each GPU compute task starting beside CPU Adam adds in zbench's executor:
+ * execprofile.h starved_s when Adam's threads (of every rank of the node) cover the
+ * cores (0: none, or the rate form, zb_exec_starved); with fewer, adam_gap_s x Adam's
+ * threads x ranks / cores. The engine adds it to the task's fixed cost. */
 double zb_exec_starved_s(const zb_config *c);
 /* CPU Adam's rate factor now (execprofile.h adam_launch): below 1 only in zbench's
  * executor while the GPU compute stream runs and Adam's threads of every rank hold every
