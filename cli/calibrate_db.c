@@ -18,6 +18,7 @@
 
 #include "analysis/kfit.h"
 #include "analysis/kfit_eval.h"
+#include "analysis/kfit_host.h"
 #include "cli/calibrate_comm.h"
 #include "cli/flags.h"
 #include "cli/report.h"
@@ -27,7 +28,7 @@
 static struct {
 	const char *db, *base, *out, *eval, *name, *holdout;
 	int64_t run;
-	int warmup, json, quiet, all_runs, fit_comm, fit_adam, fit_starved, busy;
+	int warmup, json, quiet, all_runs, fit_comm, fit_adam, fit_starved, fit_host, busy;
 } o;
 
 static const zb_flag flags[] = {
@@ -43,6 +44,7 @@ static const zb_flag flags[] = {
 	ZB_SWITCH("fit-comm", &o.fit_comm, "fit only comm_gpu and comm_opt over --base (several ranks), with half-out and leave-one-out"),
 	ZB_SWITCH("fit-adam", &o.fit_adam, "fit only CPU Adam's adam_mem over --base (several ranks), with half-out and leave-one-out"),
 	ZB_SWITCH("fit-starved", &o.fit_starved, "fit only starved_s, the GPU's wait per task beside Adam on every core, from the tasks, with half-out and leave-one-out"),
+	ZB_SWITCH("fit-host", &o.fit_host, "fit only this host's CPU and memory scales over --base (a profile fitted on another machine), e.g. on `validate --suite anchor`"),
 	ZB_SWITCH("json", &o.json, "results as JSON"),
 	ZB_SWITCH("quiet", &o.quiet, "no per-configuration rows"),
 	ZB_SWITCH("busy", &o.busy, "also each configuration's busy time per resource: measured, base, fitted or eval"),
@@ -52,7 +54,8 @@ static const zb_flag flags[] = {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: zbench calibrate --from-db <db> [--run <id> | --all-runs] [--warmup <n>] [--base <machine|file>]\n"
-		   "                        [--out <file>] [--eval <machine|file>] [--holdout <model>] [--fit-comm | --fit-adam] [--json] [--quiet] [--busy]\n\n"
+		   "                        [--out <file>] [--eval <machine|file>] [--holdout <model>] [--fit-comm | --fit-adam | --fit-host]\n"
+		   "                        [--json] [--quiet] [--busy]\n\n"
 		   "Fit the executor profile (per kernel class: GEMM groups and passes, memory-bound ops,\n"
 		   "GPU Adam, launch; CPU Adam against threads; pinned and pageable copies) to the tasks\n"
 		   "a zbench validate run measured, write it over --base, and report the step-time error\n"
@@ -271,6 +274,49 @@ static json_t *summary_json(const zb_kfit_summary *m)
 			 b);
 }
 
+/* --fit-host: --base's host scaled to this run's measurements (kfit_host.h), written to
+ * --out; the run's errors before and after. */
+static int fit_host(const zb_kfit_set *s, const zb_hw *base)
+{
+	zb_error err = { 0 };
+	zb_hw fitted;
+	zb_kfit_host h;
+	zb_status st = zb_kfit_host_fit(s, base, &fitted, &h, &err);
+	zb_kfit_pred *pb = zb_xcalloc((size_t)s->n, sizeof *pb), *pf = zb_xcalloc((size_t)s->n, sizeof *pf);
+	if (!st)
+		st = zb_kfit_predict(s, base, pb, &err);
+	if (!st)
+		st = zb_kfit_predict(s, &fitted, pf, &err);
+	if (!st) {
+		snprintf(fitted.name, sizeof fitted.name, "%s", o.name ? o.name : "executor-fit");
+		st = zb_hw_save(o.out, &fitted, &err);
+	}
+	if (st) {
+		free(pb), free(pf);
+		return zb_report_error(&err);
+	}
+	zb_kfit_summary mb, mf;
+	zb_kfit_summarize(s, pb, &mb);
+	zb_kfit_summarize(s, pf, &mf);
+	free(pb), free(pf);
+	const char *bname = o.base ? o.base : "h200-machine";
+	if (o.json) {
+		json_t *root = json_pack("{s:s, s:I, s:{s:f, s:f, s:i}, s:o, s:o, s:s}", "db", o.db, "run_id",
+					 (json_int_t)s->run_id, "host", "cpu", h.cpu, "mem", h.mem, "configs", h.configs,
+					 "base", summary_json(&mb), "fitted", summary_json(&mf), "profile", o.out);
+		zb_json_print(stdout, root);
+		json_decref(root);
+		return 0;
+	}
+	printf("# zbench calibrate --from-db %s --fit-host: run %lld, %d configurations, over %s\n", o.db,
+	       (long long)s->run_id, h.configs, bname);
+	printf("host: CPU Adam per core x %.2f, memory (DRAM, Adam's ceiling, pageable copies) x %.2f\n", h.cpu, h.mem);
+	print_summary(bname, &mb);
+	print_summary("host fitted", &mf);
+	printf("# wrote %s\n", o.out);
+	return 0;
+}
+
 int zb_calibrate_from_db(int argc, char **argv)
 {
 	memset(&o, 0, sizeof o);
@@ -287,15 +333,24 @@ int zb_calibrate_from_db(int argc, char **argv)
 		return zb_report_error(&err);
 	}
 	if ((o.fit_comm || o.fit_adam || o.fit_starved) &&
-	    (o.eval || o.json || o.holdout || o.fit_comm + o.fit_adam + o.fit_starved > 1)) {
+	    (o.eval || o.json || o.holdout || o.fit_host || o.fit_comm + o.fit_adam + o.fit_starved > 1)) {
 		const char *a = o.fit_comm ? "fit-comm" : o.fit_adam ? "fit-adam" : "fit-starved";
 		zb_fail(&err, ZB_E_INPUT, "--%s with --%s: give one of them", a,
-			o.eval ? "eval" : o.json ? "json" : o.holdout ? "holdout" : o.fit_starved && strcmp(a, "fit-starved") ? "fit-starved" : "fit-adam");
+			o.eval ? "eval" : o.json ? "json" : o.holdout ? "holdout" : o.fit_host ? "fit-host" : o.fit_starved && strcmp(a, "fit-starved") ? "fit-starved" : "fit-adam");
+		return zb_report_error(&err);
+	}
+	if (o.fit_host && (o.eval || o.holdout)) {
+		zb_fail(&err, ZB_E_INPUT, "--fit-host with --%s: give one of them", o.eval ? "eval" : "holdout");
 		return zb_report_error(&err);
 	}
 	if (load_hw(o.base, &base, &err) || (o.eval && load_hw(o.eval, &eval, &err)) ||
 	    zb_kfit_load(o.db, o.all_runs ? -1 : o.run, o.warmup, &base, &s, &err))
 		return zb_report_error(&err);
+	if (o.fit_host) {
+		rc = fit_host(&s, &base);
+		zb_kfit_free(&s);
+		return rc;
+	}
 	if (o.fit_comm || o.fit_adam || o.fit_starved) {
 		rc = zb_calibrate_comm(&s, &base, o.base ? o.base : "h200-machine", o.out, o.name,
 				       o.fit_starved ? 2 : o.fit_adam);

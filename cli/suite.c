@@ -136,6 +136,19 @@ static const zb_suite_entry linkrate[] = {
 	{ "gpt2-large", "dpu", 1, 0, 4, 1024, 1, NULL, 0, 0, 0, NULL, 25, 0, 0 },
 	{ "gpt2-large", "dpu", 1, 0, 4, 1024, 1, NULL, 0, 0, 0, NULL, 12, 0, 0 },
 };
+
+/* This host's CPU against the profile's (analysis/kfit_host.h): gpt2-large with the
+ * whole optimizer on the CPU on 2, 4, half and all the cores, where the CPU flow decides
+ * the step; the thread counts tell CPU Adam's per-core rate from its memory ceiling. Then
+ * zbench calibrate --from-db <db> --base <profile> --fit-host moves a profile fitted on
+ * another machine (or lease) here: 1.95-2.34 % MAPE on another lease's fid suite against
+ * 6.6-7.0 % unmoved (BENCHMARKS.md). */
+static const zb_suite_entry anchor[] = {
+	{ "gpt2-large", "dpu", 1, 2, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 4, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 1, H, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+	{ "gpt2-large", "dpu", 1, 0, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
+};
 #undef H
 
 static const zb_suite_entry quick[] = {
@@ -160,6 +173,9 @@ static const zb_suite suites[] = {
 	  { .warmup = 4, .steps = 8, .measure_s = 3, .max_steps = 48, .rounds = 2 } },
 	{ "link", "10 configurations: dpu ratio 1 at the native link, 25 and 12 GB/s, half and all the cores "
 		  "(faster link, slower step?)", linkrate, COUNT(linkrate), { 0 } },
+	{ "anchor", "4 CPU-bound configurations (gpt2-large dpu 1 on 2, 4, half and all the cores) to move a "
+		    "profile to this host: calibrate --from-db --fit-host; fid's measurement, two rounds",
+	  anchor, COUNT(anchor), { .warmup = 4, .steps = 8, .measure_s = 3, .max_steps = 48, .rounds = 2 } },
 };
 
 zb_status zb_suite_find(const char *name, const zb_suite **out, zb_error *err)
@@ -169,7 +185,7 @@ zb_status zb_suite_find(const char *name, const zb_suite **out, zb_error *err)
 			*out = &suites[i];
 			return ZB_OK;
 		}
-	return zb_fail(err, ZB_E_INPUT, "unknown suite '%s' (known: full, quick, fid, link)", name);
+	return zb_fail(err, ZB_E_INPUT, "unknown suite '%s' (known: full, quick, fid, link, anchor)", name);
 }
 
 void zb_suite_key(const zb_suite_entry *e, char *buf, size_t n)

@@ -1,0 +1,70 @@
+/* kfit_host.c - a profile's host scaled to another lease's measurements; see kfit_host.h. */
+#include "analysis/kfit_host.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "analysis/kfit_eval.h"
+
+void zb_kfit_host_apply(zb_hw *hw, double cpu, double mem)
+{
+	hw->cpu.adam_params_per_core *= cpu;
+	hw->cpu.dram_Bps *= mem;
+	hw->cpu.adam_Bps *= mem;
+	hw->link.pageable_h2d_Bps *= mem;
+	hw->link.pageable_d2h_Bps *= mem;
+}
+
+/* The step-time MAPE of s on base scaled by cpu x mem (NaN when nothing simulates). */
+static zb_status mape_at(const zb_kfit_set *s, const zb_hw *base, double cpu, double mem, zb_kfit_pred *p,
+			 double *mape, int *n, zb_error *err)
+{
+	zb_hw hw = *base;
+	zb_kfit_host_apply(&hw, cpu, mem);
+	zb_status st = zb_kfit_predict(s, &hw, p, err);
+	if (st)
+		return st;
+	zb_kfit_summary m;
+	zb_kfit_summarize(s, p, &m);
+	*mape = m.n ? m.mape : NAN;
+	*n = m.n;
+	return ZB_OK;
+}
+
+/* The best point of the grid lo..hi by step on both scales, from *cpu, *mem (kept when
+ * nothing beats them). */
+static zb_status grid(const zb_kfit_set *s, const zb_hw *base, double lo_c, double lo_m, double hi_c, double hi_m,
+		      double step, zb_kfit_pred *p, zb_kfit_host *h, zb_error *err)
+{
+	for (double c = lo_c; c <= hi_c + 1e-9; c += step)
+		for (double m = lo_m; m <= hi_m + 1e-9; m += step) {
+			double e;
+			int n;
+			zb_status st = mape_at(s, base, c, m, p, &e, &n, err);
+			if (st)
+				return st;
+			if (e < h->mape - 1e-9) /* false for NaN */
+				h->mape = e, h->cpu = c, h->mem = m;
+		}
+	return ZB_OK;
+}
+
+zb_status zb_kfit_host_fit(const zb_kfit_set *s, const zb_hw *base, zb_hw *out, zb_kfit_host *h, zb_error *err)
+{
+	zb_kfit_pred *p = zb_xcalloc((size_t)(s->n ? s->n : 1), sizeof *p);
+	*h = (zb_kfit_host){ .cpu = 1, .mem = 1 };
+	zb_status st = mape_at(s, base, 1, 1, p, &h->mape_before, &h->configs, err);
+	if (!st && !(h->mape_before >= 0))
+		st = zb_fail(err, ZB_E_INPUT, "no measured configuration of the run simulates on the base");
+	h->mape = h->mape_before;
+	if (!st)
+		st = grid(s, base, 0.70, 0.70, 1.42, 1.42, 0.06, p, h, err);
+	if (!st)
+		st = grid(s, base, h->cpu - 0.06, h->mem - 0.06, h->cpu + 0.06, h->mem + 0.06, 0.02, p, h, err);
+	free(p);
+	if (st)
+		return st;
+	*out = *base;
+	zb_kfit_host_apply(out, h->cpu, h->mem);
+	return ZB_OK;
+}

@@ -1,0 +1,132 @@
+/*
+ * test_kfit_host.c - a profile moved to another host (analysis/kfit_host.h): the scales
+ * touch only the host's CPU Adam rate and memory figures; timelines simulated on a host
+ * 10 % faster per core with 12 % less memory bandwidth give those scales back from the
+ * anchor suite's four thread counts, and the moved profile predicts them; `zbench
+ * calibrate --from-db --fit-host` writes it and refuses --eval beside it.
+ */
+#include "tests/harness.h"
+#include "tests/kfit_fixture.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "analysis/kfit.h"
+#include "analysis/kfit_eval.h"
+#include "analysis/kfit_host.h"
+#include "inputs/hwfile.h"
+#include "inputs/presets.h"
+
+static void test_apply(void **state)
+{
+	(void)state;
+	zb_hw hw, s;
+	zb_preset_default_hw(&hw);
+	s = hw;
+	zb_kfit_host_apply(&s, 1.1, 0.9);
+	assert_close(s.cpu.adam_params_per_core, 1.1 * hw.cpu.adam_params_per_core, 1e-12);
+	assert_close(s.cpu.dram_Bps, 0.9 * hw.cpu.dram_Bps, 1e-12);
+	assert_close(s.link.pageable_h2d_Bps, 0.9 * hw.link.pageable_h2d_Bps, 1e-12);
+	assert_close(s.link.pageable_d2h_Bps, 0.9 * hw.link.pageable_d2h_Bps, 1e-12);
+	/* the GPU, the pinned link and the executor's factors stay */
+	assert_memory_equal(&s.gpu, &hw.gpu, sizeof hw.gpu);
+	assert_true(s.link.h2d_Bps == hw.link.h2d_Bps && s.link.d2h_Bps == hw.link.d2h_Bps);
+	assert_int_equal(s.cpu.cores, hw.cpu.cores);
+}
+
+/* The anchor suite's shape (gpt2-large dpu 1 on 2, 4, 8 and 16 threads; micro-batch 2 to
+ * keep it short) simulated on `there` as the measured runs of db. */
+static void anchor_db(const char *db, const zb_hw *there)
+{
+	zb_error err;
+	zb_store *s;
+	int64_t run;
+	zb_test_open_run(db, &s, &run);
+	const int threads[] = { 2, 4, 8, 16 };
+	for (int i = 0; i < 4; i++) {
+		zb_config c;
+		zb_test_fixture_config(&c, there, "gpt2-large", "dpu", 2);
+		c.policy.ratio = 1;
+		c.policy.cpu_threads = threads[i];
+		c.steps = 5;
+		zb_test_store_measured(s, run, &c);
+	}
+	assert_int_equal(zb_store_commit(s, &err), ZB_OK);
+	zb_store_close(s);
+}
+
+static void test_fit(void **state)
+{
+	(void)state;
+	zb_hw here;
+	zb_preset_default_hw(&here);
+	zb_test_adam_profile(&here, 0.6);
+	zb_hw there = here;
+	zb_kfit_host_apply(&there, 1.1, 0.88);
+	char db[128];
+	snprintf(db, sizeof db, "%s/anchor.db", dir);
+	anchor_db(db, &there);
+	zb_kfit_set set;
+	zb_error err;
+	assert_int_equal(zb_kfit_load(db, 0, 2, &here, &set, &err), ZB_OK);
+	assert_int_equal(set.n, 4);
+	zb_hw moved;
+	zb_kfit_host h;
+	assert_int_equal(zb_kfit_host_fit(&set, &here, &moved, &h, &err), ZB_OK);
+	printf("host fitted: cpu x %.2f, memory x %.2f (simulated with 1.10, 0.88); MAPE %.2f%% -> %.2f%%\n", h.cpu,
+	       h.mem, 100 * h.mape_before, 100 * h.mape);
+	assert_int_equal(h.configs, 4);
+	assert_true(h.mape_before > 0.02);
+	assert_true(h.mape < 0.005);
+	assert_close(h.cpu, 1.1, 0.02);
+	assert_close(h.mem, 0.88, 0.025);
+	assert_close(moved.cpu.adam_params_per_core, h.cpu * here.cpu.adam_params_per_core, 1e-12);
+	zb_kfit_free(&set);
+}
+
+/* The command: the profile written, the scales printed; --eval beside it: one line, exit 2. */
+static void test_cli(void **state)
+{
+	(void)state;
+	const char *zbench = getenv("ZBENCH") && *getenv("ZBENCH") ? getenv("ZBENCH") : "build/zbench";
+	zb_hw here;
+	zb_preset_default_hw(&here);
+	zb_test_adam_profile(&here, 0.6);
+	zb_hw there = here;
+	zb_kfit_host_apply(&there, 0.9, 1.0);
+	char db[128], base[128], out[128], args[640];
+	snprintf(db, sizeof db, "%s/cli.db", dir);
+	snprintf(base, sizeof base, "%s/base.json", dir);
+	snprintf(out, sizeof out, "%s/moved.json", dir);
+	anchor_db(db, &there);
+	zb_error err;
+	assert_int_equal(zb_hw_save(base, &here, &err), ZB_OK);
+	snprintf(args, sizeof args, "calibrate --from-db %s --warmup 2 --base %s --fit-host --out %s", db, base, out);
+	zb_test_result r = zb_test_run(zbench, dir, args);
+	assert_int_equal(r.rc, 0);
+	assert_non_null(strstr(r.out, "host: CPU Adam per core x 0.90, memory"));
+	zb_test_result_free(&r);
+	zb_hw moved;
+	assert_int_equal(zb_hw_load(out, &moved, &err), ZB_OK);
+	assert_close(moved.cpu.adam_params_per_core, 0.9 * here.cpu.adam_params_per_core, 0.021);
+	unlink(out);
+	snprintf(args, sizeof args, "calibrate --from-db %s --base %s --fit-host --eval %s --out %s", db, base, base, out);
+	r = zb_test_run(zbench, dir, args);
+	assert_int_equal(r.rc, 2);
+	assert_non_null(strstr(r.err, "--fit-host with --eval"));
+	assert_int_equal(access(out, F_OK), -1);
+	zb_test_result_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_apply),
+		cmocka_unit_test(test_fit),
+		cmocka_unit_test(test_cli),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
