@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# A profile fitted on another lease, moved to this one and checked on it, in ONE device call
+# (issue 12; analysis/kfit_host.h):
+#   run(command="scripts/visit-anchor.sh", carry=["build/zbench", "build/lib"], timeout_s=600)
+# 1. zbench validate --suite anchor (4 CPU-bound configurations, ~45 s), predicted with the
+#    committed hw/h200-machine-executor.json (fitted on another lease);
+# 2. calibrate --from-db anchor.db --fit-host over it: the moved profile, here.json;
+# 3. zbench validate --suite fid with here.json, ZB_ROUNDS (3) rounds, budget ZB_BUDGET (400 s):
+#    the moved profile out of sample on this lease (the anchor's four shapes are in fid too);
+# 4. brings back results.tar.xz (logs, the two validate JSONs, here.json, anchor.db) and fid.db
+#    as xz in parts of 15 MiB (join: cat fid.db.xz.part-* | xz -d > fid.db).
+set -u
+OUT=${OUT:?"OUT: the output folder of the device tool"}
+W=/tmp/visit-anchor
+rm -rf "$W" && mkdir -p "$W"
+Z=build/zbench
+HW=hw/h200-machine-executor.json
+LOG=$W/visit-anchor.log
+T0=$(date +%s)
+step() { echo "=== $* (+$(($(date +%s) - T0)) s)" | tee -a "$LOG"; }
+step "$($Z --version | head -1); $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); $(nproc) CPUs"
+step "validate --suite anchor --hw $HW"
+$Z validate --suite anchor --hw "$HW" --db "$W/anchor.db" --json >"$W/anchor.json" 2>>"$LOG"
+echo "exit $?" | tee -a "$LOG"
+step "calibrate --fit-host"
+$Z calibrate --from-db "$W/anchor.db" --warmup 4 --base "$HW" --fit-host --out "$W/here.json" 2>&1 | tee -a "$LOG"
+HERE=$W/here.json
+[ -f "$HERE" ] || HERE=$HW
+step "validate --suite fid --hw $HERE --rounds ${ZB_ROUNDS:-3}"
+timeout -k 5 "${ZB_VALIDATE_S:-470}" $Z validate --suite fid --hw "$HERE" --rounds "${ZB_ROUNDS:-3}" \
+	--budget "${ZB_BUDGET:-400}" --db "$W/fid.db" >"$W/fid.txt" 2>>"$LOG"
+echo "exit $?" | tee -a "$LOG"
+grep -E "^step time|^speedups|^order|^rounds|^# wall" "$W/fid.txt" | tee -a "$LOG"
+step "pack"
+xz -T0 -6 "$W/fid.db" && split -b 15M "$W/fid.db.xz" "$OUT/fid.db.xz.part-" && rm -f "$W/fid.db.xz"
+tar cJf "$OUT/results.tar.xz" -C "$W" .
+step "done"
+ls -la "$OUT"
