@@ -42,6 +42,7 @@ typedef struct point {
 	int64_t run_id;
 	int n;
 	double meas, pred, meas_busy[ZB_RES_COUNT], pred_busy[ZB_RES_COUNT];
+	double meas2; /* sum of squares of the rounds' measurements, then the mean's standard error (0: one round) */
 } point;
 
 /* The points of s: items of one configuration in one run (validate --rounds) merged,
@@ -62,6 +63,7 @@ static int merge_points(const zb_kfit_set *s, const zb_kfit_pred *p, point *pt)
 		point *q = &pt[k];
 		q->n++;
 		q->meas += x->meas_step_s;
+		q->meas2 += x->meas_step_s * x->meas_step_s;
 		q->pred += p[i].step_s;
 		for (int r = 0; r < ZB_RES_COUNT; r++) {
 			q->meas_busy[r] += x->meas_busy_s[r];
@@ -72,6 +74,8 @@ static int merge_points(const zb_kfit_set *s, const zb_kfit_pred *p, point *pt)
 		point *q = &pt[k];
 		q->meas /= q->n;
 		q->pred /= q->n;
+		double var = q->n > 1 ? (q->meas2 / q->n - q->meas * q->meas) * q->n / (q->n - 1) : 0;
+		q->meas2 = var > 0 ? sqrt(var / q->n) : 0;
 		for (int r = 0; r < ZB_RES_COUNT; r++) {
 			q->meas_busy[r] /= q->n;
 			q->pred_busy[r] /= q->n;
@@ -92,8 +96,10 @@ static void speedups(const point *pt, int n, zb_kfit_summary *m)
 			continue;
 		double ps = pt[ref].pred / pt[i].pred, ms = pt[ref].meas / pt[i].meas;
 		double e = fabs(ps / ms - 1);
+		double rse = hypot(pt[ref].meas2 / pt[ref].meas, pt[i].meas2 / pt[i].meas); /* of ms, relative */
 		m->nspeed++;
 		m->speed_ok += e <= 0.05;
+		m->speed_miss_sure += e > 0.05 + 2 * rse;
 		if (e > m->speed_worst)
 			m->speed_worst = e;
 	}
@@ -125,8 +131,13 @@ void zb_kfit_summarize(const zb_kfit_set *s, const zb_kfit_pred *p, zb_kfit_summ
 			const point *y = &pt[j];
 			if (fabs(x->meas / y->meas - 1) <= 0.03)
 				continue;
+			int swap = (x->meas > y->meas) != (x->pred > y->pred);
 			m->order_pairs++;
-			m->order_swaps += (x->meas > y->meas) != (x->pred > y->pred);
+			m->order_swaps += swap;
+			if (fabs(x->meas - y->meas) > 2 * hypot(x->meas2, y->meas2)) {
+				m->order_pairs_sure++;
+				m->order_swaps_sure += swap;
+			}
 		}
 	}
 	m->mape = m->n ? sum / m->n : NAN;

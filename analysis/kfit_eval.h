@@ -6,7 +6,9 @@
  * predicted step time keeps the measured order (pairs whose measured times differ by
  * more than 3% and whose predicted order is the other way round are "swapped").
  * A configuration measured more than once in one run (validate --rounds) counts once,
- * with the mean of its measurements.
+ * with the mean of its measurements, and the spread of its rounds gives that mean a
+ * standard error (none with one round): a swap or a speedup miss the measurement itself
+ * establishes (beyond two standard errors) is counted apart from the others.
  */
 #ifndef ZB_KFIT_EVAL_H
 #define ZB_KFIT_EVAL_H
@@ -21,6 +23,8 @@ typedef struct zb_kfit_summary {
 	int nspeed, speed_ok;
 	double speed_worst;
 	int order_pairs, order_swaps;
+	int order_pairs_sure, order_swaps_sure; /* pairs apart by > 3 % and > 2 standard errors */
+	int speed_miss_sure;     /* speedups off by > 5 % + 2 standard errors of the measured one */
 } zb_kfit_summary;
 
 /* Summary of predictions p (one per item of s; NaN steps left out). */

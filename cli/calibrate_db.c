@@ -82,6 +82,9 @@ static void print_summary(const char *label, const zb_kfit_summary *m)
 	       "(worst %.1f%%)  order %s (%d of %d pairs swapped)\n",
 	       label, 100 * m->mape, 100 * m->worst, m->within3, m->n, m->within8, m->n, m->speed_ok, m->nspeed,
 	       100 * m->speed_worst, m->order_swaps ? "NOT preserved" : "preserved", m->order_swaps, m->order_pairs);
+	printf("%-34s beyond the noise (2 standard errors of the rounds): %d speedup%s off by more than 5%%, %d of "
+	       "%d pairs swapped\n",
+	       "", m->speed_miss_sure, m->speed_miss_sure == 1 ? "" : "s", m->order_swaps_sure, m->order_pairs_sure);
 	printf("%-34s busy-time MAPE:", "");
 	for (int r = 0; r < ZB_RES_COUNT; r++)
 		if (isfinite(m->busy_mape[r]))
@@ -267,11 +270,12 @@ static json_t *summary_json(const zb_kfit_summary *m)
 	json_t *b = json_object();
 	for (int r = 0; r < ZB_RES_COUNT; r++)
 		json_object_set_new(b, zb_resource_name((zb_resource)r), num(m->busy_mape[r]));
-	return json_pack("{s:i, s:o, s:o, s:i, s:i, s:i, s:i, s:o, s:i, s:i, s:o}", "configs", m->n, "mape",
-			 num(m->mape), "max_abs_err", num(m->worst), "within_3pct", m->within3, "within_8pct",
+	return json_pack("{s:i, s:o, s:o, s:i, s:i, s:i, s:i, s:o, s:i, s:i, s:i, s:i, s:i, s:o}", "configs", m->n,
+			 "mape", num(m->mape), "max_abs_err", num(m->worst), "within_3pct", m->within3, "within_8pct",
 			 m->within8, "speedups", m->nspeed, "speedups_within_5pct", m->speed_ok, "speedup_worst",
-			 num(m->speed_worst), "order_pairs", m->order_pairs, "order_swaps", m->order_swaps, "busy_mape",
-			 b);
+			 num(m->speed_worst), "order_pairs", m->order_pairs, "order_swaps", m->order_swaps,
+			 "order_pairs_beyond_noise", m->order_pairs_sure, "order_swaps_beyond_noise", m->order_swaps_sure,
+			 "speedup_misses_beyond_noise", m->speed_miss_sure, "busy_mape", b);
 }
 
 /* --fit-host: --base's host scaled to this run's measurements (kfit_host.h), written to

@@ -473,6 +473,50 @@ static void test_rounds_merge(void **state)
 	assert_int_equal(m.within3, 2); /* offload (merged) and dpu (the one round left) exact */
 }
 
+/* Beyond the noise: a swap or a speedup miss inside two standard errors of the rounds is
+ * counted, but not as established. Offload measured 0.100 and 0.110 (mean 0.105, standard
+ * error 0.005), dpu of its shape 0.100 twice; predicted 0.100 and 0.101: 5 % apart the
+ * other way round, inside 2 x 0.005; the speedup 0.99 against 1.05 (-5.7 %) inside
+ * 5 % + 2 x 4.8 %. One round each (no spread known): both established. */
+static void test_noise(void **state)
+{
+	(void)state;
+	zb_kfit_item it[4];
+	zb_kfit_pred p[4];
+	memset(it, 0, sizeof it);
+	memset(p, 0, sizeof p);
+	const double meas[4] = { 0.100, 0.110, 0.100, 0.100 };
+	for (int i = 0; i < 4; i++) {
+		zb_test_default_config(&it[i].c);
+		it[i].c.policy.kind = i < 2 ? ZB_POLICY_OFFLOAD : ZB_POLICY_DPU;
+		it[i].c.policy.ratio = 1;
+		it[i].run_id = 1;
+		it[i].meas_step_s = meas[i];
+		for (int r = 0; r < ZB_RES_COUNT; r++)
+			p[i].busy_s[r] = NAN;
+		p[i].step_s = i < 2 ? 0.100 : 0.101;
+	}
+	zb_kfit_set set = { .it = it, .n = 4 };
+	zb_kfit_summary m;
+	zb_kfit_summarize(&set, p, &m);
+	assert_int_equal(m.n, 2);
+	assert_int_equal(m.order_pairs, 1);
+	assert_int_equal(m.order_swaps, 1);
+	assert_int_equal(m.order_pairs_sure, 0);
+	assert_int_equal(m.order_swaps_sure, 0);
+	assert_int_equal(m.nspeed, 1);
+	assert_int_equal(m.speed_ok, 0);
+	assert_int_equal(m.speed_miss_sure, 0);
+	/* one round each, at the same means: no spread, both established */
+	zb_kfit_item one[2] = { it[1], it[2] };
+	one[0].meas_step_s = 0.105;
+	zb_kfit_pred q[2] = { p[1], p[2] };
+	set = (zb_kfit_set){ .it = one, .n = 2 };
+	zb_kfit_summarize(&set, q, &m);
+	assert_int_equal(m.order_swaps_sure, 1);
+	assert_int_equal(m.speed_miss_sure, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -481,6 +525,7 @@ int main(void)
 		cmocka_unit_test(test_fit_recovers), cmocka_unit_test(test_dram_queue),
 		cmocka_unit_test(test_replay_fixture), cmocka_unit_test(test_starved_measured),
 		cmocka_unit_test(test_paced_gpu),     cmocka_unit_test(test_rounds_merge),
+		cmocka_unit_test(test_noise),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
