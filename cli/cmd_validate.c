@@ -174,6 +174,8 @@ typedef struct summary {
 	json_t *speedups;
 	int met_mape, met_worst, met_speed;
 	int order_pairs, order_swaps; /* pairs > 3% apart when measured, predicted the other way round */
+	int order_pairs_sure, order_swaps_sure; /* of those, apart by more than 2 standard errors too */
+	int speed_miss_sure;     /* speedups off by more than 5% + 2 standard errors of the measured one */
 } summary;
 
 /* ---- plan ------------------------------------------------------------------------------ */
@@ -576,6 +578,12 @@ static zb_status run_all(validation *v, zb_error *err)
 
 /* ---- summarize and report ------------------------------------------------------------------ */
 
+/* The standard error of o's measured step (0 when not known: no spread to excuse it). */
+static double se_or_0(const zb_suite_outcome *o)
+{
+	return isfinite(o->meas_se_s) ? o->meas_se_s : 0;
+}
+
 /* Step-time errors over the executed configurations and busy-time errors per resource. */
 static void summarize_errors(const validation *v, summary *m)
 {
@@ -623,8 +631,13 @@ static void summarize_errors(const validation *v, summary *m)
 			const zb_suite_outcome *a = &v->it[i].out, *b = &v->it[j].out;
 			if (!v->it[j].ran || fabs(a->meas_step_s / b->meas_step_s - 1) <= 0.03)
 				continue;
+			int swap = (a->meas_step_s > b->meas_step_s) != (a->pred_step_s > b->pred_step_s);
 			m->order_pairs++;
-			m->order_swaps += (a->meas_step_s > b->meas_step_s) != (a->pred_step_s > b->pred_step_s);
+			m->order_swaps += swap;
+			if (fabs(a->meas_step_s - b->meas_step_s) > 2 * hypot(se_or_0(a), se_or_0(b))) {
+				m->order_pairs_sure++;
+				m->order_swaps_sure += swap;
+			}
 		}
 }
 
@@ -656,6 +669,8 @@ static void summarize_speedups(const validation *v, summary *m)
 			printf("%3d  %-44s %10.3f %10.3f %+8.1f\n", i + 1, x->key, ps, ms, 100 * e);
 		m->nspeed++;
 		m->speed_ok += fabs(e) <= 0.05;
+		m->speed_miss_sure += fabs(e) > 0.05 + 2 * hypot(se_or_0(&ref->out) / ref->out.meas_step_s,
+								  se_or_0(&x->out) / x->out.meas_step_s);
 		if (isnan(m->speed_worst) || fabs(e) > m->speed_worst)
 			m->speed_worst = fabs(e);
 		json_array_append_new(m->speedups, json_pack("{s:s, s:o, s:o, s:o}", "key", x->key, "predicted", num(ps),
@@ -746,8 +761,11 @@ static void report_json(const validation *v, summary *m)
 				      m->within_noise, "noise_median_pct", num(m->noise_median_pct), "round_change_median_pct",
 				      num(m->drift_median_pct), "busy_mape", busy,
 				      "expected_s", v->total_est, "wall_s", v->wall));
-	json_object_set_new(root, "order", json_pack("{s:i, s:i, s:b}", "pairs", m->order_pairs, "swapped",
-						     m->order_swaps, "preserved", m->order_swaps == 0));
+	json_object_set_new(root, "order", json_pack("{s:i, s:i, s:b, s:i, s:i}", "pairs", m->order_pairs, "swapped",
+						     m->order_swaps, "preserved", m->order_swaps == 0,
+						     "pairs_beyond_noise", m->order_pairs_sure, "swapped_beyond_noise",
+						     m->order_swaps_sure));
+	json_object_set_new(root, "speedup_misses_beyond_noise", json_integer(m->speed_miss_sure));
 	json_object_set_new(root, "speedups", m->speedups);
 	m->speedups = NULL;
 	json_t *rep = json_array();
@@ -781,6 +799,8 @@ static void report_text(const validation *v, const summary *m)
 		       m->drift_median_pct, m->ndrift);
 	printf("order by step time: %s (%d of %d pairs more than 3%% apart predicted the other way round)\n",
 	       m->order_swaps ? "NOT preserved" : "preserved", m->order_swaps, m->order_pairs);
+	printf("beyond the noise (2 standard errors): %d speedup%s off by more than 5%%, %d of %d pairs swapped\n",
+	       m->speed_miss_sure, m->speed_miss_sure == 1 ? "" : "s", m->order_swaps_sure, m->order_pairs_sure);
 	printf("busy-time MAPE by resource:");
 	for (int r = 0; r < ZB_RES_COUNT; r++)
 		if (isfinite(m->busy_mape[r]))

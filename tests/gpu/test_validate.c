@@ -182,6 +182,8 @@ static void test_validate_rounds(void **state)
 	json_t *sum = json_object_get(j, "summary");
 	assert_int_equal(json_integer_value(json_object_get(sum, "executed")), 2);
 	assert_true(json_number_value(json_object_get(sum, "round_change_median_pct")) >= 0);
+	assert_true(json_is_integer(json_object_get(j, "speedup_misses_beyond_noise")));
+	assert_true(json_is_integer(json_object_get(json_object_get(j, "order"), "swapped_beyond_noise")));
 	for (size_t i = 0; i < 2; i++) {
 		json_t *c = json_array_get(json_object_get(j, "configs"), i), *rs = json_object_get(c, "rounds");
 		assert_int_equal(json_integer_value(json_object_get(c, "steps")), 3); /* 6 in two rounds */
