@@ -50,7 +50,7 @@ endif
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I. -pthread \
-           -DZB_VERSION='"$(VERSION)"' -DZB_GIT_COMMIT='"$(GIT_COMMIT)"' $(SANFLAGS)
+           -DZB_VERSION='"$(VERSION)"' $(SANFLAGS)
 LDLIBS  := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lsqlite3 -lm -pthread
 HOST_LDLIBS := $(LDLIBS)
 MODULES := common core inputs config schedules sim analysis exec profiler results plots bench peers cli
@@ -131,6 +131,13 @@ $(BUILD)/%.o: %.c $(wildcard */*.h)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
+# The commit lives in one object, rebuilt when HEAD moves (common/version.h): the stamp
+# is rewritten only when the commit differs, so an unchanged HEAD rebuilds nothing.
+GIT_STAMP := $(BUILD)/git-commit
+$(shell mkdir -p $(BUILD) && { [ "$$(cat $(GIT_STAMP) 2>/dev/null)" = "$(GIT_COMMIT)" ] || echo "$(GIT_COMMIT)" > $(GIT_STAMP); })
+$(BUILD)/common/version.o: $(GIT_STAMP)
+$(BUILD)/common/version.o: CFLAGS += -DZB_GIT_COMMIT_STR='"$(GIT_COMMIT)"'
 
 $(BUILD)/gpu/%.o: %.c $(wildcard */*.h)
 	@mkdir -p $(dir $@)

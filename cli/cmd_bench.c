@@ -9,6 +9,7 @@
 #include <sys/utsname.h>
 
 #include "bench/cases.h"
+#include "common/version.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/report.h"

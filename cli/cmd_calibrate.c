@@ -40,6 +40,7 @@
 #include "cli/calibrate_ds.h"
 #include "common/clock.h"
 #include "common/stats.h"
+#include "common/version.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/options.h"

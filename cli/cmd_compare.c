@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "cli/commands.h"
+#include "common/version.h"
 #include "cli/flags.h"
 #include "cli/report.h"
 #include "results/store.h"

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "common/version.h"
 #include "cli/options.h"
 #include "results/foreign.h"
 #include "results/store.h"

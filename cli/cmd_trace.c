@@ -30,6 +30,7 @@
 #include <jansson.h>
 
 #include "cli/commands.h"
+#include "common/version.h"
 #include "cli/options.h"
 #include "exec/threadpool.h"
 #include "profiler/procsample.h"

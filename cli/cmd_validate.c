@@ -41,6 +41,7 @@
 
 #include "common/clock.h"
 #include "common/stats.h"
+#include "common/version.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/options.h"

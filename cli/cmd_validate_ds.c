@@ -28,6 +28,7 @@
 #include <jansson.h>
 
 #include "cli/commands.h"
+#include "common/version.h"
 #include "cli/options.h"
 #include "peers/peer.h"
 #include "cli/report.h"

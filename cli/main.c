@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "common/error.h"
+#include "common/version.h"
 
 static const struct command {
 	const char *name;

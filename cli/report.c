@@ -1,5 +1,6 @@
 /* report.c - prediction output for people and machines; see report.h. */
 #include "cli/report.h"
+#include "common/version.h"
 
 #include "cli/report_ranks.h"
 #include "sim/collective.h"

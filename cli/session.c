@@ -1,5 +1,6 @@
 /* session.c - one invocation's database transaction; see session.h. */
 #include "cli/session.h"
+#include "common/version.h"
 
 #include <stdlib.h>
 
