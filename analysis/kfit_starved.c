@@ -6,6 +6,24 @@
 #include "sim/kernels.h"
 
 
+/* GPU compute task i of x (resource GPU, in the steady steps, measured): its ready time,
+ * the end of the stream's previous task (*prev_end, which this moves on) and of its
+ * dependencies; NaN when it has none or does not qualify. */
+static double ready_time(const zb_kfit_set *s, const zb_kfit_item *x, size_t i, double *prev_end)
+{
+	const zb_task *t = &x->g.tasks[i];
+	double ready = *prev_end;
+	*prev_end = x->mend[i];
+	if (t->step < s->warmup || !(x->mend[i] > x->mstart[i]) || !isfinite(ready) || t->kind == ZB_TASK_COLLECTIVE ||
+	    t->kind == ZB_TASK_HOST)
+		return NAN;
+	const uint32_t *deps = zb_task_deps(&x->g, t);
+	for (uint32_t j = 0; j < t->dep_count; j++)
+		if (x->mend[deps[j]] > ready)
+			ready = x->mend[deps[j]];
+	return ready;
+}
+
 /* Item x's sums: work (unit rate) and wall time less the launch, of its qualifying tasks. */
 static int item_sums(const zb_kfit_set *s, const zb_kfit_item *x, const zb_config *cfg, const zb_exec_profile *p,
 		     double *work, double *wall)
@@ -17,16 +35,8 @@ static int item_sums(const zb_kfit_set *s, const zb_kfit_item *x, const zb_confi
 		const zb_task *t = &g->tasks[i];
 		if (t->resource != ZB_RES_GPU)
 			continue;
-		double e = x->mend[i], ready = prev_end;
-		prev_end = e;
-		if (t->step < s->warmup || !(e > x->mstart[i]) || !isfinite(ready) || t->kind == ZB_TASK_COLLECTIVE ||
-		    t->kind == ZB_TASK_HOST)
-			continue;
-		const uint32_t *deps = zb_task_deps(g, t);
-		for (uint32_t j = 0; j < t->dep_count; j++)
-			if (x->mend[deps[j]] > ready)
-				ready = x->mend[deps[j]];
-		if (!(e > ready) || zb_kfit_overlap(x, ZB_RES_CPU, ready, e) < 0.5)
+		double e = x->mend[i], ready = ready_time(s, x, i, &prev_end);
+		if (!(e > ready) || zb_kfit_overlap(x, ZB_RES_CPU, ready, e) < 0.5) /* NaN ready: skipped */
 			continue;
 		double fixed, w, f = zb_kfit_overlap(x, ZB_RES_GPU_OPT, ready, e);
 		zb_exec_gpu_flow(t, cfg, p, &fixed, &w);
@@ -94,15 +104,9 @@ static void item_waits(const zb_kfit_set *s, const zb_kfit_item *x, double b[2],
 		const zb_task *t = &g->tasks[i];
 		if (t->resource != ZB_RES_GPU)
 			continue;
-		double a = x->mstart[i], e = x->mend[i], ready = prev_end;
-		prev_end = e;
-		if (t->step < s->warmup || !(e > a) || !isfinite(ready) || t->kind == ZB_TASK_COLLECTIVE ||
-		    t->kind == ZB_TASK_HOST)
+		double a = x->mstart[i], e = x->mend[i], ready = ready_time(s, x, i, &prev_end);
+		if (isnan(ready))
 			continue;
-		const uint32_t *deps = zb_task_deps(g, t);
-		for (uint32_t j = 0; j < t->dep_count; j++)
-			if (x->mend[deps[j]] > ready)
-				ready = x->mend[deps[j]];
 		double w = a - ready, cpu = zb_kfit_overlap(x, ZB_RES_CPU, ready < a ? ready : a, e);
 		if (!(w >= 0) || w > 1e-3 || (cpu > 0 && cpu <= 0.5))
 			continue;

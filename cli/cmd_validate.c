@@ -236,6 +236,12 @@ static void discount_pinning(validation *v)
 	}
 }
 
+/* x's estimate over all the rounds: the first pins, the later ones find the pool. */
+static double est_rounds(const item *x)
+{
+	return x->est_s + (vo.rounds - 1) * x->est_again_s;
+}
+
 /* Every configuration built and predicted: fits, predicted step, estimated cost. With
  * --measure-s the step count comes from the prediction with --steps, and the
  * configuration is built and predicted again with its own (est_s then covers the
@@ -259,7 +265,7 @@ static zb_status plan(validation *v, zb_error *err)
 	}
 	discount_pinning(v);
 	for (int i = 0; i < v->n; i++)
-		v->total_est += v->it[i].est_s + (vo.rounds - 1) * v->it[i].est_again_s;
+		v->total_est += est_rounds(&v->it[i]);
 	for (int i = 0, k = 0; i < v->n && k < vo.repeat; i++) /* --repeat: the first ones again */
 		if (v->it[i].fits) {
 			v->total_est += v->it[i].est_again_s;
@@ -353,7 +359,7 @@ static void trim_to_budget(validation *v)
 		item *x = &v->it[i];
 		if (!x->fits)
 			continue;
-		total += x->est_s + (vo.rounds - 1) * x->est_again_s;
+		total += est_rounds(x);
 		if (total > vo.budget && !x->skipped) {
 			x->skipped = 1;
 			snprintf(x->skip_why, sizeof x->skip_why, "over budget (%d rounds: %.0f > %d s)", vo.rounds,

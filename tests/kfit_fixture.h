@@ -99,4 +99,34 @@ static inline void zb_test_store_measured(zb_store *s, int64_t run, const zb_con
 	zb_prediction_free(&p);
 }
 
+/* One configuration of a fixture run: a model preset, a policy by name, micro-batch,
+ * ratio and CPU threads (0 each: zbench's default), 5 steps. */
+typedef struct zb_test_case {
+	const char *model, *policy;
+	int mb;
+	double ratio;
+	int threads;
+} zb_test_case;
+
+/* db with one validate run of the n cases on hw, each "measured" as simulated. */
+static inline void zb_test_measured_db(const char *db, const zb_hw *hw, const zb_test_case *cases, int n)
+{
+	zb_store *s;
+	zb_error err;
+	int64_t run;
+	zb_test_open_run(db, &s, &run);
+	for (int i = 0; i < n; i++) {
+		zb_config c;
+		zb_test_fixture_config(&c, hw, cases[i].model, cases[i].policy, cases[i].mb);
+		if (cases[i].ratio > 0)
+			c.policy.ratio = cases[i].ratio;
+		if (cases[i].threads > 0)
+			c.policy.cpu_threads = cases[i].threads;
+		c.steps = 5;
+		zb_test_store_measured(s, run, &c);
+	}
+	assert_int_equal(zb_store_commit(s, &err), ZB_OK);
+	zb_store_close(s);
+}
+
 #endif

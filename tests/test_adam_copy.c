@@ -73,21 +73,12 @@ static void test_fit(void **state)
 	zb_error err;
 	char db[128];
 	snprintf(db, sizeof db, "%s/adam_copy.db", dir);
-	zb_store *s;
-	int64_t run;
-	zb_test_open_run(db, &s, &run);
-	const char *pol[] = { "dpu", "overlap" };
-	for (int i = 0; i < 2; i++)
-		for (int t = 0; t < 2; t++) {
-			zb_config c;
-			zb_test_fixture_config(&c, &truth, "gpt2-medium", pol[i], 4);
-			c.policy.ratio = 1;
-			c.policy.cpu_threads = t ? truth.cpu.cores : truth.cpu.cores / 2;
-			c.steps = 5;
-			zb_test_store_measured(s, run, &c);
-		}
-	assert_int_equal(zb_store_commit(s, &err), ZB_OK);
-	zb_store_close(s);
+	int all = truth.cpu.cores, half = all / 2;
+	const zb_test_case cfg[] = { { "gpt2-medium", "dpu", 4, 1, half },
+				     { "gpt2-medium", "dpu", 4, 1, all },
+				     { "gpt2-medium", "overlap", 4, 1, half },
+				     { "gpt2-medium", "overlap", 4, 1, all } };
+	zb_test_measured_db(db, &truth, cfg, 4);
 	zb_kfit_set set;
 	assert_int_equal(zb_kfit_load(db, 0, 2, &truth, &set, &err), ZB_OK);
 	assert_int_equal(set.n, 4);

@@ -139,25 +139,18 @@ static void test_measure(void **state)
 	zb_test_adam_profile(&truth, 0.6);
 	char db[128];
 	snprintf(db, sizeof db, "%s/gap.db", dir);
-	zb_store *s;
+	const int div[4] = { 4, 2, 2, 1 }; /* Adam's threads: cores / div */
+	const zb_test_case cfg[4] = { { "gpt2-medium", "dpu", 4, 0, truth.cpu.cores / div[0] },
+				      { "gpt2-medium", "dpu", 4, 0, truth.cpu.cores / div[1] },
+				      { "gpt2-medium", "none", 4, 0, truth.cpu.cores / div[2] },
+				      { "gpt2-medium", "dpu", 4, 0, truth.cpu.cores / div[3] } };
+	zb_test_measured_db(db, &truth, cfg, 4);
 	zb_error err;
-	int64_t run;
-	zb_test_open_run(db, &s, &run);
-	const struct { const char *pol; int div; } cfg[] = { { "dpu", 4 }, { "dpu", 2 }, { "none", 2 }, { "dpu", 1 } };
-	for (int i = 0; i < 4; i++) {
-		zb_config c;
-		zb_test_fixture_config(&c, &truth, "gpt2-medium", cfg[i].pol, 4);
-		c.policy.cpu_threads = truth.cpu.cores / cfg[i].div;
-		c.steps = 5;
-		zb_test_store_measured(s, run, &c);
-	}
-	assert_int_equal(zb_store_commit(s, &err), ZB_OK);
-	zb_store_close(s);
 	zb_kfit_set set;
 	assert_int_equal(zb_kfit_load(db, 0, 2, &truth, &set, &err), ZB_OK);
 	assert_int_equal(set.n, 4);
 	for (int k = 0; k < 4; k++)
-		delay_starts(&set.it[k], 2, 0.4e-6, GAP / cfg[k].div);
+		delay_starts(&set.it[k], 2, 0.4e-6, GAP / div[k]);
 	int n;
 	double g = zb_kfit_adam_gap(&set, NULL, &truth, &n);
 	printf("adam_gap_s measured: %.3f us from %d tasks (delayed by %.1f us)\n", 1e6 * g, n, 1e6 * GAP);

@@ -99,24 +99,12 @@ static void test_json(void **state)
  * the measured runs of db. */
 static void make_db(const char *db, const zb_hw *truth, int large)
 {
-	zb_error err;
-	zb_store *s;
-	int64_t run;
-	zb_test_open_run(db, &s, &run);
-	const struct { const char *model, *pol; double ratio; int half; } cfg[] = {
-		{ "gpt2-medium", "dpu", 1, 0 },     { "gpt2-medium", "dpu", 0.5, 0 }, { "gpt2-medium", "overlap", 1, 0 },
-		{ "gpt2-medium", "dpu", 1, 1 },     { "gpt2-large", "dpu", 1, 0 },
+	int all = truth->cpu.cores, half = all / 2;
+	const zb_test_case cfg[] = {
+		{ "gpt2-medium", "dpu", 4, 1, all },  { "gpt2-medium", "dpu", 4, 0.5, all }, { "gpt2-medium", "overlap", 4, 1, all },
+		{ "gpt2-medium", "dpu", 4, 1, half }, { "gpt2-large", "dpu", 4, 1, all },
 	};
-	for (size_t i = 0; i < sizeof cfg / sizeof cfg[0] - (large ? 0 : 1); i++) {
-		zb_config c;
-		zb_test_fixture_config(&c, truth, cfg[i].model, cfg[i].pol, 4);
-		c.policy.ratio = cfg[i].ratio;
-		c.policy.cpu_threads = cfg[i].half ? truth->cpu.cores / 2 : truth->cpu.cores;
-		c.steps = 5;
-		zb_test_store_measured(s, run, &c);
-	}
-	assert_int_equal(zb_store_commit(s, &err), ZB_OK);
-	zb_store_close(s);
+	zb_test_measured_db(db, truth, cfg, 5 - !large);
 }
 
 /* Simulated with adam_launch 0.1: the fit on the CPU busy time gives it back. */

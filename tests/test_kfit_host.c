@@ -41,21 +41,11 @@ static void test_apply(void **state)
  * keep it short) simulated on `there` as the measured runs of db. */
 static void anchor_db(const char *db, const zb_hw *there)
 {
-	zb_error err;
-	zb_store *s;
-	int64_t run;
-	zb_test_open_run(db, &s, &run);
-	const int threads[] = { 2, 4, 8, 16 };
-	for (int i = 0; i < 4; i++) {
-		zb_config c;
-		zb_test_fixture_config(&c, there, "gpt2-large", "dpu", 2);
-		c.policy.ratio = 1;
-		c.policy.cpu_threads = threads[i];
-		c.steps = 5;
-		zb_test_store_measured(s, run, &c);
-	}
-	assert_int_equal(zb_store_commit(s, &err), ZB_OK);
-	zb_store_close(s);
+	const zb_test_case cfg[] = { { "gpt2-large", "dpu", 2, 1, 2 },
+				     { "gpt2-large", "dpu", 2, 1, 4 },
+				     { "gpt2-large", "dpu", 2, 1, 8 },
+				     { "gpt2-large", "dpu", 2, 1, 16 } };
+	zb_test_measured_db(db, there, cfg, 4);
 }
 
 static void test_fit(void **state)
