@@ -7,6 +7,7 @@
 
 #include "analysis/kfit_adam.h"
 #include "analysis/kfit_comm.h"
+#include "analysis/kfit_pageable.h"
 #include "analysis/kfit_starved.h"
 #include "analysis/kfit_starved_s.h"
 #include "sim/kernels.h"
@@ -527,7 +528,9 @@ static void fit_cpu(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, z
 /* ---- copies ------------------------------------------------------------------------ */
 
 /* Bandwidth of resource r's copies: bytes / (d - latency) summed, of tasks whose
- * overlap with the other direction is in [lo, hi] and pageable as asked. */
+ * overlap with the other direction is in [lo, hi], pageable as asked, and that CPU Adam
+ * does not overlap (< 10 %: beside Adam the DRAM queue slows them, h2d_queue and
+ * pageable_queue). */
 static double copy_rate(const zb_kfit_set *s, const unsigned char *use, int r, int pageable, double lo, double hi,
 			double lat, int *count)
 {
@@ -543,7 +546,7 @@ static double copy_rate(const zb_kfit_set *s, const unsigned char *use, int r, i
 			if (t->resource != r || t->kind != ZB_TASK_COPY || !in_window(s, x, i) || t->bytes < (1 << 20))
 				continue;
 			double ov = zb_kfit_overlap(x, other, x->mstart[i], x->mend[i]);
-			if (ov < lo || ov > hi || zb_kfit_overlap(x, ZB_RES_CPU, x->mstart[i], x->mend[i]) > (pageable ? 1.01 : 0.1))
+			if (ov < lo || ov > hi || zb_kfit_overlap(x, ZB_RES_CPU, x->mstart[i], x->mend[i]) > 0.1)
 				continue;
 			bytes += t->bytes;
 			secs += x->mend[i] - x->mstart[i] - lat;
@@ -693,6 +696,9 @@ zb_status zb_kfit_fit(const zb_kfit_set *s, const unsigned char *use, const zb_h
 			double ac = zb_kfit_adam_copy(s, use, &hw, &na);
 			if (ac > 0) /* else the base's */
 				hw.gpu.exec.adam_copy = ac;
+			double pq = zb_kfit_pageable_queue(s, use, &hw, &na);
+			if (pq > 0) /* else the base's */
+				hw.gpu.exec.pageable_queue = pq;
 		}
 		fit_starved(s, use, cfgs, &hw);
 		if (!st && hw.gpu.exec.starved_s > 0) { /* the base's wait form (starved unused): refit it (kfit_starved_s.h) */

@@ -138,7 +138,7 @@ zb_status zb_exec_profile_validate(const zb_exec_profile *p, zb_error *err)
 		{ "comm_gpu", p->comm_gpu, 1 },         { "comm_opt", p->comm_opt, 1 },
 		{ "comm_wait", p->comm_wait, 1 },       { "adam_copy", p->adam_copy, 10 },
 		{ "starved_s", p->starved_s, 1 },         { "adam_launch", p->adam_launch, 0.5 },
-		{ "adam_gap_s", p->adam_gap_s, 1e-3 },
+		{ "adam_gap_s", p->adam_gap_s, 1e-3 },  { "pageable_queue", p->pageable_queue, 10 },
 	};
 	for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
 		if (!isfinite(one[i].v) || one[i].v < 0 || one[i].v > one[i].hi)
@@ -205,6 +205,7 @@ static double *scalar_slot(zb_exec_profile *p, const char *key)
 	if (!strcmp(key, "shared_gpu")) return &p->shared_gpu;
 	if (!strcmp(key, "shared_opt")) return &p->shared_opt;
 	if (!strcmp(key, "h2d_queue")) return &p->h2d_queue;
+	if (!strcmp(key, "pageable_queue")) return &p->pageable_queue;
 	if (!strcmp(key, "comm_gpu")) return &p->comm_gpu;
 	if (!strcmp(key, "comm_opt")) return &p->comm_opt;
 	if (!strcmp(key, "comm_wait")) return &p->comm_wait;
@@ -284,6 +285,8 @@ void *zb_exec_profile_to_json(const zb_exec_profile *p)
 	json_object_set_new(o, "shared_opt", json_real(p->shared_opt));
 	if (p->h2d_queue > 0) /* files of the proportional model stay as they were */
 		json_object_set_new(o, "h2d_queue", json_real(p->h2d_queue));
+	if (p->pageable_queue > 0) /* files without the term stay as they were */
+		json_object_set_new(o, "pageable_queue", json_real(p->pageable_queue));
 	if (p->adam_copy > 0) /* files without the term stay as they were */
 		json_object_set_new(o, "adam_copy", json_real(p->adam_copy));
 	json_object_set_new(o, "comm_gpu", json_real(p->comm_gpu));

@@ -50,6 +50,15 @@
  *              reads, a bounded number in flight, so latency-bound) slow as the memory queue
  *              grows: rate / (1 + h2d_queue x u / (1 - u)), u the DRAM utilization of Adam and
  *              D2H; Adam gets what is left of cpu.dram_Bps
+ *   pageable_queue  with h2d_queue: the same queue term for pageable H2D copies. The
+ *              driver stages each chunk with a CPU memcpy from pageable into pinned memory
+ *              before its DMA: a CPU load stream, which waits in the DRAM queue longer than
+ *              the DMA engine's reads do. Measured on the H200 machine (fid run H, gpt2-medium,
+ *              8 threads): pageable H2D 7.1-7.5 GB/s alone, 4.1-4.3 beside Adam (x0.57),
+ *              where pinned H2D keeps x0.74 (52-55 against 38-40); pageable D2H 12-14 GB/s
+ *              either way. With it, link.pageable_* are the lone copies' rates (before, one
+ *              rate over copies alone and beside Adam: pageable offload predicted 10-15 %
+ *              slow). 0: h2d_queue
  *   adam_copy  with h2d_queue: CPU Adam beside DMA slows by its own loaded latency, not by a
  *              budget share: rate / (1 + adam_copy x c / cpu.dram_Bps), c the copies' bytes/s
  *              (pageable ones by their bytes too, not their 3x DRAM traffic: measured). Measured
@@ -118,6 +127,7 @@ typedef struct zb_exec_profile {
 	double paced_gpu;                            /* GPU compute rate beside each paced copy (0: 1) */
 	double shared_gpu, shared_opt;               /* rates while both GPU streams run (0: 0.5) */
 	double h2d_queue;                            /* DMA reads' queueing under DRAM load (0: off) */
+	double pageable_queue;                       /* the same for pageable H2D copies (0: h2d_queue) */
 	double adam_copy;                            /* CPU Adam's latency slowdown beside DMA (0: budget share) */
 	double comm_gpu, comm_opt;                   /* collectives' rate beside compute / GPU Adam (0: 1) */
 	double comm_wait;                            /* 1: a collective waits for a GEMM that fills the SMs (0: off) */

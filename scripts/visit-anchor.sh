@@ -9,6 +9,9 @@
 #    the moved profile out of sample on this lease (the anchor's four shapes are in fid too);
 # 4. brings back results.tar.xz (logs, the two validate JSONs, here.json, anchor.db) and fid.db
 #    as xz in parts of 15 MiB (join: cat fid.db.xz.part-* | xz -d > fid.db).
+# Split over two calls of one lease (4 rounds of fid do not fit beside the rest in 600 s):
+#   ZB_GPUTESTS=1 ZB_ROUNDS=0 scripts/visit-anchor.sh   the GPU tests, steps 1-2; here.json in $OUT
+#   ZB_HERE=<here.json> ZB_ROUNDS=4 scripts/visit-anchor.sh   step 3 alone, with that profile
 set -u
 OUT=${OUT:?"OUT: the output folder of the device tool"}
 W=/tmp/visit-anchor
@@ -19,13 +22,28 @@ LOG=$W/visit-anchor.log
 T0=$(date +%s)
 step() { echo "=== $* (+$(($(date +%s) - T0)) s)" | tee -a "$LOG"; }
 step "$($Z --version | head -1); $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); $(nproc) CPUs"
-step "validate --suite anchor --hw $HW"
-$Z validate --suite anchor --hw "$HW" --db "$W/anchor.db" --json >"$W/anchor.json" 2>>"$LOG"
-echo "exit $?" | tee -a "$LOG"
-step "calibrate --fit-host"
-$Z calibrate --from-db "$W/anchor.db" --warmup 4 --base "$HW" --fit-host --out "$W/here.json" 2>&1 | tee -a "$LOG"
-HERE=$W/here.json
-[ -f "$HERE" ] || HERE=$HW
+if [ "${ZB_GPUTESTS:-0}" = 1 ]; then
+	step "GPU tests"
+	ZB_GPUTESTS_BUDGET=${ZB_GPUTESTS_BUDGET:-150} bash scripts/visit-gputests.sh
+	tail -1 "$OUT/gputests.log" | tee -a "$LOG"
+fi
+if [ -n "${ZB_HERE:-}" ]; then
+	HERE=$ZB_HERE
+else
+	step "validate --suite anchor --hw $HW"
+	$Z validate --suite anchor --hw "$HW" --db "$W/anchor.db" --json >"$W/anchor.json" 2>>"$LOG"
+	echo "exit $?" | tee -a "$LOG"
+	step "calibrate --fit-host"
+	$Z calibrate --from-db "$W/anchor.db" --warmup 4 --base "$HW" --fit-host --out "$W/here.json" 2>&1 | tee -a "$LOG"
+	HERE=$W/here.json
+	[ -f "$HERE" ] && cp "$HERE" "$OUT/here.json"
+	[ -f "$HERE" ] || HERE=$HW
+fi
+if [ "${ZB_ROUNDS:-3}" = 0 ]; then
+	tar cJf "$OUT/results.tar.xz" -C "$W" .
+	step "done"
+	exit 0
+fi
 step "validate --suite fid --hw $HERE --rounds ${ZB_ROUNDS:-3}"
 timeout -k 5 "${ZB_VALIDATE_S:-470}" $Z validate --suite fid --hw "$HERE" --rounds "${ZB_ROUNDS:-3}" \
 	--budget "${ZB_BUDGET:-400}" --db "$W/fid.db" >"$W/fid.txt" 2>>"$LOG"

@@ -168,12 +168,14 @@ int zb_exec_dram(const zb_config *c, int adam, const zb_task *const active[ZB_RE
 	double x = c->policy.pageable ? 3 : 1, B = c->hw.cpu.dram_Bps * zb_numa_share(c);
 	double d = active[ZB_RES_D2H] ? rate[ZB_RES_D2H] : 0, a = adam ? rate[ZB_RES_CPU] : 0;
 	double h0 = active[ZB_RES_H2D] ? rate[ZB_RES_H2D] : 0, h = h0;
+	/* a pageable upload's staging memcpy queues longer than DMA reads (execprofile.h) */
+	double k = c->policy.pageable && p->pageable_queue > 0 ? p->pageable_queue : p->h2d_queue;
 	if (h0 > 0 && !(c->policy.link_rate_Bps > 0)) {
 		/* h and Adam's share depend on each other: a damped fixed point (the map's
 		 * slope is k u' / ... < 1 at every measured point; 40 halvings reach 1e-12) */
 		for (int i = 0; i < 60; i++) {
 			double left = B - x * (d + h), got = a < left ? a : left > 0 ? left : 0;
-			double hn = h2d_queued(h0, p->h2d_queue, (got + d) / B);
+			double hn = h2d_queued(h0, k, (got + d) / B);
 			if (fabs(hn - h) <= 1e-9 * h0)
 				break;
 			h = 0.5 * (h + hn);
