@@ -30,6 +30,14 @@
  * steadily during the suite moves every configuration alike (run E: CPU Adam alone 7 %
  * faster at the end than at the start), and its standard error is the larger of the
  * rounds' own and their spread.
+ *
+ * Extra rounds: with --extra-s S (and two rounds or more), after the rounds up to S seconds
+ * go to further rounds, one at a time, each for the configuration whose mean is least sure
+ * then (the largest standard error, at least EXTRA_MIN_PCT of it; zb_suite_least_sure).
+ * The rounds of one configuration on every core or with pageable copies differ by up to
+ * 20-27 % on some leases where the others differ by 2 % (runs G and H): the time goes
+ * where the noise is. The choice reads the measurements only, never the predictions; its
+ * mean counts every round, so a round measured when the host was disturbed weighs less.
  */
 #include <math.h>
 #include <signal.h>
@@ -63,10 +71,12 @@ static struct validate_opts {
 	int max_steps;    /* with measure_s; 0 until parsed: 64, or steps when that is more */
 	int repeat;       /* the first `repeat` executed configurations again at the end (-1: the suite's) */
 	int rounds;       /* every configuration measured in that many rounds (-1: the suite's, else 1) */
+	double extra_s;   /* after the rounds, seconds of extra rounds for the least sure (-1: the suite's) */
 } vo;
 
 #define REPEAT_MAX 10
-#define ROUNDS_MAX 4
+#define ROUNDS_MAX 8       /* rounds and extra rounds of one configuration */
+#define EXTRA_MIN_PCT 1.0  /* a mean surer than this (standard error, % of it) gets no extra round */
 
 #define MAX_STEPS_DEFAULT 64
 
@@ -89,6 +99,10 @@ static const zb_flag flags[] = {
 	       "measure every configuration in <n> rounds, the suite forward, then\n"
 	       "backward, ...; the mean of the rounds cancels a steady drift of the host\n"
 	       "(default 1; fid 2)"),
+	ZB_REAL("extra-s", &vo.extra_s, 0, 3600, "<seconds>",
+		"with --rounds >= 2: then up to <seconds> of extra rounds, one at a\n"
+		"time, each for the configuration whose mean is least sure (standard\n"
+		"error >= 1 % of it); its mean counts every round (default 0; fid 120)"),
 	ZB_INT("budget", &vo.budget, 1, 86400, "<seconds>", "skip configurations past this estimate (default 480)"),
 	ZB_SWITCH("list", &vo.list, "print the suite with estimated times, run nothing"),
 	ZB_SWITCH("strict", &vo.strict, "exit 1 when a target is missed"),
@@ -104,7 +118,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: zbench validate [--hw <machine|file>] [--suite full | quick] [--limit <n>]\n"
 		   "                       [--warmup <n>] [--steps <n>] [--measure-s <seconds>] [--max-steps <n>]\n"
-		   "                       [--rounds <n>] [--repeat <n>] [--budget <seconds>] [--list]\n"
+		   "                       [--rounds <n>] [--extra-s <seconds>] [--repeat <n>] [--budget <seconds>]\n"
+		   "                       [--list]\n"
 		   "                       [--strict] [--json] [--db <path> | --no-db]\n"
 		   "       zbench validate --published[=<file>] [--check <errors.tsv>] [--record]\n\n"
 		   "Run every configuration of a suite on the GPU and through the simulator (with --hw,\n"
@@ -119,7 +134,8 @@ static void usage(FILE *f)
 		   "table's \"±\" is the standard error of each measured mean (%% of it). --repeat <n>\n"
 		   "measures the first <n> configurations again at the end (the host's drift); --rounds\n"
 		   "<n> measures every configuration <n> times, the suite forward then backward, and\n"
-		   "takes the mean (fid: 2 rounds).\n"
+		   "takes the mean (fid: 2 rounds); --extra-s <seconds> then measures the least sure\n"
+		   "configurations again, one round at a time (fid: 120 s).\n"
 		   "zbench validate --deepspeed [...] measures real DeepSpeed instead (--deepspeed --help).\n"
 		   "--published: predict the published offload measurements of <file> (default\n"
 		   "data/published-offload.tsv) from the presets, no GPU: each error and the single-GPU\n"
@@ -157,6 +173,7 @@ typedef struct validation {
 	zb_store *store;
 	int64_t run_id;
 	int nagain;                      /* configurations measured again (--repeat) */
+	int nextra;                      /* extra rounds run (--extra-s) */
 	int again_item[REPEAT_MAX];      /* which */
 	double again_s[REPEAT_MAX];      /* their second measured step */
 	int device_set, failed;
@@ -242,6 +259,12 @@ static double est_rounds(const item *x)
 	return x->est_s + (vo.rounds - 1) * x->est_again_s;
 }
 
+/* The seconds of extra rounds (--extra-s; they need the spread of two rounds). */
+static double extra_s(void)
+{
+	return vo.rounds > 1 ? vo.extra_s : 0;
+}
+
 /* Every configuration built and predicted: fits, predicted step, estimated cost. With
  * --measure-s the step count comes from the prediction with --steps, and the
  * configuration is built and predicted again with its own (est_s then covers the
@@ -266,6 +289,7 @@ static zb_status plan(validation *v, zb_error *err)
 	discount_pinning(v);
 	for (int i = 0; i < v->n; i++)
 		v->total_est += est_rounds(&v->it[i]);
+	v->total_est += extra_s();
 	for (int i = 0, k = 0; i < v->n && k < vo.repeat; i++) /* --repeat: the first ones again */
 		if (v->it[i].fits) {
 			v->total_est += v->it[i].est_again_s;
@@ -276,7 +300,7 @@ static zb_status plan(validation *v, zb_error *err)
 
 static void print_header(const validation *v, FILE *out)
 {
-	char steps[192];
+	char steps[256];
 	int l;
 	if (vo.measure_s > 0)
 		l = snprintf(steps, sizeof steps, "%d warm-up steps, measured steps: %d, or %g s of steps (at most %d)",
@@ -284,8 +308,10 @@ static void print_header(const validation *v, FILE *out)
 	else
 		l = snprintf(steps, sizeof steps, "%d warm-up + %d measured steps", vo.warmup, vo.steps);
 	if (vo.rounds > 1)
-		snprintf(steps + l, sizeof steps - l, ", in %d rounds (forward, backward; each its share of the steps and "
-			 "its own warm-up)", vo.rounds);
+		l += snprintf(steps + l, sizeof steps - l, ", in %d rounds (forward, backward; each its share of the "
+			      "steps and its own warm-up)", vo.rounds);
+	if (extra_s() > 0)
+		snprintf(steps + l, sizeof steps - l, ", then %g s of extra rounds for the least sure", extra_s());
 	fprintf(out, "# zbench %s%s%s validate: suite %s (%d of %d configurations), hw %s, %s\n", ZB_VERSION,
 		ZB_GIT_COMMIT[0] ? " " : "", ZB_GIT_COMMIT, v->suite->name, v->n, v->suite->n,
 		vo.hw ? vo.hw : "h200-machine (default)", steps);
@@ -351,10 +377,10 @@ static const char *skip_reason(const validation *v, const item *x, int round, ch
 
 /* With several rounds, the configurations whose rounds would take the suite past
  * --budget by the estimates are left out of every round, from the end of the suite:
- * the first round must leave the others their time. */
+ * the first round must leave the others their time, and the rounds the extra ones theirs. */
 static void trim_to_budget(validation *v)
 {
-	double total = 0;
+	double total = extra_s();
 	for (int i = 0; i < v->n; i++) {
 		item *x = &v->it[i];
 		if (!x->fits)
@@ -415,16 +441,12 @@ static zb_status run_one(validation *v, item *x, zb_error *err)
 	return ZB_OK;
 }
 
-/* x->out from its rounds: the mean of the measured steps and busy times, each round
- * weighing the same; the standard error the larger of the rounds' own (combined) and
+/* *out from x's rounds (one at least): the mean of the measured steps and busy times, each
+ * round weighing the same; the standard error the larger of the rounds' own (combined) and
  * their spread; the walls added. */
-static void combine_rounds(item *x)
+static void mean_of_rounds(const item *x, zb_suite_outcome *out)
 {
-	x->ran = x->nround > 0;
-	if (!x->ran)
-		return;
-	x->skipped = 0; /* a later round's failure or skip leaves the earlier ones */
-	x->out = x->round[0];
+	*out = x->round[0];
 	if (x->nround == 1)
 		return;
 	int n = x->nround;
@@ -441,11 +463,21 @@ static void combine_rounds(item *x)
 	for (int k = 0; k < n; k++)
 		ss += (x->round[k].meas_step_s - mean) * (x->round[k].meas_step_s - mean);
 	double within = sqrt(se2) / n, between = sqrt(ss / (n - 1) / n);
-	x->out.meas_step_s = mean;
-	x->out.meas_se_s = isfinite(within) && within > between ? within : between;
-	x->out.wall_s = wall;
+	out->meas_step_s = mean;
+	out->meas_se_s = isfinite(within) && within > between ? within : between;
+	out->wall_s = wall;
 	for (int r = 0; r < ZB_RES_COUNT; r++)
-		x->out.meas_busy_s[r] = busy[r] / n;
+		out->meas_busy_s[r] = busy[r] / n;
+}
+
+/* x->out from its rounds (mean_of_rounds). */
+static void combine_rounds(item *x)
+{
+	x->ran = x->nround > 0;
+	if (!x->ran)
+		return;
+	x->skipped = 0; /* a later round's failure or skip leaves the earlier ones */
+	mean_of_rounds(x, &x->out);
 }
 
 /* 100 * (x's last round - its first) / their mean (NaN: fewer than two rounds). */
@@ -559,6 +591,47 @@ static zb_status run_round(validation *v, int round, zb_error *err)
 	return ZB_OK;
 }
 
+/* --extra-s: after the rounds, one more round at a time for the configuration least sure
+ * then (zb_suite_least_sure), while its estimate fits the extra time and --budget. */
+static zb_status run_extra(validation *v, zb_error *err)
+{
+	double until = zb_wall_s() + extra_s();
+	double *se = zb_xmalloc((size_t)v->n * sizeof *se), *est = zb_xmalloc((size_t)v->n * sizeof *est);
+	int *nround = zb_xmalloc((size_t)v->n * sizeof *nround);
+	zb_status st = ZB_OK;
+	while (extra_s() > 0 && !zb_stop_requested && !st) {
+		double now = zb_wall_s(), left = until - now, in_budget = vo.budget - (now - v->t0);
+		for (int i = 0; i < v->n; i++) {
+			const item *x = &v->it[i];
+			zb_suite_outcome o;
+			nround[i] = x->skipped ? 0 : x->nround; /* failed in a later round: left out */
+			se[i] = NAN;
+			if (nround[i] >= 2) {
+				mean_of_rounds(x, &o);
+				se[i] = 100 * o.meas_se_s / o.meas_step_s;
+			}
+			est[i] = x->est_again_s;
+		}
+		int i = zb_suite_least_sure(se, nround, est, v->n, EXTRA_MIN_PCT, ROUNDS_MAX,
+					    left < in_budget ? left : in_budget);
+		if (i < 0)
+			break;
+		if (!v->nextra && !vo.json)
+			printf("\nextra rounds (up to %g s), each for the configuration whose mean had the largest \u00b1 then:\n",
+			       extra_s());
+		item *x = &v->it[i];
+		int before = x->nround;
+		st = run_one(v, x, err);
+		v->nextra++;
+		if (!st)
+			print_row(i, x, x->nround > before ? &x->round[before] : NULL, NAN, NULL);
+	}
+	free(se);
+	free(est);
+	free(nround);
+	return st;
+}
+
 static zb_status run_all(validation *v, zb_error *err)
 {
 	if (vo.rounds > 1)
@@ -568,11 +641,18 @@ static zb_status run_all(validation *v, zb_error *err)
 	zb_status st = ZB_OK;
 	for (int r = 0; r < vo.rounds && !st && !zb_stop_requested; r++)
 		st = run_round(v, r, err);
+	if (!st)
+		st = run_extra(v, err);
 	for (int i = 0; i < v->n; i++)
 		combine_rounds(&v->it[i]);
 	if (vo.rounds > 1) {
 		char title[96];
-		snprintf(title, sizeof title, "the mean of %d rounds (change: last round against first):", vo.rounds);
+		if (v->nextra)
+			snprintf(title, sizeof title, "the mean of %d rounds, %d extra (change: last round against first):",
+				 vo.rounds, v->nextra);
+		else
+			snprintf(title, sizeof title, "the mean of %d rounds (change: last round against first):",
+				 vo.rounds);
 		print_table_header(title);
 		for (int i = 0; i < v->n; i++)
 			print_row(i, &v->it[i], v->it[i].ran ? &v->it[i].out : NULL, round_change_pct(&v->it[i]), NULL);
@@ -747,6 +827,8 @@ static json_t *plan_json(const validation *v, int planned)
 	json_object_set_new(root, "max_steps", json_integer(vo.max_steps));
 	json_object_set_new(root, "repeat", json_integer(vo.repeat));
 	json_object_set_new(root, "rounds", json_integer(vo.rounds));
+	json_object_set_new(root, "extra_s", json_real(extra_s()));
+	json_object_set_new(root, "extra_rounds", json_integer(v->nextra));
 	json_object_set_new(root, "expected_s", json_real(v->total_est));
 	json_object_set_new(root, "budget_s", json_integer(vo.budget));
 	json_object_set_new(root, "configs", arr);
@@ -802,8 +884,8 @@ static void report_text(const validation *v, const summary *m)
 		       100 * m->speed_worst, m->met_speed ? "met" : "NOT MET");
 	if (m->ndrift)
 		printf("rounds: the last measurement of each configuration differs from its first by a median %.2f%% "
-		       "(%d configurations)\n",
-		       m->drift_median_pct, m->ndrift);
+		       "(%d configurations); %d extra rounds\n",
+		       m->drift_median_pct, m->ndrift, v->nextra);
 	printf("order by step time: %s (%d of %d pairs more than 3%% apart predicted the other way round)\n",
 	       m->order_swaps ? "NOT preserved" : "preserved", m->order_swaps, m->order_pairs);
 	printf("beyond the noise (2 standard errors): %d speedup%s off by more than 5%%, %d of %d pairs swapped\n",
@@ -858,6 +940,8 @@ static void apply_defaults(void)
 		vo.repeat = m.repeat;
 	if (vo.rounds < 0)
 		vo.rounds = m.rounds > 1 ? m.rounds : 1;
+	if (vo.extra_s < 0)
+		vo.extra_s = m.extra_s;
 	if (vo.measure_s < 0) {
 		vo.measure_s = m.measure_s;
 		if (!vo.max_steps && m.max_steps >= vo.steps)
@@ -890,7 +974,8 @@ int cmd_validate(int argc, char **argv)
 			return cmd_validate_deepspeed(argc, argv); /* real DeepSpeed instead of the executor */
 	/* -1: not given, then the suite's measurement or validate's default (apply_defaults) */
 	vo = (struct validate_opts){ .suite = "full", .db = ZB_STORE_DEFAULT_PATH, .warmup = -1, .steps = -1,
-				     .measure_s = -1, .repeat = -1, .rounds = -1, .budget = 480 };
+				     .measure_s = -1, .repeat = -1, .rounds = -1, .extra_s = -1,
+				     .budget = 480 };
 	const char *published = take_published(&argc, argv);
 	int rc;
 	if (!zb_flags_parse(argc, argv, flags, NULL, 0, NULL, usage, &rc))

@@ -68,6 +68,7 @@ typedef struct zb_suite_measure {
 	int repeat;          /* the first that many executed configurations again at the end */
 	int rounds;          /* > 1: every configuration measured in that many rounds, forward then
 			      * backward (validate --rounds); the steps above are over all rounds */
+	double extra_s;      /* with rounds: seconds of extra rounds for the least sure (validate --extra-s) */
 } zb_suite_measure;
 
 typedef struct zb_suite {
@@ -102,6 +103,14 @@ double zb_suite_estimate_s(const zb_config *c, const zb_prediction *p);
 /* The part of that estimate which pins host memory (what a pool that kept the pinned
  * buffers of an earlier configuration saves, exec/host_pool.h). */
 double zb_suite_pin_s(const zb_prediction *p);
+
+/* validate --extra-s: which configuration gets the next extra round. Configuration i has
+ * nround[i] rounds measured (< 2: not a candidate: no spread yet, or left out), its mean's
+ * standard error se_pct[i] in % of it (NaN: not a candidate) and an extra round costs
+ * est_s[i] seconds. The candidate with the largest se_pct of at least min_pct, fewer than
+ * max_rounds rounds and est_s[i] <= left_s; -1 when none. Ties: the first. */
+int zb_suite_least_sure(const double *se_pct, const int *nround, const double *est_s, int n, double min_pct,
+			int max_rounds, double left_s);
 
 typedef struct zb_suite_outcome {
 	int fits;                /* memory model says it fits (else not simulated, not run) */

@@ -428,7 +428,8 @@ static void test_validate_suite_measure(void **state)
 	assert_int_equal(json_integer_value(json_object_get(root, "max_steps")), 48);
 	assert_int_equal(json_integer_value(json_object_get(root, "repeat")), 0);
 	assert_int_equal(json_integer_value(json_object_get(root, "rounds")), 2);
-	double two_rounds = json_real_value(json_object_get(root, "expected_s")), each = 0;
+	assert_true(json_real_value(json_object_get(root, "extra_s")) == 120);
+	double two_rounds = json_real_value(json_object_get(root, "expected_s")) - 120, each = 0;
 	json_t *c;
 	size_t i;
 	int more = 0;
@@ -442,7 +443,11 @@ static void test_validate_suite_measure(void **state)
 		each += first + again;
 	}
 	assert_true(more >= 10);
-	assert_close(two_rounds, each, 1e-6); /* every configuration estimated twice */
+	assert_close(two_rounds, each, 1e-6); /* every configuration estimated twice, and the extra time */
+	json_decref(root);
+	root = fid_plan("--extra-s 0");
+	assert_true(json_real_value(json_object_get(root, "extra_s")) == 0);
+	assert_close(json_real_value(json_object_get(root, "expected_s")), two_rounds, 1e-6);
 	json_decref(root);
 	/* --rounds 1: all the steps in one round, as run E */
 	root = fid_plan("--rounds 1");
@@ -452,6 +457,7 @@ static void test_validate_suite_measure(void **state)
 		assert_true(steps >= 8 && steps <= 48);
 	}
 	assert_true(json_real_value(json_object_get(root, "expected_s")) < 0.8 * two_rounds);
+	assert_true(json_real_value(json_object_get(root, "extra_s")) == 0); /* extra rounds need two */
 	json_decref(root);
 	/* --repeat 2: the first two configurations measured again at the end, in the estimate */
 	root = fid_plan("--repeat 2 --rounds 1");
@@ -479,7 +485,8 @@ static void test_validate_measure_s_bad(void **state)
 	(void)state;
 	static const char *bad[] = { "--measure-s -1", "--measure-s abc", "--measure-s nan", "--max-steps 0",
 				     "--max-steps 1001", "--max-steps 5 --steps 8", "--measure-s 2 --max-steps 2 --steps 3",
-				     "--repeat 11", "--repeat -1", "--rounds 0", "--rounds 5", "--rounds x" };
+				     "--repeat 11", "--repeat -1", "--rounds 0", "--rounds 9", "--rounds x",
+				     "--extra-s -1", "--extra-s x", "--extra-s 3601" };
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
 		result r = run("validate --list --suite quick %s", bad[i]);
 		if (r.rc != 2 || lines(r.err) != 1)

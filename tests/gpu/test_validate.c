@@ -212,6 +212,45 @@ static void test_validate_rounds(void **state)
 	json_decref(j);
 }
 
+/* --extra-s: after the two rounds, extra rounds go to the least sure configurations, each
+ * stored and counted in its mean; never more than the most rounds, and only within the
+ * extra time (a round of these takes well under a second). */
+static void test_validate_extra(void **state)
+{
+	NEED_GPU();
+	char *out;
+	assert_int_equal(run(&out, "validate --suite quick --limit 2 --rounds 2 --steps 6 --extra-s 4 --json "
+				   "--hw h200-machine --db %s",
+			     db),
+			 0);
+	json_t *j = json_loads(out, 0, NULL);
+	if (!j)
+		print_error("not JSON: %s\n", out);
+	free(out);
+	assert_non_null(j);
+	assert_true(json_number_value(json_object_get(j, "extra_s")) == 4);
+	int extra = (int)json_integer_value(json_object_get(j, "extra_rounds")), more = 0;
+	for (size_t i = 0; i < 2; i++) {
+		json_t *c = json_array_get(json_object_get(j, "configs"), i), *rs = json_object_get(c, "rounds");
+		int n = (int)json_array_size(rs);
+		assert_true(n >= 2 && n <= 8);
+		more += n - 2;
+		double sum = 0;
+		for (int k = 0; k < n; k++)
+			sum += json_number_value(json_object_get(json_array_get(rs, k), "measured_step_s"));
+		assert_close(json_number_value(json_object_get(c, "measured_step_s")), sum / n, 1e-9);
+		print_message("%s: %d rounds, mean %.2f ms +- %.2f %%\n", json_string_value(json_object_get(c, "key")), n,
+			      1e3 * sum / n,
+			      100 * json_number_value(json_object_get(c, "measured_se_s")) / (sum / n));
+	}
+	assert_int_equal(more, extra);
+	long long run_id = json_integer_value(json_object_get(j, "run_id"));
+	json_decref(j);
+	char sql[96];
+	snprintf(sql, sizeof sql, "SELECT count(*) FROM configs WHERE run_id = %lld", run_id);
+	assert_int_equal(count(sql), 4 + extra);
+}
+
 static void test_regress_measured(void **state)
 {
 	NEED_GPU();
@@ -241,6 +280,7 @@ int main(void)
 		cmocka_unit_test(test_calibrate),
 		cmocka_unit_test(test_validate_and_compare),
 		cmocka_unit_test(test_validate_rounds),
+		cmocka_unit_test(test_validate_extra),
 		cmocka_unit_test(test_regress_measured),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
