@@ -11,7 +11,8 @@
 #    as xz in parts of 15 MiB (join: cat fid.db.xz.part-* | xz -d > fid.db).
 # Split over two calls of one lease (4 rounds of fid do not fit beside the rest in 600 s):
 #   ZB_GPUTESTS=1 ZB_ROUNDS=0 scripts/visit-anchor.sh   the GPU tests, steps 1-2; here.json in $OUT
-#   ZB_HERE=<here.json> ZB_ROUNDS=4 scripts/visit-anchor.sh   step 3 alone, with that profile
+#   ZB_HERE=<here.json> ZB_ROUNDS=2 ZB_EXTRA_S=200 scripts/visit-anchor.sh   step 3 alone, with that
+#   profile (ZB_EXTRA_S: validate --extra-s)
 set -u
 OUT=${OUT:?"OUT: the output folder of the device tool"}
 W=/tmp/visit-anchor
@@ -44,9 +45,9 @@ if [ "${ZB_ROUNDS:-3}" = 0 ]; then
 	step "done"
 	exit 0
 fi
-step "validate --suite fid --hw $HERE --rounds ${ZB_ROUNDS:-3}"
+step "validate --suite fid --hw $HERE --rounds ${ZB_ROUNDS:-3} --extra-s ${ZB_EXTRA_S:-0}"
 timeout -k 5 "${ZB_VALIDATE_S:-470}" $Z validate --suite fid --hw "$HERE" --rounds "${ZB_ROUNDS:-3}" \
-	--budget "${ZB_BUDGET:-400}" --db "$W/fid.db" >"$W/fid.txt" 2>>"$LOG"
+	--extra-s "${ZB_EXTRA_S:-0}" --budget "${ZB_BUDGET:-400}" --db "$W/fid.db" >"$W/fid.txt" 2>>"$LOG"
 echo "exit $?" | tee -a "$LOG"
 grep -E "^step time|^speedups|^order|^rounds|^# wall" "$W/fid.txt" | tee -a "$LOG"
 step "pack"
