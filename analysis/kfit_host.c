@@ -11,8 +11,6 @@ void zb_kfit_host_apply(zb_hw *hw, double cpu, double mem)
 	hw->cpu.adam_params_per_core *= cpu;
 	hw->cpu.dram_Bps *= mem;
 	hw->cpu.adam_Bps *= mem;
-	hw->link.pageable_h2d_Bps *= mem;
-	hw->link.pageable_d2h_Bps *= mem;
 }
 
 /* The step-time MAPE of s on base scaled by cpu x mem (NaN when nothing simulates). */

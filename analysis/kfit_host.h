@@ -11,9 +11,11 @@
  * configurations of the other lease (gpt2-large dpu 1 on 2, 4, 8 and 16 threads: they
  * tell the per-core rate from the memory ceiling), brought that to 2.0-2.3 %.
  *
- * The scales: cpu x cpu.adam_params_per_core; mem x cpu.dram_Bps, cpu.adam_Bps and the
- * pageable copy rates (host memcpy through DRAM; they moved with it). Everything else
- * stays the base's. The fit: the step-time MAPE of the items (rounds merged,
+ * The scales: cpu x cpu.adam_params_per_core; mem x cpu.dram_Bps and cpu.adam_Bps.
+ * Everything else stays the base's, the pageable copy rates too: the anchor has no
+ * pageable copy, and they do not follow its memory scale (runs H, I, J: scaled with it,
+ * pageable offload on H came 8.3 -> 4.9 % closer, pageable dpu on J went -8.1 -> -12.8 %;
+ * their rates differ between leases by themselves, H2D beside Adam 3.8-6.4 GB/s). The fit: the step-time MAPE of the items (rounds merged,
  * kfit_eval.h) over a grid of both scales, 0.70-1.42 by 0.06, then 0.02 around the best.
  */
 #ifndef ZB_KFIT_HOST_H

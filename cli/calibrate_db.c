@@ -314,7 +314,7 @@ static int fit_host(const zb_kfit_set *s, const zb_hw *base)
 	}
 	printf("# zbench calibrate --from-db %s --fit-host: run %lld, %d configurations, over %s\n", o.db,
 	       (long long)s->run_id, h.configs, bname);
-	printf("host: CPU Adam per core x %.2f, memory (DRAM, Adam's ceiling, pageable copies) x %.2f\n", h.cpu, h.mem);
+	printf("host: CPU Adam per core x %.2f, memory (DRAM, Adam's ceiling) x %.2f\n", h.cpu, h.mem);
 	print_summary(bname, &mb);
 	print_summary("host fitted", &mf);
 	printf("# wrote %s\n", o.out);
