@@ -527,12 +527,8 @@ static void fit_cpu(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, z
 
 /* ---- copies ------------------------------------------------------------------------ */
 
-/* Bandwidth of resource r's copies: bytes / (d - latency) summed, of tasks whose
- * overlap with the other direction is in [lo, hi], pageable as asked, and that CPU Adam
- * does not overlap (< 10 %: beside Adam the DRAM queue slows them, h2d_queue and
- * pageable_queue). */
-static double copy_rate(const zb_kfit_set *s, const unsigned char *use, int r, int pageable, double lo, double hi,
-			double lat, int *count)
+double zb_kfit_copy_rate(const zb_kfit_set *s, const unsigned char *use, int r, int pageable, double lo, double hi,
+			 double lat, int *count)
 {
 	double bytes = 0, secs = 0;
 	*count = 0;
@@ -561,12 +557,12 @@ static void fit_copies(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw
 	zb_link *l = &hw->link;
 	double lat = l->copy_latency_s;
 	int n1, n2, n3, n4, n5, n6;
-	double h = copy_rate(s, use, ZB_RES_H2D, 0, 0, 0.1, lat, &n1);
-	double d = copy_rate(s, use, ZB_RES_D2H, 0, 0, 0.1, lat, &n2);
-	double hb = copy_rate(s, use, ZB_RES_H2D, 0, 0.9, 1.01, lat, &n3);
-	double db = copy_rate(s, use, ZB_RES_D2H, 0, 0.9, 1.01, lat, &n4);
-	double ph = copy_rate(s, use, ZB_RES_H2D, 1, 0, 1.01, lat, &n5);
-	double pd = copy_rate(s, use, ZB_RES_D2H, 1, 0, 1.01, lat, &n6);
+	double h = zb_kfit_copy_rate(s, use, ZB_RES_H2D, 0, 0, 0.1, lat, &n1);
+	double d = zb_kfit_copy_rate(s, use, ZB_RES_D2H, 0, 0, 0.1, lat, &n2);
+	double hb = zb_kfit_copy_rate(s, use, ZB_RES_H2D, 0, 0.9, 1.01, lat, &n3);
+	double db = zb_kfit_copy_rate(s, use, ZB_RES_D2H, 0, 0.9, 1.01, lat, &n4);
+	double ph = zb_kfit_copy_rate(s, use, ZB_RES_H2D, 1, 0, 1.01, lat, &n5);
+	double pd = zb_kfit_copy_rate(s, use, ZB_RES_D2H, 1, 0, 1.01, lat, &n6);
 	if (h > 0)
 		l->h2d_Bps = h;
 	if (d > 0)

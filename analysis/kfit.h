@@ -97,6 +97,14 @@ int zb_kfit_adam_all_cores(const zb_kfit_item *x, const zb_hw *hw);
  * over its measured interval). */
 double zb_kfit_copy_Bps(const zb_kfit_item *x, double s, double e);
 
+/* Bandwidth of resource r's copies (>= 1 MiB, in the window, unpaced) of the used items
+ * (use NULL: all): bytes / (d - lat) summed, of the copies whose overlap with the other
+ * direction is in [lo, hi], pageable as asked, and that CPU Adam does not overlap (< 10 %:
+ * beside Adam the DRAM queue slows them, h2d_queue and pageable_queue). 0 when fewer than
+ * 3; *count gets their count. */
+double zb_kfit_copy_rate(const zb_kfit_set *s, const unsigned char *use, int r, int pageable, double lo, double hi,
+			 double lat, int *count);
+
 /* The predicted busy time per step of resource r for item k of s on hw, over the
  * measured window (s->warmup); NaN when not simulated, NaN and *st set on an error. */
 double zb_kfit_predicted_busy(const zb_kfit_set *s, int k, const zb_hw *hw, int r, zb_status *st, zb_error *err);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "analysis/kfit_eval.h"
+#include "analysis/kfit_pageable.h"
 
 void zb_kfit_host_apply(zb_hw *hw, double cpu, double mem)
 {
@@ -47,22 +48,45 @@ static zb_status grid(const zb_kfit_set *s, const zb_hw *base, double lo_c, doub
 	return ZB_OK;
 }
 
+/* s without its pageable configurations, a view sharing s's items (free its it only);
+ * *pageable gets how many were left out. */
+static zb_kfit_set without_pageable(const zb_kfit_set *s, int *pageable)
+{
+	zb_kfit_set v = *s;
+	v.it = zb_xcalloc((size_t)(s->n ? s->n : 1), sizeof *v.it);
+	v.n = 0;
+	*pageable = 0;
+	for (int k = 0; k < s->n; k++) {
+		if (s->it[k].c.policy.pageable)
+			(*pageable)++;
+		else
+			v.it[v.n++] = s->it[k];
+	}
+	return v;
+}
+
 zb_status zb_kfit_host_fit(const zb_kfit_set *s, const zb_hw *base, zb_hw *out, zb_kfit_host *h, zb_error *err)
 {
+	int pageable;
+	zb_kfit_set core = without_pageable(s, &pageable);
 	zb_kfit_pred *p = zb_xcalloc((size_t)(s->n ? s->n : 1), sizeof *p);
 	*h = (zb_kfit_host){ .cpu = 1, .mem = 1 };
-	zb_status st = mape_at(s, base, 1, 1, p, &h->mape_before, &h->configs, err);
+	zb_status st = mape_at(&core, base, 1, 1, p, &h->mape_before, &h->configs, err);
 	if (!st && !(h->mape_before >= 0))
-		st = zb_fail(err, ZB_E_INPUT, "no measured configuration of the run simulates on the base");
+		st = zb_fail(err, ZB_E_INPUT, "no measured configuration of the run (pinned copies) simulates on the base");
 	h->mape = h->mape_before;
 	if (!st)
-		st = grid(s, base, 0.70, 0.70, 1.42, 1.42, 0.06, p, h, err);
+		st = grid(&core, base, 0.70, 0.70, 1.42, 1.42, 0.06, p, h, err);
 	if (!st)
-		st = grid(s, base, h->cpu - 0.06, h->mem - 0.06, h->cpu + 0.06, h->mem + 0.06, 0.02, p, h, err);
+		st = grid(&core, base, h->cpu - 0.06, h->mem - 0.06, h->cpu + 0.06, h->mem + 0.06, 0.02, p, h, err);
 	free(p);
+	free(core.it);
 	if (st)
 		return st;
 	*out = *base;
 	zb_kfit_host_apply(out, h->cpu, h->mem);
+	/* the pageable copies from their own tasks, on the moved host (its DRAM budget) */
+	if (pageable && zb_kfit_pageable_fit(s, NULL, out, &h->pageable_copies))
+		h->pageable = pageable;
 	return ZB_OK;
 }

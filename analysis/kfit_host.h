@@ -15,7 +15,9 @@
  * Everything else stays the base's, the pageable copy rates too: the anchor has no
  * pageable copy, and they do not follow its memory scale (runs H, I, J: scaled with it,
  * pageable offload on H came 8.3 -> 4.9 % closer, pageable dpu on J went -8.1 -> -12.8 %;
- * their rates differ between leases by themselves, H2D beside Adam 3.8-6.4 GB/s). The fit: the step-time MAPE of the items (rounds merged,
+ * their rates differ between leases by themselves, H2D beside Adam 3.8-6.4 GB/s). Where
+ * the run has a pageable configuration (the anchor suite's gpt2-medium dpu 1), the pageable
+ * terms are fitted from its tasks instead, on the moved host, and it stays out of the grid. The fit: the step-time MAPE of the items (rounds merged,
  * kfit_eval.h) over a grid of both scales, 0.70-1.42 by 0.06, then 0.02 around the best.
  */
 #ifndef ZB_KFIT_HOST_H
@@ -27,12 +29,16 @@ typedef struct zb_kfit_host {
 	double cpu, mem;          /* the scales fitted */
 	double mape_before, mape; /* on the items, at 1 x 1 and at the scales */
 	int configs;              /* the configurations (rounds merged) they were fitted on */
+	int pageable;             /* measured pageable configurations the pageable terms came from (0: none) */
+	int pageable_copies;      /* their copies used (kfit_pageable.h) */
 } zb_kfit_host;
 
 /* hw with its host scaled: CPU Adam's per-core rate x cpu, memory x mem (above). */
 void zb_kfit_host_apply(zb_hw *hw, double cpu, double mem);
 
-/* The scales that fit s best over base (an executor profile); *out = base scaled. */
+/* The scales that fit s's configurations with pinned copies best over base (an executor
+ * profile); *out = base scaled, and where s has pageable configurations, their pageable
+ * terms (lone rates, pageable_queue) fitted from their tasks on it (zb_kfit_pageable_fit). */
 zb_status zb_kfit_host_fit(const zb_kfit_set *s, const zb_hw *base, zb_hw *out, zb_kfit_host *h, zb_error *err);
 
 #endif

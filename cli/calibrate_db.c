@@ -305,9 +305,10 @@ static int fit_host(const zb_kfit_set *s, const zb_hw *base)
 	free(pb), free(pf);
 	const char *bname = o.base ? o.base : "h200-machine";
 	if (o.json) {
-		json_t *root = json_pack("{s:s, s:I, s:{s:f, s:f, s:i}, s:o, s:o, s:s}", "db", o.db, "run_id",
+		json_t *root = json_pack("{s:s, s:I, s:{s:f, s:f, s:i, s:i}, s:o, s:o, s:s}", "db", o.db, "run_id",
 					 (json_int_t)s->run_id, "host", "cpu", h.cpu, "mem", h.mem, "configs", h.configs,
-					 "base", summary_json(&mb), "fitted", summary_json(&mf), "profile", o.out);
+					 "pageable_configs", h.pageable, "base", summary_json(&mb), "fitted",
+					 summary_json(&mf), "profile", o.out);
 		zb_json_print(stdout, root);
 		json_decref(root);
 		return 0;
@@ -315,6 +316,11 @@ static int fit_host(const zb_kfit_set *s, const zb_hw *base)
 	printf("# zbench calibrate --from-db %s --fit-host: run %lld, %d configurations, over %s\n", o.db,
 	       (long long)s->run_id, h.configs, bname);
 	printf("host: CPU Adam per core x %.2f, memory (DRAM, Adam's ceiling) x %.2f\n", h.cpu, h.mem);
+	if (h.pageable)
+		printf("pageable copies (%d measured configurations, %d copies): H2D %.2f GB/s and D2H %.2f GB/s alone, "
+		       "pageable_queue %.3f\n",
+		       h.pageable, h.pageable_copies, fitted.link.pageable_h2d_Bps / 1e9, fitted.link.pageable_d2h_Bps / 1e9,
+		       fitted.gpu.exec.pageable_queue);
 	print_summary(bname, &mb);
 	print_summary("host fitted", &mf);
 	printf("# wrote %s\n", o.out);

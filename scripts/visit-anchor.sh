@@ -51,7 +51,7 @@ timeout -k 5 "${ZB_VALIDATE_S:-470}" $Z validate --suite fid --hw "$HERE" --roun
 echo "exit $?" | tee -a "$LOG"
 grep -E "^step time|^speedups|^order|^rounds|^# wall" "$W/fid.txt" | tee -a "$LOG"
 step "pack"
+tar cJf "$OUT/results.tar.xz" -C "$W" --exclude=fid.db --exclude='fid.db-*' . # first: small, and it has fid.txt
 xz -T0 -6 "$W/fid.db" && split -b 15M "$W/fid.db.xz" "$OUT/fid.db.xz.part-" && rm -f "$W/fid.db.xz"
-tar cJf "$OUT/results.tar.xz" -C "$W" .
 step "done"
 ls -la "$OUT"

@@ -76,6 +76,60 @@ static void test_fit(void **state)
 	zb_kfit_free(&set);
 }
 
+/* With a pageable configuration in the run (the anchor suite's fifth): it stays out of the
+ * grid (the scales come out as without it), and the pageable terms come from its tasks on
+ * the moved host, so that the moved profile predicts it. */
+static void test_fit_pageable(void **state)
+{
+	(void)state;
+	zb_hw here;
+	zb_preset_default_hw(&here);
+	zb_test_adam_profile(&here, 0.6);
+	here.link.pageable_h2d_Bps = 5.5e9;
+	here.gpu.exec.pageable_queue = 0.13;
+	zb_hw there = here;
+	zb_kfit_host_apply(&there, 1.1, 0.88);
+	there.link.pageable_h2d_Bps = 7e9; /* lone uploads faster there, queued longer beside Adam */
+	there.gpu.exec.pageable_queue = 0.4;
+	char db[128];
+	snprintf(db, sizeof db, "%s/anchor_pg.db", dir);
+	zb_store *st;
+	zb_error err;
+	int64_t run;
+	zb_test_open_run(db, &st, &run);
+	const int threads[] = { 2, 4, 8, 16, 8 };
+	for (int i = 0; i < 5; i++) {
+		zb_config c;
+		zb_test_fixture_config(&c, &there, i < 4 ? "gpt2-large" : "gpt2-medium", "dpu", i < 4 ? 2 : 4);
+		c.policy.ratio = 1;
+		c.policy.cpu_threads = threads[i];
+		c.policy.pageable = i == 4;
+		c.steps = 5;
+		zb_test_store_measured(st, run, &c);
+	}
+	assert_int_equal(zb_store_commit(st, &err), ZB_OK);
+	zb_store_close(st);
+	zb_kfit_set set;
+	assert_int_equal(zb_kfit_load(db, 0, 2, &here, &set, &err), ZB_OK);
+	assert_int_equal(set.n, 5);
+	zb_hw moved;
+	zb_kfit_host h;
+	assert_int_equal(zb_kfit_host_fit(&set, &here, &moved, &h, &err), ZB_OK);
+	printf("host fitted: cpu x %.2f, memory x %.2f; pageable H2D %.2f GB/s alone (7), queue %.3f (0.4), %d copies\n",
+	       h.cpu, h.mem, moved.link.pageable_h2d_Bps / 1e9, moved.gpu.exec.pageable_queue, h.pageable_copies);
+	assert_int_equal(h.configs, 4);
+	assert_int_equal(h.pageable, 1);
+	assert_close(h.cpu, 1.1, 0.02);
+	assert_close(h.mem, 0.88, 0.025);
+	assert_true(fabs(moved.link.pageable_h2d_Bps / 7e9 - 1) < 0.03);
+	assert_true(moved.gpu.exec.pageable_queue > 0.25);
+	zb_kfit_pred pred[5];
+	assert_int_equal(zb_kfit_predict(&set, &moved, pred, &err), ZB_OK);
+	printf("pageable dpu: %+.2f %% on the moved profile\n", 100 * (pred[4].step_s / set.it[4].meas_step_s - 1));
+	assert_true(fabs(pred[4].step_s / set.it[4].meas_step_s - 1) < 0.02);
+	zb_kfit_free(&set);
+}
+
 /* The command: the profile written, the scales printed; --eval beside it: one line, exit 2. */
 static void test_cli(void **state)
 {
@@ -115,6 +169,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_apply),
 		cmocka_unit_test(test_fit),
+		cmocka_unit_test(test_fit_pageable),
 		cmocka_unit_test(test_cli),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
