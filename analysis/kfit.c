@@ -556,13 +556,11 @@ static void fit_copies(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw
 {
 	zb_link *l = &hw->link;
 	double lat = l->copy_latency_s;
-	int n1, n2, n3, n4, n5, n6;
+	int n1, n2, n3, n4;
 	double h = zb_kfit_copy_rate(s, use, ZB_RES_H2D, 0, 0, 0.1, lat, &n1);
 	double d = zb_kfit_copy_rate(s, use, ZB_RES_D2H, 0, 0, 0.1, lat, &n2);
 	double hb = zb_kfit_copy_rate(s, use, ZB_RES_H2D, 0, 0.9, 1.01, lat, &n3);
 	double db = zb_kfit_copy_rate(s, use, ZB_RES_D2H, 0, 0.9, 1.01, lat, &n4);
-	double ph = zb_kfit_copy_rate(s, use, ZB_RES_H2D, 1, 0, 1.01, lat, &n5);
-	double pd = zb_kfit_copy_rate(s, use, ZB_RES_D2H, 1, 0, 1.01, lat, &n6);
 	if (h > 0)
 		l->h2d_Bps = h;
 	if (d > 0)
@@ -571,11 +569,7 @@ static void fit_copies(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw
 		l->duplex_h2d = hb / h > 1 ? 1 : hb / h;
 	if (db > 0 && d > 0)
 		l->duplex_d2h = db / d > 1 ? 1 : db / d;
-	if (ph > 0)
-		l->pageable_h2d_Bps = ph;
-	if (pd > 0)
-		l->pageable_d2h_Bps = pd;
-	st->copy_samples = n1 + n2 + n3 + n4 + n5 + n6;
+	st->copy_samples = n1 + n2 + n3 + n4; /* the pageable ones: zb_kfit_pageable_fit */
 	/* --link-rate: achieved / asked, copies the other direction does not overlap */
 	for (int r = ZB_RES_D2H; r <= ZB_RES_H2D; r++) {
 		double got = 0, want = 0;
@@ -692,10 +686,10 @@ zb_status zb_kfit_fit(const zb_kfit_set *s, const unsigned char *use, const zb_h
 			double ac = zb_kfit_adam_copy(s, use, &hw, &na);
 			if (ac > 0) /* else the base's */
 				hw.gpu.exec.adam_copy = ac;
-			double pq = zb_kfit_pageable_queue(s, use, &hw, &na);
-			if (pq > 0) /* else the base's */
-				hw.gpu.exec.pageable_queue = pq;
 		}
+		int np; /* the pageable copies alone, and their queue beside Adam (kfit_pageable.h) */
+		zb_kfit_pageable_fit(s, use, &hw, &np);
+		stats->copy_samples += np;
 		fit_starved(s, use, cfgs, &hw);
 		if (!st && hw.gpu.exec.starved_s > 0) { /* the base's wait form (starved unused): refit it (kfit_starved_s.h) */
 			zb_kfit_starved_s_stats ss;

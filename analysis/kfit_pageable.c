@@ -74,7 +74,7 @@ int zb_kfit_pageable_fit(const zb_kfit_set *s, const unsigned char *use, zb_hw *
 		l->pageable_h2d_Bps = h;
 	if (d > 0)
 		l->pageable_d2h_Bps = d;
-	double k = zb_kfit_pageable_queue(s, use, hw, &nq);
+	double k = hw->gpu.exec.h2d_queue > 0 ? zb_kfit_pageable_queue(s, use, hw, &nq) : 0; /* else unused */
 	if (k > 0)
 		hw->gpu.exec.pageable_queue = k;
 	*copies = (h > 0 ? nh : 0) + (d > 0 ? nd : 0) + (k > 0 ? nq : 0);

@@ -26,9 +26,11 @@ double zb_kfit_pageable_queue(const zb_kfit_set *s, const unsigned char *use, co
 
 /* Every pageable term of hw from the used items: the lone rates (link.pageable_h2d_Bps,
  * pageable_d2h_Bps: zb_kfit_copy_rate of the pageable copies CPU Adam does not overlap),
- * then pageable_queue on them; each only where enough copies show it (else hw's stays).
- * 1 when any was fitted; *copies gets the copies used. What calibrate --fit-host adds
- * when the anchor has a pageable configuration (kfit_host.h). */
+ * then pageable_queue on them (with the pinned DRAM queue, h2d_queue > 0: it is the only
+ * model that reads it); each only where enough copies show it (else hw's stays).
+ * 1 when any was fitted; *copies gets the copies used. Part of zb_kfit_fit, after the
+ * DRAM queue; and what calibrate --fit-host adds when the anchor has a pageable
+ * configuration (kfit_host.h). */
 int zb_kfit_pageable_fit(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, int *copies);
 
 #endif
