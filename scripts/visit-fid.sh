@@ -16,7 +16,9 @@
 #      (~75 ms, per-step sd up to 20 %)
 #      then runs many steps and a slow, steady one few (validate --measure-s; the
 #      table's "±" column is each measured mean's standard error). ZB_ROUNDS (2): every
-#      configuration in that many rounds, the suite forward then backward (validate --rounds).
+#      configuration in that many rounds, the suite forward then backward (validate --rounds);
+#      ZB_EXTRA_S (0; the suite's own default is 120): then that many seconds of extra
+#      rounds for the least sure configurations (validate --extra-s).
 #   2. Replays of the same measurements through the simulator (CPU only, seconds each):
 #      the h200-machine preset alone, the committed profile, and a profile refitted on
 #      this very run (`zbench calibrate --from-db`: in-sample, and fitted on half the
@@ -48,7 +50,7 @@ rm -f "$DB"
 step "validate --suite fid --hw $HW"
 timeout -k 5 "${ZB_VALIDATE_S:-440}" $Z validate --suite fid --hw "$HW" --budget "${ZB_BUDGET:-400}" --db "$DB" \
 	--warmup "$WARMUP" --steps "${ZB_STEPS:-8}" --measure-s "${ZB_MEASURE_S:-3}" --max-steps "${ZB_MAX_STEPS:-48}" \
-	--rounds "${ZB_ROUNDS:-2}" \
+	--rounds "${ZB_ROUNDS:-2}" --extra-s "${ZB_EXTRA_S:-0}" \
 	--json >"$OUT/validate.json" 2>>"$LOG"
 echo "validate exit $?" | tee -a "$LOG"
 fi
