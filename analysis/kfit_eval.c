@@ -40,6 +40,7 @@ int zb_kfit_points(const zb_kfit_set *s, int *point)
 typedef struct point {
 	const zb_config *c;
 	int64_t run_id;
+	int item;     /* its first item */
 	int n;
 	double meas, pred, meas_busy[ZB_RES_COUNT], pred_busy[ZB_RES_COUNT];
 	double meas2; /* sum of squares of the rounds' measurements, then the mean's standard error (0: one round) */
@@ -59,7 +60,7 @@ static int merge_points(const zb_kfit_set *s, const zb_kfit_pred *p, point *pt)
 		while (k < n && !(pt[k].run_id == x->run_id && zb_kfit_same_config(pt[k].c, &x->c)))
 			k++;
 		if (k == n)
-			pt[n++] = (point){ .c = &x->c, .run_id = x->run_id };
+			pt[n++] = (point){ .c = &x->c, .run_id = x->run_id, .item = i };
 		point *q = &pt[k];
 		q->n++;
 		q->meas += x->meas_step_s;
@@ -108,6 +109,7 @@ static void speedups(const point *pt, int n, zb_kfit_summary *m)
 void zb_kfit_summarize(const zb_kfit_set *s, const zb_kfit_pred *p, zb_kfit_summary *m)
 {
 	memset(m, 0, sizeof *m);
+	m->noise_worst_item = -1;
 	point *pt = zb_xcalloc((size_t)(s->n ? s->n : 1), sizeof *pt);
 	int n = merge_points(s, p, pt);
 	double sum = 0, bsum[ZB_RES_COUNT] = { 0 };
@@ -122,6 +124,10 @@ void zb_kfit_summarize(const zb_kfit_set *s, const zb_kfit_pred *p, zb_kfit_summ
 		m->within8 += e <= 0.08;
 		if (e > m->worst)
 			m->worst = e;
+		if (x->meas2 / x->meas > m->noise_worst) {
+			m->noise_worst = x->meas2 / x->meas;
+			m->noise_worst_item = x->item;
+		}
 		for (int r = 0; r < ZB_RES_COUNT; r++)
 			if (x->meas_busy[r] > 1e-3 * x->meas && isfinite(x->pred_busy[r])) {
 				bsum[r] += fabs(x->pred_busy[r] / x->meas_busy[r] - 1);

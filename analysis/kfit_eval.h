@@ -25,6 +25,8 @@ typedef struct zb_kfit_summary {
 	int order_pairs, order_swaps;
 	int order_pairs_sure, order_swaps_sure; /* pairs apart by > 3 % and > 2 standard errors */
 	int speed_miss_sure;     /* speedups off by > 5 % + 2 standard errors of the measured one */
+	double noise_worst;      /* the largest standard error of a configuration's mean, relative (0: one round each) */
+	int noise_worst_item;    /* an item of that configuration (-1: none) */
 } zb_kfit_summary;
 
 /* Summary of predictions p (one per item of s; NaN steps left out). */

@@ -278,6 +278,9 @@ static json_t *summary_json(const zb_kfit_summary *m)
 			 "speedup_misses_beyond_noise", m->speed_miss_sure, "busy_mape", b);
 }
 
+/* --fit-host warns when a configuration's mean is less sure than this (its rounds' spread) */
+#define ANCHOR_NOISE 0.05
+
 /* --fit-host: --base's host scaled to this run's measurements (kfit_host.h), written to
  * --out; the run's errors before and after. */
 static int fit_host(const zb_kfit_set *s, const zb_hw *base)
@@ -305,10 +308,10 @@ static int fit_host(const zb_kfit_set *s, const zb_hw *base)
 	free(pb), free(pf);
 	const char *bname = o.base ? o.base : "h200-machine";
 	if (o.json) {
-		json_t *root = json_pack("{s:s, s:I, s:{s:f, s:f, s:i, s:i}, s:o, s:o, s:s}", "db", o.db, "run_id",
+		json_t *root = json_pack("{s:s, s:I, s:{s:f, s:f, s:i, s:i, s:f}, s:o, s:o, s:s}", "db", o.db, "run_id",
 					 (json_int_t)s->run_id, "host", "cpu", h.cpu, "mem", h.mem, "configs", h.configs,
-					 "pageable_configs", h.pageable, "base", summary_json(&mb), "fitted",
-					 summary_json(&mf), "profile", o.out);
+					 "pageable_configs", h.pageable, "noise_worst", mf.noise_worst, "base",
+					 summary_json(&mb), "fitted", summary_json(&mf), "profile", o.out);
 		zb_json_print(stdout, root);
 		json_decref(root);
 		return 0;
@@ -323,6 +326,11 @@ static int fit_host(const zb_kfit_set *s, const zb_hw *base)
 		       fitted.gpu.exec.pageable_queue);
 	print_summary(bname, &mb);
 	print_summary("host fitted", &mf);
+	/* a disturbed anchor moves the profile by its disturbance (run K: rounds 189 and 161 ms) */
+	if (mf.noise_worst > ANCHOR_NOISE && mf.noise_worst_item >= 0)
+		printf("warning: the rounds of %s differ: its mean is uncertain by %.1f %% (> %.0f %%), and the scales "
+		       "may be off by as much; measure the anchor again\n",
+		       s->it[mf.noise_worst_item].key, 100 * mf.noise_worst, 100 * ANCHOR_NOISE);
 	printf("# wrote %s\n", o.out);
 	return 0;
 }

@@ -507,6 +507,9 @@ static void test_noise(void **state)
 	assert_int_equal(m.nspeed, 1);
 	assert_int_equal(m.speed_ok, 0);
 	assert_int_equal(m.speed_miss_sure, 0);
+	/* offload's two rounds, 100 and 110 ms: a mean of 105 +- 5 ms */
+	assert_close(m.noise_worst, 0.005 / 0.105, 1e-9);
+	assert_int_equal(m.noise_worst_item, 0);
 	/* one round each, at the same means: no spread, both established */
 	zb_kfit_item one[2] = { it[1], it[2] };
 	one[0].meas_step_s = 0.105;
@@ -515,6 +518,8 @@ static void test_noise(void **state)
 	zb_kfit_summarize(&set, q, &m);
 	assert_int_equal(m.order_swaps_sure, 1);
 	assert_int_equal(m.speed_miss_sure, 1);
+	assert_close(m.noise_worst, 0, 0);
+	assert_int_equal(m.noise_worst_item, -1);
 }
 
 int main(void)

@@ -151,10 +151,36 @@ static void test_cli(void **state)
 	zb_test_result r = zb_test_run(zbench, dir, args);
 	assert_int_equal(r.rc, 0);
 	assert_non_null(strstr(r.out, "host: CPU Adam per core x 0.90, memory"));
+	assert_null(strstr(r.out, "warning")); /* one round each: nothing to doubt */
 	zb_test_result_free(&r);
 	zb_hw moved;
 	assert_int_equal(zb_hw_load(out, &moved, &err), ZB_OK);
 	assert_close(moved.cpu.adam_params_per_core, 0.9 * here.cpu.adam_params_per_core, 0.021);
+	unlink(out);
+	/* a run of the 2-thread configuration measured twice, the second time on a host 20 %
+	 * slower: its mean is uncertain by ~11 %, and the command says so */
+	char noisy[128];
+	snprintf(noisy, sizeof noisy, "%s/noisy.db", dir);
+	zb_store *st;
+	int64_t run;
+	zb_test_open_run(noisy, &st, &run);
+	zb_hw slow = there;
+	zb_kfit_host_apply(&slow, 0.8, 1.0);
+	for (int k = 0; k < 2; k++) {
+		zb_config c;
+		zb_test_fixture_config(&c, k ? &slow : &there, "gpt2-large", "dpu", 2);
+		c.policy.ratio = 1;
+		c.policy.cpu_threads = 2;
+		c.steps = 5;
+		zb_test_store_measured(st, run, &c);
+	}
+	assert_int_equal(zb_store_commit(st, &err), ZB_OK);
+	zb_store_close(st);
+	snprintf(args, sizeof args, "calibrate --from-db %s --warmup 2 --base %s --fit-host --out %s", noisy, base, out);
+	r = zb_test_run(zbench, dir, args);
+	assert_int_equal(r.rc, 0);
+	assert_non_null(strstr(r.out, "warning: the rounds of gpt2-large/dpu/r1/t2/"));
+	zb_test_result_free(&r);
 	unlink(out);
 	snprintf(args, sizeof args, "calibrate --from-db %s --base %s --fit-host --eval %s --out %s", db, base, base, out);
 	r = zb_test_run(zbench, dir, args);
