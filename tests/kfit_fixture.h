@@ -100,12 +100,13 @@ static inline void zb_test_store_measured(zb_store *s, int64_t run, const zb_con
 }
 
 /* One configuration of a fixture run: a model preset, a policy by name, micro-batch,
- * ratio and CPU threads (0 each: zbench's default), 5 steps. */
+ * ratio and CPU threads (0 each: zbench's default), pageable copies or not, 5 steps. */
 typedef struct zb_test_case {
 	const char *model, *policy;
 	int mb;
 	double ratio;
 	int threads;
+	int pageable;
 } zb_test_case;
 
 /* db with one validate run of the n cases on hw, each "measured" as simulated. */
@@ -122,6 +123,7 @@ static inline void zb_test_measured_db(const char *db, const zb_hw *hw, const zb
 			c.policy.ratio = cases[i].ratio;
 		if (cases[i].threads > 0)
 			c.policy.cpu_threads = cases[i].threads;
+		c.policy.pageable = cases[i].pageable;
 		c.steps = 5;
 		zb_test_store_measured(s, run, &c);
 	}

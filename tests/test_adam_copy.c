@@ -74,10 +74,10 @@ static void test_fit(void **state)
 	char db[128];
 	snprintf(db, sizeof db, "%s/adam_copy.db", dir);
 	int all = truth.cpu.cores, half = all / 2;
-	const zb_test_case cfg[] = { { "gpt2-medium", "dpu", 4, 1, half },
-				     { "gpt2-medium", "dpu", 4, 1, all },
-				     { "gpt2-medium", "overlap", 4, 1, half },
-				     { "gpt2-medium", "overlap", 4, 1, all } };
+	const zb_test_case cfg[] = { { "gpt2-medium", "dpu", 4, 1, half, 0 },
+				     { "gpt2-medium", "dpu", 4, 1, all, 0 },
+				     { "gpt2-medium", "overlap", 4, 1, half, 0 },
+				     { "gpt2-medium", "overlap", 4, 1, all, 0 } };
 	zb_test_measured_db(db, &truth, cfg, 4);
 	zb_kfit_set set;
 	assert_int_equal(zb_kfit_load(db, 0, 2, &truth, &set, &err), ZB_OK);

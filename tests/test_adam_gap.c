@@ -140,10 +140,10 @@ static void test_measure(void **state)
 	char db[128];
 	snprintf(db, sizeof db, "%s/gap.db", dir);
 	const int div[4] = { 4, 2, 2, 1 }; /* Adam's threads: cores / div */
-	const zb_test_case cfg[4] = { { "gpt2-medium", "dpu", 4, 0, truth.cpu.cores / div[0] },
-				      { "gpt2-medium", "dpu", 4, 0, truth.cpu.cores / div[1] },
-				      { "gpt2-medium", "none", 4, 0, truth.cpu.cores / div[2] },
-				      { "gpt2-medium", "dpu", 4, 0, truth.cpu.cores / div[3] } };
+	const zb_test_case cfg[4] = { { "gpt2-medium", "dpu", 4, 0, truth.cpu.cores / div[0], 0 },
+				      { "gpt2-medium", "dpu", 4, 0, truth.cpu.cores / div[1], 0 },
+				      { "gpt2-medium", "none", 4, 0, truth.cpu.cores / div[2], 0 },
+				      { "gpt2-medium", "dpu", 4, 0, truth.cpu.cores / div[3], 0 } };
 	zb_test_measured_db(db, &truth, cfg, 4);
 	zb_error err;
 	zb_kfit_set set;

@@ -101,8 +101,8 @@ static void make_db(const char *db, const zb_hw *truth, int large)
 {
 	int all = truth->cpu.cores, half = all / 2;
 	const zb_test_case cfg[] = {
-		{ "gpt2-medium", "dpu", 4, 1, all },  { "gpt2-medium", "dpu", 4, 0.5, all }, { "gpt2-medium", "overlap", 4, 1, all },
-		{ "gpt2-medium", "dpu", 4, 1, half }, { "gpt2-large", "dpu", 4, 1, all },
+		{ "gpt2-medium", "dpu", 4, 1, all, 0 },  { "gpt2-medium", "dpu", 4, 0.5, all, 0 }, { "gpt2-medium", "overlap", 4, 1, all, 0 },
+		{ "gpt2-medium", "dpu", 4, 1, half, 0 }, { "gpt2-large", "dpu", 4, 1, all, 0 },
 	};
 	zb_test_measured_db(db, truth, cfg, 5 - !large);
 }

@@ -40,10 +40,10 @@ static void test_apply(void **state)
  * keep it short) simulated on `there` as the measured runs of db. */
 static void anchor_db(const char *db, const zb_hw *there)
 {
-	const zb_test_case cfg[] = { { "gpt2-large", "dpu", 2, 1, 2 },
-				     { "gpt2-large", "dpu", 2, 1, 4 },
-				     { "gpt2-large", "dpu", 2, 1, 8 },
-				     { "gpt2-large", "dpu", 2, 1, 16 } };
+	const zb_test_case cfg[] = { { "gpt2-large", "dpu", 2, 1, 2, 0 },
+				     { "gpt2-large", "dpu", 2, 1, 4, 0 },
+				     { "gpt2-large", "dpu", 2, 1, 8, 0 },
+				     { "gpt2-large", "dpu", 2, 1, 16, 0 } };
 	zb_test_measured_db(db, there, cfg, 4);
 }
 
@@ -93,22 +93,12 @@ static void test_fit_pageable(void **state)
 	there.gpu.exec.pageable_queue = 0.4;
 	char db[128];
 	snprintf(db, sizeof db, "%s/anchor_pg.db", dir);
-	zb_store *st;
+	/* the anchor suite's five: gpt2-large on 2, 4, 8 and 16 threads, gpt2-medium pageable */
+	const zb_test_case cases[] = { { "gpt2-large", "dpu", 2, 1, 2, 0 },  { "gpt2-large", "dpu", 2, 1, 4, 0 },
+				       { "gpt2-large", "dpu", 2, 1, 8, 0 },  { "gpt2-large", "dpu", 2, 1, 16, 0 },
+				       { "gpt2-medium", "dpu", 4, 1, 8, 1 } };
 	zb_error err;
-	int64_t run;
-	zb_test_open_run(db, &st, &run);
-	const int threads[] = { 2, 4, 8, 16, 8 };
-	for (int i = 0; i < 5; i++) {
-		zb_config c;
-		zb_test_fixture_config(&c, &there, i < 4 ? "gpt2-large" : "gpt2-medium", "dpu", i < 4 ? 2 : 4);
-		c.policy.ratio = 1;
-		c.policy.cpu_threads = threads[i];
-		c.policy.pageable = i == 4;
-		c.steps = 5;
-		zb_test_store_measured(st, run, &c);
-	}
-	assert_int_equal(zb_store_commit(st, &err), ZB_OK);
-	zb_store_close(st);
+	zb_test_measured_db(db, &there, cases, 5);
 	zb_kfit_set set;
 	assert_int_equal(zb_kfit_load(db, 0, 2, &here, &set, &err), ZB_OK);
 	assert_int_equal(set.n, 5);

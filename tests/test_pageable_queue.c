@@ -85,24 +85,11 @@ static void test_fit(void **state)
 	int all = truth.cpu.cores, half = all / 2;
 	/* the first three pageable; the pinned ones give the DRAM budget and h2d_queue, which
 	 * the pageable term stands beside */
-	const zb_test_case cases[] = { { "gpt2-medium", "offload", 4, 1, half }, { "gpt2-medium", "dpu", 4, 1, half },
-				       { "gpt2-medium", "dpu", 4, 1, all },      { "gpt2-medium", "dpu", 4, 1, half },
-				       { "gpt2-medium", "dpu", 4, 1, all } };
-	zb_store *s;
+	const zb_test_case cases[] = { { "gpt2-medium", "offload", 4, 1, half, 1 }, { "gpt2-medium", "dpu", 4, 1, half, 1 },
+				       { "gpt2-medium", "dpu", 4, 1, all, 1 },      { "gpt2-medium", "dpu", 4, 1, half, 0 },
+				       { "gpt2-medium", "dpu", 4, 1, all, 0 } };
 	zb_error err;
-	int64_t run;
-	zb_test_open_run(db, &s, &run);
-	for (int i = 0; i < 5; i++) {
-		zb_config c;
-		zb_test_fixture_config(&c, &truth, cases[i].model, cases[i].policy, cases[i].mb);
-		c.policy.ratio = cases[i].ratio;
-		c.policy.cpu_threads = cases[i].threads;
-		c.policy.pageable = i < 3;
-		c.steps = 5;
-		zb_test_store_measured(s, run, &c);
-	}
-	assert_int_equal(zb_store_commit(s, &err), ZB_OK);
-	zb_store_close(s);
+	zb_test_measured_db(db, &truth, cases, 5);
 
 	zb_kfit_set set;
 	assert_int_equal(zb_kfit_load(db, 0, 2, &truth, &set, &err), ZB_OK);
