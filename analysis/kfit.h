@@ -42,6 +42,7 @@ typedef struct zb_kfit_item {
 	zb_graph g;
 	double *mstart, *mend;   /* measured seconds per task (from the run's time zero) */
 	double meas_step_s;      /* zb_step_time_window of the measured ends */
+	double meas_se_s;        /* standard error of the measured steps' mean (zb_step_spread); NaN: not known */
 	double meas_busy_s[ZB_RES_COUNT]; /* several ranks: comm is the transfer time (below) */
 	double meas_comm_raw_s;  /* several ranks: the NCCL stream's occupancy, waits for peers included */
 	/* each resource's measured intervals, by start (for overlaps) */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/stats.h"
 #include "inputs/hwfile.h"
 #include "results/query.h"
 #include "results/store.h"
@@ -126,6 +127,29 @@ static int read_events(zb_store *s, zb_kfit_item *x, zb_error *err)
 	return got == n ? 0 : 1;
 }
 
+/* x->meas_se_s from the stored per-step times over the steady window (0: read; NaN
+ * when the run stored none, or too few). */
+static int read_step_spread(zb_store *s, zb_kfit_item *x, int warmup, zb_error *err)
+{
+	zb_rows *q;
+	if (zb_rows_open(s, ZB_Q_MEASURED_STEP_TIMES, &q, err))
+		return -1;
+	zb_rows_bind_int(q, 1, x->config_id);
+	double *v = NULL;
+	int n = 0, cap = 0, rc;
+	while ((rc = zb_rows_next(q)) > 0) {
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			v = zb_xrealloc(v, (size_t)cap * sizeof *v);
+		}
+		v[n++] = zb_rows_real(q, 0, NAN);
+	}
+	int bad = zb_rows_close(q, rc, "read the measured step times", err) ? -1 : 0;
+	x->meas_se_s = zb_step_spread(v, n, warmup).se;
+	free(v);
+	return bad;
+}
+
 static int by_start(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -236,6 +260,8 @@ static int load_item(zb_store *s, int64_t id, const char *json, const zb_hw *bas
 	zb_busy_window(&x->g, x->mstart, x->mend, warmup, x->meas_busy_s);
 	if (!(x->meas_step_s > 0) || !isfinite(x->meas_step_s))
 		return 1;
+	if (read_step_spread(s, x, warmup, err))
+		return -1;
 	if (x->g.ranks > 1 && read_transfers(s, x, warmup, err))
 		return -1;
 	build_intervals(x);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/error.h"
+#include "common/stats.h"
 
 int zb_kfit_same_shape(const zb_config *a, const zb_config *b)
 {
@@ -43,17 +44,21 @@ typedef struct point {
 	int item;     /* its first item */
 	int n;
 	double meas, pred, meas_busy[ZB_RES_COUNT], pred_busy[ZB_RES_COUNT];
-	double meas2; /* sum of squares of the rounds' measurements, then the mean's standard error (0: one round) */
+	double meas_se; /* the mean's standard error over its rounds (0: one round) */
 } point;
 
 /* The points of s: items of one configuration in one run (validate --rounds) merged,
- * each round weighing the same, so an order that runs the rounds forward then backward
- * cancels a steady drift of the host. Items that cannot be simulated are left out. */
+ * their rounds averaged as validate does (zb_rounds_mean: the same weights, unless a
+ * round's steps varied by more than the host repeats itself), so an order that runs the
+ * rounds forward then backward cancels a steady drift of the host. Items that cannot be
+ * simulated are left out. */
 static int merge_points(const zb_kfit_set *s, const zb_kfit_pred *p, point *pt)
 {
 	int n = 0;
+	int *of = zb_xmalloc(sizeof(int) * (size_t)(s->n ? s->n : 1)); /* item's point, -1: none */
 	for (int i = 0; i < s->n; i++) {
 		const zb_kfit_item *x = &s->it[i];
+		of[i] = -1;
 		if (!isfinite(p[i].step_s))
 			continue;
 		int k = 0;
@@ -61,27 +66,35 @@ static int merge_points(const zb_kfit_set *s, const zb_kfit_pred *p, point *pt)
 			k++;
 		if (k == n)
 			pt[n++] = (point){ .c = &x->c, .run_id = x->run_id, .item = i };
-		point *q = &pt[k];
-		q->n++;
-		q->meas += x->meas_step_s;
-		q->meas2 += x->meas_step_s * x->meas_step_s;
-		q->pred += p[i].step_s;
-		for (int r = 0; r < ZB_RES_COUNT; r++) {
-			q->meas_busy[r] += x->meas_busy_s[r];
-			q->pred_busy[r] += p[i].busy_s[r];
-		}
+		pt[k].n++;
+		of[i] = k;
 	}
+	double *m = zb_xmalloc(sizeof(double) * (size_t)(s->n ? s->n : 1) * 3), *se = m + s->n, *w = se + s->n;
+	int *idx = zb_xmalloc(sizeof(int) * (size_t)(s->n ? s->n : 1));
 	for (int k = 0; k < n; k++) {
 		point *q = &pt[k];
-		q->meas /= q->n;
-		q->pred /= q->n;
-		double var = q->n > 1 ? (q->meas2 / q->n - q->meas * q->meas) * q->n / (q->n - 1) : 0;
-		q->meas2 = var > 0 ? sqrt(var / q->n) : 0;
-		for (int r = 0; r < ZB_RES_COUNT; r++) {
-			q->meas_busy[r] /= q->n;
-			q->pred_busy[r] /= q->n;
+		int c = 0;
+		for (int i = q->item; i < s->n && c < q->n; i++)
+			if (of[i] == k) {
+				idx[c] = i;
+				m[c] = s->it[i].meas_step_s;
+				se[c++] = s->it[i].meas_se_s;
+			}
+		zb_spread r = zb_rounds_mean(m, se, c, ZB_ROUND_SE_FLOOR, w);
+		q->meas = r.mean;
+		q->meas_se = c > 1 && isfinite(r.se) ? r.se : 0;
+		for (int j = 0; j < c; j++) {
+			const zb_kfit_item *x = &s->it[idx[j]];
+			q->pred += w[j] * p[idx[j]].step_s;
+			for (int res = 0; res < ZB_RES_COUNT; res++) {
+				q->meas_busy[res] += w[j] * x->meas_busy_s[res];
+				q->pred_busy[res] += w[j] * p[idx[j]].busy_s[res];
+			}
 		}
 	}
+	free(idx);
+	free(m);
+	free(of);
 	return n;
 }
 
@@ -97,7 +110,7 @@ static void speedups(const point *pt, int n, zb_kfit_summary *m)
 			continue;
 		double ps = pt[ref].pred / pt[i].pred, ms = pt[ref].meas / pt[i].meas;
 		double e = fabs(ps / ms - 1);
-		double rse = hypot(pt[ref].meas2 / pt[ref].meas, pt[i].meas2 / pt[i].meas); /* of ms, relative */
+		double rse = hypot(pt[ref].meas_se / pt[ref].meas, pt[i].meas_se / pt[i].meas); /* of ms, relative */
 		m->nspeed++;
 		m->speed_ok += e <= 0.05;
 		m->speed_miss_sure += e > 0.05 + 2 * rse;
@@ -124,8 +137,8 @@ void zb_kfit_summarize(const zb_kfit_set *s, const zb_kfit_pred *p, zb_kfit_summ
 		m->within8 += e <= 0.08;
 		if (e > m->worst)
 			m->worst = e;
-		if (x->meas2 / x->meas > m->noise_worst) {
-			m->noise_worst = x->meas2 / x->meas;
+		if (x->meas_se / x->meas > m->noise_worst) {
+			m->noise_worst = x->meas_se / x->meas;
 			m->noise_worst_item = x->item;
 		}
 		for (int r = 0; r < ZB_RES_COUNT; r++)
@@ -140,7 +153,7 @@ void zb_kfit_summarize(const zb_kfit_set *s, const zb_kfit_pred *p, zb_kfit_summ
 			int swap = (x->meas > y->meas) != (x->pred > y->pred);
 			m->order_pairs++;
 			m->order_swaps += swap;
-			if (fabs(x->meas - y->meas) > 2 * hypot(x->meas2, y->meas2)) {
+			if (fabs(x->meas - y->meas) > 2 * hypot(x->meas_se, y->meas_se)) {
 				m->order_pairs_sure++;
 				m->order_swaps_sure += swap;
 			}

@@ -6,9 +6,10 @@
  * predicted step time keeps the measured order (pairs whose measured times differ by
  * more than 3% and whose predicted order is the other way round are "swapped").
  * A configuration measured more than once in one run (validate --rounds) counts once,
- * with the mean of its measurements, and the spread of its rounds gives that mean a
- * standard error (none with one round): a swap or a speedup miss the measurement itself
- * establishes (beyond two standard errors) is counted apart from the others.
+ * with the mean of its measurements (zb_rounds_mean, as validate takes it), and the
+ * spread of its rounds gives that mean a standard error (none with one round): a swap
+ * or a speedup miss the measurement itself establishes (beyond two standard errors) is
+ * counted apart from the others.
  */
 #ifndef ZB_KFIT_EVAL_H
 #define ZB_KFIT_EVAL_H

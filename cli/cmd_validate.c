@@ -26,18 +26,19 @@
  * its share of the steps (and its own warm-up), the suite forward in the first round,
  * backward in the second, and so on. Each round is stored as a configuration of the
  * run (zbench calibrate --from-db counts them as one, kfit_eval.h). A configuration's
- * measurement is the mean of its rounds, each weighing the same, so a host that drifts
- * steadily during the suite moves every configuration alike (run E: CPU Adam alone 7 %
- * faster at the end than at the start), and its standard error is the larger of the
- * rounds' own and their spread.
+ * measurement is the mean of its rounds, so a host that drifts steadily during the suite
+ * moves every configuration alike (run E: CPU Adam alone 7 % faster at the end than at
+ * the start); each round weighs by its precision, the same unless its steps varied by
+ * more than the host repeats itself (zb_rounds_mean); the mean's standard error is the
+ * larger of the rounds' own and their spread.
  *
  * Extra rounds: with --extra-s S (and two rounds or more), after the rounds up to S seconds
  * go to further rounds, one at a time, each for the configuration whose mean is least sure
  * then (the largest standard error, at least EXTRA_MIN_PCT of it; zb_suite_least_sure).
  * The rounds of one configuration on every core or with pageable copies differ by up to
  * 20-27 % on some leases where the others differ by 2 % (runs G and H): the time goes
- * where the noise is. The choice reads the measurements only, never the predictions; its
- * mean counts every round, so a round measured when the host was disturbed weighs less.
+ * where the noise is. The choice reads the measurements only, never the predictions; a
+ * round measured while the host was disturbed (its steps varying) weighs less in the mean.
  */
 #include <math.h>
 #include <signal.h>
@@ -441,33 +442,30 @@ static zb_status run_one(validation *v, item *x, zb_error *err)
 	return ZB_OK;
 }
 
-/* *out from x's rounds (one at least): the mean of the measured steps and busy times, each
- * round weighing the same; the standard error the larger of the rounds' own (combined) and
- * their spread; the walls added. */
+/* *out from x's rounds (one at least): the measured steps and busy times averaged, each
+ * round weighing by its precision (zb_rounds_mean), with that mean's standard error; the
+ * walls added. */
 static void mean_of_rounds(const item *x, zb_suite_outcome *out)
 {
 	*out = x->round[0];
 	if (x->nround == 1)
 		return;
 	int n = x->nround;
-	double sum = 0, se2 = 0, busy[ZB_RES_COUNT] = { 0 }, wall = 0;
+	double m[ROUNDS_MAX], se[ROUNDS_MAX], w[ROUNDS_MAX], wall = 0;
 	for (int k = 0; k < n; k++) {
-		const zb_suite_outcome *o = &x->round[k];
-		sum += o->meas_step_s;
-		se2 += o->meas_se_s * o->meas_se_s;
-		wall += o->wall_s;
-		for (int r = 0; r < ZB_RES_COUNT; r++)
-			busy[r] += o->meas_busy_s[r];
+		m[k] = x->round[k].meas_step_s;
+		se[k] = x->round[k].meas_se_s;
+		wall += x->round[k].wall_s;
 	}
-	double mean = sum / n, ss = 0;
-	for (int k = 0; k < n; k++)
-		ss += (x->round[k].meas_step_s - mean) * (x->round[k].meas_step_s - mean);
-	double within = sqrt(se2) / n, between = sqrt(ss / (n - 1) / n);
-	out->meas_step_s = mean;
-	out->meas_se_s = isfinite(within) && within > between ? within : between;
+	zb_spread s = zb_rounds_mean(m, se, n, ZB_ROUND_SE_FLOOR, w);
+	out->meas_step_s = s.mean;
+	out->meas_se_s = s.se;
 	out->wall_s = wall;
-	for (int r = 0; r < ZB_RES_COUNT; r++)
-		out->meas_busy_s[r] = busy[r] / n;
+	for (int r = 0; r < ZB_RES_COUNT; r++) {
+		out->meas_busy_s[r] = 0;
+		for (int k = 0; k < n; k++)
+			out->meas_busy_s[r] += w[k] * x->round[k].meas_busy_s[r];
+	}
 }
 
 /* x->out from its rounds (mean_of_rounds). */

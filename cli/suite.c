@@ -311,15 +311,6 @@ double zb_suite_pin_s(const zb_prediction *p)
 	return p->simulated ? p->mem.host_bytes / EST_PIN_BPS : 0;
 }
 
-zb_spread zb_suite_step_spread(const double *step_s, int steps_done, int warmup)
-{
-	int w = warmup > steps_done - 2 ? steps_done - 2 : warmup; /* zb_step_time_window's clamp */
-	if (w < 0)
-		w = 0;
-	int n = steps_done - 1 - w;
-	return n > 0 ? zb_spread_of(step_s + w + 1, n) : zb_spread_of(step_s, 0);
-}
-
 zb_status zb_suite_run(const zb_config *c, const zb_suite_run_opts *o, zb_suite_outcome *out, zb_error *err)
 {
 	memset(out, 0, sizeof *out);
@@ -358,7 +349,7 @@ zb_status zb_suite_run(const zb_config *c, const zb_suite_run_opts *o, zb_suite_
 				zb_graph sub = p.graph;
 				sub.steps = r.steps_done;
 				out->meas_step_s = zb_step_time_window(&sub, r.end, o->warmup);
-				out->meas_se_s = zb_suite_step_spread(r.step_s, r.steps_done, o->warmup).se;
+				out->meas_se_s = zb_step_spread(r.step_s, r.steps_done, o->warmup).se;
 				zb_busy_window(&sub, r.start, r.end, o->warmup, out->meas_busy_s);
 			}
 		}

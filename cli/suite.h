@@ -119,21 +119,13 @@ typedef struct zb_suite_outcome {
 	double pred_step_s;      /* predicted, over the same steady window as the measurement */
 	double meas_step_s;      /* NaN when not executed */
 	double meas_se_s;        /* standard error of the mean measured step over the steady window
-				  * (zb_suite_step_spread); NaN when not executed or fewer than 2 steps */
+				  * (zb_step_spread); NaN when not executed or fewer than 2 steps */
 	double pred_busy_s[ZB_RES_COUNT], meas_busy_s[ZB_RES_COUNT];
 	double tokens_per_step;
 	double wall_s;           /* the executor's wall time including setup, or the prediction's */
 	int64_t config_id;       /* 0 without a store */
 	char device[128];
 } zb_suite_outcome;
-
-/* The spread of the measured per-step times step_s[0 .. steps_done-1] (the executor's
- * time between consecutive step boundaries; step_s[0] from time zero) over the window
- * zb_step_time_window measures: from the end of step `warmup` (clamped to
- * steps_done - 2, at least 0) to the end of the last, i.e. step_s[w+1 .. steps_done-1].
- * Its mean is the GPU-boundary pace; meas_step_s can be slower when another
- * resource sets the pace (engine.c), the se is that of the GPU boundaries' mean. */
-zb_spread zb_suite_step_spread(const double *step_s, int steps_done, int warmup);
 
 /* What zb_suite_run stores (when store is not NULL), inside the caller's
  * transaction: the configuration and its prediction always; with timeline, the

@@ -70,6 +70,66 @@ zb_spread zb_spread_of(const double *v, int n)
 	return s;
 }
 
+zb_spread zb_step_spread(const double *step_s, int steps_done, int warmup)
+{
+	int w = warmup > steps_done - 2 ? steps_done - 2 : warmup; /* zb_step_time_window's clamp */
+	if (w < 0)
+		w = 0;
+	int n = steps_done - 1 - w;
+	return n > 0 ? zb_spread_of(step_s + w + 1, n) : zb_spread_of(step_s, 0);
+}
+
+/* Round k's weight in zb_rounds_mean before they are made to sum to 1: 1 / e^2 with e
+ * its own error, at least floor; 1 each when some round has neither; 0 when left out. */
+static double round_weight(const double *m, const double *se, int k, double floor, int equal)
+{
+	if (isnan(m[k]))
+		return 0;
+	if (equal)
+		return 1;
+	double e = se && isfinite(se[k]) && se[k] > floor ? se[k] : floor;
+	return 1 / (e * e);
+}
+
+zb_spread zb_rounds_mean(const double *m, const double *se, int n, double floor_rel, double *w)
+{
+	zb_spread s = zb_spread_of(m, n); /* the plain mean: the floor's scale */
+	s.sd = s.se = NAN;
+	double floor = floor_rel * fabs(s.mean);
+	int equal = 0; /* a round with no error to weigh it by */
+	for (int k = 0; k < n; k++)
+		if (!isnan(m[k]) && !(floor > 0) && !(se && se[k] > 0 && isfinite(se[k])))
+			equal = 1;
+	double sw = 0, sum = 0;
+	for (int k = 0; k < n; k++) {
+		double wk = round_weight(m, se, k, floor, equal);
+		sw += wk;
+		sum += wk > 0 ? wk * m[k] : 0;
+	}
+	if (w)
+		for (int k = 0; k < n; k++)
+			w[k] = s.n ? round_weight(m, se, k, floor, equal) / sw : 0;
+	if (s.n == 0)
+		return s;
+	s.mean = sum / sw;
+	double own2 = 0, spread2 = 0; /* the mean's variance from the rounds' own errors; their spread */
+	for (int k = 0; k < n; k++) {
+		double wk = round_weight(m, se, k, floor, equal) / sw;
+		if (wk == 0)
+			continue;
+		double e = se ? se[k] : NAN;
+		own2 += wk * wk * e * e; /* NaN when a round's own is not known */
+		spread2 += wk * (m[k] - s.mean) * (m[k] - s.mean);
+	}
+	if (s.n == 1)
+		s.se = sqrt(own2);
+	else {
+		double own = sqrt(own2), spread = sqrt(spread2 / (s.n - 1));
+		s.se = isfinite(own) && own > spread ? own : spread;
+	}
+	return s;
+}
+
 /* The null distribution of U for m and n values: cnt[u] arrangements of the m + n
  * ranks giving U = u, by the recurrence f(m, n, u) = f(m - 1, n, u - n) + f(m, n - 1, u)
  * (the largest value is an a, beating all n b's, or a b), one layer of m at a time. */

@@ -42,6 +42,31 @@ typedef struct zb_spread {
 } zb_spread;
 zb_spread zb_spread_of(const double *v, int n);
 
+/* The spread of a run's measured per-step times step_s[0 .. steps_done-1] (the time
+ * between consecutive step boundaries; step_s[0] from time zero) over the window
+ * zb_step_time_window measures: from the end of step `warmup` (clamped to
+ * steps_done - 2, at least 0) to the end of the last, i.e. step_s[w+1 .. steps_done-1]. */
+zb_spread zb_step_spread(const double *step_s, int steps_done, int warmup);
+
+/* One measurement repeated in n rounds (validate --rounds): round k's mean m[k] (NaN:
+ * left out) and its standard error se[k] over its own steps (NaN or se NULL: not known).
+ * The mean weighs each round by its precision, 1 / max(se[k], floor)^2 with floor =
+ * floor_rel times the rounds' plain mean: a round whose steps varied a lot was measured
+ * while the host was disturbed, and says less about the configuration (run L: a 4-thread
+ * configuration's rounds 282 and 321 ms with their steps within 0.6 %, then five rounds of
+ * 455-589 ms with steps varying by 3-10 % while a neighbour of the lease took the cores).
+ * The floor keeps a steady round from outweighing the others, since no round is surer
+ * than the host repeats itself (ZB_ROUND_SE_FLOOR): rounds within it weigh the same,
+ * which is the plain mean. A round with neither a positive floor nor an error makes every
+ * round weigh the same. The standard error (.se) is the larger of the one the rounds' own
+ * give the weighted mean and their weighted spread (one round: its own); .sd is NaN. w
+ * (NULL: not wanted) gets the weights, summing to 1, to average other quantities alike. */
+zb_spread zb_rounds_mean(const double *m, const double *se, int n, double floor_rel, double *w);
+
+/* The floor of a round's relative standard error in zb_rounds_mean: the median change of
+ * a configuration between its first and last round was 0.9-1.0 % on runs I-L. */
+#define ZB_ROUND_SE_FLOOR 0.01
+
 #ifdef __cplusplus
 }
 #endif

@@ -217,6 +217,10 @@ static void test_replay_fixture(void **state)
 		assert_int_equal(zb_store_add_config(s, run, &c, json, &id, &err), ZB_OK);
 		assert_int_equal(zb_store_add_tasks(s, id, &g, &err), ZB_OK);
 		assert_int_equal(zb_store_add_events(s, id, "measured", &g, st, en, &err), ZB_OK);
+		if (configs == 0) { /* per-step times: the load's standard error over the steady window */
+			const double steps[6] = { 0.3, 0.2, 0.1, 0.11, 0.12, 0.13 };
+			assert_int_equal(zb_store_add_steps(s, id, "measured", 6, steps, &err), ZB_OK);
+		}
 		free(json), free(st), free(en);
 		zb_graph_free(&g);
 		configs++;
@@ -232,6 +236,9 @@ static void test_replay_fixture(void **state)
 	zb_kfit_set set;
 	assert_int_equal(zb_kfit_load(db, 0, 2, &preset, &set, &err), ZB_OK);
 	assert_int_equal(set.n, 4);
+	assert_close(set.it[0].meas_se_s, 0.01 / sqrt(3), 1e-12); /* steps 3..5 after warm-up 2 */
+	for (int k = 1; k < 4; k++)
+		assert_true(isnan(set.it[k].meas_se_s)); /* no steps stored */
 	zb_kfit_pred pred[4], refit[4];
 	zb_kfit_stats stats;
 	assert_int_equal(zb_kfit_predict(&set, &preset, pred, &err), ZB_OK);
@@ -522,10 +529,49 @@ static void test_noise(void **state)
 	assert_int_equal(m.noise_worst_item, -1);
 }
 
+/* A configuration's rounds merged as validate merges them (zb_rounds_mean): offload
+ * measured 100 and 102 ms with steady steps (se 0.5 ms, under the 1 % floor) and 150 ms in
+ * a round whose steps varied (se 15 ms): the disturbed round weighs (1.1733 / 15)^2 of a
+ * steady one, and the 101 ms prediction is within 0.2 % of the merged mean (13.9 % of the
+ * plain mean, 117.3 ms). */
+static void test_rounds_weighed(void **state)
+{
+	(void)state;
+	zb_kfit_item it[3];
+	zb_kfit_pred p[3];
+	memset(it, 0, sizeof it);
+	memset(p, 0, sizeof p);
+	const double meas[3] = { 0.100, 0.102, 0.150 }, se[3] = { 0.0005, 0.0005, 0.015 };
+	for (int i = 0; i < 3; i++) {
+		zb_test_default_config(&it[i].c);
+		it[i].c.policy.kind = ZB_POLICY_OFFLOAD;
+		it[i].c.policy.ratio = 1;
+		it[i].run_id = 1;
+		it[i].meas_step_s = meas[i];
+		it[i].meas_se_s = se[i];
+		for (int r = 0; r < ZB_RES_COUNT; r++)
+			p[i].busy_s[r] = NAN;
+		p[i].step_s = 0.101;
+	}
+	zb_kfit_set set = { .it = it, .n = 3 };
+	zb_kfit_summary m;
+	zb_kfit_summarize(&set, p, &m);
+	assert_int_equal(m.n, 1);
+	assert_int_equal(m.merged, 2);
+	double f = 0.01 * (0.100 + 0.102 + 0.150) / 3, w = f * f / (0.015 * 0.015);
+	double mean = (0.100 + 0.102 + 0.150 * w) / (2 + w);
+	assert_close(m.mape, fabs(0.101 / mean - 1), 1e-9);
+	assert_true(m.mape < 0.002);
+	it[2].meas_se_s = NAN; /* its own spread not known: the floor, the plain mean */
+	zb_kfit_summarize(&set, p, &m);
+	assert_close(m.mape, fabs(0.101 / ((0.100 + 0.102 + 0.150) / 3) - 1), 1e-9);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_bad_files),
+		cmocka_unit_test(test_rounds_weighed),
 		cmocka_unit_test(test_class_factors), cmocka_unit_test(test_adam_curve),
 		cmocka_unit_test(test_fit_recovers), cmocka_unit_test(test_dram_queue),
 		cmocka_unit_test(test_replay_fixture), cmocka_unit_test(test_starved_measured),

@@ -505,21 +505,21 @@ static void test_validate_measure_s_bad(void **state)
 
 /* The steady window of the measured per-step times is the one zb_step_time_window
  * measures: on a prediction (GPU the pace: no offload), the mean of
- * zb_suite_step_spread over the boundary differences is the predicted step. */
+ * zb_step_spread over the boundary differences is the predicted step. */
 static void test_step_spread_window(void **state)
 {
 	(void)state;
 	double t[] = { 9, 7, 1, 2, 3, 4 }; /* warm-up 1: steps 0 and 1 left out, {1, 2, 3, 4} */
-	zb_spread s = zb_suite_step_spread(t, 6, 1);
+	zb_spread s = zb_step_spread(t, 6, 1);
 	assert_int_equal(s.n, 4);
 	assert_close(s.mean, 2.5, 1e-15);
 	assert_close(s.se, sqrt(5.0 / 3) / 2, 1e-15);
-	s = zb_suite_step_spread(t, 6, 10); /* warm-up clamped to steps - 2: the last step alone */
+	s = zb_step_spread(t, 6, 10); /* warm-up clamped to steps - 2: the last step alone */
 	assert_int_equal(s.n, 1);
 	assert_true(isnan(s.se));
-	s = zb_suite_step_spread(t, 1, 0);
+	s = zb_step_spread(t, 1, 0);
 	assert_int_equal(s.n, 0);
-	s = zb_suite_step_spread(NULL, 0, 2);
+	s = zb_step_spread(NULL, 0, 2);
 	assert_int_equal(s.n, 0);
 	const zb_suite *suite;
 	assert_int_equal(zb_suite_find("quick", &suite, NULL), ZB_OK);
@@ -534,7 +534,7 @@ static void test_step_spread_window(void **state)
 		zb_step_boundaries(&p.graph, p.res.end, b);
 		for (int k = 0; k < n; k++)
 			st[k] = b[k] - (k ? b[k - 1] : 0);
-		s = zb_suite_step_spread(st, n, warm);
+		s = zb_step_spread(st, n, warm);
 		assert_int_equal(s.n, n - 1 - warm);
 		assert_close(s.mean, zb_step_time_window(&p.graph, p.res.end, warm), 1e-9);
 		free(b);
