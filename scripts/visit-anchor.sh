@@ -2,8 +2,8 @@
 # A profile fitted on another lease, moved to this one and checked on it, in ONE device call
 # (issue 12; analysis/kfit_host.h):
 #   run(command="scripts/visit-anchor.sh", carry=["build/zbench", "build/lib"], timeout_s=600)
-# 1. zbench validate --suite anchor (4 CPU-bound configurations, ~45 s), predicted with the
-#    committed hw/h200-machine-executor.json (fitted on another lease);
+# 1. zbench validate --suite anchor (5 configurations, 2 rounds + 40 s of extra rounds, ~100-120 s),
+#    predicted with the committed hw/h200-machine-executor.json (fitted on another lease);
 # 2. calibrate --from-db anchor.db --fit-host over it: the moved profile, here.json;
 # 3. zbench validate --suite fid with here.json, ZB_ROUNDS (3) rounds, budget ZB_BUDGET (400 s):
 #    the moved profile out of sample on this lease (the anchor's four shapes are in fid too);
