@@ -48,20 +48,29 @@ static zb_status grid(const zb_kfit_set *s, const zb_hw *base, double lo_c, doub
 	return ZB_OK;
 }
 
-/* s without its pageable configurations, a view sharing s's items (free its it only);
- * *pageable gets how many were left out. */
-static zb_kfit_set without_pageable(const zb_kfit_set *s, int *pageable)
+/* The items of s that keep(s, k, ctx) says, a view sharing s's items (free its it only). */
+static zb_kfit_set view_of(const zb_kfit_set *s, int (*keep)(const zb_kfit_set *, int, const void *), const void *ctx)
 {
 	zb_kfit_set v = *s;
 	v.it = zb_xcalloc((size_t)(s->n ? s->n : 1), sizeof *v.it);
 	v.n = 0;
-	*pageable = 0;
-	for (int k = 0; k < s->n; k++) {
-		if (s->it[k].c.policy.pageable)
-			(*pageable)++;
-		else
+	for (int k = 0; k < s->n; k++)
+		if (keep(s, k, ctx))
 			v.it[v.n++] = s->it[k];
-	}
+	return v;
+}
+
+static int pinned(const zb_kfit_set *s, int k, const void *ctx)
+{
+	(void)ctx;
+	return !s->it[k].c.policy.pageable;
+}
+
+/* s without its pageable configurations (a view); *pageable gets how many were left out. */
+static zb_kfit_set without_pageable(const zb_kfit_set *s, int *pageable)
+{
+	zb_kfit_set v = view_of(s, pinned, NULL);
+	*pageable = s->n - v.n;
 	return v;
 }
 
@@ -89,4 +98,42 @@ zb_status zb_kfit_host_fit(const zb_kfit_set *s, const zb_hw *base, zb_hw *out, 
 	if (pageable && zb_kfit_pageable_fit(s, NULL, out, &h->pageable_copies))
 		h->pageable = pageable;
 	return ZB_OK;
+}
+
+/* Which half an item is in, for zb_kfit_host_half_out: by its configuration. */
+typedef struct half_ctx {
+	const int *point;
+	int half;
+} half_ctx;
+
+static int in_half(const zb_kfit_set *s, int k, const void *ctx)
+{
+	(void)s;
+	const half_ctx *h = ctx;
+	return h->point[k] % 2 == h->half;
+}
+
+zb_status zb_kfit_host_half_out(const zb_kfit_set *s, const zb_hw *base, zb_kfit_pred *px, zb_error *err)
+{
+	int *point = zb_xmalloc(sizeof(int) * (size_t)(s->n ? s->n : 1));
+	int npoints = zb_kfit_points(s, point); /* the rounds of a configuration stay on one side */
+	zb_kfit_pred *p = zb_xcalloc((size_t)(s->n ? s->n : 1), sizeof *p);
+	zb_status st = npoints < 4 ? zb_fail(err, ZB_E_INPUT, "half-out needs 4 configurations or more (%d)", npoints)
+				   : ZB_OK;
+	for (int half = 0; half < 2 && !st; half++) {
+		half_ctx other = { point, !half };
+		zb_kfit_set fit_on = view_of(s, in_half, &other);
+		zb_hw moved;
+		zb_kfit_host h;
+		st = zb_kfit_host_fit(&fit_on, base, &moved, &h, err);
+		free(fit_on.it);
+		if (!st)
+			st = zb_kfit_predict(s, &moved, p, err);
+		for (int k = 0; k < s->n && !st; k++)
+			if (point[k] % 2 == half)
+				px[k] = p[k];
+	}
+	free(p);
+	free(point);
+	return st;
 }

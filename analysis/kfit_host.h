@@ -41,4 +41,12 @@ void zb_kfit_host_apply(zb_hw *hw, double cpu, double mem);
  * terms (lone rates, pageable_queue) fitted from their tasks on it (zb_kfit_pageable_fit). */
 zb_status zb_kfit_host_fit(const zb_kfit_set *s, const zb_hw *base, zb_hw *out, zb_kfit_host *h, zb_error *err);
 
+/* Out of sample on the run itself: the scales fitted on every other configuration of s
+ * (zb_kfit_points: even, then odd; a configuration's rounds on one side), px (one per item
+ * of s) the other half predicted with them. Fitted on a suite rather than an anchor, the
+ * scales see the host as it was during the suite, not minutes before (runs L and M: the
+ * anchor's host was 10-20 % off the suite's on the 16-thread configurations). Fails with
+ * fewer than 4 configurations, or when a half has no configuration with pinned copies. */
+zb_status zb_kfit_host_half_out(const zb_kfit_set *s, const zb_hw *base, zb_kfit_pred *px, zb_error *err);
+
 #endif
