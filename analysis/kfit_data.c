@@ -135,15 +135,8 @@ static int read_step_spread(zb_store *s, zb_kfit_item *x, int warmup, zb_error *
 	if (zb_rows_open(s, ZB_Q_MEASURED_STEP_TIMES, &q, err))
 		return -1;
 	zb_rows_bind_int(q, 1, x->config_id);
-	double *v = NULL;
-	int n = 0, cap = 0, rc;
-	while ((rc = zb_rows_next(q)) > 0) {
-		if (n == cap) {
-			cap = cap ? 2 * cap : 16;
-			v = zb_xrealloc(v, (size_t)cap * sizeof *v);
-		}
-		v[n++] = zb_rows_real(q, 0, NAN);
-	}
+	double *v;
+	int n, rc = zb_rows_reals(q, 0, NAN, &v, &n);
 	int bad = zb_rows_close(q, rc, "read the measured step times", err) ? -1 : 0;
 	x->meas_se_s = zb_step_spread(v, n, warmup).se;
 	free(v);

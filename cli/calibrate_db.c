@@ -308,7 +308,7 @@ static int fit_host(const zb_kfit_set *s, const zb_hw *base)
 	/* half-out: the scales fitted on half of the configurations, predicting the others
 	 * (needs 4; the anchor's 5 give a rough one, a suite's 44 a real one) */
 	zb_error hx = { 0 };
-	int half_out = zb_kfit_host_half_out(s, base, pf, &hx) == ZB_OK;
+	int half_out = zb_kfit_host_half_out(s, base, pf, &hx) == ZB_OK; /* pf: summarized above, free again */
 	if (half_out)
 		zb_kfit_summarize(s, pf, &mx);
 	free(pb), free(pf);

@@ -335,15 +335,8 @@ zb_status plot_measured_step_s(plot_ctx *c, int64_t id, double *out)
 	zb_status st = plot_rows_open(c, ZB_Q_MEASURED_STEP_TIMES, id, &q);
 	if (st)
 		return st;
-	double *v = NULL;
-	int n = 0, cap = 0, rc;
-	while ((rc = zb_rows_next(q)) > 0) {
-		if (n == cap) {
-			cap = cap ? 2 * cap : 16;
-			v = zb_xrealloc(v, (size_t)cap * sizeof *v);
-		}
-		v[n++] = zb_rows_real(q, 0, 0);
-	}
+	double *v;
+	int n, rc = zb_rows_reals(q, 0, 0, &v, &n);
 	if ((st = zb_rows_close(q, rc, NULL, c->err))) {
 		free(v);
 		return st;
@@ -359,7 +352,8 @@ zb_status plot_measured_step_s(plot_ctx *c, int64_t id, double *out)
 		return st;
 	}
 	double *s0 = NULL, first_end = 0;
-	n = cap = 0;
+	int cap = 0;
+	n = 0;
 	while ((rc = zb_rows_next(q)) > 0) {
 		if (n == cap) {
 			cap = cap ? 2 * cap : 16;

@@ -163,6 +163,21 @@ double zb_rows_real(zb_rows *r, int col, double if_null)
 	return zb_rows_is_null(r, col) ? if_null : sqlite3_column_double(r->q, col);
 }
 
+int zb_rows_reals(zb_rows *r, int col, double if_null, double **out, int *n)
+{
+	int cap = 0, rc;
+	*out = NULL;
+	*n = 0;
+	while ((rc = zb_rows_next(r)) > 0) {
+		if (*n == cap) {
+			cap = cap ? 2 * cap : 16;
+			*out = zb_xrealloc(*out, (size_t)cap * sizeof **out);
+		}
+		(*out)[(*n)++] = zb_rows_real(r, col, if_null);
+	}
+	return rc;
+}
+
 const char *zb_rows_text(zb_rows *r, int col)
 {
 	return (const char *)sqlite3_column_text(r->q, col);

@@ -87,6 +87,9 @@ int zb_rows_is_null(zb_rows *r, int col);
 int64_t zb_rows_int(zb_rows *r, int col, int64_t if_null);
 double zb_rows_real(zb_rows *r, int col, double if_null);
 const char *zb_rows_text(zb_rows *r, int col); /* NULL for NULL; valid until the next row */
+/* Column col of every remaining row into *out (malloc'd, NULL when none; the caller frees
+ * it), *n how many. Returns the last zb_rows_next result, for zb_rows_close. */
+int zb_rows_reals(zb_rows *r, int col, double if_null, double **out, int *n);
 /* Finish with the last zb_rows_next result: ZB_OK after the end (or rc 1: stopped
  * early on purpose), else ZB_E_STORE "cannot <doing> in database '<path>': <why>". */
 zb_status zb_rows_close(zb_rows *r, int rc, const char *doing, zb_error *err);

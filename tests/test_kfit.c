@@ -423,6 +423,22 @@ static void test_paced_gpu(void **state)
 	zb_kfit_free(&set);
 }
 
+/* Item x, a round of run 1 (policy kind, ratio 1) measured meas and predicted pred, with
+ * its busy times not known. */
+static void round_item(zb_kfit_item *x, zb_kfit_pred *p, zb_policy_kind kind, double meas, double pred)
+{
+	memset(x, 0, sizeof *x);
+	memset(p, 0, sizeof *p);
+	zb_test_default_config(&x->c);
+	x->c.policy.kind = kind;
+	x->c.policy.ratio = 1;
+	x->run_id = 1;
+	x->meas_step_s = meas;
+	for (int r = 0; r < ZB_RES_COUNT; r++)
+		p->busy_s[r] = NAN;
+	p->step_s = pred;
+}
+
 /* Rounds of one configuration in one run (validate --rounds) count once, with the mean
  * of their measurements: an ABBA pair whose rounds are 10% apart is exact on average;
  * a configuration of another run stays one of its own, and a speedup is taken against
@@ -432,19 +448,12 @@ static void test_rounds_merge(void **state)
 	(void)state;
 	zb_kfit_item it[5];
 	zb_kfit_pred p[5];
-	memset(it, 0, sizeof it);
-	memset(p, 0, sizeof p);
 	const double meas[5] = { 0.19, 0.21, 0.10, 0.10, 0.30 }; /* offload twice, dpu twice, offload of run 2 */
 	for (int i = 0; i < 5; i++) {
-		zb_test_default_config(&it[i].c);
-		it[i].c.policy.kind = i == 2 || i == 3 ? ZB_POLICY_DPU : ZB_POLICY_OFFLOAD;
-		it[i].c.policy.ratio = 1;
+		int dpu = i == 2 || i == 3;
+		round_item(&it[i], &p[i], dpu ? ZB_POLICY_DPU : ZB_POLICY_OFFLOAD, meas[i], dpu ? 0.10 : 0.20);
 		it[i].run_id = i == 4 ? 2 : 1;
 		it[i].c.policy.cpu_threads = i == 4 ? 4 : 8; /* run 2's: a shape of its own */
-		it[i].meas_step_s = meas[i];
-		for (int r = 0; r < ZB_RES_COUNT; r++)
-			p[i].busy_s[r] = NAN;
-		p[i].step_s = i == 2 || i == 3 ? 0.10 : 0.20;
 	}
 	zb_kfit_set set = { .it = it, .n = 5 };
 	int point[5];
@@ -490,19 +499,9 @@ static void test_noise(void **state)
 	(void)state;
 	zb_kfit_item it[4];
 	zb_kfit_pred p[4];
-	memset(it, 0, sizeof it);
-	memset(p, 0, sizeof p);
 	const double meas[4] = { 0.100, 0.110, 0.100, 0.100 };
-	for (int i = 0; i < 4; i++) {
-		zb_test_default_config(&it[i].c);
-		it[i].c.policy.kind = i < 2 ? ZB_POLICY_OFFLOAD : ZB_POLICY_DPU;
-		it[i].c.policy.ratio = 1;
-		it[i].run_id = 1;
-		it[i].meas_step_s = meas[i];
-		for (int r = 0; r < ZB_RES_COUNT; r++)
-			p[i].busy_s[r] = NAN;
-		p[i].step_s = i < 2 ? 0.100 : 0.101;
-	}
+	for (int i = 0; i < 4; i++)
+		round_item(&it[i], &p[i], i < 2 ? ZB_POLICY_OFFLOAD : ZB_POLICY_DPU, meas[i], i < 2 ? 0.100 : 0.101);
 	zb_kfit_set set = { .it = it, .n = 4 };
 	zb_kfit_summary m;
 	zb_kfit_summarize(&set, p, &m);
@@ -539,19 +538,10 @@ static void test_rounds_weighed(void **state)
 	(void)state;
 	zb_kfit_item it[3];
 	zb_kfit_pred p[3];
-	memset(it, 0, sizeof it);
-	memset(p, 0, sizeof p);
 	const double meas[3] = { 0.100, 0.102, 0.150 }, se[3] = { 0.0005, 0.0005, 0.015 };
 	for (int i = 0; i < 3; i++) {
-		zb_test_default_config(&it[i].c);
-		it[i].c.policy.kind = ZB_POLICY_OFFLOAD;
-		it[i].c.policy.ratio = 1;
-		it[i].run_id = 1;
-		it[i].meas_step_s = meas[i];
+		round_item(&it[i], &p[i], ZB_POLICY_OFFLOAD, meas[i], 0.101);
 		it[i].meas_se_s = se[i];
-		for (int r = 0; r < ZB_RES_COUNT; r++)
-			p[i].busy_s[r] = NAN;
-		p[i].step_s = 0.101;
 	}
 	zb_kfit_set set = { .it = it, .n = 3 };
 	zb_kfit_summary m;
