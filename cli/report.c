@@ -126,8 +126,8 @@ void zb_sources_print(FILE *f, const zb_config *c, const zb_sources *s, int file
 			fprintf(f, ", Twin-Flow %d of %d sub-groups on the CPU: ratio %.4f (asked %g)",
 				s->split.cpu_sub_groups, s->split.sub_groups, s->split.ratio, s->ratio_asked);
 		if (p->stage == 3)
-			fprintf(f, ", %.3f%% of the parameters below stage3_param_persistence_threshold %lld (kept on "
-				   "the GPU by DeepSpeed, not modelled)",
+			fprintf(f, ", %.3f%% of the parameters at most stage3_param_persistence_threshold %lld (kept on "
+				   "the GPU, never fetched)",
 				100.0 * (double)p->persistent_params / (double)zb_model_params(&c->model),
 				(long long)p->persistence_threshold);
 		if (s->ds_ignored)

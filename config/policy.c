@@ -198,6 +198,12 @@ static zb_status framework(const zb_config_inputs *in, zb_config *c, zb_sources 
 		c->policy.sub_group_size = s->plan.sub_group_size;
 		zb_src_mark(s, ZB_SET_SUB_GROUP, ZB_SRC_DS, "zero_optimization.sub_group_size (resolved %lld)",
 			    (long long)s->plan.sub_group_size);
+		/* ZeRO-3's coordinator as the file resolves it (0 there: an explicit 0, core/config.h) */
+		const zb_ds_plan *pl = &s->plan;
+		c->policy.prefetch_bucket = pl->prefetch_elements > 0 ? pl->prefetch_elements : -1;
+		c->policy.persist_threshold = pl->persistence_threshold > 0 ? pl->persistence_threshold : -1;
+		c->policy.max_live = pl->max_live > 0 ? pl->max_live : -1;
+		c->policy.max_reuse = pl->max_reuse > 0 ? pl->max_reuse : -1;
 	}
 	if (v[ZB_AX_FRAMEWORK] && (st = zb_framework_parse(v[ZB_AX_FRAMEWORK], &c->framework, err)))
 		return st;

@@ -141,6 +141,9 @@ zb_status zb_model_validate(const zb_model *m, zb_error *err)
 	CHECK_FLAG(m->gated_mlp, "gated_mlp");
 	CHECK_FLAG(m->bias, "bias");
 	CHECK_FLAG(m->tied_embeddings, "tied_embeddings");
+	CHECK_FLAG(m->dropout, "dropout");
+	if (m->modules < 0 || m->modules >= ZB_MODULES_COUNT)
+		return zb_fail(err, ZB_E_INPUT, "modules %d unknown", m->modules);
 	if (m->hidden % m->heads != 0)
 		return zb_fail(err, ZB_E_INPUT, "heads %d do not divide hidden %d", m->heads,
 			       m->hidden);

@@ -107,7 +107,22 @@ typedef struct zb_model {
 	int bias;                /* linear layers and norms carry biases */
 	int tied_embeddings;     /* LM head shares the token embedding */
 	int embed_proj;          /* OPT-350m style word_embed_proj_dim (0: none) */
+	int modules;             /* zb_modules: whose nn.Module tree the model is (DeepSpeed's
+	                            ZeRO-3 hooks fire per module: schedules/ds_trace.h) */
+	int dropout;             /* its dropout modules run kernels in training (GPT-2's
+	                            resid_pdrop > 0): DeepSpeed's schedule only */
 } zb_model;
+
+/* The module tree a model runs as: zbench's own harness (peers/ds_step.py builds
+ * GPT and Llama blocks of its own) or Hugging Face transformers' classes of the
+ * family (set from a config.json's model_type, inputs/hfconfig.h). */
+typedef enum zb_modules {
+	ZB_MODULES_OWN,      /* ds_step.py: GptBlock / LlamaBlock, fused QKV for GPT */
+	ZB_MODULES_HF_GPT2,  /* GPT2LMHeadModel: Conv1D c_attn, dropouts, NewGELUActivation */
+	ZB_MODULES_HF_OPT,   /* OPTForCausalLM: q/k/v/out_proj, fc1/fc2, ReLU module */
+	ZB_MODULES_HF_LLAMA, /* LlamaForCausalLM and its kin (mistral, qwen2, qwen3) */
+	ZB_MODULES_COUNT
+} zb_modules;
 
 typedef enum zb_policy_kind {
 	ZB_POLICY_NONE,     /* everything on the GPU, no offload */
@@ -140,6 +155,12 @@ typedef struct zb_policy {
 	/* framework deepspeed only (schedule_deepspeed.h) */
 	int zero_stage;          /* 1, 2 or 3; 0: 3 with offload_param or ratio < 1, else 2 */
 	int64_t sub_group_size;  /* ZeRO-3 sub-group, parameters; 0: DeepSpeed's default 1e9 */
+	/* ZeRO-3's parameter coordinator (schedules/ds_trace.h), in elements; 0: DeepSpeed's
+	 * default, < 0: an explicit 0 */
+	int64_t prefetch_bucket; /* stage3_prefetch_bucket_size (default 5e7) */
+	int64_t persist_threshold; /* stage3_param_persistence_threshold (default 1e5) */
+	int64_t max_live;        /* stage3_max_live_parameters (default 1e9) */
+	int64_t max_reuse;       /* stage3_max_reuse_distance (default 1e9) */
 	zb_attention attention;  /* eager (default of the policy) or flash */
 	double link_rate_Bps;    /* --link-rate: pinned copies paced to this rate (0: native);
 	                            the link's rates are capped to it (sim/attention.h) */

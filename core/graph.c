@@ -160,7 +160,8 @@ const char *zb_op_name(zb_op op)
 				   "act_up",  "adam",
 				   "grad_copy", "cast", "fresh_pages", "hook", "grad_hook", "python",
 				   "param_up_pageable", "attn",
-				   "reduce_scatter", "all_gather", "all_reduce", "unscale" };
+				   "reduce_scatter", "all_gather", "all_reduce", "unscale",
+				   "module_hook", "fetch", "flush", "acc_hook", "overflow", "grad_norm" };
 	_Static_assert(sizeof n / sizeof n[0] == ZB_OP_COUNT, "op names");
 	return op < ZB_OP_COUNT ? n[op] : "?";
 }

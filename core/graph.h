@@ -83,6 +83,13 @@ typedef enum zb_op {
 	ZB_OP_ALL_GATHER,   /* each rank's updated 16-bit shard sent to every rank */
 	ZB_OP_ALL_REDUCE,   /* a range summed on every rank */
 	ZB_OP_UNSCALE,      /* fp32 gradient partition times 1/loss scale (host task or GPU kernel) */
+	/* DeepSpeed's ZeRO-3 module by module (schedules/ds_trace.h) */
+	ZB_OP_MOD_HOOK,     /* host: module hooks, params = hook calls (a pre or a post hook each) */
+	ZB_OP_FETCH,        /* host: parameters fetched from host memory, params = parameters */
+	ZB_OP_FLUSH,        /* host: gradient buckets reduced and partitioned, params = buckets */
+	ZB_OP_ACC_HOOK,     /* host: ZeRO-1/2 gradient hooks of a non-boundary micro-step, params = tensors */
+	ZB_OP_OVERFLOW,     /* fp16: inf/nan check of the gradient partition (host pass, bytes) */
+	ZB_OP_GRAD_NORM,    /* gradient norms for clipping, per parameter (GPU kernel) */
 	ZB_OP_COUNT
 } zb_op;
 

@@ -63,6 +63,8 @@ static const struct {
 	[ZB_DSK_PREFETCH_BUCKET] = { "zero_optimization.stage3_prefetch_bucket_size", T_INT },
 	[ZB_DSK_PERSISTENCE] = { "zero_optimization.stage3_param_persistence_threshold", T_INT },
 	[ZB_DSK_SUB_GROUP] = { "zero_optimization.sub_group_size", T_INT },
+	[ZB_DSK_MAX_LIVE] = { "zero_optimization.stage3_max_live_parameters", T_INT },
+	[ZB_DSK_MAX_REUSE] = { "zero_optimization.stage3_max_reuse_distance", T_INT },
 	[ZB_DSK_FP16] = { "fp16.enabled", T_BOOL },
 	[ZB_DSK_LOSS_SCALE] = { "fp16.loss_scale", T_NUM },
 	[ZB_DSK_INITIAL_SCALE_POWER] = { "fp16.initial_scale_power", T_INT },
@@ -86,7 +88,8 @@ static const char *const blocks[] = {
 static const char *const accepted[] = {
 	"optimizer.params",          /* lr, betas, eps, weight_decay: same work per step */
 	"scheduler",                 /* learning-rate schedule */
-	"gradient_clipping",         /* one norm over the gradients: not modelled, tiny */
+	"gradient_clipping",         /* the norm is taken whether or not it clips (modelled); clipping
+	                                only changes the factor of the unscale pass */
 	"steps_per_print", "wall_clock_breakdown",
 	"zero_allow_untested_optimizer", "zero_force_ds_cpu_optimizer",
 	"fp16.consecutive_hysteresis", "fp16.auto_cast",
@@ -363,7 +366,7 @@ typedef struct below {
 static void count_small(int64_t size, void *ctx)
 {
 	below *b = ctx;
-	if (size < b->threshold)
+	if (size <= b->threshold) /* parameter_offload.py: ds_numel <= param_threshold */
 		b->params += size;
 }
 
@@ -577,6 +580,9 @@ static void plan_subgroups(const zb_ds_config *ds, const zb_model *m, zb_ds_plan
 	below bl = { p->persistence_threshold, 0 };
 	zb_ds_tensors(m, count_small, &bl);
 	p->persistent_params = bl.params;
+	/* any "auto" here is dropped by DeepSpeed's config model: its default */
+	p->max_live = IS_SET(ZB_DSK_MAX_LIVE) ? (int64_t)V(ZB_DSK_MAX_LIVE)->num : 1000000000;
+	p->max_reuse = IS_SET(ZB_DSK_MAX_REUSE) ? (int64_t)V(ZB_DSK_MAX_REUSE)->num : 1000000000;
 
 }
 

@@ -21,7 +21,9 @@
  *       quantized to whole ZeRO-3 sub-groups (zb_ds_twinflow)
  *   offload_param.device cpu                         -> offload-param
  *   stage3_prefetch_bucket_size (elements)           -> prefetch layers:
- *       ceil(elements / parameters of one transformer block), at least 1
+ *       ceil(elements / parameters of one transformer block), at least 1; and
+ *       with stage3_param_persistence_threshold, stage3_max_live_parameters and
+ *       stage3_max_reuse_distance, ZeRO-3's coordinator (schedules/ds_trace.h)
  *   pin_memory false (DeepSpeed's default)           -> pageable copies
  *   reduce_bucket_size                               -> gradient bucket
  *   activation_checkpointing present / cpu_checkpointing true -> ckpt gpu / cpu
@@ -45,7 +47,7 @@ typedef enum zb_ds_key {
 	ZB_DSK_STAGE, ZB_DSK_OPT_DEVICE, ZB_DSK_OPT_PIN, ZB_DSK_RATIO,
 	ZB_DSK_PARAM_DEVICE, ZB_DSK_PARAM_PIN,
 	ZB_DSK_OVERLAP, ZB_DSK_CONTIGUOUS, ZB_DSK_REDUCE_BUCKET, ZB_DSK_PREFETCH_BUCKET,
-	ZB_DSK_PERSISTENCE, ZB_DSK_SUB_GROUP,
+	ZB_DSK_PERSISTENCE, ZB_DSK_SUB_GROUP, ZB_DSK_MAX_LIVE, ZB_DSK_MAX_REUSE,
 	ZB_DSK_FP16, ZB_DSK_LOSS_SCALE, ZB_DSK_INITIAL_SCALE_POWER, ZB_DSK_LOSS_SCALE_WINDOW,
 	ZB_DSK_HYSTERESIS, ZB_DSK_MIN_LOSS_SCALE,
 	ZB_DSK_BF16,
@@ -94,7 +96,8 @@ typedef struct zb_ds_plan {
 	int64_t sub_group_size;      /* resolved (DeepSpeed default 1e9) */
 	int64_t prefetch_elements;   /* resolved stage3_prefetch_bucket_size */
 	int64_t persistence_threshold;
-	int64_t persistent_params;   /* parameters in tensors below the threshold */
+	int64_t persistent_params;   /* parameters in tensors at most the threshold */
+	int64_t max_live, max_reuse; /* stage3_max_live_parameters, stage3_max_reuse_distance */
 	char precision[128];         /* "fp16, dynamic loss scaling (initial 2^16, window 1000)" */
 	char batch[224];             /* "train_batch_size 32 = 4 x 8 x 1 GPU", "" without batch keys */
 } zb_ds_plan;

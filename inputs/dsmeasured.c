@@ -239,6 +239,10 @@ zb_status zb_ds_row_config(const zb_ds_row *r, const char *path, const zb_config
 		c.policy.micro_batch = r->micro_batch;
 	if (r->sub_group_size)
 		c.policy.sub_group_size = r->sub_group_size;
+	/* the configs the runs used leave reduce_bucket_size at DeepSpeed's default 5e8
+	 * (ZeRO-3's buckets, schedules/ds_trace.h); several ranks keep the base's */
+	if (c.policy.gpus <= 1 && c.policy.nodes <= 1)
+		c.policy.bucket_params = 500000000;
 	const char *s = after(z, "stage");
 	if (!s || *s < '1' || *s > '3' || isdigit((unsigned char)s[1]))
 		return zb_fail(err, ZB_E_INPUT, "%s:%d: zero column '%s' names no stage 1, 2 or 3", path, r->line,

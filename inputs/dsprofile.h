@@ -34,13 +34,22 @@ typedef struct zb_ds_profile {
 	double subgroup_s;    /* ZeRO-3: host time of one sub-group's step outside the optimizer
 	                         (prepare, unflatten into the module's parameters, release) */
 	double unscale_Bps;   /* host: unscale_and_clip_grads' in-place multiply of the fp32 gradient
-	                         partition (4 B read + 4 B written per parameter), B/s */
+	                         partition (4 B read + 4 B written per parameter), B/s; also the rate
+	                         of fp16's inf/nan check of the host gradient partition */
+	double fetch_s;       /* ZeRO-3 offload_param: host time per parameter gathered from host
+	                         memory (the .to() copy issued, its handle, event and wait bookkeeping) */
+	double z3_grad_s;     /* ZeRO-3: host time of one parameter's gradient hook (IPG bucket,
+	                         partition_grads' copies issued) */
+	double flush_s;       /* ZeRO-3: host time of one IPG bucket's reduction outside its
+	                         per-parameter work (streams, events, average) */
+	double acc_hook_s;    /* ZeRO-1/2 offload with gas > 1: host time per tensor at a micro-step
+	                         before the boundary (async_accumulate_grad_in_cpu_via_gpu) */
 	int flash;            /* attention by SDPA flash (no s x s score tensors) */
 } zb_ds_profile;
 
 /* Number of fitted parameters and their names/descriptions (for calibrate, tests,
  * and the JSON file: field names are the keys). */
-enum { ZB_DS_NPARAM = 11 };
+enum { ZB_DS_NPARAM = 15 };
 
 typedef struct zb_ds_param_info {
 	const char *key;      /* JSON key, as the struct field */
@@ -49,6 +58,9 @@ typedef struct zb_ds_param_info {
 	const char *source;   /* where the default comes from */
 	int held;             /* 1: a profiled phase measures it directly, so calibrate keeps
 	                         the default instead of fitting it to step times */
+	int not_measured;     /* 1: no measurement yet; the default is a starting value (source
+	                         says which), held until peers/ds_fetch_bench.py or a trace's gap
+	                         count gives one, and written as "not measured" in JSON files */
 } zb_ds_param_info;
 
 const zb_ds_param_info *zb_ds_param(int i);
@@ -62,7 +74,9 @@ zb_status zb_ds_profile_validate(const zb_ds_profile *p, zb_error *err);
 
 /* JSON (jansson json_t *, kept opaque here so this header needs no jansson):
  * read the "deepspeed" object of a hardware file, unknown keys and bad values are
- * errors naming path and key; missing keys keep their defaults. */
+ * errors naming path and key; missing keys keep their defaults. Its "source" object
+ * (key -> text, each key a profile key) says where values come from: read and
+ * checked, not kept; written for the values that are not measured. */
 zb_status zb_ds_profile_from_json(const void *obj, const char *path, zb_ds_profile *out, zb_error *err);
 void *zb_ds_profile_to_json(const zb_ds_profile *p); /* a new json_t * reference */
 

@@ -159,6 +159,11 @@ static zb_status gpt2(rd *r, zb_hf_config *hf)
 	int tied_found;
 	if ((st = opt_bool(r, "tie_word_embeddings", &m->tied_embeddings, &tied_found)))
 		return st;
+	/* dropout modules that launch kernels in training (transformers' default 0.1) */
+	json_t *pd = get(r, "resid_pdrop");
+	if (pd && !(json_is_number(pd) && json_number_value(pd) >= 0 && json_number_value(pd) <= 1))
+		return bad(r, "resid_pdrop", "a number in [0, 1]", pd);
+	m->dropout = !pd || json_number_value(pd) > 0;
 	hf->max_positions = m->max_seq;
 	hf->key[ZB_HF_LAYERS] = "n_layer";
 	hf->key[ZB_HF_HIDDEN] = "n_embd";
@@ -364,6 +369,8 @@ zb_status zb_hf_load(const char *path, zb_hf_config *out, zb_error *err)
 	}
 	if ((st = reject_moe(&r)) || (st = fn(&r, &hf)))
 		goto out;
+	/* transformers' module tree of the family: DeepSpeed's ZeRO-3 hooks fire per module */
+	hf.model.modules = fn == gpt2 ? ZB_MODULES_HF_GPT2 : fn == opt ? ZB_MODULES_HF_OPT : ZB_MODULES_HF_LLAMA;
 	model_name(&r, hf.model.name);
 	zb_error e;
 	if ((st = zb_model_validate(&hf.model, &e))) {

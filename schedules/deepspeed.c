@@ -23,6 +23,7 @@
 #include "inputs/dsconfig.h"
 #include "inputs/dsprofile.h"
 #include "schedules/ds_eltwise.h"
+#include "schedules/ds_trace.h"
 #include "core/model.h"
 
 #define NONE UINT32_MAX
@@ -39,6 +40,20 @@ int zb_ds_stage(const zb_config *c)
 int64_t zb_ds_sub_group(const zb_config *c)
 {
 	return c->policy.sub_group_size > 0 ? c->policy.sub_group_size : 1000000000;
+}
+
+/* A coordinator setting: 0 is DeepSpeed's default, < 0 an explicit 0 (core/config.h). */
+static int64_t or_default(int64_t v, int64_t def) { return v > 0 ? v : v < 0 ? 0 : def; }
+
+void zb_ds_trace_opts_of(const zb_config *c, zb_ds_trace_opts *o)
+{
+	const zb_policy *p = &c->policy;
+	o->prefetch_bucket = or_default(p->prefetch_bucket, 50000000);
+	o->persist_threshold = or_default(p->persist_threshold, 100000);
+	o->max_live = or_default(p->max_live, 1000000000);
+	o->max_reuse = or_default(p->max_reuse, 1000000000);
+	o->reduce_bucket = p->bucket_params > 0 ? p->bucket_params : 500000000;
+	o->recompute = p->ckpt != ZB_CKPT_NONE;
 }
 
 /* Modules with hooks: GPT-2 style block = block, 2 norms, attention (+ its
@@ -74,7 +89,13 @@ double zb_ds_host_task_s(const zb_task *t, const zb_config *c)
 	const zb_ds_profile *f = zb_ds_profile_of(&c->hw.ds, &scratch);
 	switch (t->op) {
 	case ZB_OP_HOOK: return (double)t->params * f->hook_s;
-	case ZB_OP_GRAD_HOOK: return (double)t->params * f->grad_hook_s;
+	case ZB_OP_MOD_HOOK: return (double)t->params * 0.5 * f->hook_s; /* a pre or a post hook */
+	case ZB_OP_FETCH: return (double)t->params * f->fetch_s;
+	case ZB_OP_FLUSH: return (double)t->params * f->flush_s;
+	case ZB_OP_ACC_HOOK: return (double)t->params * f->acc_hook_s;
+	/* ZeRO-3: the hook and partition_grads, half each (not measured apart) */
+	case ZB_OP_GRAD_HOOK: return (double)t->params * (zb_ds_stage(c) == 3 ? 0.5 * f->z3_grad_s : f->grad_hook_s);
+	case ZB_OP_OVERFLOW: return t->bytes / f->unscale_Bps;
 	case ZB_OP_PYTHON: return t->bucket >= 0 ? f->subgroup_s : f->step_s; /* a sub-group's or the step's */
 	case ZB_OP_CAST: return t->bytes / f->cast_Bps;
 	case ZB_OP_FRESH_PAGES: return t->bytes / f->fresh_Bps;
@@ -106,6 +127,13 @@ typedef struct dsb {
 	int64_t part_hi;             /* stages 1/2: each rank's partition size (rank r: [r, r+1) x part_hi) */
 	int64_t ipg_lo, ipg_n;       /* the gradient bucket being filled: [ipg_lo, +ipg_n) */
 	int ipg_unit;                /* its lowest unit so far */
+	/* ZeRO-3 on one rank, module by module (ds_trace.h) */
+	int z3;
+	zb_ds_trace tr;
+	uint32_t gather_last;        /* the last copy on the gather stream */
+	uint32_t gather_hold;        /* the gather copy the compute stream waits for (wait_stream) */
+	uint32_t *flush_done;        /* per bucket of the backward: its last task */
+	uint32_t rs_last;            /* the last task on the reduction stream (its order) */
 } dsb;
 
 static void dep(dsb *b, uint32_t id) { zb_graph_add_dep(b->g, b->deps, &b->ndeps, id); }
@@ -127,6 +155,7 @@ static void gpu_deps(dsb *b)
 {
 	dep(b, b->last[ZB_RES_CPU]);
 	dep(b, b->copy_hold);
+	dep(b, b->gather_hold);
 }
 
 static uint32_t gemm(dsb *b, ctx x, int op, int unit, int64_t m, int64_t n, int64_t k, int64_t batch,
@@ -149,6 +178,17 @@ static uint32_t kernel(dsb *b, ctx x, int op, int unit, double bytes)
 	t.bytes = bytes;
 	gpu_deps(b);
 	return emit(b, t);
+}
+
+/* A kernel of ZeRO-3's reduction stream. It is modelled on the compute stream's queue:
+ * measured, the reduction's copies and kernels do not overlap the backward's
+ * compute (the profiled ZeRO-3 offload backward is its kernel time plus its D2H time:
+ * s3-off 555 ms against ~230 + 289, s3-tf50 457 against ~230 + 188,
+ * data/deepspeed-h200-2026-11-30.tsv), although stage3.py makes only the reduction
+ * stream wait for the compute stream; which wait couples them is not known. */
+static uint32_t rkernel(dsb *b, ctx x, int op, int unit, double bytes)
+{
+	return kernel(b, x, op, unit, bytes);
 }
 
 static uint32_t host(dsb *b, ctx x, int op, int unit, int64_t count, double bytes)
@@ -221,37 +261,63 @@ static void attention(dsb *b, ctx x, int unit, int backward)
 	}
 }
 
-static void block(dsb *b, ctx x, int unit, int backward)
+/* The GPU work of one segment (ds_trace.h) of unit `unit`: a block's norms, linears,
+ * attention and residuals, the embedding, the final norm, the head and the loss. */
+static void segment(dsb *b, ctx x, int unit, int seg)
 {
 	const zb_model *m = b->m;
-	int64_t h = m->hidden, kv = zb_model_kv_dim(m), f = m->ffn;
-	int64_t up = (m->gated_mlp ? 2 : 1) * f;
+	int backward = x.pass == ZB_PASS_BWD_DATA;
+	int64_t h = m->hidden, kv = zb_model_kv_dim(m), f = m->ffn, V = m->vocab, T = b->tokens;
+	int64_t up = (m->gated_mlp ? 2 : 1) * f, e = m->embed_proj > 0 ? m->embed_proj : h;
 	double k = backward ? 1.5 : 1.0; /* elementwise backward reads one more tensor */
-	double T = (double)b->tokens;
+	double Td = (double)T;
 	/* eager PyTorch's elementwise kernels by model family (ds_eltwise.h); the
 	 * rotary and layout copies ride on the norm and residual tasks around them */
-	kernel(b, x, ZB_OP_NORM1, unit, T * zb_ds_norm_bytes(m, backward));
-	linear(b, x, ZB_OP_QKV, unit, h + 2 * kv, h);
-	if (zb_ds_rotary_bytes(m, backward) > 0)
-		kernel(b, x, ZB_OP_ACT, unit, T * zb_ds_rotary_bytes(m, backward));
-	attention(b, x, unit, backward);
-	linear(b, x, ZB_OP_PROJ, unit, h, h);
-	kernel(b, x, ZB_OP_RESID, unit, k * 3 * act(b, h) + T * zb_ds_layout_bytes(m, backward));
-	kernel(b, x, ZB_OP_NORM2, unit, T * zb_ds_norm_bytes(m, backward));
-	linear(b, x, ZB_OP_FC1, unit, up, h);
-	kernel(b, x, ZB_OP_ACT, unit, T * zb_ds_act_bytes(m, backward));
-	linear(b, x, ZB_OP_FC2, unit, h, f);
-	kernel(b, x, ZB_OP_RESID, unit, k * 3 * act(b, h));
+	switch (seg) {
+	case ZB_DSS_EMBED: kernel(b, x, ZB_OP_EMBED, unit, 2 * act(b, h) + (backward ? 2.0 * V * e : 0)); break;
+	case ZB_DSS_NORM1: kernel(b, x, ZB_OP_NORM1, unit, Td * zb_ds_norm_bytes(m, backward)); break;
+	case ZB_DSS_QKV: linear(b, x, ZB_OP_QKV, unit, h + 2 * kv, h); break;
+	case ZB_DSS_ROTARY:
+		if (zb_ds_rotary_bytes(m, backward) > 0)
+			kernel(b, x, ZB_OP_ACT, unit, Td * zb_ds_rotary_bytes(m, backward));
+		break;
+	case ZB_DSS_ATTN: attention(b, x, unit, backward); break;
+	case ZB_DSS_PROJ: linear(b, x, ZB_OP_PROJ, unit, h, h); break;
+	case ZB_DSS_RESID1:
+		kernel(b, x, ZB_OP_RESID, unit, k * 3 * act(b, h) + Td * zb_ds_layout_bytes(m, backward));
+		break;
+	case ZB_DSS_NORM2: kernel(b, x, ZB_OP_NORM2, unit, Td * zb_ds_norm_bytes(m, backward)); break;
+	case ZB_DSS_FC1: linear(b, x, ZB_OP_FC1, unit, up, h); break;
+	case ZB_DSS_ACT: kernel(b, x, ZB_OP_ACT, unit, Td * zb_ds_act_bytes(m, backward)); break;
+	case ZB_DSS_FC2: linear(b, x, ZB_OP_FC2, unit, h, f); break;
+	case ZB_DSS_RESID2: kernel(b, x, ZB_OP_RESID, unit, k * 3 * act(b, h)); break;
+	case ZB_DSS_NORMF: kernel(b, x, ZB_OP_NORMF, unit, 2 * act(b, h)); break;
+	case ZB_DSS_HEAD: linear(b, x, ZB_OP_LMHEAD, unit, V, e); break;
+	case ZB_DSS_DROPOUT: /* native_dropout: x in, y and the mask out; backward: dy, mask in, dx out */
+		kernel(b, x, ZB_OP_RESID, unit, 5.0 * Td * h);
+		break;
+	case ZB_DSS_LOSS: /* logits upcast to fp32, log-softmax, loss and its gradient */
+		kernel(b, x, ZB_OP_LOSS, unit, Td * V * (backward ? 10 : 8));
+		break;
+	default: break;
+	}
+}
+
+static void block(dsb *b, ctx x, int unit, int backward)
+{
+	static const int8_t order[] = { ZB_DSS_NORM1, ZB_DSS_QKV,   ZB_DSS_ROTARY, ZB_DSS_ATTN,
+					ZB_DSS_PROJ,  ZB_DSS_RESID1, ZB_DSS_NORM2, ZB_DSS_FC1,
+					ZB_DSS_ACT,   ZB_DSS_FC2,   ZB_DSS_RESID2 };
+	(void)backward; /* x.pass says it */
+	for (size_t i = 0; i < sizeof order; i++)
+		segment(b, x, unit, order[i]);
 }
 
 static void unit_compute(dsb *b, ctx x, int u, int backward)
 {
-	const zb_model *m = b->m;
-	int L = m->layers;
-	int64_t h = m->hidden, V = m->vocab, T = b->tokens;
-	int64_t e = m->embed_proj > 0 ? m->embed_proj : h;
+	int L = b->m->layers;
 	if (u == 0) {
-		kernel(b, x, ZB_OP_EMBED, u, 2 * act(b, h) + (backward ? 2.0 * V * e : 0));
+		segment(b, x, u, ZB_DSS_EMBED);
 	} else if (u <= L) {
 		if (backward && b->p->ckpt != ZB_CKPT_NONE) {
 			ctx r = x;
@@ -260,10 +326,9 @@ static void unit_compute(dsb *b, ctx x, int u, int backward)
 		}
 		block(b, x, u, backward);
 	} else {
-		kernel(b, x, ZB_OP_NORMF, u, 2 * act(b, h));
-		linear(b, x, ZB_OP_LMHEAD, u, V, e);
-		/* logits upcast to fp32, log-softmax, loss and its gradient */
-		kernel(b, x, ZB_OP_LOSS, u, (double)T * V * (backward ? 10 : 8));
+		segment(b, x, u, ZB_DSS_NORMF);
+		segment(b, x, u, ZB_DSS_HEAD);
+		segment(b, x, u, ZB_DSS_LOSS);
 	}
 }
 
@@ -495,8 +560,211 @@ static void grads_of_unit(dsb *b, ctx x, int u, int last_micro)
 	b->copy_hold = down;
 }
 
+/* ---- ZeRO-3 on one rank, module by module (ds_trace.h) ---------------------------
+ * Each item of the trace becomes host work on the Python thread (hook calls, the
+ * per-parameter fetch path, gradient hooks, bucket reductions, each at its unit
+ * cost), copies, or the segment's kernels. The host blocks where DeepSpeed
+ * synchronizes: at a fetch whose parameters are in flight (the whole gather stream),
+ * three bucket reductions back, and at the end of the backward. Every kernel after
+ * a pre-hook waits for the gather stream as it stood (wait_stream), so a module's
+ * kernels never start before its parameters have landed. */
+
+static void z3_hooks(dsb *b, ctx x, int u, int *calls)
+{
+	if (*calls > 0)
+		host(b, x, ZB_OP_MOD_HOOK, u, *calls, 0);
+	*calls = 0;
+}
+
+/* A host marker: the thread goes on once `id` is done (a synchronize). */
+static void z3_wait(dsb *b, ctx x, int u, uint32_t id)
+{
+	if (id == NONE)
+		return;
+	dep(b, id);
+	host(b, x, ZB_OP_HOOK, u, 0, 0);
+}
+
+/* n parameters gathered from host memory, one pinned copy each (offload_param). */
+static void z3_gather(dsb *b, ctx x, int u, const int32_t *tensors, int n)
+{
+	if (n == 0)
+		return;
+	uint32_t issued = host(b, x, ZB_OP_FETCH, u, n, 0);
+	for (int i = 0; i < n; i++) {
+		const zb_ds_tensor *t = &b->tr.t[tensors[i]];
+		dep(b, issued);
+		b->gather_last = copy(b, x, ZB_RES_H2D, ZB_OP_PARAM_FETCH, u, t->numel, t->offset, 2.0 * (double)t->numel);
+	}
+}
+
+/* The part of a tensor whose optimizer runs on the CPU. */
+static int64_t z3_cpu_elems(const dsb *b, const zb_ds_tensor *t)
+{
+	int64_t lo = t->offset > b->split ? t->offset : b->split, hi = t->offset + t->numel;
+	return b->offload && hi > lo ? hi - lo : 0;
+}
+
+/* One gradient of a reduced bucket (partition_grads). With offload_optimizer the
+ * gradient partitions live in a pinned host buffer of the model's dtype: the first
+ * micro-step copies each down and back up (the boundary's source), later ones bring
+ * it up, add and send it down; the boundary takes its norm, casts it to fp32 and
+ * copies it into the optimizer's fp32 gradient (down for the CPU sub-groups, on the
+ * GPU for Twin-Flow's). Returns its last task. */
+static uint32_t z3_partition(dsb *b, ctx o, int u, const zb_ds_tensor *t)
+{
+	int last = o.micro == b->p->gas - 1;
+	double E = (double)t->numel;
+	host(b, o, ZB_OP_GRAD_HOOK, u, 1, 0); /* its half of the per-parameter work */
+	dep(b, b->last[ZB_RES_CPU]);
+	dep(b, b->last[ZB_RES_GPU]); /* the reduction stream waited for the compute stream */
+	dep(b, b->rs_last);
+	if (!b->offload) /* the partition buffer on the GPU: copy, or add */
+		return b->rs_last = rkernel(b, o, ZB_OP_GRAD_COPY, u, (o.micro == 0 ? 4.0 : 6.0) * E);
+	uint32_t id;
+	if (o.micro == 0) {
+		id = copy(b, o, ZB_RES_D2H, ZB_OP_GRAD_COPY, u, t->numel, t->offset, 2.0 * E);
+		dep(b, id);
+		copy(b, o, ZB_RES_H2D, ZB_OP_GRAD_COPY, u, t->numel, t->offset, 2.0 * E);
+	} else {
+		id = copy(b, o, ZB_RES_H2D, ZB_OP_GRAD_COPY, u, t->numel, t->offset, 2.0 * E);
+		dep(b, id);
+		uint32_t add = rkernel(b, o, ZB_OP_GRAD_ACC, u, 6.0 * E);
+		dep(b, add);
+		id = copy(b, o, ZB_RES_D2H, ZB_OP_GRAD_COPY, u, t->numel, t->offset, 2.0 * E);
+	}
+	if (!last)
+		return b->rs_last = id;
+	int64_t c = z3_cpu_elems(b, t);
+	dep(b, id);
+	id = rkernel(b, o, ZB_OP_GRAD_NORM, u, 10.0 * E); /* _constant_buffered_norm2: .to(fp32).norm(2) */
+	dep(b, id);
+	id = rkernel(b, o, ZB_OP_GRAD_COPY, u, 6.0 * E + 8.0 * (E - (double)c)); /* to fp32 (GPU groups: copied) */
+	if (c > 0) {
+		dep(b, id);
+		id = copy(b, o, ZB_RES_D2H, ZB_OP_GRAD_DOWN, u, c, t->offset + t->numel - c, 4.0 * (double)c);
+	}
+	return b->rs_last = id;
+}
+
+/* Bucket k reduced and partitioned (stage3.py __reduce_and_partition_ipg_grads) on
+ * the reduction stream; the host first waits for the bucket three reductions back
+ * (param_reduce_events: at most 2 in flight). */
+static void z3_flush(dsb *b, ctx x, int k)
+{
+	const zb_ds_flush *fl = &b->tr.flush[k];
+	ctx o = x;
+	o.pass = ZB_PASS_BWD_WEIGHT;
+	host(b, o, ZB_OP_FLUSH, fl->unit, 1, 0);
+	if (k >= 3)
+		z3_wait(b, o, fl->unit, b->flush_done[k - 3]);
+	uint32_t id = NONE;
+	for (int i = fl->first; i < fl->first + fl->n; i++)
+		id = z3_partition(b, o, fl->unit, &b->tr.t[b->tr.flush_tensors[i]]);
+	b->flush_done[k] = id;
+	b->copy_hold = id; /* measured: the compute stream does not run beside them (rkernel) */
+}
+
+/* A parameter's gradient hook: a bucket reduced first if it overflows, the hook's
+ * host work, the copy into the bucket buffer. */
+static void z3_grad(dsb *b, ctx x, const zb_ds_item *it)
+{
+	if (it->flush >= 0)
+		z3_flush(b, x, it->flush);
+	ctx o = x;
+	o.pass = ZB_PASS_BWD_WEIGHT;
+	host(b, o, ZB_OP_GRAD_HOOK, it->unit, 1, 0);
+	if (it->contiguous) { /* after the compute stream (wait_stream), before the next reduction */
+		dep(b, b->last[ZB_RES_GPU]);
+		dep(b, b->rs_last);
+		b->rs_last = rkernel(b, o, ZB_OP_GRAD_COPY, it->unit, 4.0 * (double)b->tr.t[it->tensor].numel);
+	}
+}
+
+static void z3_pre(dsb *b, ctx x, const zb_ds_item *it, int *calls)
+{
+	(*calls)++;
+	if (!b->oparam) /* the partitions are on the GPU: the fetch is bookkeeping (in hook_s) */
+		return;
+	const int32_t *g = b->tr.gathered + it->gath;
+	if (it->demand > 0 || it->wait || it->prefetch > 0)
+		z3_hooks(b, x, it->unit, calls);
+	z3_gather(b, x, it->unit, g, it->demand);
+	if (it->wait) /* the handle's wait synchronizes the gather stream */
+		z3_wait(b, x, it->unit, b->gather_last);
+	b->gather_hold = b->gather_last;
+	z3_gather(b, x, it->unit, g + it->demand, it->prefetch);
+}
+
+/* Items [lo, hi) of the trace, in ctx x's step and micro-step. */
+static void z3_items(dsb *b, ctx x, int lo, int hi)
+{
+	int calls = 0;
+	for (int i = lo; i < hi; i++) {
+		const zb_ds_item *it = &b->tr.it[i];
+		ctx y = x;
+		y.pass = it->pass;
+		switch (it->kind) {
+		case ZB_DSI_PRE: z3_pre(b, y, it, &calls); break;
+		case ZB_DSI_POST: calls++; break;
+		case ZB_DSI_SEG:
+			z3_hooks(b, y, it->unit, &calls);
+			segment(b, y, it->unit, it->seg);
+			break;
+		case ZB_DSI_GRAD:
+			z3_hooks(b, y, it->unit, &calls);
+			z3_grad(b, y, it);
+			break;
+		}
+	}
+	ctx y = x;
+	y.pass = hi > lo ? b->tr.it[hi - 1].pass : x.pass;
+	z3_hooks(b, y, hi > lo ? b->tr.it[hi - 1].unit : 0, &calls);
+}
+
+static void z3_micro(dsb *b, int step, int micro)
+{
+	int U = b->units, L = b->m->layers, cpu_ckpt = b->p->ckpt == ZB_CKPT_CPU;
+	ctx f = { step, micro, ZB_PASS_FWD };
+	if (micro == 0) {
+		/* Python of the step; the previous step is over (the harness syncs) */
+		dep(b, b->step_end_gpu);
+		dep(b, b->step_end_h2d);
+		host(b, f, ZB_OP_PYTHON, -1, 1, 0);
+	}
+	for (int u = 0; u < U; u++) {
+		z3_items(b, f, b->tr.fwd_at[u], b->tr.fwd_at[u + 1]);
+		b->fwd_done[u] = b->last[ZB_RES_GPU];
+		b->copy_hold = NONE;
+		if (cpu_ckpt && u >= 1 && u <= L) { /* the block's input to the host, synchronously */
+			dep(b, b->fwd_done[u]);
+			b->copy_hold = copy(b, f, ZB_RES_D2H, ZB_OP_ACT_DOWN, u, 0, -1, act(b, b->m->hidden));
+		}
+	}
+	b->copy_hold = NONE;
+	ctx bw = { step, micro, ZB_PASS_BWD_DATA };
+	for (int u = U - 1; u >= 0; u--) {
+		if (cpu_ckpt && u >= 1 && u <= L) {
+			dep(b, b->last[ZB_RES_GPU]); /* brought back when recompute needs it */
+			b->copy_hold = copy(b, bw, ZB_RES_H2D, ZB_OP_ACT_UP, u, 0, -1, act(b, b->m->hidden));
+		}
+		z3_items(b, bw, b->tr.bwd_at[u], b->tr.bwd_at[u] + b->tr.bwd_n[u]);
+		b->bwd_done[u] = b->last[ZB_RES_GPU];
+	}
+	/* independent_gradient_partition_epilogue: the last bucket, then the host waits
+	 * for every reduction (reduce_and_partition_stream.synchronize) */
+	int k = b->tr.nflush - 1;
+	z3_flush(b, bw, k);
+	z3_wait(b, bw, 0, b->flush_done[k]);
+	b->copy_hold = NONE;
+}
+
 static void micro_batch(dsb *b, int step, int micro)
 {
+	if (b->z3) {
+		z3_micro(b, step, micro);
+		return;
+	}
 	int U = b->units, w = b->p->prefetch_layers >= 1 ? b->p->prefetch_layers : 1;
 	int last = micro == b->p->gas - 1;
 	ctx f = { step, micro, ZB_PASS_FWD };
@@ -617,8 +885,9 @@ static void optimizer_step(dsb *b, int step)
 			gpu_adam(b, step, bk);
 	}
 	b->step_end_gpu = b->last[ZB_RES_GPU];
-	if (b->stage == 3 && b->offload && !b->oparam) {
-		/* the profiled 2 B/param pinned H2D of stage 3 offload, after the groups */
+	if (b->stage == 3 && b->offload && !b->oparam && !b->z3) {
+		/* the profiled 2 B/param pinned H2D of stage 3 offload, after the groups (one
+		 * rank: partition_grads' copies back up, in the backward's buckets) */
 		ctx o = { step, -1, ZB_PASS_OPT };
 		dep(b, b->last[ZB_RES_CPU]);
 		b->step_end_h2d = copy(b, o, ZB_RES_H2D, ZB_OP_PARAM_UP, b->units - 1, 0, 0,
@@ -780,6 +1049,19 @@ zb_status zb_ds_graph_build(zb_graph *g, const zb_config *c, zb_error *err)
 	g->tokens_per_step = (double)b.tokens * b.p->gas;
 	g->model_flops_per_step = zb_model_flops_per_token(b.m, b.p->seq) * g->tokens_per_step;
 	make_groups(&b);
+	b.gather_last = b.gather_hold = b.rs_last = NONE;
+	b.z3 = b.stage == 3 && b.ranks == 1;
+	if (b.z3) {
+		zb_ds_trace_opts o;
+		zb_ds_trace_opts_of(c, &o);
+		if ((st = zb_ds_trace_build(b.m, &o, &b.tr, err))) {
+			zb_graph_free(g);
+			return st;
+		}
+		b.flush_done = zb_xmalloc(sizeof *b.flush_done * (size_t)(b.tr.nflush + 1));
+		for (int k = 0; k <= b.tr.nflush; k++)
+			b.flush_done[k] = NONE;
+	}
 
 	int U = b.units;
 	uint32_t *mem = zb_xmalloc(sizeof(uint32_t) * (size_t)(3 * U));
@@ -794,6 +1076,10 @@ zb_status zb_ds_graph_build(zb_graph *g, const zb_config *c, zb_error *err)
 		optimizer_step(&b, s);
 	}
 	free(mem);
+	if (b.z3) {
+		free(b.flush_done);
+		zb_ds_trace_free(&b.tr);
+	}
 	for (int r = 0; r < ZB_RES_COUNT; r++)
 		g->copy_bytes[r] /= c->steps;
 	return ZB_OK;

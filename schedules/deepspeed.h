@@ -57,6 +57,12 @@ int zb_ds_stage(const zb_config *c);
 /* ZeRO-3 sub-group size in parameters (policy.sub_group_size, default 1e9). */
 int64_t zb_ds_sub_group(const zb_config *c);
 
+/* ZeRO-3's coordinator settings of c (ds_trace.h): the policy's, DeepSpeed's defaults
+ * where it has none (stage3_prefetch_bucket_size 5e7, stage3_param_persistence_threshold
+ * 1e5, stage3_max_live_parameters and stage3_max_reuse_distance 1e9). */
+struct zb_ds_trace_opts;
+void zb_ds_trace_opts_of(const zb_config *c, struct zb_ds_trace_opts *o);
+
 /* Host seconds of a ZB_TASK_HOST task under c's DeepSpeed profile (resources.c). */
 double zb_ds_host_task_s(const zb_task *t, const zb_config *c);
 
