@@ -10,6 +10,7 @@
 #include "core/model.h"
 #include "schedules/deepspeed.h"
 #include "schedules/framework.h"
+#include "sim/predict.h"
 
 #define GiB (1024.0 * 1024.0 * 1024.0)
 
@@ -133,6 +134,8 @@ void zb_sources_print(FILE *f, const zb_config *c, const zb_sources *s, int file
 		if (s->ds_ignored)
 			fprintf(f, ", %d key%s not modelled (see the warning)", s->ds_ignored, s->ds_ignored == 1 ? "" : "s");
 		fprintf(f, "\n");
+		if (s->ds_note[0])
+			fprintf(f, "# deepspeed %s: %s\n", s->ds_path, s->ds_note);
 	}
 	if (s->hf) {
 		fprintf(f, "# hugging face %s: model_type %s", s->hf_path, s->hf_model_type);
@@ -241,6 +244,10 @@ void zb_prediction_print(FILE *f, const zb_config *c, const zb_graph *g, const z
 		zb_ranks_print(f, c, g, r);
 	fprintf(f, "# %zu tasks over %d steps, %llu events\n", g->ntasks, g->steps,
 		(unsigned long long)r->events);
+	if (g->micro_simulated > 0)
+		fprintf(f, "# %d of the %d micro-steps of each step simulated; the other %d each add the steady "
+			   "micro-step's time (periodic to %g of the step)\n",
+			g->micro_simulated, c->policy.gas, c->policy.gas - g->micro_simulated, ZB_GAS_PERIODIC);
 }
 
 static json_t *per_resource(const double v[ZB_RES_COUNT])
@@ -293,6 +300,8 @@ json_t *zb_prediction_json(const zb_config *c, const zb_graph *g, const zb_sim_r
 	json_object_set_new(j, "work_s", per_resource(r->work_s));
 	json_object_set_new(j, "tasks", json_integer((json_int_t)g->ntasks));
 	json_object_set_new(j, "events", json_integer((json_int_t)r->events));
+	if (g->micro_simulated > 0)
+		json_object_set_new(j, "micro_steps_simulated", json_integer(g->micro_simulated));
 	if (g->ranks > 1)
 		json_object_set_new(j, "ranks", zb_ranks_json(c, g, r));
 	return j;

@@ -88,6 +88,17 @@ static zb_status deepspeed(const zb_config_inputs *in, zb_config *c, zb_sources 
 		ds_copy(&c->policy, &s->plan.policy, (zb_ds_field)f);
 		zb_src_mark(s, ds_settings[f], ZB_SRC_DS, "%s", s->plan.why[f]);
 	}
+	/* activation_checkpointing configures deepspeed.checkpointing, which a Hugging Face
+	 * model only uses if asked: transformers checkpoints through
+	 * gradient_checkpointing_enable(), which the section does not turn on */
+	if (in->hf && s->plan.set[ZB_DSF_CKPT]) {
+		c->policy.ckpt = ZB_CKPT_NONE;
+		snprintf(s->ds_note, sizeof s->ds_note,
+			 "activation_checkpointing: a Hugging Face model checkpoints through "
+			 "gradient_checkpointing_enable(), which this section does not turn on: no checkpointing "
+			 "assumed (--ckpt gpu: HF's, --ckpt cpu: checkpoints on the host, --ckpt none)");
+		zb_src_mark(s, ZB_SET_CKPT, ZB_SRC_DS, "%s", s->ds_note);
+	}
 	return ZB_OK;
 }
 

@@ -76,6 +76,8 @@ typedef struct zb_sources {
 	int ds, hf;                     /* a DeepSpeed / Hugging Face file was applied */
 	char ds_path[256], hf_path[256];
 	int ds_ignored;                 /* keys of the DeepSpeed file not modelled */
+	char ds_note[256];              /* what zbench assumes where the file alone does not say ("" if
+					 * nothing): activation_checkpointing with a Hugging Face model */
 	zb_ds_plan plan;                /* the DeepSpeed file resolved (when ds) */
 	int twinflow;                   /* the ratio was quantized to ZeRO-3 sub-groups */
 	zb_ds_twinflow split;           /* ... like this */

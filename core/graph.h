@@ -182,6 +182,9 @@ typedef struct zb_graph {
 	int grad_bytes_per_param;  /* 2 for bf16/fp16 */
 	/* per step and resource totals, for checks and lower bounds */
 	double copy_bytes[ZB_RES_COUNT]; /* bytes per step on D2H and H2D */
+	int micro_simulated;       /* > 0: the graph holds this many of each step's gas micro-steps
+	                              and the prediction adds the rest as the steady micro-step's
+	                              time (sim/predict.h); 0: all of them */
 } zb_graph;
 
 /* Build the schedule of cfg->steps steps for cfg->framework (schedules/framework.h has

@@ -627,12 +627,20 @@ static zb_status plan_precision(const zb_ds_config *ds, zb_ds_plan *p, zb_error 
 		if (ls > 0)
 			snprintf(p->precision, sizeof p->precision, "fp16, static loss scale %g", ls);
 		else
+		{
+			/* fp16/loss_scaler.py: an overflow skips the optimizer; the scale doubles
+			 * after `window` clean steps, and an overflow then skips `hysteresis` steps
+			 * before it halves (the first ones only use up the hysteresis) */
+			double win = IS_SET(ZB_DSK_LOSS_SCALE_WINDOW) ? V(ZB_DSK_LOSS_SCALE_WINDOW)->num : 1000.0;
+			double hys = IS_SET(ZB_DSK_HYSTERESIS) ? V(ZB_DSK_HYSTERESIS)->num : 2.0;
 			snprintf(p->precision, sizeof p->precision,
-				 "fp16, dynamic loss scaling (initial 2^%g, window %g, hysteresis %g, min %g)",
-				 IS_SET(ZB_DSK_INITIAL_SCALE_POWER) ? V(ZB_DSK_INITIAL_SCALE_POWER)->num : 16.0,
-				 IS_SET(ZB_DSK_LOSS_SCALE_WINDOW) ? V(ZB_DSK_LOSS_SCALE_WINDOW)->num : 1000.0,
-				 IS_SET(ZB_DSK_HYSTERESIS) ? V(ZB_DSK_HYSTERESIS)->num : 2.0,
-				 IS_SET(ZB_DSK_MIN_LOSS_SCALE) ? V(ZB_DSK_MIN_LOSS_SCALE)->num : 1.0);
+				 "fp16, dynamic loss scaling (initial 2^%g, window %g, hysteresis %g, min %g): steady, "
+				 "%g of every %g steps skip the optimizer (%.2f%%, not in the step time); the first "
+				 "steps skip until the scale fits (not modelled)",
+				 IS_SET(ZB_DSK_INITIAL_SCALE_POWER) ? V(ZB_DSK_INITIAL_SCALE_POWER)->num : 16.0, win, hys,
+				 IS_SET(ZB_DSK_MIN_LOSS_SCALE) ? V(ZB_DSK_MIN_LOSS_SCALE)->num : 1.0, hys, win + hys,
+				 100.0 * hys / (win + hys));
+		}
 	} else if (p->set[ZB_DSF_DTYPE]) {
 		snprintf(p->precision, sizeof p->precision, "bf16, no loss scaling");
 	}

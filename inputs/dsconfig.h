@@ -98,7 +98,7 @@ typedef struct zb_ds_plan {
 	int64_t persistence_threshold;
 	int64_t persistent_params;   /* parameters in tensors at most the threshold */
 	int64_t max_live, max_reuse; /* stage3_max_live_parameters, stage3_max_reuse_distance */
-	char precision[128];         /* "fp16, dynamic loss scaling (initial 2^16, window 1000)" */
+	char precision[320];         /* "fp16, dynamic loss scaling (initial 2^16, window 1000, ...): ..." */
 	char batch[224];             /* "train_batch_size 32 = 4 x 8 x 1 GPU", "" without batch keys */
 } zb_ds_plan;
 

@@ -56,31 +56,41 @@ void zb_ds_trace_opts_of(const zb_config *c, zb_ds_trace_opts *o)
 	o->recompute = p->ckpt != ZB_CKPT_NONE;
 }
 
-/* Modules with hooks: GPT-2 style block = block, 2 norms, attention (+ its
- * projections: fused QKV and output, or q, k, v, o), MLP (+ 2 or 3 linears, the
- * activation). Embedding unit: token (+ position) embedding; last unit: final norm
- * (+ an untied head) and the model itself. */
+/* Modules whose hooks fire and parameter tensors, per unit, of the module tree the
+ * model runs as (ds_trace.h): what the per-module and per-tensor costs count. */
+static void unit_counts(const zb_model *m, int *mods, int *tens)
+{
+	zb_ds_trace_opts o = { 100000, 50000000, 1000000000, 1000000000, 500000000, 0 };
+	zb_ds_trace t;
+	zb_error e;
+	int U = zb_model_units(m);
+	memset(mods, 0, sizeof *mods * (size_t)U);
+	memset(tens, 0, sizeof *tens * (size_t)U);
+	if (zb_ds_trace_build(m, &o, &t, &e))
+		return;
+	for (int i = 0; i < t.nmod; i++)
+		mods[t.mod[i].unit]++;
+	for (int k = 0; k < t.nt; k++)
+		tens[t.t[k].unit]++;
+	zb_ds_trace_free(&t);
+}
+
 int zb_ds_unit_modules(const zb_model *m, int unit)
 {
-	if (unit == 0)
-		return m->max_seq > 0 ? 2 : 1;
-	if (unit == m->layers + 1)
-		return 2 + (m->tied_embeddings ? 0 : 1);
-	int attn = m->kv_heads < m->heads || m->gated_mlp ? 4 : 2;
-	int mlp = m->gated_mlp ? 3 : 2;
-	return 1 + 2 + 1 + attn + 1 + mlp + 1;
+	int U = zb_model_units(m), *c = zb_xcalloc((size_t)(2 * U), sizeof *c);
+	unit_counts(m, c, c + U);
+	int n = unit >= 0 && unit < U ? c[unit] : 0;
+	free(c);
+	return n;
 }
 
 int zb_ds_unit_tensors(const zb_model *m, int unit)
 {
-	int b = m->bias ? 2 : 1;
-	if (unit == 0)
-		return m->max_seq > 0 ? 2 : 1;
-	if (unit == m->layers + 1)
-		return b + (m->tied_embeddings ? 0 : 1);
-	int attn = m->kv_heads < m->heads || m->gated_mlp ? 4 : 2;
-	int mlp = m->gated_mlp ? 3 : 2;
-	return 2 * b + (attn + mlp) * b;
+	int U = zb_model_units(m), *c = zb_xcalloc((size_t)(2 * U), sizeof *c);
+	unit_counts(m, c, c + U);
+	int n = unit >= 0 && unit < U ? c[U + unit] : 0;
+	free(c);
+	return n;
 }
 
 double zb_ds_host_task_s(const zb_task *t, const zb_config *c)
@@ -134,6 +144,7 @@ typedef struct dsb {
 	uint32_t gather_hold;        /* the gather copy the compute stream waits for (wait_stream) */
 	uint32_t *flush_done;        /* per bucket of the backward: its last task */
 	uint32_t rs_last;            /* the last task on the reduction stream (its order) */
+	int *umods, *utens;          /* per unit: modules whose hooks fire, parameter tensors */
 } dsb;
 
 static void dep(dsb *b, uint32_t id) { zb_graph_add_dep(b->g, b->deps, &b->ndeps, id); }
@@ -337,17 +348,6 @@ static void unit_compute(dsb *b, ctx x, int u, int backward)
 static int64_t unit_lo(const dsb *b, int u) { return zb_model_unit_offset(b->m, u); }
 static int64_t unit_n(const dsb *b, int u) { return zb_model_unit_params(b->m, u); }
 
-/* Parameters of unit u whose optimizer runs on the CPU (the top of the model). */
-static int64_t unit_cpu(const dsb *b, int u)
-{
-	if (!b->offload)
-		return 0;
-	int64_t lo = unit_lo(b, u), hi = lo + unit_n(b, u);
-	if (hi <= b->split)
-		return 0;
-	return hi - (lo > b->split ? lo : b->split);
-}
-
 /* ZeRO-3: the module hooks of unit u for this pass; with offload_param the fetch
  * they start. window: the unit whose compute must end before this fetch, NONE if
  * none: prefetch_layers units back, the current unit counted (DeepSpeed's
@@ -359,7 +359,7 @@ static void pre_unit(dsb *b, ctx x, int u, uint32_t window)
 	b->fetch[u] = NONE;
 	if (b->stage < 3)
 		return;
-	host(b, x, ZB_OP_HOOK, u, zb_ds_unit_modules(b->m, u), 0);
+	host(b, x, ZB_OP_HOOK, u, b->umods[u], 0);
 	if (b->oparam) {
 		int64_t n = shard(b, unit_n(b, u)); /* several ranks: this rank's partition */
 		dep(b, b->last[ZB_RES_CPU]);
@@ -373,20 +373,6 @@ static void pre_unit(dsb *b, ctx x, int u, uint32_t window)
 		dep(b, b->step_end_gpu);
 		b->fetch[u] = collective(b, x, ZB_OP_ALL_GATHER, u, -1, unit_lo(b, u), unit_n(b, u));
 	}
-}
-
-/* Gradients of unit u after its backward. */
-/* Gradient accumulation with offload (micro-batch > 0): DeepSpeed brings the
- * host's fp32 accumulator of the unit up, adds on the GPU and sends it back down
- * (stage_1_and_2.py async_accumulate_grad_in_cpu_via_gpu, stage3.py
- * partition_grads: "adding directly to cpu is very slow"). The copy down counts as
- * the gradient's only on the last micro-batch. */
-static uint32_t accumulate_up(dsb *b, ctx o, int u, int64_t n, int64_t offset)
-{
-	if (o.micro == 0 || n == 0)
-		return NONE;
-	dep(b, b->last[ZB_RES_GPU]);
-	return copy(b, o, ZB_RES_H2D, ZB_OP_GRAD_COPY, u, n, offset, 4.0 * n);
 }
 
 /* ---- World size (issue 14) ------------------------------------------------------
@@ -487,7 +473,7 @@ static void grads_of_unit_ranks(dsb *b, ctx x, int u, int last_micro)
 		 * wait for its kernels (before, nothing ordered them after the backward, and
 		 * the simulated hooks ran during the forward) */
 		dep(b, into);
-		host(b, o, ZB_OP_GRAD_HOOK, u, zb_ds_unit_tensors(b->m, u), 0);
+		host(b, o, ZB_OP_GRAD_HOOK, u, b->utens[u], 0);
 	}
 	b->ipg_lo = lo; /* units arrive top down: the bucket grows downwards */
 	b->ipg_n += n;
@@ -496,16 +482,45 @@ static void grads_of_unit_ranks(dsb *b, ctx x, int u, int last_micro)
 		ipg_flush(b, o, last_micro);
 }
 
+/* ZeRO-1/2 offload with gas > 1 (stage_1_and_2.py copy_grads_in_partition,
+ * async_accumulate_grad_in_cpu_via_gpu): at every micro-step each tensor's gradient
+ * goes down into a pinned host buffer of the model's dtype, after the first one
+ * brought back up and added on the GPU first; the boundary then does what gas 1 does
+ * (norm, overflow check, fp32 copy down) on the accumulated gradient. */
+static void stage2_accumulate(dsb *b, ctx o, int u, int64_t n, int64_t lo, int last_micro)
+{
+	uint32_t gpu_done = b->last[ZB_RES_GPU];
+	kernel(b, o, ZB_OP_GRAD_COPY, u, 4.0 * n); /* into the IPG bucket */
+	if (o.micro > 0) {
+		dep(b, b->last[ZB_RES_GPU]);
+		uint32_t up = copy(b, o, ZB_RES_H2D, ZB_OP_GRAD_COPY, u, n, lo, 2.0 * n);
+		if (!b->overlap)
+			b->copy_hold = up;
+		kernel(b, o, ZB_OP_GRAD_ACC, u, 6.0 * n);
+	}
+	dep(b, b->last[ZB_RES_GPU]);
+	uint32_t down = copy(b, o, ZB_RES_D2H, ZB_OP_GRAD_COPY, u, n, lo, 2.0 * n);
+	b->copy_hold = b->overlap ? NONE : down;
+	host(b, o, ZB_OP_ACC_HOOK, u, b->utens[u], 0);
+	if (!last_micro)
+		return;
+	uint32_t cast = kernel(b, o, ZB_OP_GRAD_COPY, u, 6.0 * n); /* to fp32 */
+	dep(b, cast);
+	down = copy(b, o, ZB_RES_D2H, ZB_OP_GRAD_DOWN, u, n, lo, 4.0 * n);
+	dep(b, gpu_done);
+	if (!b->overlap)
+		b->copy_hold = down;
+	dep(b, down); /* the per-tensor overflow check's synchronization, as at gas 1 */
+	host(b, o, ZB_OP_GRAD_HOOK, u, b->utens[u], 0);
+}
+
 static void grads_of_unit(dsb *b, ctx x, int u, int last_micro)
 {
 	if (b->ranks > 1) {
 		grads_of_unit_ranks(b, x, u, last_micro);
 		return;
 	}
-	int64_t n = unit_n(b, u), nc = unit_cpu(b, u);
-	int64_t lo = unit_lo(b, u);
-	int down_op = last_micro ? ZB_OP_GRAD_DOWN : ZB_OP_GRAD_COPY;
-	double add = x.micro > 0 ? 12.0 : 0; /* fp32 accumulate: read two, write one */
+	int64_t n = unit_n(b, u), lo = unit_lo(b, u);
 	ctx o = x;
 	o.pass = ZB_PASS_BWD_WEIGHT;
 	b->copy_hold = NONE;
@@ -515,49 +530,33 @@ static void grads_of_unit(dsb *b, ctx x, int u, int last_micro)
 		kernel(b, o, ZB_OP_GRAD_COPY, u, (b->stage < 3 ? 12.0 : 4.0) * n);
 		return;
 	}
-	if (b->stage < 3) {
-		uint32_t gpu_done = b->last[ZB_RES_GPU];
-		b->copy_hold = accumulate_up(b, o, u, n, lo);
-		/* bucket copy (2 B) and the bf16 -> fp32 cast (2 B in, 4 B out) */
-		uint32_t cast = kernel(b, o, ZB_OP_GRAD_COPY, u, (10.0 + add) * n);
-		b->copy_hold = NONE;
-		dep(b, cast);
-		uint32_t down = copy(b, o, ZB_RES_D2H, down_op, u, n, lo, 4.0 * n);
-		/* the hooks run when autograd reaches the unit (their norm and overflow
-		 * checks wait for its kernels) and hold the thread that launches the next
-		 * unit; without overlap_comm the copy is on the compute stream and holds
-		 * the next unit's kernels too */
-		dep(b, gpu_done);
-		if (!b->overlap)
-			b->copy_hold = down;
-		/* and the copies and hooks of the flush are one serial chain, with or
-		 * without overlap_comm: each tensor's overflow check (`if
-		 * _has_inf_or_nan(grad)`, a device scalar made a Python bool) synchronizes
-		 * the stream that holds the previous tensor's copy, the reduction stream
-		 * with overlap_comm (stage_1_and_2.py reduce_ipg_grads, 0.19.8); measured
-		 * per tensor by ds_step.py --step-split (data/deepspeed-h200-2026-12-01-
-		 * split.jsonl): ~0.23 ms + the previous tensor's bytes at 55 GB/s.
-		 * overlap_comm only frees the compute stream from the copies: measured on
-		 * the 2.5 B shape it gained 99 ms (2026-11-30) and lost 103 (2026-12-01). */
-		dep(b, down);
-		host(b, o, ZB_OP_GRAD_HOOK, u, zb_ds_unit_tensors(b->m, u), 0);
+	if (b->p->gas > 1) {
+		stage2_accumulate(b, o, u, n, lo, last_micro);
 		return;
 	}
-	/* stage 3: fp32 gradients of the GPU sub-groups stay on the GPU, those of the
-	 * CPU sub-groups go down, the bf16 partition of all goes down too (profiled) */
-	b->copy_hold = accumulate_up(b, o, u, nc, lo + n - nc);
-	uint32_t cast = kernel(b, o, ZB_OP_GRAD_COPY, u, (10.0 + add) * n);
-	b->copy_hold = NONE;
-	uint32_t down = NONE;
-	if (nc > 0) {
-		dep(b, cast);
-		down = copy(b, o, ZB_RES_D2H, down_op, u, nc, lo + n - nc, 4.0 * nc);
-	}
-	if (last_micro) {
-		dep(b, cast);
-		down = copy(b, o, ZB_RES_D2H, ZB_OP_GRAD_COPY, u, n, lo, 2.0 * n);
-	}
-	b->copy_hold = down;
+	uint32_t gpu_done = b->last[ZB_RES_GPU];
+	/* bucket copy (2 B) and the bf16 -> fp32 cast (2 B in, 4 B out) */
+	uint32_t cast = kernel(b, o, ZB_OP_GRAD_COPY, u, 10.0 * n);
+	dep(b, cast);
+	uint32_t down = copy(b, o, ZB_RES_D2H, ZB_OP_GRAD_DOWN, u, n, lo, 4.0 * n);
+	/* the hooks run when autograd reaches the unit (their norm and overflow
+	 * checks wait for its kernels) and hold the thread that launches the next
+	 * unit; without overlap_comm the copy is on the compute stream and holds
+	 * the next unit's kernels too */
+	dep(b, gpu_done);
+	if (!b->overlap)
+		b->copy_hold = down;
+	/* and the copies and hooks of the flush are one serial chain, with or
+	 * without overlap_comm: each tensor's overflow check (`if
+	 * _has_inf_or_nan(grad)`, a device scalar made a Python bool) synchronizes
+	 * the stream that holds the previous tensor's copy, the reduction stream
+	 * with overlap_comm (stage_1_and_2.py reduce_ipg_grads, 0.19.8); measured
+	 * per tensor by ds_step.py --step-split (data/deepspeed-h200-2026-12-01-
+	 * split.jsonl): ~0.23 ms + the previous tensor's bytes at 55 GB/s.
+	 * overlap_comm only frees the compute stream from the copies: measured on
+	 * the 2.5 B shape it gained 99 ms (2026-11-30) and lost 103 (2026-12-01). */
+	dep(b, down);
+	host(b, o, ZB_OP_GRAD_HOOK, u, b->utens[u], 0);
 }
 
 /* ---- ZeRO-3 on one rank, module by module (ds_trace.h) ---------------------------
@@ -868,6 +867,19 @@ static void optimizer_step(dsb *b, int step)
 {
 	zb_graph *g = b->g;
 	uint32_t grads_down = b->last[ZB_RES_D2H];
+	if (b->p->dtype == ZB_FP16 && b->stage == 3) {
+		/* fp16's overflow check (stage3.py has_overflow): isinf and isnan of the whole
+		 * 16-bit gradient partition buffer, each then any() over its bool copy:
+		 * 2 x (2 B read + 1 B written + 1 B read) per parameter, on the host with
+		 * offload_optimizer (the buffer is there), else on the GPU */
+		ctx o = { step, -1, ZB_PASS_OPT };
+		double bytes = 8.0 * (double)shard(b, g->params);
+		dep(b, grads_down);
+		if (b->offload)
+			host(b, o, ZB_OP_OVERFLOW, 0, 0, bytes);
+		else
+			kernel(b, o, ZB_OP_OVERFLOW, 0, bytes);
+	}
 	/* sub-groups in model order: the bottom (GPU, Twin-Flow) first */
 	for (int bk = g->nbuckets - 1; bk >= 0; bk--) {
 		if (b->stage == 3) { /* the sub-group's Python around its optimizer step */
@@ -1050,11 +1062,15 @@ zb_status zb_ds_graph_build(zb_graph *g, const zb_config *c, zb_error *err)
 	g->model_flops_per_step = zb_model_flops_per_token(b.m, b.p->seq) * g->tokens_per_step;
 	make_groups(&b);
 	b.gather_last = b.gather_hold = b.rs_last = NONE;
+	b.umods = zb_xcalloc((size_t)(2 * b.units), sizeof *b.umods);
+	b.utens = b.umods + b.units;
+	unit_counts(b.m, b.umods, b.utens);
 	b.z3 = b.stage == 3 && b.ranks == 1;
 	if (b.z3) {
 		zb_ds_trace_opts o;
 		zb_ds_trace_opts_of(c, &o);
 		if ((st = zb_ds_trace_build(b.m, &o, &b.tr, err))) {
+			free(b.umods);
 			zb_graph_free(g);
 			return st;
 		}
@@ -1076,6 +1092,7 @@ zb_status zb_ds_graph_build(zb_graph *g, const zb_config *c, zb_error *err)
 		optimizer_step(&b, s);
 	}
 	free(mem);
+	free(b.umods);
 	if (b.z3) {
 		free(b.flush_done);
 		zb_ds_trace_free(&b.tr);

@@ -40,7 +40,91 @@ static zb_status check_finite(const zb_sim_result *r, zb_error *err)
 	return ZB_OK;
 }
 
-static zb_status predict(zb_prediction *p, const zb_config *c, int even_if_too_big, zb_error *err)
+/* Build and simulate c's schedule into g and r. */
+static zb_status simulate(zb_graph *g, zb_sim_result *r, const zb_config *c, zb_error *err)
+{
+	zb_status st;
+	if ((st = zb_graph_build(g, c, err)))
+		return st;
+	if ((st = zb_simulate(g, c, r, err))) {
+		zb_graph_free(g);
+		return st;
+	}
+	if ((st = check_finite(r, err))) {
+		zb_sim_result_free(r);
+		zb_graph_free(g);
+	}
+	return st;
+}
+
+/* x(k + 2) + n (x(k + 2) - x(k + 1)) */
+static double ahead(double x1, double x2, double n) { return x2 + n * (x2 - x1); }
+
+/* The steady micro-step's figures added to the k + 2 simulation (res[2], g2): gas -
+ * k - 2 more of them. */
+static void extend(zb_sim_result *r, const zb_sim_result res[3], zb_graph *g, const zb_graph *g1, int k,
+		   const zb_config *c)
+{
+	double n = (double)(c->policy.gas - k - 2);
+	*r = res[2];
+	r->step_time_s = ahead(res[1].step_time_s, res[2].step_time_s, n);
+	r->total_s = ahead(res[1].total_s, res[2].total_s, n);
+	r->lower_bound_s = 0;
+	for (int q = 0; q < ZB_RES_COUNT; q++) {
+		r->busy_s[q] = ahead(res[1].busy_s[q], res[2].busy_s[q], n);
+		r->work_s[q] = ahead(res[1].work_s[q], res[2].work_s[q], n);
+		g->copy_bytes[q] = ahead(g1->copy_bytes[q], g->copy_bytes[q], n);
+		if (r->work_s[q] > r->lower_bound_s)
+			r->lower_bound_s = r->work_s[q], r->bound_resource = (zb_resource)q;
+	}
+	r->bottleneck = (zb_resource)0;
+	for (int q = 1; q < ZB_RES_COUNT; q++)
+		if (r->busy_s[q] > r->busy_s[r->bottleneck])
+			r->bottleneck = (zb_resource)q;
+	r->events = res[0].events + res[1].events + res[2].events;
+	g->tokens_per_step = (double)c->policy.micro_batch * c->policy.seq * c->policy.gas;
+	g->model_flops_per_step = zb_model_flops_per_token(&c->model, c->policy.seq) * g->tokens_per_step;
+	r->tokens_per_s = r->step_time_s > 0 ? g->tokens_per_step / r->step_time_s : 0;
+	r->tflops_per_gpu = r->step_time_s > 0 ? g->model_flops_per_step / r->step_time_s / 1e12 : 0;
+	g->micro_simulated = k + 2;
+}
+
+/* The shortcut of predict.h for c: 1 in *done when it held (p's graph and result
+ * set), 0 when the steady micro-step was not periodic below gas. */
+static zb_status long_gas(zb_prediction *p, const zb_config *c, int *done, zb_error *err)
+{
+	*done = 0;
+	for (int k = 3; k + 2 < c->policy.gas; k *= 2) {
+		zb_graph g[3];
+		zb_sim_result res[3];
+		zb_status st = ZB_OK;
+		int n = 0;
+		for (; n < 3 && !st; n++) {
+			zb_config ck = *c;
+			ck.policy.gas = k + n;
+			st = simulate(&g[n], &res[n], &ck, err);
+		}
+		if (!st) {
+			double d1 = res[1].step_time_s - res[0].step_time_s, d2 = res[2].step_time_s - res[1].step_time_s;
+			*done = fabs(d2 - d1) <= ZB_GAS_PERIODIC * res[2].step_time_s;
+			if (*done) {
+				extend(&p->res, res, &g[2], &g[1], k, c);
+				p->graph = g[2];
+			}
+		}
+		for (int i = 0; i < n - (st ? 1 : 0); i++) {
+			if (*done && i == 2)
+				continue; /* kept: the prediction's graph and timeline */
+			zb_sim_result_free(&res[i]);
+			zb_graph_free(&g[i]);
+		}
+		if (st || *done)
+			return st;
+	}
+	return ZB_OK;
+}
+
+static zb_status predict(zb_prediction *p, const zb_config *c, int even_if_too_big, int shortcut, zb_error *err)
 {
 	memset(p, 0, sizeof *p);
 	p->cfg = *c;
@@ -52,29 +136,31 @@ static zb_status predict(zb_prediction *p, const zb_config *c, int even_if_too_b
 		graph_summary(&p->graph, c);
 		return ZB_OK;
 	}
-	if ((st = zb_graph_build(&p->graph, c, err)))
+	int done = 0;
+	/* DeepSpeed's schedule on one rank: its micro-steps repeat (zbench's own and several
+	 * ranks are simulated whole) */
+	if (shortcut && c->framework == ZB_FW_DEEPSPEED && c->policy.gas > ZB_GAS_FULL &&
+	    c->policy.gpus * c->policy.nodes <= 1 && (st = long_gas(p, c, &done, err)))
 		return st;
-	if ((st = zb_simulate(&p->graph, c, &p->res, err))) {
-		zb_graph_free(&p->graph);
+	if (!done && (st = simulate(&p->graph, &p->res, c, err)))
 		return st;
-	}
-	if ((st = check_finite(&p->res, err))) {
-		zb_sim_result_free(&p->res);
-		zb_graph_free(&p->graph);
-		return st;
-	}
 	p->simulated = 1;
 	return ZB_OK;
 }
 
 zb_status zb_predict(zb_prediction *p, const zb_config *c, zb_error *err)
 {
-	return predict(p, c, 0, err);
+	return predict(p, c, 0, 1, err);
+}
+
+zb_status zb_predict_all_micro(zb_prediction *p, const zb_config *c, zb_error *err)
+{
+	return predict(p, c, 0, 0, err);
 }
 
 zb_status zb_predict_even_if_too_big(zb_prediction *p, const zb_config *c, zb_error *err)
 {
-	return predict(p, c, 1, err);
+	return predict(p, c, 1, 1, err);
 }
 
 void zb_prediction_free(zb_prediction *p)

@@ -20,6 +20,19 @@ typedef struct zb_prediction {
 } zb_prediction;
 
 zb_status zb_predict(zb_prediction *p, const zb_config *c, zb_error *err);
+
+/* Long gradient accumulation: DeepSpeed's micro-steps between a step's first and its
+ * last are the same work, so with gas above ZB_GAS_FULL the schedule is built and
+ * simulated with k, k + 1 and k + 2 micro-steps (k = 3: the first, one steady, the
+ * last). When the two differences agree (the steady micro-step is periodic, to
+ * ZB_GAS_PERIODIC of the step), every figure (step time, busy and alone times,
+ * copy bytes, makespan) is the k + 2 one plus (gas - k - 2) differences, and the
+ * prediction's graph (the k + 2 one) says so in micro_simulated; when they do not,
+ * k doubles, and at k + 2 >= gas the whole schedule is simulated. */
+#define ZB_GAS_FULL 12
+#define ZB_GAS_PERIODIC 1e-5
+/* The same, every micro-step simulated whatever gas is (the shortcut's reference). */
+zb_status zb_predict_all_micro(zb_prediction *p, const zb_config *c, zb_error *err);
 /* The same, simulated even where the memory estimate says it does not fit (p->mem
  * still says so): for a measurement that is known to have run, e.g. a published
  * result, whose time is worth predicting although zbench's memory model refuses it. */
