@@ -313,8 +313,8 @@ static void hf_opt(bld *b, int part, int *embed)
 		close_mod(b);
 	} else {
 		leaf(b, "final_layer_norm", ZB_DSS_NORMF, d.h, d.b * d.h);
-		if (d.e != d.h)
-			leaf(b, "project_out", ZB_DSS_NONE, d.h * d.e, 0);
+		if (d.e != d.h) /* model.h counts it with the embeddings */
+			b->t->t[leaf(b, "project_out", ZB_DSS_NONE, d.h * d.e, 0)].unit = 0;
 		close_mod(b);
 		close_mod(b);
 		head(b, "lm_head", *embed);
@@ -383,11 +383,13 @@ static family_fn family_of(const zb_model *m)
 /* The tensors of unit u add up to model.h's count: what a layout here leaves out
  * (or counts twice) goes into (or comes off) the unit's largest tensor, so bytes,
  * buckets and sub-groups always see the same parameters. */
-static void settle(zb_ds_trace *t, const zb_model *m, int u, int first)
+static void settle(zb_ds_trace *t, const zb_model *m, int u)
 {
 	int64_t sum = 0;
 	int big = -1;
-	for (int i = first; i < t->nt; i++) {
+	for (int i = 0; i < t->nt; i++) {
+		if (t->t[i].unit != u)
+			continue;
 		sum += t->t[i].numel;
 		if (big < 0 || t->t[i].numel > t->t[big].numel)
 			big = i;
@@ -415,10 +417,10 @@ static void build_forward(bld *b)
 	for (int u = 0; u < t->units; u++) {
 		b->unit = u;
 		t->fwd_at[u] = t->nit;
-		int first = t->nt;
 		fn(b, u == 0 ? 0 : u <= L ? 1 : 2, &embed);
-		settle(t, m, u, first);
 	}
+	for (int u = 0; u < t->units; u++)
+		settle(t, m, u);
 	t->fwd_at[t->units] = t->nit;
 	t->nfwd = t->nit;
 	/* module -> its parameters, each once, in ds_id (creation) order */
