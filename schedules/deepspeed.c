@@ -1142,12 +1142,30 @@ void zb_ds_memory_estimate(const zb_config *c, zb_memory *out)
 		zb_graph_free(&g);
 	}
 
-	/* GPU: 16-bit parameters (ZeRO-3 with offload_param: the live window,
-	 * stage3_max_live_parameters 1e9), optimizer states of the GPU share (fp32
+	/* GPU: 16-bit parameters (ZeRO-3 with offload_param: the most that are on the GPU at
+	 * once in the coordinator's replay, ds_trace.h: the persistent ones, the fetched and
+	 * prefetched ones, those kept for reuse), optimizer states of the GPU share (fp32
 	 * master, m, v: 12 B; with offload the GPU sub-groups also keep fp32 gradient
-	 * partitions: 16 B), stage 3 keeps bf16 gradient partitions without offload. */
-	o.gpu_params = p->offload_param ? 2.0 * fmin(P, 1e9) : 2.0 * P;
+	 * partitions: 16 B), stage 3 keeps bf16 gradient partitions without offload, and its
+	 * contiguous IPG bucket (stage3.py _setup_for_real_optimizer: reduce_bucket_size
+	 * elements of the model's dtype). */
+	o.gpu_params = 2.0 * P;
+	if (p->offload_param && stage == 3) {
+		zb_ds_trace_opts to;
+		zb_ds_trace tr;
+		zb_error te;
+		zb_ds_trace_opts_of(c, &to);
+		if (zb_ds_trace_build(m, &to, &tr, &te) == ZB_OK) {
+			o.gpu_params = 2.0 * tr.count.max_live_elems;
+			zb_ds_trace_free(&tr);
+		}
+	}
 	o.gpu_grads = stage == 3 && !offload ? 2.0 * P : 0;
+	if (stage == 3) {
+		zb_ds_trace_opts to;
+		zb_ds_trace_opts_of(c, &to);
+		o.gpu_workspace += 2.0 * fmin((double)to.reduce_bucket, P);
+	}
 	o.gpu_optimizer = gpu_share * (offload ? 16.0 : 12.0) * P;
 	if (p->gas > 1)
 		o.gpu_grads += offload ? 0 : 4.0 * P; /* fp32 accumulation */
@@ -1156,15 +1174,20 @@ void zb_ds_memory_estimate(const zb_config *c, zb_memory *out)
 			    : p->ckpt == ZB_CKPT_GPU ? L * ckpt_in + layer : 2 * ckpt_in + layer;
 	o.host_activations = p->ckpt == ZB_CKPT_CPU ? L * ckpt_in : 0;
 	/* logits in bf16, their fp32 upcast and its gradient: what cross-entropy holds */
-	o.gpu_workspace = T * m->vocab * (2.0 + 4.0 + 4.0) + 2.0 * T * m->hidden * 2;
+	o.gpu_workspace += T * m->vocab * (2.0 + 4.0 + 4.0) + 2.0 * T * m->hidden * 2;
 
 	/* Host: pinned fp32 master, m, v and gradient of the CPU share (16 B:
 	 * stage_1_and_2.py single_partition_of_fp32_groups and its .grad, Adam's
 	 * state). bf16 buffers: stage 1/2 offload 4 B, the pinned cast target
 	 * param_buffer_of_bit16_for_cpu_offload_groups (2 B) and 2 B more that the
 	 * measured RSS of s2-off asks for and the source does not name; stage 3 offload
-	 * 2 B (the profiled bf16 round trip); offload_param 4 B more (the pinned
-	 * param_groups_fp16_flat_cpu_memory, 2 B, and 2 B sized to s3-off-param's RSS).
+	 * 2 B (grad_partitions_flat_buffer: the pinned gradient partitions, model dtype);
+	 * offload_param 4 B more (the pinned param_groups_fp16_flat_cpu_memory, 2 B, and
+	 * the per-parameter pinned partitions zero.Init made, 2 B: freed when moved into
+	 * the flat buffer, but PyTorch's caching host allocator keeps freed pinned blocks;
+	 * the 2 B match s3-off-param's RSS). Stages 1/2 with gas > 1: the pinned
+	 * accumulation buffers, model dtype, 2 B (accumulated_grads_in_cpu). fp16 with
+	 * ZeRO-3 offload: has_overflow's bool copy of the host gradient buffer, 1 B.
 	 * The process: CUDA context and libraries, ~0.9 GiB (s2-none's RSS minus its
 	 * fp32 model), and the model as the measurement harness builds it (stages 1/2:
 	 * fp32 on the host, 4 B; stage 3 under zero.Init: bf16, 2 B; the peak RSS of
@@ -1173,9 +1196,13 @@ void zb_ds_memory_estimate(const zb_config *c, zb_memory *out)
 	double cpu_share = offload ? 1.0 - gpu_share : 0;
 	o.host_optimizer = cpu_share * 12.0 * P;
 	o.host_grads = cpu_share * 4.0 * P;
+	if (offload && stage < 3 && p->gas > 1)
+		o.host_grads += 2.0 * P;
 	if (offload)
 		o.host_params = stage < 3 ? 4.0 * P : 2.0 * P + (p->offload_param ? 4.0 * P : 0);
 	o.host_process = 0.9 * GIB + (stage < 3 ? 4.0 : 2.0) * P;
+	if (offload && stage == 3 && p->dtype == ZB_FP16)
+		o.host_process += P;
 	/* World size R: optimizer states, fp32 gradients and the host's 16-bit buffers
 	 * are partitioned (each rank holds 1/R); ZeRO-3 partitions the 16-bit weights
 	 * and gradients too. Not checked against a measurement (none with R > 1 yet). */
