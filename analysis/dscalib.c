@@ -119,3 +119,20 @@ out:
 	free(r);
 	return st;
 }
+
+void zb_ds_errors_of(const zb_ds_measured *m, const zb_ds_eval *e, zb_ds_errors *out)
+{
+	memset(out, 0, sizeof *out);
+	out->worst_row = -1;
+	for (int i = 0; i < m->n; i++) {
+		if (!(e[i].step_s > 0) || !(m->rows[i].step_s > 0))
+			continue;
+		double x = fabs(e[i].step_s / m->rows[i].step_s - 1);
+		out->mape += x;
+		out->n++;
+		if (x > out->worst)
+			out->worst = x, out->worst_row = i;
+	}
+	if (out->n > 0)
+		out->mape /= out->n;
+}

@@ -38,6 +38,15 @@ typedef struct zb_ds_fit_report {
 	int evaluations;
 } zb_ds_fit_report;
 
+/* Step time errors of rows e of m (predicted against measured): the mean and the worst
+ * |predicted / measured - 1| over the rows that were predicted. */
+typedef struct zb_ds_errors {
+	double mape, worst;
+	int n;
+	int worst_row;
+} zb_ds_errors;
+void zb_ds_errors_of(const zb_ds_measured *m, const zb_ds_eval *e, zb_ds_errors *out);
+
 /* Fit base->hw.ds (its defaults when unset) to m; writes the fitted profile to *out. */
 zb_status zb_ds_calibrate(const zb_ds_measured *m, const zb_config *base, zb_ds_profile *out,
 			  zb_ds_fit_report *rep, zb_error *err);

@@ -27,7 +27,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: zbench calibrate --deepspeed --measured <file.tsv> [--hw <machine|file>] [--model <name>]\n"
 		"                        [--seq <n>] [--micro-batch <n>] [--sub-group <n>] [--out <file>] [--no-fit]\n"
-		"                        [--cross-validate]\n"
+		"                        [--cross-validate] [--held-out <file>]\n"
 		"\n"
 		"Fit the DeepSpeed framework profile (hook, Python, GPU efficiency, CPU Adam, cast and copy\n"
 		"costs) to measured DeepSpeed step times and save it with the hardware profile.\n"
@@ -39,7 +39,9 @@ static void usage(FILE *f)
 		"                      preset or a .json file: Hugging Face config.json or zbench model file)\n"
 		"  --out <file>        write the hardware profile with the fitted deepspeed object\n"
 		"  --no-fit            only predict the rows with the given profile\n"
-		"  --cross-validate    also fit without each row in turn and predict it (leave one out)\n");
+		"  --cross-validate    also fit without each row in turn and predict it (leave one out)\n"
+		"  --held-out <file>   runs the fit never sees (another family or regime), predicted with\n"
+		"                      the fitted profile: in-sample and held-out errors side by side\n");
 }
 
 /* Long-valued options: parse a positive integer (1e8 and 100M style too). */
@@ -233,6 +235,31 @@ out:
 	return rc;
 }
 
+/* The held-out runs predicted with the profile the fit gave (never fitted to them),
+ * beside the fitted runs' errors. */
+static int held_out(const zb_ds_measured *m, const zb_ds_eval *fe, const zb_ds_measured *h, const zb_config *fb,
+		    zb_error *err)
+{
+	zb_ds_eval *e = zb_xcalloc((size_t)(h->n ? h->n : 1), sizeof *e);
+	int rc = eval_all(h, fb, e, err);
+	if (!rc) {
+		printf("\n# held out (never fitted): %d runs\n%-14s %9s %9s %7s  %s\n", h->n, "config", "measured",
+		       "predicted", "err", "model");
+		for (int i = 0; i < h->n; i++)
+			printf("%-14s %9.0f %9.0f %+7.1f  %s\n", h->rows[i].name, h->rows[i].step_s * 1e3, e[i].step_s * 1e3,
+			       pct(e[i].step_s, h->rows[i].step_s),
+			       h->rows[i].have_shape ? h->rows[i].shape.name : h->rows[i].model);
+		zb_ds_errors in, out;
+		zb_ds_errors_of(m, fe, &in);
+		zb_ds_errors_of(h, e, &out);
+		printf("# step time: in-sample MAPE %.1f%% (worst %.1f%%) over %d runs, held-out MAPE %.1f%% (worst "
+		       "%.1f%%) over %d runs\n", 100 * in.mape, 100 * in.worst, in.n, 100 * out.mape, 100 * out.worst,
+		       out.n);
+	}
+	free(e);
+	return rc;
+}
+
 int zb_calibrate_deepspeed(int argc, char **argv)
 {
 	static const struct option table[] = {
@@ -241,11 +268,11 @@ int zb_calibrate_deepspeed(int argc, char **argv)
 		{ "seq", required_argument, NULL, 's' },     { "micro-batch", required_argument, NULL, 'B' },
 		{ "sub-group", required_argument, NULL, 'g' }, { "out", required_argument, NULL, 'o' },
 		{ "no-fit", no_argument, NULL, 'n' },        { "help", no_argument, NULL, 'h' },
-		{ "cross-validate", no_argument, NULL, 'x' },
+		{ "cross-validate", no_argument, NULL, 'x' }, { "held-out", required_argument, NULL, 'H' },
 		{ 0 },
 	};
-	const char *measured = NULL, *files[8], *hw_name = NULL, *model = NULL, *out = NULL;
-	int nfiles = 0;
+	const char *measured = NULL, *files[8], *held[8], *hw_name = NULL, *model = NULL, *out = NULL;
+	int nfiles = 0, nheld = 0;
 	long long seq = 0, mb = 0, sg = 0;
 	int no_fit = 0, loo = 0, opt;
 	optind = 1;
@@ -264,6 +291,13 @@ int zb_calibrate_deepspeed(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 'n': no_fit = 1; break;
 		case 'x': loo = 1; break;
+		case 'H':
+			if (nheld == 8) {
+				fprintf(stderr, "zbench: --held-out: at most 8 files\n");
+				return 2;
+			}
+			held[nheld++] = optarg;
+			break;
 		case 's': if (pos_int(optarg, "--seq", &seq)) return 2; break;
 		case 'B': if (pos_int(optarg, "--micro-batch", &mb)) return 2; break;
 		case 'g': if (pos_int(optarg, "--sub-group", &sg)) return 2; break;
@@ -293,9 +327,11 @@ int zb_calibrate_deepspeed(int argc, char **argv)
 		st = zb_ds_model_named(model, NULL, &base.model, &err);
 	else if (!st)
 		zb_preset_default_model(&base.model);
-	zb_ds_measured m = { 0 };
+	zb_ds_measured m = { 0 }, h = { 0 };
 	if (!st)
 		st = zb_ds_measured_load_many(files, nfiles, &base.model, &m, &err);
+	if (!st && nheld && (st = zb_ds_measured_load_many(held, nheld, &base.model, &h, &err)))
+		zb_ds_measured_free(&m);
 	if (st) {
 		fprintf(stderr, "zbench: %s\n", err.msg);
 		return 1;
@@ -320,7 +356,9 @@ int zb_calibrate_deepspeed(int argc, char **argv)
 	if (no_fit) {
 		print_table(&m, d, NULL);
 		print_pooled(&m, d, &base, "start");
-		rc = 0;
+		rc = nheld && held_out(&m, d, &h, &base, &err) ? 1 : 0;
+		if (rc)
+			fprintf(stderr, "zbench: %s\n", err.msg);
 		goto done;
 	}
 	zb_ds_profile fitted;
@@ -338,6 +376,8 @@ int zb_calibrate_deepspeed(int argc, char **argv)
 	       rep.rms_after, rep.evaluations, m.n);
 	if (loo && cross_validate(&m, &base, &err))
 		goto fail;
+	if (nheld && held_out(&m, f, &h, &fb, &err))
+		goto fail;
 	if (out) {
 		if ((st = zb_hw_save(out, &fb.hw, &err)))
 			goto fail;
@@ -351,5 +391,6 @@ done:
 	free(d);
 	free(f);
 	zb_ds_measured_free(&m);
+	zb_ds_measured_free(&h);
 	return rc;
 }
