@@ -123,15 +123,15 @@ static double largest_unit(const zb_model *m)
  * et al. sec. 4.1, generalized to GQA and the MLP width (see the file comment). */
 static double layer_bytes(const zb_model *m, double s, double b)
 {
-	double h = m->hidden, a = m->heads, f = m->ffn;
-	double kv = (double)zb_model_kv_dim(m);
+	double h = m->hidden, a = m->heads, f = (double)zb_model_mlp_width(m);
+	double q = (double)zb_model_q_dim(m), kv = (double)zb_model_kv_dim(m);
 	double sb = s * b;
 	double norms = 2 * sb * h + 2 * sb * h;    /* both norms keep their input: 4sbh */
 	double attn = 2 * sb * h                   /* QKV GEMM input */
-		    + 2 * sb * h + 2 * sb * kv     /* Q and K for QK^T (4sbh with MHA) */
+		    + 2 * sb * q + 2 * sb * kv     /* Q and K for QK^T (4sbh with MHA) */
 		    + 2 * a * s * s * b            /* softmax output, also the input of P V */
 		    + 2 * sb * kv                  /* V */
-		    + 2 * sb * h;                  /* output projection input */
+		    + 2 * sb * q;                  /* output projection input */
 	double mlp = 2 * sb * h                    /* FC1 input */
 		   + 2 * sb * f * (m->gated_mlp ? 2 : 1) /* GeLU input (8sbh at f=4h), or gate+up */
 		   + 2 * sb * f;                   /* FC2 input */
@@ -218,7 +218,7 @@ void zb_memory_estimate(const zb_config *c, zb_memory *out)
 
 	/* --- workspace --- */
 	double logits = s * b * V * (2 + 4);
-	double a = m->heads, f = m->ffn;
+	double a = m->heads, f = (double)zb_model_mlp_width(m);
 	double inter = maxd(2 * a * s * s * b, 2 * s * b * f * (m->gated_mlp ? 2 : 1));
 	double bwd = 2 * ckpt_in + 2 * inter;
 	o.gpu_workspace = CUBLAS_WORKSPACE_BYTES + logits + bwd;

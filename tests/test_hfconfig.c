@@ -16,6 +16,7 @@
 #include <dirent.h>
 
 #include "common/error.h"
+#include "inputs/dsconfig.h"
 #include "inputs/hfconfig.h"
 #include "core/model.h"
 #include "inputs/presets.h"
@@ -194,6 +195,19 @@ static void test_defaults_and_inference(void **state)
 
 /* ---- transformers' own counts ------------------------------------------------ */
 
+typedef struct tensors {
+	int64_t sum, largest;
+	int n;
+} tensors;
+
+static void add_tensor(int64_t size, void *ctx)
+{
+	tensors *t = ctx;
+	t->sum += size;
+	t->largest = size > t->largest ? size : t->largest;
+	t->n++;
+}
+
 /* Every row of tests/data/hf-params.tsv (peers/hf_params.py: transformers'
  * num_parameters() of the file built on the meta device) against zbench's count of
  * the same file: the total, one decoder layer and what lies outside the layers, all
@@ -224,6 +238,12 @@ static void test_transformers_counts(void **state)
 		assert_int_equal(block, layer0);
 		assert_int_equal(got - (int64_t)m->layers * block, outside);
 		assert_int_equal(got, total);
+		/* DeepSpeed's view of the same model, tensor by tensor (dsconfig.h) */
+		tensors t = { 0, 0, 0 };
+		zb_ds_tensors(m, add_tensor, &t);
+		assert_int_equal(t.sum, total);
+		if (m->experts > 0) /* the experts' gate_up_proj, one 3-D tensor, is the largest */
+			assert_int_equal(t.largest, (int64_t)m->experts * 2 * m->ffn * m->hidden);
 		assert_true(rows < 64);
 		snprintf(seen[rows++], sizeof seen[0], "%s", file);
 	}
