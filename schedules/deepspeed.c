@@ -852,8 +852,10 @@ void zb_ds_memory_estimate(const zb_config *c, zb_memory *out)
 	o.gpu_activations = p->ckpt == ZB_CKPT_NONE ? L * layer
 			    : p->ckpt == ZB_CKPT_GPU ? L * ckpt_in + layer : 2 * ckpt_in + layer;
 	o.host_activations = p->ckpt == ZB_CKPT_CPU ? L * ckpt_in : 0;
-	/* logits in bf16, their fp32 upcast and its gradient: what cross-entropy holds */
-	o.gpu_workspace = T * m->vocab * (2.0 + 4.0 + 4.0) + 2.0 * T * m->hidden * 2;
+	/* logits in bf16, their fp32 upcast and its gradient: what cross-entropy holds
+	 * (a Hugging Face model: its own loss's tensors, memory.h) */
+	o.gpu_workspace = (m->loss ? zb_memory_hf_loss_bytes(m, T) : T * m->vocab * (2.0 + 4.0 + 4.0)) +
+			  2.0 * T * m->hidden * 2;
 
 	/* Host: pinned fp32 master, m, v and gradient of the CPU share (16 B:
 	 * stage_1_and_2.py single_partition_of_fp32_groups and its .grad, Adam's
