@@ -83,7 +83,7 @@ static struct validate_opts {
 
 static const zb_flag flags[] = {
 	ZB_STRING("hw", &vo.hw, "<machine|file>", "hardware of the simulator side (default h200-machine)"),
-	ZB_STRING("suite", &vo.suite, "full | quick", "the suite (default full)"),
+	ZB_STRING("suite", &vo.suite, "<name>", "full | quick | fid | link | anchor (default full)"),
 	ZB_INT("limit", &vo.limit, 1, 1000, "<n>", "the first <n> configurations only"),
 	ZB_INT("warmup", &vo.warmup, 0, 100, "<n>", "warm-up steps (default 2; the suite's)"),
 	ZB_INT("steps", &vo.steps, 2, 100, "<n>", "measured steps (default 3; the least with --measure-s; the suite's)"),
@@ -117,7 +117,7 @@ static const zb_flag flags[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: zbench validate [--hw <machine|file>] [--suite full | quick] [--limit <n>]\n"
+	fprintf(f, "usage: zbench validate [--hw <machine|file>] [--suite <name>] [--limit <n>]\n"
 		   "                       [--warmup <n>] [--steps <n>] [--measure-s <seconds>] [--max-steps <n>]\n"
 		   "                       [--rounds <n>] [--extra-s <seconds>] [--repeat <n>] [--budget <seconds>]\n"
 		   "                       [--list]\n"

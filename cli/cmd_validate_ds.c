@@ -56,7 +56,7 @@ static void usage(FILE *f)
 		   "                       [--timeout <s>] [--ds-steps <n>] [--log-dir <dir>] [options]\n\n"
 		   "Measure real DeepSpeed on each configuration (one peers/ds_step.py process each), or take\n"
 		   "the measurements from --from: a TSV like data/deepspeed-h200-2026-11-30.tsv, or harness\n"
-		   "result lines, one per line (the ds-results.jsonl of scripts/visit-deepspeed.sh). Predict\n"
+		   "result lines, one per line (the ds-results.jsonl of scripts/gpu-suite.sh deepspeed). Predict\n"
 		   "the same with zbench (the model and batch flags below, the configuration's DeepSpeed JSON),\n"
 		   "store both and print step time, GPU peak and host memory, measured against predicted,\n"
 		   "with MAPEs.\n"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A ZeRO-Offload-like training loop in plain PyTorch, for zbench trace (scripts/visit-trace.sh).
+"""A ZeRO-Offload-like training loop in plain PyTorch, for zbench trace (the trace suite of scripts/gpu-suite.sh).
 
 Each step: a batch of random activations through `--layers` Linear layers (fp32) on the GPU,
 backward, the gradients copied D2H into pinned host buffers, AdamW on fp32 master weights on the
