@@ -93,7 +93,29 @@ typedef struct zb_hw {
 
 /* A decoder-only transformer. GPT-2 / OPT blocks: LayerNorm, MHA, biases, GeLU MLP
  * with two matrices. Llama / Mistral: RMSNorm, grouped-query attention (kv_heads <
- * heads), no biases, SwiGLU MLP with three matrices, rotary positions. */
+ * heads), no biases, SwiGLU MLP with three matrices, rotary positions. The fields
+ * after embed_proj are 0 for all of those and describe the Hugging Face families
+ * that differ (inputs/hfconfig.h): a head width of its own, biases on some linears
+ * only, extra norms, a mixture of experts, and how the loss reads the logits. */
+
+/* linear_bias: which linear layers carry biases when bias is 0 (bias 1: all of them
+ * and the norms too). */
+enum { ZB_BIAS_QKV = 1, ZB_BIAS_OUT = 2, ZB_BIAS_MLP = 4 };
+/* norms: where the norms differ from two hidden-wide norms per block and a final norm. */
+enum {
+	ZB_NORM_SANDWICH = 1, /* two more per block, after attention and after the MLP (Gemma-2) */
+	ZB_NORM_QK = 2,       /* one over head_dim on the queries and one on the keys (Qwen3) */
+	ZB_NORM_NO_FINAL = 4, /* no norm before the LM head (OPT-350m, post-norm blocks) */
+	ZB_NORM_ALL = 7
+};
+/* loss: what the loss does with the logits, which decides their memory (memory.h). */
+typedef enum zb_loss {
+	ZB_LOSS_OWN,         /* the framework's own loss kernel (zbench, the own-module harness) */
+	ZB_LOSS_HF,          /* Hugging Face: bf16 logits, .float() upcast, cross_entropy */
+	ZB_LOSS_HF_SOFTCAP,  /* the same after tanh soft-capping of the logits (Gemma-2) */
+	ZB_LOSS_COUNT
+} zb_loss;
+
 typedef struct zb_model {
 	char name[ZB_NAME_MAX];
 	int layers;
@@ -107,6 +129,15 @@ typedef struct zb_model {
 	int bias;                /* linear layers and norms carry biases */
 	int tied_embeddings;     /* LM head shares the token embedding */
 	int embed_proj;          /* OPT-350m style word_embed_proj_dim (0: none) */
+	int head_dim;            /* width of one attention head (0: hidden / heads) */
+	int linear_bias;         /* ZB_BIAS_* bits, with bias 0 (Qwen2: q, k, v) */
+	int norms;               /* ZB_NORM_* bits (0: two per block and a final one) */
+	int experts;             /* mixture of experts: MLPs of width ffn per block, and a
+	                            router (0: one dense MLP) */
+	int experts_active;      /* experts each token is routed to (top-k) */
+	int shared_ffn;          /* a shared expert of this width every token passes, with a
+	                            sigmoid gate (Qwen2-MoE; 0: none) */
+	int loss;                /* zb_loss */
 } zb_model;
 
 typedef enum zb_policy_kind {

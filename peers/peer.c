@@ -27,6 +27,9 @@
 
 zb_status zb_peer_family(const zb_model *m, const char **family, zb_error *err)
 {
+	if (m->head_dim || m->linear_bias || m->norms || m->experts) /* the Hugging Face families' own layouts */
+		return zb_fail(err, ZB_E_INPUT, "model '%s' (head_dim, biases, norms or experts of its own) matches no "
+			       "harness family (gpt, llama)", m->name);
 	if (!m->gated_mlp && m->bias && m->tied_embeddings && m->max_seq > 0 && m->kv_heads == m->heads &&
 	    !m->embed_proj) {
 		*family = "gpt";

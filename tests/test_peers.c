@@ -337,6 +337,11 @@ static void test_argv(void **state)
 	c.model.bias = 1; /* a gated MLP with biases: neither family */
 	assert_int_equal(zb_peer_argv(&cmd, &c, &argv, &err), ZB_E_INPUT);
 	assert_contains(err.msg, "model 'llama-ish' (gated MLP, biases, rotary positions, tied head) matches no");
+	c.model.bias = 0;
+	c.model.experts = 8, c.model.experts_active = 2; /* a mixture of experts: the own modules have none */
+	assert_int_equal(zb_peer_argv(&cmd, &c, &argv, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "matches no harness family");
+	assert_null(argv);
 }
 
 /* ---- zbench validate --deepspeed ---------------------------------------------------------- */
