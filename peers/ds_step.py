@@ -122,6 +122,7 @@ def parse_args(argv):
                    help="build the model on the meta device, resolve the config, print a dry_run line, stop")
     p.add_argument("--self-test", action="store_true",
                    help="run the harness's checks on the host (peers/ds_selftest.py) and exit")
+    p.add_argument("--tag", help="a name for this run, copied into the JSON line (a plan's run name)")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--world-size", type=int, default=int(os.environ.get("WORLD_SIZE", "1")),
                    help="data-parallel GPUs, one process each (default: $WORLD_SIZE or 1)")
@@ -641,7 +642,7 @@ def setup_hf(torch, dev, a):
             raise hf_model.HfConfigError(f"--seq {a.seq} exceeds the model's {shape['max_positions']} positions")
         hf_model.grad_checkpointing(model, a.grad_ckpt)
         model.train()
-        resolved = hf_model.finish_resolve(hfds, targs, model, a.steps + a.profile_steps)
+        resolved, auto_left = hf_model.finish_resolve(hfds, targs, model, a.steps + a.profile_steps)
     except hf_model.HfConfigError as e:
         raise SystemExit(f"ds_step: {e}")
     params, params_hf = hf_model.count_params(model)
@@ -657,7 +658,7 @@ def setup_hf(torch, dev, a):
             "zero_init": zero_init, "params": params, "params_hf": params_hf, "init": where,
             "model_type": cfg["model_type"], "hf_class": type(model).__name__, "dtype": dtype,
             "attn_implementation": hf_model.attn_implementation(a.attention),
-            "ds_config_resolved": resolved, "batch_overrides": overrides, "shape": shape,
+            "ds_config_resolved": resolved, "batch_overrides": overrides, "auto_left": auto_left, "shape": shape,
             "gpu_build_peak_GiB": init_peak, "gpu_init_peak_GiB": dev.peak_gib()[0],
             "versions": hf_model.environment_versions()}
     # the training peak: the fp32 build and DeepSpeed's set-up are in gpu_init_peak_GiB
@@ -693,7 +694,7 @@ def dry_run(torch, a):
         if shape["max_positions"] and a.seq > shape["max_positions"]:
             raise hf_model.HfConfigError(f"--seq {a.seq} exceeds the model's {shape['max_positions']} positions")
         hf_model.grad_checkpointing(model, a.grad_ckpt)
-        resolved = hf_model.finish_resolve(hfds, targs, model, a.steps + a.profile_steps)
+        resolved, auto_left = hf_model.finish_resolve(hfds, targs, model, a.steps + a.profile_steps)
     except hf_model.HfConfigError as e:
         raise SystemExit(f"ds_step: {e}")
     params, _ = hf_model.count_params(model)
@@ -701,7 +702,7 @@ def dry_run(torch, a):
            "config": os.path.splitext(os.path.basename(a.ds_config))[0], "ds_config": a.ds_config,
            "model_type": cfg["model_type"], "hf_class": type(model).__name__, "params": params, "dtype": dtype,
            "seq": a.seq, "micro_batch": a.micro_batch, "gas": a.gas, "grad_ckpt": a.grad_ckpt,
-           "ds_config_resolved": resolved, "batch_overrides": overrides}
+           "ds_config_resolved": resolved, "batch_overrides": overrides, "auto_left": auto_left, "tag": a.tag}
     out.update({k: shape[k] for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "tied_head")})
     print(json.dumps(out), flush=True)
 
@@ -753,13 +754,13 @@ def make_result(torch, dev, a, info, steps_ms, phases, scaler):
         "versions": {"python": platform.python_version(), "torch": torch.__version__,
                      "cuda": torch.version.cuda, "deepspeed": info["deepspeed"], "gpu": dev.name(),
                      **info.get("versions", {})},
-        "zero_stage": info["zero_stage"], "zero_init": info["zero_init"], "device": dev.kind,
+        "zero_stage": info["zero_stage"], "zero_init": info["zero_init"], "device": dev.kind, "tag": a.tag,
         "host": socket.gethostname(), "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
         "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     })
     if a.hf_config:
         for k in ("params_hf", "init", "dtype", "attn_implementation", "ds_config_resolved", "batch_overrides",
-                  "gpu_build_peak_GiB", "gpu_init_peak_GiB"):
+                  "auto_left", "gpu_build_peak_GiB", "gpu_init_peak_GiB"):
             result[k] = info[k]
         result["grad_ckpt"] = a.grad_ckpt
     if any(o is not None for o, _ in scaler):

@@ -147,13 +147,11 @@ def begin_resolve(ds, micro_batch, gas, world_size, dtype):
 
 
 def finish_resolve(hf, args, model, steps):
-    """Trainer step two (deepspeed_init): the hidden-size keys and the scheduler's steps."""
+    """Trainer step two (deepspeed_init): the hidden-size keys and the scheduler's steps.
+    Returns (config, keys still "auto"): the Trainer passes those on to DeepSpeed as they
+    are (stage3_* keys in a stage-2 config, which DeepSpeed ignores), and so does this."""
     hf.trainer_config_finalize(args, model, steps)
-    leftover = find_auto(hf.config)
-    if leftover:
-        raise HfConfigError(f"\"auto\" left in the DeepSpeed config after the Trainer's resolution: "
-                            f"{', '.join(leftover)}")
-    return hf.config
+    return hf.config, find_auto(hf.config)
 
 
 def find_auto(node, path=""):
