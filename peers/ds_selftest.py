@@ -147,6 +147,7 @@ def tiny(model_file, out_dir):
         if "num_key_value_heads" in cfg:
             cfg["num_key_value_heads"] = 2 if grouped else 4
     cfg["vocab_size"] = 512
+    cfg.update(pad_token_id=0, bos_token_id=1, eos_token_id=2)  # the families' defaults (Phi-3: 32000) lie past 512
     for k in ("max_position_embeddings", "n_positions", "original_max_position_embeddings"):
         if k in cfg:
             cfg[k] = 256
