@@ -197,14 +197,17 @@ LOSS_SCALER = [("deepspeed.runtime.fp16.loss_scaler", "DynamicLossScaler", "upda
 
 
 class Counts:
-    def __init__(self, torch, cuda_syncs=True):
+    def __init__(self, torch, cuda_syncs=True, targets=None):
+        """Wrap targets (default: every list above) and, with cuda_syncs and a GPU, the
+        synchronizations."""
         self.torch = torch
         self.sums = {}          # the running step's sums
         self.rows = []          # one dict per step that ended
         self.active = False     # only between begin_step and end_step
         self.wrapped, self.missing = [], []
         import importlib
-        for modname, cls_name, method, path, measure in ZERO3_PARAM + ZERO3_GRAD + ZERO12_GRAD + LOSS_SCALER:
+        targets = ZERO3_PARAM + ZERO3_GRAD + ZERO12_GRAD + LOSS_SCALER if targets is None else targets
+        for modname, cls_name, method, path, measure in targets:
             full = modname if modname.startswith("deepspeed.") else "deepspeed.runtime.zero." + modname
             try:
                 cls = getattr(importlib.import_module(full), cls_name)

@@ -106,6 +106,47 @@ def check_scaler(c):
             ds_step.scaler_state(Eng(True)) == (True, 32768.0) and ds_step.scaler_state(Eng(False)) == (None, None))
 
 
+def check_sync_wrappers(c):
+    """The synchronization counters on a stand-in torch.cuda (no GPU here): counted only
+    inside a step, the call still made, Tensor.item counted for device tensors only."""
+    import types
+    import ds_counts
+    made = []
+
+    class Stream:
+        def synchronize(self):
+            made.append("stream")
+
+    class Event:
+        def synchronize(self):
+            made.append("event")
+
+    class Tensor:
+        def __init__(self, dev):
+            self.device = types.SimpleNamespace(type=dev)
+
+        def item(self):
+            return 7
+
+    cuda = types.SimpleNamespace(is_available=lambda: True, Stream=Stream, Event=Event,
+                                 synchronize=lambda *a: made.append("device"))
+    fake = types.SimpleNamespace(cuda=cuda, Tensor=Tensor)
+    k = ds_counts.Counts(fake, targets=[])
+    cuda.synchronize()  # outside a step: made, not counted
+    k.begin_step()
+    Stream().synchronize()
+    Event().synchronize()
+    Event().synchronize()
+    cuda.synchronize(0)
+    items = (Tensor("cuda").item(), Tensor("cpu").item())
+    k.end_step()
+    r = k.result(0)["ds_counts"]
+    c.check("sync counters: stream, event, device syncs and device .item() counted in the step only",
+            made == ["device", "stream", "event", "event", "device"] and items == (7, 7)
+            and (r.get("sync_stream_calls"), r.get("sync_event_calls"), r.get("sync_device_calls"),
+                 r.get("item_calls")) == (1, 2, 1, 1), f"{made} {r}")
+
+
 def plan_files():
     d = os.path.join(HERE, "plans")
     return sorted(os.path.join(d, f) for f in os.listdir(d) if f.endswith(".jsonl")) if os.path.isdir(d) else []
@@ -243,7 +284,7 @@ def main(ds_step_path):
         os.environ.setdefault(k, v)
     os.environ.setdefault("MASTER_PORT", "29511")
     c = Checks()
-    for part in (check_auto, check_scaler, check_plan):
+    for part in (check_auto, check_scaler, check_sync_wrappers, check_plan):
         try:
             part(c)
         except Exception as e:  # a crash is a failed check, the others still run
