@@ -116,7 +116,7 @@ def args_of(name, sset, model, cfg, seq, mb, gas, dtype, ckpt):
     if sset != "overhead":
         a.append("--ds-counts")
     if sset == "trace":
-        a += ["--profile-steps", "1", "--profile-out", "$OUT/traces/" + name + ".json.gz"]
+        a += ["--profile-steps", "1", "--profile-out", "$OUT/" + name + "-trace.json.gz"]
     return a
 
 

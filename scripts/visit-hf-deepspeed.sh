@@ -12,8 +12,9 @@
 #   DS_RUNS    only these run names ("F05 T01"), any call
 #   DS_EXTRA   flags added to every run (a check on a host without a GPU: "--device cpu")
 #   PYTHON     interpreter with PyTorch and transformers (default python3)
-# Writes under $OUT: ds-results.jsonl (each finished run's JSON line, its "tag" the run's
-# name), runs/<name>.log (each process's whole output), traces/<name>.json.gz (runs with
+# Writes under $OUT (six files: the device returns at most eight, 16 MiB each): ds-results.jsonl
+# (each finished run's JSON line, its "tag" the run's name), runs.log (each process's whole
+# output, one after the other under a "===== name" line), <name>-trace.json.gz (runs with
 # --profile-steps), plan-status.tsv (name, set, status, seconds, est_s, step_ms), host.txt
 # (CPU, memory, GPU, versions), visit-hf-deepspeed.log. Compare offline with
 #   zbench validate --deepspeed --from $OUT/ds-results.jsonl --hf-config <model> --configs <config> ...
@@ -27,8 +28,9 @@ CALL=${2:-1}
 PYTHON=${PYTHON:-python3}
 BUDGET=${DS_BUDGET:-540}
 MARGIN=${DS_MARGIN:-1.2}
-mkdir -p "$OUT/runs" "$OUT/traces"
+mkdir -p "$OUT" /tmp/hf-runs
 LOG=$OUT/visit-hf-deepspeed.log
+RUNLOG=$OUT/runs.log
 JSONL=$OUT/ds-results.jsonl
 STATUS=$OUT/plan-status.tsv
 start=$SECONDS
@@ -39,11 +41,12 @@ export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 if ! "$PYTHON" -c 'import deepspeed' >/dev/null 2>&1; then
 	ls .whl/*.whl >/dev/null 2>&1 || { say "error: $PYTHON cannot import deepspeed and .whl/ has no wheels"; exit 1; }
 	say "installing the wheels of .whl/ into /tmp/site"
-	pip install --no-index --no-deps --target /tmp/site .whl/*.whl >>"$LOG" 2>&1 ||
+	"$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+		.whl/*.whl >>"$LOG" 2>&1 ||
 		{ say "error: pip install of .whl/*.whl failed (see $LOG)"; exit 1; }
 fi
 export TORCH_EXTENSIONS_DIR=/tmp/torch-extensions
-export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 TRANSFORMERS_NO_ADVISORY_WARNINGS=1
+export TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1 TRANSFORMERS_NO_ADVISORY_WARNINGS=1 PYTHONUNBUFFERED=1
 {
 	lscpu | grep -E 'Model name|^CPU\(s\)|NUMA node\(s\)|Thread|Socket'
 	grep -E 'MemTotal|MemAvailable|HugePages_Total' /proc/meminfo
@@ -90,15 +93,16 @@ while IFS=$'\t' read -r name set est args; do
 	say "=== $name ($set, ~$est s, limit $limit s): $args"
 	t0=$SECONDS
 	# shellcheck disable=SC2086 # the plan's arguments are a word list
-	timeout --kill-after=10 "$limit" "$PYTHON" peers/ds_step.py $args >"$OUT/runs/$name.log" 2>&1
+	timeout --kill-after=10 "$limit" "$PYTHON" peers/ds_step.py $args >"/tmp/hf-runs/$name.log" 2>&1
 	code=$?
 	took=$((SECONDS - t0))
-	line=$(grep '^{"harness": "ds_step"' "$OUT/runs/$name.log" | tail -1)
+	{ echo "===== $name rc=$code ${took}s"; cat "/tmp/hf-runs/$name.log"; } >>"$RUNLOG"
+	line=$(grep '^{"harness": "ds_step"' "/tmp/hf-runs/$name.log" | tail -1)
 	if [ $code -ne 0 ] || [ -z "$line" ]; then
 		why=failed
 		[ $code -eq 124 ] || [ $code -eq 137 ] && why=timeout
 		say "$why: $name rc=$code after $took s; last lines:"
-		grep -v '^\[20' "$OUT/runs/$name.log" | tail -4 | cut -c1-300 | tee -a "$LOG"
+		grep -v '^\[20' "/tmp/hf-runs/$name.log" | tail -4 | cut -c1-300 | tee -a "$LOG"
 		printf '%s\t%s\t%s\t%s\t%s\t\n' "$name" "$set" "$why" "$took" "$est" >>"$STATUS"
 		rc=1
 		continue
