@@ -81,14 +81,14 @@ RUNS = [
     ("H11", "held-out", "phi3", "hf-z2-off-tut", 2048, 2, 1, "bf16", "none", 2, 1, "the HF guide's ZeRO-2"),
     ("H13", "held-out", "phi3", "hf-z3-tf30", 4096, 1, 1, "bf16", "gpu", 2, 1,
      "Twin-Flow 0.3, seq 4096, checkpointing"),
+    ("O01", "overhead", "qwen05", "hf-z3-tut", 512, 2, 1, "fp16", "none", 2, 1,
+     "H04 without --ds-counts: the instrumentation's cost"),
     ("F10", "fit", "llama1b", "hf-z3-tut", 4096, 1, 1, "bf16", "gpu", 2, 2,
      "parameter offload bf16 at seq 4096 with checkpointing"),
     ("H10", "held-out", "pythia1b", "hf-z3-off", 1024, 8, 1, "bf16", "none", 2, 2, "ZeRO-3 optimizer offload"),
     ("H14", "held-out", "qwen15", "hf-z3-tut", 1024, 2, 1, "bf16", "none", 2, 2, "parameter offload bf16"),
     ("T02", "tune", "llama1b", "hf-z3-tut-tuned-keep-llama1b", 512, 2, 1, "fp16", "none", 2, 3,
      "zbench tune --keep-offload's proposal for F05 (ZeRO-2 optimizer offload, overlap_comm)"),
-    ("O01", "overhead", "qwen05", "hf-z3-tut", 512, 2, 1, "fp16", "none", 2, 3,
-     "H04 without --ds-counts: the instrumentation's cost"),
 ]
 MARGIN = {"hf-z3-tut": 2.0}  # parameter offload: measured 1.5-3x the prediction
 

@@ -78,6 +78,18 @@ EOF
 [ -n "$runs" ] || { say "error: no runs for call '$CALL' in $PLAN"; exit 1; }
 [ -f "$STATUS" ] || printf 'name\tset\tstatus\tseconds\test_s\tstep_ms\n' >"$STATUS"
 
+# one dry run first (no GPU work, ~10 s): a missing package or a bad file stops the call here
+# instead of failing every run after its start-up
+first=$(echo "$runs" | head -1 | cut -f4)
+first=${first//\$OUT/$OUT}
+# shellcheck disable=SC2086
+if ! "$PYTHON" peers/ds_step.py $first --dry-run ${DS_EXTRA:-} >"/tmp/hf-runs/dry-run.log" 2>&1; then
+	say "error: the dry run of the call's first run failed; stopping. Its last lines:"
+	tail -5 /tmp/hf-runs/dry-run.log | cut -c1-300 | tee -a "$LOG"
+	exit 1
+fi
+say "dry run ok"
+
 rc=0
 while IFS=$'\t' read -r name set est args; do
 	left=$((BUDGET - (SECONDS - start)))
