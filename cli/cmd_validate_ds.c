@@ -60,6 +60,9 @@ static void usage(FILE *f)
 		   "the same with zbench (the model and batch flags below, the configuration's DeepSpeed JSON),\n"
 		   "store both and print step time, GPU peak and host memory, measured against predicted,\n"
 		   "with MAPEs.\n"
+		   "With --hf-config the harness builds that Hugging Face model with transformers (the\n"
+		   "precision and activation checkpointing of the configuration as HF gradient checkpointing,\n"
+		   "DeepSpeed's fetch and gradient paths counted); otherwise its own modules of the family.\n"
 		   "Configurations are names of <dir>/<name>.json (default dir peers/configs, default all of\n"
 		   "them; 'torch' is plain PyTorch with fused AdamW, predicted as policy none). Defaults:\n"
 		   "python3, peers/ds_step.py, timeout 600 s, 8 steps (median of the last 5).\n\n");
@@ -194,7 +197,8 @@ static zb_status take_row(const zb_peer_run *rows, int nrows, item *x, zb_error 
 	return st;
 }
 
-static zb_status measure_item(const vflags *f, const zb_peer_run *rows, int nrows, item *x, zb_error *err)
+static zb_status measure_item(const vflags *f, const zb_options *o, const zb_peer_run *rows, int nrows, item *x,
+			     zb_error *err)
 {
 	if (x->from_row >= 0)
 		return take_row(rows, nrows, x, err);
@@ -202,7 +206,8 @@ static zb_status measure_item(const vflags *f, const zb_peer_run *rows, int nrow
 	if (f->log_dir)
 		snprintf(log, sizeof log, "%s/ds-%s.log", f->log_dir, x->name);
 	zb_peer_cmd cmd = { .python = f->python, .harness = f->harness, .ds_config = x->path[0] ? x->path : NULL,
-			    .steps = f->steps, .timeout_s = f->timeout_s, .log_path = f->log_dir ? log : NULL };
+			    .hf_config = o->have_hf ? o->hf.path : NULL, .steps = f->steps, .timeout_s = f->timeout_s,
+			    .log_path = f->log_dir ? log : NULL };
 	return zb_peer_run_harness(&cmd, &x->c, &stop_requested, &x->m, err);
 }
 
@@ -423,7 +428,7 @@ static zb_status do_item(const vflags *f, const zb_options *o, const zb_peer_run
 	zb_error err = { 0 };
 	zb_prediction p;
 	zb_status st = predict_item(o, x, &p, &err);
-	if (!st && !(st = measure_item(f, rows, nrows, x, &err))) {
+	if (!st && !(st = measure_item(f, o, rows, nrows, x, &err))) {
 		x->measured = 1;
 		check_params(x);
 		if ((st = store_item(s, run_id, x, &p, &err))) {
