@@ -53,7 +53,7 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I. -pthre
            -DZB_VERSION='"$(VERSION)"' $(SANFLAGS)
 LDLIBS  := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lsqlite3 -lm -pthread
 HOST_LDLIBS := $(LDLIBS)
-MODULES := common core inputs config schedules sim analysis exec profiler results plots bench peers cli
+MODULES := common core inputs config schedules sim profiler exec results analysis bench peers report validate plots cli
 ifeq ($(FUZZ),1)
 MODULES := common core inputs config schedules sim analysis cli # what the harnesses reach (options, parsers, model); no executor
 endif

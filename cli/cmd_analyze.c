@@ -13,7 +13,7 @@
 #include <jansson.h>
 
 #include "cli/commands.h"
-#include "cli/report.h"
+#include "report/report.h"
 #include "profiler/analyze.h"
 #include "results/foreign.h"
 #include "results/store.h"

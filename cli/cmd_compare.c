@@ -15,7 +15,7 @@
 #include "cli/commands.h"
 #include "common/version.h"
 #include "cli/flags.h"
-#include "cli/report.h"
+#include "report/report.h"
 #include "results/store.h"
 #include "results/timeline.h"
 #include "analysis/compare.h"

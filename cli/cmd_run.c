@@ -11,14 +11,14 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/stop.h"
-#include "cli/report.h"
-#include "cli/run_json.h"
+#include "report/report.h"
+#include "report/run_json.h"
 #include "cli/session.h"
 #include "exec/executor.h"
 #include "profiler/spans.h"
 #include "profiler/trace.h"
 #include "results/store_ranks.h"
-#include "sim/attention.h"
+#include "core/attention.h"
 #include "sim/predict.h"
 
 

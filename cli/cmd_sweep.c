@@ -21,10 +21,10 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "cli/report.h"
-#include "cli/report_ranks.h"
+#include "report/report.h"
+#include "report/ranks.h"
 #include "cli/session.h"
-#include "cli/sweep_run.h"
+#include "sim/sweep.h"
 #include "plots/plot.h"
 #include "schedules/deepspeed.h"
 #include "schedules/framework.h"

@@ -12,7 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "cli/report.h"
+#include "report/report.h"
 #include "analysis/dstune.h"
 #include "sim/predict.h"
 

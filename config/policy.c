@@ -12,7 +12,7 @@
 #include "core/limits.h"
 #include "core/model.h"
 #include "schedules/deepspeed.h"
-#include "sim/attention.h"
+#include "core/attention.h"
 #include "schedules/framework.h"
 
 /* The settings a policy flag sets directly, for marking. */

@@ -1,5 +1,5 @@
 /* attention.c - eager and flash attention tasks, the emulated link; see attention.h. */
-#include "sim/attention.h"
+#include "core/attention.h"
 
 #include <math.h>
 #include <string.h>

@@ -17,8 +17,8 @@ extern "C" {
 #include <stdint.h>
 
 #include "common/error.h"
-#include "inputs/dsprofile.h"
-#include "inputs/execprofile.h"
+#include "core/dsprofile.h"
+#include "core/execprofile.h"
 
 #define ZB_NAME_MAX 64
 
@@ -45,7 +45,7 @@ typedef struct zb_gpu {
 	int sms;                 /* streaming multiprocessors (0: unknown); GEMM output tiles
 	                            run in waves of this many, zb_gemm_waves */
 	double flash_efficiency; /* fused attention's fraction of bf16_flops (0: the estimate
-	                            ZB_FLASH_EFFICIENCY, sim/attention.h) */
+	                            ZB_FLASH_EFFICIENCY, core/attention.h) */
 	char builtin_link[ZB_NAME_MAX]; /* non-empty: this GPU has its own CPU link preset
 	                                   (gh200: "nvlink-c2c"), used unless --pcie is given */
 	zb_exec_profile exec;    /* zbench's executor on this machine (execprofile.h; the
@@ -120,7 +120,7 @@ typedef enum zb_policy_kind {
 typedef enum zb_ckpt { ZB_CKPT_NONE, ZB_CKPT_GPU, ZB_CKPT_CPU, ZB_CKPT_COUNT } zb_ckpt;
 typedef enum zb_dtype { ZB_BF16, ZB_FP16, ZB_DTYPE_COUNT } zb_dtype;
 /* Attention: batched GEMMs and a softmax kernel over stored score matrices (eager),
- * or one fused kernel per pass (flash, exec/flash_attn.h); see sim/attention.h. */
+ * or one fused kernel per pass (flash, exec/flash_attn.h); see core/attention.h. */
 typedef enum zb_attention { ZB_ATTN_EAGER, ZB_ATTN_FLASH, ZB_ATTN_COUNT } zb_attention;
 
 typedef struct zb_policy {
@@ -142,7 +142,7 @@ typedef struct zb_policy {
 	int64_t sub_group_size;  /* ZeRO-3 sub-group, parameters; 0: DeepSpeed's default 1e9 */
 	zb_attention attention;  /* eager (default of the policy) or flash */
 	double link_rate_Bps;    /* --link-rate: pinned copies paced to this rate (0: native);
-	                            the link's rates are capped to it (sim/attention.h) */
+	                            the link's rates are capped to it (core/attention.h) */
 	int gpus;                /* data-parallel GPUs (ranks) per node, >= 1 */
 	int nodes;               /* nodes, >= 1; ranks = gpus * nodes (core/graph.h) */
 } zb_policy;

@@ -8,7 +8,7 @@
  * they are what an uncalibrated prediction uses, and the starting point of
  * `zbench calibrate --deepspeed`.
  */
-#include "inputs/dsprofile.h"
+#include "core/dsprofile.h"
 
 #include <jansson.h>
 #include <math.h>

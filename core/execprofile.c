@@ -1,5 +1,5 @@
 /* execprofile.c - the executor profile's defaults, checks and JSON; see execprofile.h. */
-#include "inputs/execprofile.h"
+#include "core/execprofile.h"
 
 #include <jansson.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* report_ranks.c - several ranks in the report; see report_ranks.h. */
-#include "cli/report_ranks.h"
+#include "report/ranks.h"
 
 #include "sim/collective.h"
 #include "sim/numa.h"

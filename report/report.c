@@ -1,8 +1,8 @@
 /* report.c - prediction output for people and machines; see report.h. */
-#include "cli/report.h"
+#include "report/report.h"
 #include "common/version.h"
 
-#include "cli/report_ranks.h"
+#include "report/ranks.h"
 #include "sim/collective.h"
 
 #include <string.h>

@@ -1,10 +1,10 @@
 /* run_json.c - `zbench run --json`; see run_json.h. */
-#include "cli/run_json.h"
+#include "report/run_json.h"
 
 #include <string.h>
 
-#include "cli/report.h"
-#include "sim/attention.h"
+#include "report/report.h"
+#include "core/attention.h"
 
 /* keys of zb_prediction_json that are predictions, not configuration */
 static const char *const predicted_keys[] = { "step_time_s", "tokens_per_s", "tflops_per_gpu", "bottleneck",

@@ -9,7 +9,7 @@
  * are held at once. Each worker keeps the last graph it built (with its successor
  * index) and a scratch timeline, so a worker allocates per schedule, not per row.
  */
-#include "cli/sweep_run.h"
+#include "sim/sweep.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli/report.h"
+#include "report/report.h"
 #include "inputs/config_text.h"
 
 #define ITEM_ROWS 256

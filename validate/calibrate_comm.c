@@ -1,5 +1,5 @@
 /* calibrate_comm.c - zbench calibrate --from-db --fit-comm; see calibrate_comm.h. */
-#include "cli/calibrate_comm.h"
+#include "validate/calibrate_comm.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -10,7 +10,7 @@
 #include "analysis/kfit_eval.h"
 #include "analysis/kfit_starved.h"
 #include "analysis/kfit_starved_s.h"
-#include "cli/report.h"
+#include "report/report.h"
 #include "inputs/hwfile.h"
 
 enum { BASE, IN, HALF, LOO, NPRED };

@@ -6,7 +6,7 @@
  * the configurations predicting the other half (out-of-sample: what a user gets).
  * --eval FILE instead evaluates a given profile on the run without fitting.
  */
-#include "cli/calibrate_db.h"
+#include "validate/calibrate_db.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -19,9 +19,9 @@
 #include "analysis/kfit.h"
 #include "analysis/kfit_eval.h"
 #include "analysis/kfit_host.h"
-#include "cli/calibrate_comm.h"
+#include "validate/calibrate_comm.h"
 #include "cli/flags.h"
-#include "cli/report.h"
+#include "report/report.h"
 #include "inputs/hwfile.h"
 #include "inputs/presets.h"
 

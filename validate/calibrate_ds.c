@@ -5,7 +5,7 @@
  * after the fit, and save the hardware profile with the fitted "deepspeed" object.
  * Needs no GPU: the measurements are the input.
  */
-#include "cli/calibrate_ds.h"
+#include "validate/calibrate_ds.h"
 
 #include <getopt.h>
 #include <math.h>
@@ -16,7 +16,7 @@
 #include "analysis/dscalib.h"
 #include "analysis/dsorder.h"
 #include "inputs/dsmeasured.h"
-#include "inputs/dsprofile.h"
+#include "core/dsprofile.h"
 #include "inputs/hwfile.h"
 #include "inputs/presets.h"
 

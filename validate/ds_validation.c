@@ -31,7 +31,7 @@
 #include "common/version.h"
 #include "cli/options.h"
 #include "peers/peer.h"
-#include "cli/report.h"
+#include "report/report.h"
 #include "results/peers.h"
 #include "analysis/compare.h"
 #include "inputs/hwfile.h"

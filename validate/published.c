@@ -1,5 +1,5 @@
 /* published.c - published offload measurements against the presets; see published.h. */
-#include "cli/published.h"
+#include "validate/published.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,5 +1,5 @@
 /* suite.c - the built-in configuration suites and their runner; see suite.h. */
-#include "cli/suite.h"
+#include "validate/suite.h"
 
 #include <math.h>
 #include <stdio.h>

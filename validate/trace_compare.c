@@ -22,7 +22,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "cli/report.h"
+#include "report/report.h"
 #include "cli/session.h"
 #include "profiler/analyze.h"
 #include "results/foreign.h"
