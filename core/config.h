@@ -139,7 +139,8 @@ typedef struct zb_policy {
 	int cpu_threads;         /* optimizer threads (0: all cores of the CPU) */
 	/* framework deepspeed only (schedule_deepspeed.h) */
 	int zero_stage;          /* 1, 2 or 3; 0: 3 with offload_param or ratio < 1, else 2 */
-	int64_t sub_group_size;  /* ZeRO-3 sub-group, parameters; 0: DeepSpeed's default 1e9 */
+	int64_t sub_group_size;  /* ZeRO-3 sub-group, parameters; 0: DeepSpeed's default,
+	                            ZB_DS_SUB_GROUP_DEFAULT */
 	zb_attention attention;  /* eager (default of the policy) or flash */
 	double link_rate_Bps;    /* --link-rate: pinned copies paced to this rate (0: native);
 	                            the link's rates are capped to it (core/attention.h) */
@@ -147,9 +148,12 @@ typedef struct zb_policy {
 	int nodes;               /* nodes, >= 1; ranks = gpus * nodes (core/graph.h) */
 } zb_policy;
 
-/* Whose schedule the task graph describes (framework.h): zbench's own executor or
- * DeepSpeed's ZeRO engine. */
+/* Whose schedule the task graph describes (schedules/framework.h builds it): zbench's
+ * own executor or DeepSpeed's ZeRO engine. */
 typedef enum zb_framework { ZB_FW_ZBENCH, ZB_FW_DEEPSPEED, ZB_FW_COUNT } zb_framework;
+
+/* DeepSpeed's zero_optimization.sub_group_size when a config does not give one. */
+#define ZB_DS_SUB_GROUP_DEFAULT 1000000000
 
 /* Everything one prediction or run needs. */
 typedef struct zb_config {
@@ -176,6 +180,9 @@ const char *zb_dtype_name(zb_dtype d);
 zb_status zb_policy_parse(const char *s, zb_policy_kind *out, zb_error *err);
 zb_status zb_ckpt_parse(const char *s, zb_ckpt *out, zb_error *err);
 zb_status zb_dtype_parse(const char *s, zb_dtype *out, zb_error *err);
+const char *zb_framework_name(int fw); /* "zbench", "deepspeed", "?" */
+/* "deepspeed" -> ZB_FW_DEEPSPEED; unknown: ZB_E_INPUT naming the known ones. */
+zb_status zb_framework_parse(const char *s, int *out, zb_error *err);
 
 /* Threads the CPU optimizer uses under this config. */
 int zb_config_cpu_threads(const zb_config *c);
