@@ -110,17 +110,23 @@ zb_status zb_options_config(const char *const v[ZB_AX_COUNT], const zb_options *
 	return zb_options_config_src(v, o, c, NULL, err);
 }
 
+void zb_options_inputs(const zb_options *o, zb_config_inputs *in)
+{
+	memset(in, 0, sizeof *in);
+	memcpy(in->value, o->axis, sizeof in->value);
+	in->offload_param = o->offload_param;
+	in->pageable = o->pageable;
+	in->ds = o->have_ds ? &o->ds : NULL;
+	in->hf = o->have_hf ? &o->hf : NULL;
+}
+
 zb_status zb_options_config_src(const char *const v[ZB_AX_COUNT], const zb_options *o, zb_config *c,
 				zb_sources *src, zb_error *err)
 {
 	zb_config_inputs in = { 0 };
+	if (o)
+		zb_options_inputs(o, &in);
 	memcpy(in.value, v, sizeof in.value);
-	if (o) {
-		in.offload_param = o->offload_param;
-		in.pageable = o->pageable;
-		in.ds = o->have_ds ? &o->ds : NULL;
-		in.hf = o->have_hf ? &o->hf : NULL;
-	}
 	return zb_config_resolve(&in, c, src, err);
 }
 

@@ -1,6 +1,6 @@
 /*
- * sweep_run.c - the grid, the check pass, and the threads of `zbench sweep`; see
- * sweep_run.h.
+ * sweep.c - the grid, the check pass, and the threads of `zbench sweep`; see
+ * sweep.h.
  *
  * Threads: the rows are cut into items (at most ITEM_ROWS rows of one schedule).
  * Workers take items in order and fill the item's slot in a ring of 4 per
@@ -19,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "report/report.h"
 #include "inputs/config_text.h"
 
 #define ITEM_ROWS 256
@@ -33,11 +32,11 @@ static int hw_axis(int a)
 	       a == ZB_AX_GPUS_PER_LINK;
 }
 
-zb_status zb_sweep_grid_init(zb_sweep_grid *g, const zb_options *o, int shard_k, int shard_n, int yes,
+zb_status zb_sweep_grid_init(zb_sweep_grid *g, const zb_config_inputs *in, int shard_k, int shard_n, int yes,
 			     zb_error *err)
 {
 	memset(g, 0, sizeof *g);
-	g->o = o;
+	g->in = *in;
 	int k = 0;
 	for (int pass = 0; pass < 2; pass++) /* schedule axes first, hardware axes fastest */
 		for (int a = 0; a < ZB_AX_COUNT; a++)
@@ -47,9 +46,9 @@ zb_status zb_sweep_grid_init(zb_sweep_grid *g, const zb_options *o, int shard_k,
 	g->hw_rows = 1;
 	for (int a = 0; a < ZB_AX_COUNT; a++) {
 		g->n[a] = 1;
-		if (!o->axis[a])
+		if (!in->value[a])
 			continue;
-		g->n[a] = zb_axis_values(o->axis[a], (zb_axis)a, &g->vals[a], &g->storage[a], err);
+		g->n[a] = zb_axis_values(in->value[a], (zb_axis)a, &g->vals[a], &g->storage[a], err);
 		if (g->n[a] < 0) {
 			g->n[a] = 1;
 			zb_sweep_grid_free(g);
@@ -111,10 +110,10 @@ static int repeated(const zb_sweep_grid *g, const zb_config *c, const int idx[ZB
  * -1 with err on a bad value. */
 static int row_config(const zb_sweep_grid *g, long long r, zb_config *c, zb_sources *src, zb_error *err)
 {
-	const char *v[ZB_AX_COUNT];
+	zb_config_inputs in = g->in;
 	int idx[ZB_AX_COUNT];
-	row_values(g, r, v, idx);
-	if (zb_options_config_src(v, g->o, c, src, err))
+	row_values(g, r, in.value, idx);
+	if (zb_config_resolve(&in, c, src, err))
 		return -1;
 	return !repeated(g, c, idx);
 }
@@ -233,12 +232,8 @@ static int row_run(worker *w, const zb_sweep_grid *g, const zb_sweep_opts *so, l
 	}
 	if (so->config_json)
 		row->config_json = strdup(zb_config_text_get(w->text, &row->cfg, (long)(r % g->hw_rows)));
-	if (so->pred_json) {
-		json_t *j = zb_prediction_json(&row->cfg, row->simulated ? &row->head : NULL,
-					       row->simulated ? &row->res : NULL, &row->mem);
-		row->pred_json = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
-		json_decref(j);
-	}
+	if (so->pred_json)
+		row->pred_json = so->pred_json(row);
 	if ((so->config_json && !row->config_json) || (so->pred_json && !row->pred_json)) {
 		row_clear(row);
 		return zb_fail(err, ZB_E_NOMEM, "out of memory formatting configuration %lld", r), -1;
@@ -249,7 +244,8 @@ static int row_run(worker *w, const zb_sweep_grid *g, const zb_sweep_opts *so, l
 /* ---- progress ------------------------------------------------------------------ */
 
 typedef struct progress {
-	int on, shown;
+	FILE *f;            /* NULL: no progress line */
+	int shown;
 	double t0, last;
 	long long total;
 } progress;
@@ -263,7 +259,7 @@ static double now_s(void)
 
 static void progress_tick(progress *p, long long done)
 {
-	if (!p->on || (done & 63))
+	if (!p->f || (done & 63))
 		return;
 	double t = now_s();
 	if (t - p->t0 < 2.0 || t - p->last < 0.25)
@@ -272,14 +268,14 @@ static void progress_tick(progress *p, long long done)
 	p->shown = 1;
 	double rate = done / (t - p->t0);
 	double eta = rate > 0 ? (p->total - done) / rate : 0;
-	fprintf(stderr, "\rsweep: %lld/%lld configurations, %.0f/s, ETA %dm%02ds  ", done, p->total, rate,
+	fprintf(p->f, "\rsweep: %lld/%lld configurations, %.0f/s, ETA %dm%02ds  ", done, p->total, rate,
 		(int)(eta / 60), (int)eta % 60);
 }
 
 static void progress_end(progress *p)
 {
 	if (p->shown)
-		fprintf(stderr, "\r\033[K");
+		fprintf(p->f, "\r\033[K");
 }
 
 /* ---- one thread ------------------------------------------------------------------ */
@@ -446,8 +442,8 @@ static zb_status run_threads(const zb_sweep_grid *g, const zb_sweep_opts *so, zb
 zb_status zb_sweep_run(const zb_sweep_grid *g, long long rows, const zb_sweep_opts *so, zb_sweep_emit_fn emit,
 		       void *ctx, volatile sig_atomic_t *stop, long long *done, zb_error *err)
 {
-	json_object_seed(0); /* jansson's hash seed, set before threads build objects */
-	progress pr = { .on = so->progress && isatty(STDERR_FILENO), .total = rows };
+	json_object_seed(0); /* jansson's hash seed, set before threads build objects (pred_json) */
+	progress pr = { .f = so->progress && isatty(fileno(so->progress)) ? so->progress : NULL, .total = rows };
 	pr.t0 = now_s();
 	*done = 0;
 	zb_status st = so->jobs <= 1 || so->timeline ? run_serial(g, so, emit, ctx, stop, done, &pr, err)

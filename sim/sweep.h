@@ -1,5 +1,5 @@
 /*
- * sweep_run.h - the engine room of `zbench sweep`: the grid of configurations,
+ * sweep.h - the engine room of `zbench sweep`: the grid of configurations,
  * checked first, then simulated on threads and handed back in order, one row at a
  * time, so a sweep's memory stays flat whatever its size.
  *
@@ -12,21 +12,22 @@
  * Shards: --shard K/N takes the K-th of N contiguous slices of that order, so
  * concatenating the shards in K order gives the unsharded sweep's rows.
  */
-#ifndef ZB_SWEEP_RUN_H
-#define ZB_SWEEP_RUN_H
+#ifndef ZB_SWEEP_H
+#define ZB_SWEEP_H
 
 #include <signal.h>
+#include <stdio.h>
 
-#include "cli/options.h"
-#include "sim/engine.h"
+#include "config/resolve.h"
 #include "core/graph.h"
 #include "core/memory.h"
+#include "sim/engine.h"
 
 /* Sweeps larger than this are refused unless --yes is given. */
 #define ZB_SWEEP_LIMIT 10000000LL
 
 typedef struct zb_sweep_grid {
-	const zb_options *o;
+	zb_config_inputs in;       /* the axes as given: lists and ranges (value[a] NULL: not given) */
 	int n[ZB_AX_COUNT];        /* values per axis (1 when not given) */
 	char **vals[ZB_AX_COUNT];  /* NULL when not given */
 	char *storage[ZB_AX_COUNT];
@@ -36,9 +37,10 @@ typedef struct zb_sweep_grid {
 	long long first, end;      /* this shard's rows, [first, end) */
 } zb_sweep_grid;
 
-/* Expand the axes. shard_k is 1..shard_n (0/0: no shard). A grid of more than
- * ZB_SWEEP_LIMIT rows is refused unless yes. */
-zb_status zb_sweep_grid_init(zb_sweep_grid *g, const zb_options *o, int shard_k, int shard_n, int yes,
+/* Expand the axes of in (each value a list or a range; the files and switches
+ * apply to every row; in's files must outlive the grid). shard_k is 1..shard_n
+ * (0/0: no shard). A grid of more than ZB_SWEEP_LIMIT rows is refused unless yes. */
+zb_status zb_sweep_grid_init(zb_sweep_grid *g, const zb_config_inputs *in, int shard_k, int shard_n, int yes,
 			     zb_error *err);
 void zb_sweep_grid_free(zb_sweep_grid *g);
 
@@ -58,15 +60,17 @@ typedef struct zb_sweep_row {
 	zb_graph head;       /* the schedule's scalars (ntasks, steps, copy_bytes); tasks NULL */
 	const zb_graph *graph; /* the whole schedule, only with timeline */
 	char *config_json;   /* zb_config_to_json text, when asked for */
-	char *pred_json;     /* zb_prediction_json text (indented), when asked for */
+	char *pred_json;     /* the text of zb_sweep_opts.pred_json, when asked for */
 } zb_sweep_row;
 
 typedef struct zb_sweep_opts {
 	int jobs;            /* threads simulating (>= 1) */
 	int config_json;     /* fill row.config_json */
-	int pred_json;       /* fill row.pred_json */
+	/* fill row.pred_json with what this returns for the row (a malloc'ed string; NULL:
+	 * out of memory), on the worker's thread, so formatting runs on every thread */
+	char *(*pred_json)(const zb_sweep_row *row);
 	int timeline;        /* rows carry the graph and timeline (implies one thread) */
-	int progress;        /* a progress line on stderr after ~2 s */
+	FILE *progress;      /* a terminal: a progress line there after ~2 s (NULL: none) */
 } zb_sweep_opts;
 
 /* Called on the calling thread for each row, in order. Non-zero status stops the
