@@ -1,24 +1,13 @@
 /*
- * cmd_export.c - zbench export: one stored configuration's timelines as a file
- * other tools open.
+ * export.c - one stored configuration's timelines as a file other tools open
+ * (zbench export); see export.h.
  *
- *   --format perfetto  Chrome Trace Event JSON (the Perfetto UI and chrome://tracing
- *                      open it): process 1 "predicted" with one track per resource of
- *                      the schedule; process 2 "measured" with one track per CUDA
- *                      stream (kernels, copies, memsets from CUPTI) and one per CPU
- *                      thread (CPU spans and CUDA API calls) when the run was traced
- *                      (zbench run --trace), else one track per resource from the
- *                      executor's own timing. Times in microseconds as the format
- *                      wants (ns precision), shifted so the earliest event is at 0;
- *                      otherData.time_zero_us says where the run's time zero landed.
- *   --format csv       one row per interval: source, track, task, kind, name,
- *                      start_ns, end_ns, duration_ns, bytes (times from time zero).
- *
- * RUN is a configuration id (the one `zbench run` stores and prints; a sweep or run
- * invocation has one per configuration), or "latest": the newest configuration with
- * measured events. The file is written to FILE.tmp and renamed when complete, so a
- * failure leaves no partial file behind.
+ * Every JSON value goes through jansson (one event object at a time, so an export
+ * of millions of intervals never holds them all); the CSV fields are quoted where
+ * they need it.
  */
+#include "report/export.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -27,37 +16,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <jansson.h>
 
-#include "cli/commands.h"
-#include "cli/flags.h"
 #include "results/query.h"
-#include "results/store.h"
 
-enum { FMT_PERFETTO, FMT_CSV };
-
-static const char *format, *path, *dbpath;
-
-static const zb_flag flags[] = {
-	{ .name = "format", .short_name = 'f', .kind = ZB_FLAG_STRING, .dest = &format, .arg = "<format>",
-	  .help = "perfetto (default) or csv" },
-	{ .name = "output", .short_name = 'o', .kind = ZB_FLAG_STRING, .dest = &path, .arg = "<file>",
-	  .help = "the file to write (written to <file>.tmp, then renamed)" },
-	ZB_STRING("db", &dbpath, "<path>", "results database (default " ZB_STORE_DEFAULT_PATH ")"),
-	{ 0 },
-};
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: zbench export <config-id> | latest [--format perfetto | csv] -o <file> [--db <path>]\n\n"
-		   "Write a stored configuration's predicted and measured timelines to <file>:\n"
-		   "perfetto (default) is Chrome Trace Event JSON for the Perfetto UI or chrome://tracing,\n"
-		   "one track per resource (predicted) and per CUDA stream and CPU thread (measured,\n"
-		   "from zbench run --trace); csv is one row per interval for spreadsheets.\n"
-		   "<config-id> is the configuration id `zbench run` prints and stores (latest: the\n"
-		   "newest configuration with measured events).\n\n"
-		   "options:\n");
-	zb_flags_usage(f, flags);
-}
+enum { FMT_PERFETTO = ZB_EXPORT_PERFETTO, FMT_CSV = ZB_EXPORT_CSV };
 
 /* A track of the Perfetto output and its lanes: the trace event format wants the
  * complete events of one thread nested (a slice that starts inside another and
@@ -85,6 +48,7 @@ typedef struct out {
 	FILE *f;
 	int fmt;
 	int first;         /* JSON: no comma before the next event */
+	int unformatted;   /* JSON: a value jansson could not build or write (out of memory) */
 	double zero_us;    /* added to every time (perfetto) */
 	int64_t rows;
 	int64_t overlaps;  /* intervals moved to an overlap lane */
@@ -94,18 +58,47 @@ typedef struct out {
 
 /* ---- writing ---------------------------------------------------------------------- */
 
-static void json_str(FILE *f, const char *s)
+/* A string as JSON: the text, or where it is not UTF-8 (a kernel name from the
+ * trace may hold any byte), the text with each byte outside ASCII as '?'. */
+static json_t *text(const char *s)
 {
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
+	json_t *j = json_string(s ? s : "");
+	if (j || !s)
+		return j;
+	char *t = zb_xmalloc(strlen(s) + 1);
+	size_t i = 0;
+	for (; s[i]; i++)
+		t[i] = (unsigned char)s[i] < 0x80 ? s[i] : '?';
+	t[i] = 0;
+	j = json_string(t);
+	free(t);
+	return j;
+}
+
+/* Microseconds to the nanosecond, the trace's unit: the number %.3f writes, as a double. */
+static json_t *us(double x)
+{
+	char b[64];
+	snprintf(b, sizeof b, "%.3f", x);
+	return json_real(strtod(b, NULL));
+}
+
+/* Writes of the JSON values: 15 significant digits give every time of a run shorter than
+ * eleven days back exactly as %.3f wrote it. */
+#define JSON_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(15))
+
+/* One element of traceEvents (takes v): a separator, then the value on a line of its own. */
+static void put(out *o, json_t *v)
+{
+	char buf[1024];
+	size_t n = v ? json_dumpb(v, buf, sizeof buf, JSON_FLAGS) : 0;
+	fputs(o->first ? "\n" : ",\n", o->f);
+	o->first = 0;
+	if (n > 0 && n <= sizeof buf) /* one write; a longer one (rare) through the stream */
+		fwrite(buf, 1, n, o->f);
+	else if (!v || json_dumpf(v, o->f, JSON_FLAGS))
+		o->unformatted = 1;
+	json_decref(v);
 }
 
 static void csv_str(FILE *f, const char *s)
@@ -186,12 +179,13 @@ static int64_t place(out *o, int pid, int64_t tid, int64_t start, int64_t end)
 	return tid + l * LANE_TID;
 }
 
-/* One interval. args_json: extra "key":value pairs (JSON only) or NULL. */
+/* One interval. args: extra members of the event's "args" (JSON only; taken), or NULL. */
 static void emit(out *o, int pid, int64_t tid, const char *source, const char *track, const char *cat,
-		 const char *name, int64_t task, int64_t start, int64_t end, int64_t bytes, const char *args_json)
+		 const char *name, int64_t task, int64_t start, int64_t end, int64_t bytes, json_t *args)
 {
 	o->rows++;
 	if (o->fmt == FMT_CSV) {
+		json_decref(args);
 		csv_str(o->f, source);
 		fputc(',', o->f);
 		csv_str(o->f, track);
@@ -209,25 +203,17 @@ static void emit(out *o, int pid, int64_t tid, const char *source, const char *t
 		return;
 	}
 	tid = place(o, pid, tid, start, end);
-	fprintf(o->f, "%s\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%" PRId64 ",\"ts\":%.3f,\"dur\":%.3f,\"cat\":", o->first ? "" : ",",
-		pid, tid, start / 1e3 + o->zero_us, (end - start) / 1e3);
-	o->first = 0;
-	json_str(o->f, cat);
-	fputs(",\"name\":", o->f);
-	json_str(o->f, name);
-	fputs(",\"args\":{", o->f);
-	int comma = 0;
-	if (task >= 0) {
-		fprintf(o->f, "\"task\":%" PRId64, task);
-		comma = 1;
-	}
-	if (bytes >= 0) {
-		fprintf(o->f, "%s\"bytes\":%" PRId64, comma ? "," : "", bytes);
-		comma = 1;
-	}
-	if (args_json && *args_json)
-		fprintf(o->f, "%s%s", comma ? "," : "", args_json);
-	fputs("}}", o->f);
+	json_t *a = json_object();
+	if (task >= 0)
+		json_object_set_new(a, "task", json_integer(task));
+	if (bytes >= 0)
+		json_object_set_new(a, "bytes", json_integer(bytes));
+	if (args && json_object_update(a, args))
+		o->unformatted = 1;
+	json_decref(args);
+	put(o, json_pack("{s:s, s:i, s:I, s:o, s:o, s:o, s:o, s:o}", "ph", "X", "pid", pid, "tid", (json_int_t)tid, "ts",
+			 us(start / 1e3 + o->zero_us), "dur", us((end - start) / 1e3), "cat", text(cat), "name", text(name),
+			 "args", a));
 }
 
 static void meta(out *o, const char *what, int pid, int64_t tid, const char *key, const char *sval, int64_t ival)
@@ -238,16 +224,12 @@ static void meta(out *o, const char *what, int pid, int64_t tid, const char *key
 		track *t = track_of(o, pid, tid);
 		snprintf(t->name, sizeof t->name, "%s", sval);
 	}
-	fprintf(o->f, "%s\n{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%d", o->first ? "" : ",", what, pid);
-	o->first = 0;
-	if (tid >= 0)
-		fprintf(o->f, ",\"tid\":%" PRId64, tid);
-	fprintf(o->f, ",\"args\":{\"%s\":", key);
-	if (sval)
-		json_str(o->f, sval);
-	else
-		fprintf(o->f, "%" PRId64, ival);
-	fputs("}}", o->f);
+	json_t *m = json_pack("{s:s, s:s, s:i}", "ph", "M", "name", what, "pid", pid);
+	if (m && tid >= 0)
+		json_object_set_new(m, "tid", json_integer(tid));
+	if (m)
+		json_object_set_new(m, "args", json_pack("{s:o}", key, sval ? text(sval) : json_integer(ival)));
+	put(o, m);
 }
 
 /* ---- reading ---------------------------------------------------------------------- */
@@ -317,12 +299,11 @@ static zb_status write_events(reader *r, out *o, const char *source, int pid)
 	int rc;
 	while ((rc = zb_rows_next(q)) > 0) {
 		const char *res = col_s(q, 4);
-		char name[96], args[96];
+		char name[96];
 		snprintf(name, sizeof name, "%s %s #%" PRId64, col_s(q, 5), col_s(q, 6), col_i(q, 0, -1));
-		snprintf(args, sizeof args, "\"step\":%" PRId64, col_i(q, 7, -1));
 		double bytes = zb_rows_real(q, 8, 0);
 		emit(o, pid, resource_index(res) + 1, source, res, col_s(q, 3), name, col_i(q, 0, -1), col_i(q, 1, 0),
-		     col_i(q, 2, 0), bytes > 0 ? (int64_t)bytes : -1, args);
+		     col_i(q, 2, 0), bytes > 0 ? (int64_t)bytes : -1, json_pack("{s:I}", "step", (json_int_t)col_i(q, 7, -1)));
 	}
 	return finish(r, q, rc, "read the events");
 }
@@ -369,7 +350,7 @@ static zb_status write_trace(reader *r, out *o, int pid)
 {
 	zb_rows *q = NULL;
 	int rc;
-	char track[64], args[200];
+	char track[64];
 	/* GPU records of all kinds in one pass, by start, so each stream's lanes see
 	 * them in order (an enclosing interval before what it encloses) */
 	zb_status st = prep(r, ZB_Q_TRACE_GPU_RECORDS, &q);
@@ -379,16 +360,16 @@ static zb_status write_trace(reader *r, out *o, int pid)
 		int64_t stream = col_i(q, 2, 0);
 		snprintf(track, sizeof track, "stream %" PRId64, stream);
 		const char *cat = col_s(q, 4);
-		if (!strcmp(cat, "kernel"))
-			snprintf(args, sizeof args,
-				 "\"grid\":[%" PRId64 ",%" PRId64 ",%" PRId64 "],\"block\":[%" PRId64 ",%" PRId64 ",%" PRId64
-				 "],\"registers\":%" PRId64 ",\"correlation\":%" PRId64,
-				 col_i(q, 8, 0), col_i(q, 9, 0), col_i(q, 10, 0), col_i(q, 11, 0), col_i(q, 12, 0),
-				 col_i(q, 13, 0), col_i(q, 14, 0), col_i(q, 15, 0));
-		else
-			snprintf(args, sizeof args, "\"correlation\":%" PRId64, col_i(q, 15, 0));
+		json_t *args = NULL;
+		if (o->fmt == FMT_PERFETTO && !strcmp(cat, "kernel"))
+			args = json_pack("{s:[I, I, I], s:[I, I, I], s:I, s:I}", "grid", (json_int_t)col_i(q, 8, 0),
+					 (json_int_t)col_i(q, 9, 0), (json_int_t)col_i(q, 10, 0), "block",
+					 (json_int_t)col_i(q, 11, 0), (json_int_t)col_i(q, 12, 0), (json_int_t)col_i(q, 13, 0),
+					 "registers", (json_int_t)col_i(q, 14, 0), "correlation", (json_int_t)col_i(q, 15, 0));
+		else if (o->fmt == FMT_PERFETTO)
+			args = json_pack("{s:I}", "correlation", (json_int_t)col_i(q, 15, 0));
 		emit(o, pid, 1000000 + stream, cat, track, cat, col_s(q, 5), col_i(q, 3, -1), col_i(q, 0, 0), col_i(q, 1, 0),
-		     col_i(q, 6, -1), o->fmt == FMT_PERFETTO ? args : NULL);
+		     col_i(q, 6, -1), args);
 	}
 	if ((st = finish(r, q, rc, "read the GPU records")))
 		return st;
@@ -405,7 +386,7 @@ static zb_status write_trace(reader *r, out *o, int pid)
 	return finish(r, q, rc, "read the CPU spans and API calls");
 }
 
-/* ---- command ---------------------------------------------------------------------- */
+/* ---- the export -------------------------------------------------------------------- */
 
 static zb_status find_config(reader *r, const char *run, zb_error *err)
 {
@@ -422,6 +403,22 @@ static zb_status find_config(reader *r, const char *run, zb_error *err)
 	return ZB_OK;
 }
 
+/* The document's members before its events, and the opening of "traceEvents": the
+ * events follow one at a time, so the document is never held whole. */
+static void head(out *o, int64_t cid)
+{
+	json_t *h = json_pack("{s:s, s:{s:I, s:o, s:s}}", "displayTimeUnit", "ns", "otherData", "zbench_config_id",
+			      (json_int_t)cid, "time_zero_us", us(o->zero_us), "source", "zbench export");
+	char *t = h ? json_dumps(h, JSON_FLAGS) : NULL;
+	json_decref(h);
+	if (!t)
+		o->unformatted = 1;
+	else /* the object without its closing brace, then the array */
+		fprintf(o->f, "%.*s,\n\"traceEvents\":[", (int)strlen(t) - 1, t);
+	free(t);
+	o->first = 1;
+}
+
 static zb_status export_all(reader *r, out *o)
 {
 	int64_t measured = scalar(r, ZB_Q_EVENT_COUNT, "measured", 0);
@@ -435,10 +432,7 @@ static zb_status export_all(reader *r, out *o)
 		/* the earliest interval at 0: setup work before the run's time zero is negative */
 		int64_t lo = scalar(r, ZB_Q_TIMELINE_ORIGIN, NULL, 0);
 		o->zero_us = lo < 0 ? -lo / 1e3 : 0;
-		fprintf(o->f, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"zbench_config_id\":%lld,"
-			      "\"time_zero_us\":%.3f,\"source\":\"zbench export\"},\n\"traceEvents\":[",
-			(long long)r->cid, o->zero_us);
-		o->first = 1;
+		head(o, r->cid);
 		meta(o, "process_name", 1, -1, "name", "predicted (zbench model)", 0);
 		meta(o, "process_sort_index", 1, -1, "sort_index", NULL, 1);
 		meta(o, "process_name", 2, -1, "name",
@@ -459,82 +453,66 @@ static zb_status export_all(reader *r, out *o)
 		st = write_trace(r, o, 2);
 	if (!st && o->fmt == FMT_PERFETTO)
 		fputs("\n]}\n", o->f);
+	if (!st && o->unformatted)
+		st = zb_fail(r->err, ZB_E_NOMEM, "out of memory formatting the trace of configuration %lld",
+			     (long long)r->cid);
 	return st;
 }
 
-int cmd_export(int argc, char **argv)
+zb_status zb_export_format_parse(const char *s, zb_export_format *out, zb_error *err)
 {
-	format = "perfetto";
-	path = NULL;
-	dbpath = ZB_STORE_DEFAULT_PATH;
-	const char *run = NULL;
-	int npos, rc;
-	if (!zb_flags_parse(argc, argv, flags, &run, 1, &npos, usage, &rc))
-		return rc;
-	if (!npos) {
-		fprintf(stderr, "zbench: export needs a configuration id (zbench export --help)\n");
-		return 2;
-	}
-	out o = { .first = 1 };
-	if (!strcmp(format, "perfetto") || !strcmp(format, "json"))
-		o.fmt = FMT_PERFETTO;
-	else if (!strcmp(format, "csv"))
-		o.fmt = FMT_CSV;
-	else {
-		fprintf(stderr, "zbench: unknown export format '%s' (known: perfetto, csv)\n", format);
-		return 2;
-	}
-	if (!path || !*path) {
-		fprintf(stderr, "zbench: export needs an output file (-o <file>)\n");
-		return 2;
-	}
-	if (access(dbpath, F_OK) != 0) {
-		fprintf(stderr, "zbench: no database '%s' (zbench run stores into it; --db <path>)\n", dbpath);
-		return 2;
-	}
-	zb_error err = { 0 };
-	reader r = { .err = &err };
-	if (zb_store_open_readonly(&r.s, dbpath, 2000, &err))
-		return zb_report_error(&err);
-	zb_status st = find_config(&r, run, &err);
-	char *tmp = NULL;
-	/* a device or pipe (/dev/stdout) is written in place: renaming a temporary file
-	 * over it would replace the device node */
+	if (!strcmp(s, "perfetto") || !strcmp(s, "json"))
+		*out = ZB_EXPORT_PERFETTO;
+	else if (!strcmp(s, "csv"))
+		*out = ZB_EXPORT_CSV;
+	else
+		return zb_fail(err, ZB_E_INPUT, "unknown export format '%s' (known: perfetto, csv)", s);
+	return ZB_OK;
+}
+
+/* The file to write: path itself when it is a device or pipe (/dev/stdout: renaming a
+ * temporary file over it would replace the device node), else path.tmp, renamed at
+ * the end. Caller frees. */
+static char *target(const char *path, int *direct)
+{
 	struct stat sb;
-	int direct = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
-	if (!st) {
-		size_t n = strlen(path) + 5;
-		tmp = malloc(n);
-		if (!tmp) {
-			zb_store_close(r.s);
-			fprintf(stderr, "zbench: out of memory\n");
-			return 1;
-		}
-		snprintf(tmp, n, direct ? "%s" : "%s.tmp", path);
-		o.f = fopen(tmp, "w");
-		if (!o.f)
-			st = zb_fail(&err, ZB_E_INPUT, "cannot write '%s': %s", tmp, strerror(errno));
-	}
+	*direct = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
+	size_t n = strlen(path) + 5;
+	char *tmp = zb_xmalloc(n);
+	snprintf(tmp, n, *direct ? "%s" : "%s.tmp", path);
+	return tmp;
+}
+
+zb_status zb_export(zb_store *s, const char *which, zb_export_format fmt, const char *path, zb_export_result *res,
+		    zb_error *err)
+{
+	out o = { .first = 1, .fmt = fmt };
+	reader r = { .s = s, .err = err };
+	memset(res, 0, sizeof *res);
+	zb_status st = find_config(&r, which, err);
+	if (st)
+		return st;
+	int direct;
+	char *tmp = target(path, &direct);
+	o.f = fopen(tmp, "w");
+	if (!o.f)
+		st = zb_fail(err, ZB_E_INPUT, "cannot write '%s': %s", tmp, strerror(errno));
 	if (!st)
 		st = export_all(&r, &o);
 	if (o.f) {
 		if (ferror(o.f) && !st)
-			st = zb_fail(&err, ZB_E_INPUT, "cannot write '%s': %s", tmp, strerror(errno));
+			st = zb_fail(err, ZB_E_INPUT, "cannot write '%s': %s", tmp, strerror(errno));
 		if (fclose(o.f) != 0 && !st)
-			st = zb_fail(&err, ZB_E_INPUT, "cannot write '%s': %s", tmp, strerror(errno));
+			st = zb_fail(err, ZB_E_INPUT, "cannot write '%s': %s", tmp, strerror(errno));
 		if (!st && !direct && rename(tmp, path) != 0)
-			st = zb_fail(&err, ZB_E_INPUT, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+			st = zb_fail(err, ZB_E_INPUT, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
 		if (st && !direct)
 			unlink(tmp);
 	}
-	zb_store_close(r.s);
 	free(tmp);
 	free_tracks(&o);
-	if (st)
-		return zb_report_error(&err);
-	printf("wrote %lld intervals of configuration %lld to %s", (long long)o.rows, (long long)r.cid, path);
-	if (o.overlaps)
-		printf(" (%lld partly overlapping others of their track, on overlap tracks)", (long long)o.overlaps);
-	printf("\n");
-	return 0;
+	res->config_id = r.cid;
+	res->rows = o.rows;
+	res->overlaps = o.overlaps;
+	return st;
 }
