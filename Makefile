@@ -53,7 +53,10 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I. -pthre
            -DZB_VERSION='"$(VERSION)"' $(SANFLAGS)
 LDLIBS  := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lsqlite3 -lm -pthread
 HOST_LDLIBS := $(LDLIBS)
-MODULES := common core inputs config schedules sim profiler exec results analysis bench peers report validate plots cli
+# The layers, lowest first: a file includes its own folder and lower ones only
+# (scripts/check-layers.sh, `make check-layers`). inject/ is built on its own (below).
+LAYERS  := common core inputs config schedules sim profiler inject exec results analysis bench peers report validate plots cli
+MODULES := $(filter-out inject,$(LAYERS))
 ifeq ($(FUZZ),1)
 MODULES := common core inputs config schedules sim analysis cli # what the harnesses reach (options, parsers, model); no executor
 endif
@@ -156,7 +159,7 @@ $(LIB): $(LIB_OBJ)
 ifneq ($(NVCC),)
 # zbench: every host object (not the archive: the GPU library calls host functions
 # no command of zbench may reference), exported to the library (--export-dynamic),
-# and the forwarders of exec/gpu_load_shim.c; no CUDA library.
+# and the forwarders of the *_shim.c files (exec/, bench/); no CUDA library.
 $(ZBENCH): $(BUILD)/cli/main.o $(HOST_OBJ)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ -Wl,--export-dynamic $(HOST_LDLIBS) -ldl
