@@ -60,6 +60,13 @@ void zb_print_header(FILE *f, const char *command, const zb_config *c)
 	}
 }
 
+void zb_ds_ignored_print(FILE *f, const zb_ds_config *ds)
+{
+	if (ds->nignored)
+		fprintf(f, "zbench: warning: %s: %d key%s not modelled, ignored: %s\n", ds->path, ds->nignored,
+			ds->nignored == 1 ? "" : "s", ds->ignored);
+}
+
 /* ---- where the settings came from ----------------------------------------------- */
 
 static void setting_value(const zb_config *c, zb_setting k, char *buf, size_t n)

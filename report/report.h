@@ -10,7 +10,7 @@
 #include <jansson.h>
 #include <stdio.h>
 
-#include "cli/options.h"
+#include "config/resolve.h"
 #include "core/config.h"
 #include "sim/engine.h"
 #include "core/graph.h"
@@ -28,6 +28,10 @@ void zb_sources_print(FILE *f, const zb_config *c, const zb_sources *s, int file
 /* Add "sources" ({"ratio": {"from": "ds-config", "detail": ...}, ...}) and, when
  * those files were given, "deepspeed" and "hf_config" objects to j. */
 void zb_sources_json(json_t *j, const zb_config *c, const zb_sources *s);
+
+/* "zbench: warning: FILE: N keys not modelled, ignored: a.b, c", one line, when a
+ * DeepSpeed config has keys zbench does not model; nothing otherwise. */
+void zb_ds_ignored_print(FILE *f, const zb_ds_config *ds);
 
 /* A one-line description of the configuration: "gpt2-large overlap r=1.00 mb=8 ..." */
 void zb_config_label(const zb_config *c, char *buf, size_t n);

@@ -8,7 +8,7 @@
 
 #include "common/clock.h"
 #include "common/stats.h"
-#include "cli/options.h"
+#include "config/resolve.h"
 #include "exec/executor.h"
 #include "sim/engine.h"
 #include "inputs/hwfile.h"
@@ -234,7 +234,8 @@ zb_status zb_suite_config(const zb_suite_entry *e, const char *hw, int warmup, i
 	snprintf(seq, sizeof seq, "%d", e->seq);
 	snprintf(gas, sizeof gas, "%d", e->gas);
 	snprintf(nsteps, sizeof nsteps, "%d", warmup + steps);
-	const char *v[ZB_AX_COUNT] = { 0 };
+	zb_config_inputs in = { .offload_param = e->offload_param, .pageable = e->pageable };
+	const char **v = in.value;
 	int llama6 = !strcmp(e->model, "llama-6b");
 	v[ZB_AX_HW] = hw;
 	v[ZB_AX_MODEL] = llama6 ? "llama2-7b" : e->model;
@@ -261,15 +262,12 @@ zb_status zb_suite_config(const zb_suite_entry *e, const char *hw, int warmup, i
 		v[ZB_AX_LINK_RATE] = link;
 	}
 	v[ZB_AX_ATTENTION] = e->attention;
-	zb_options o = { 0 };
-	o.offload_param = e->offload_param;
-	o.pageable = e->pageable;
-	zb_status st = zb_options_config(v, &o, out, err);
+	zb_status st = zb_config_resolve(&in, out, NULL, err);
 	if (!st && e->threads == ZB_SUITE_HALF_CORES) { /* half of what the host's preset has */
 		int half = out->hw.cpu.cores / 2 > 0 ? out->hw.cpu.cores / 2 : 1;
 		snprintf(threads, sizeof threads, "%d", half);
 		v[ZB_AX_THREADS] = threads;
-		st = zb_options_config(v, &o, out, err);
+		st = zb_config_resolve(&in, out, NULL, err);
 	}
 	if (!st && llama6)
 		snprintf(out->model.name, sizeof out->model.name, "llama-6b");
