@@ -1,6 +1,6 @@
 /*
- * cmd_validate_ds.c - zbench validate --deepspeed: real DeepSpeed against zbench's
- * prediction of the same configuration.
+ * ds_validation.c - zbench validate --deepspeed (ds_validation.h): real DeepSpeed
+ * against zbench's prediction of the same configuration.
  *
  * For each DeepSpeed configuration (a JSON file in peers/configs, or a name of a
  * row of --from FILE) the configuration is predicted exactly as `zbench predict
@@ -15,11 +15,11 @@
  * runs out of memory or time, prints a malformed line) is reported on one line and
  * the others go on; the exit code is then 1.
  */
+#include "validate/ds_validation.h"
+
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,9 +27,7 @@
 
 #include <jansson.h>
 
-#include "cli/commands.h"
 #include "common/version.h"
-#include "cli/options.h"
 #include "peers/peer.h"
 #include "report/report.h"
 #include "results/peers.h"
@@ -40,36 +38,6 @@
 #include "sim/predict.h"
 
 #define MAX_CONFIGS 64
-
-static volatile int stop_requested;
-
-static void on_signal(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: zbench validate --deepspeed [--configs <a,b,...>] [--config-dir <dir>]\n"
-		   "                       [--from <file>] [--python <path>] [--harness <path>]\n"
-		   "                       [--timeout <s>] [--ds-steps <n>] [--log-dir <dir>] [options]\n\n"
-		   "Measure real DeepSpeed on each configuration (one peers/ds_step.py process each), or take\n"
-		   "the measurements from --from: a TSV like data/deepspeed-h200-2026-11-30.tsv, or harness\n"
-		   "result lines, one per line (the ds-results.jsonl of scripts/visit-deepspeed.sh). Predict\n"
-		   "the same with zbench (the model and batch flags below, the configuration's DeepSpeed JSON),\n"
-		   "store both and print step time, GPU peak and host memory, measured against predicted,\n"
-		   "with MAPEs.\n"
-		   "Configurations are names of <dir>/<name>.json (default dir peers/configs, default all of\n"
-		   "them; 'torch' is plain PyTorch with fused AdamW, predicted as policy none). Defaults:\n"
-		   "python3, peers/ds_step.py, timeout 600 s, 8 steps (median of the last 5).\n\n");
-	zb_options_usage(f);
-}
-
-typedef struct vflags {
-	const char *configs, *config_dir, *python, *harness, *from, *log_dir;
-	int timeout_s, steps, deepspeed;
-} vflags;
 
 /* One configuration: its name, file, prediction and measurement. */
 typedef struct item {
@@ -93,7 +61,7 @@ static int is_json_name(const struct dirent *d)
 
 /* The names to run: --configs, else the TSV's rows (with --from), else every JSON
  * of the config directory in name order. */
-static zb_status list_names(const vflags *f, const zb_peer_run *rows, int nrows, char names[][64], int *n,
+static zb_status list_names(const zb_ds_validate_opts *f, const zb_peer_run *rows, int nrows, char names[][64], int *n,
 			    zb_error *err)
 {
 	*n = 0;
@@ -134,7 +102,7 @@ static zb_status list_names(const vflags *f, const zb_peer_run *rows, int nrows,
 }
 
 /* Fill it[] from the names: the config file must exist, a --from row must exist. */
-static zb_status make_items(const vflags *f, char names[][64], int n, const zb_peer_run *rows, int nrows,
+static zb_status make_items(const zb_ds_validate_opts *f, char names[][64], int n, const zb_peer_run *rows, int nrows,
 			    item *it, zb_error *err)
 {
 	for (int i = 0; i < n; i++) {
@@ -159,17 +127,25 @@ static zb_status make_items(const vflags *f, char names[][64], int n, const zb_p
 
 /* The configuration of x from the common flags and x's DeepSpeed file (or policy
  * none for plain PyTorch), predicted: exactly what `zbench predict` does. */
-static zb_status predict_item(const zb_options *o, item *x, zb_prediction *p, zb_error *err)
+static zb_status predict_item(const zb_ds_validate_opts *f, item *x, zb_prediction *p, zb_error *err)
 {
-	zb_options o2 = *o;
+	zb_config_inputs in = *f->in;
+	zb_ds_config *ds = NULL;
+	zb_status st = ZB_OK;
 	if (x->path[0]) {
-		if (zb_options_load_ds(&o2, x->path, err))
-			return err->status;
-	} else if (!o2.axis[ZB_AX_POLICY]) {
-		o2.axis[ZB_AX_POLICY] = "none";
+		ds = zb_xmalloc(sizeof *ds);
+		if (!(st = zb_ds_load(x->path, ds, err))) {
+			zb_ds_ignored_print(f->log, ds);
+			in.ds = ds;
+		}
+	} else if (!in.value[ZB_AX_POLICY]) {
+		in.value[ZB_AX_POLICY] = "none";
 	}
-	if (zb_options_single(&o2, &x->c, err) || zb_predict(p, &x->c, err))
-		return err->status;
+	if (!st && !(st = zb_config_single(&in, err)) && !(st = zb_config_resolve(&in, &x->c, NULL, err)))
+		st = zb_predict(p, &x->c, err);
+	free(ds);
+	if (st)
+		return st;
 	x->predicted = 1;
 	x->fits = p->mem.fits && p->simulated;
 	x->pred_ms = x->fits ? p->res.step_time_s * 1e3 : NAN;
@@ -194,7 +170,8 @@ static zb_status take_row(const zb_peer_run *rows, int nrows, item *x, zb_error 
 	return st;
 }
 
-static zb_status measure_item(const vflags *f, const zb_peer_run *rows, int nrows, item *x, zb_error *err)
+static zb_status measure_item(const zb_ds_validate_opts *f, const zb_peer_run *rows, int nrows, item *x,
+			       volatile const int *stop, zb_error *err)
 {
 	if (x->from_row >= 0)
 		return take_row(rows, nrows, x, err);
@@ -203,7 +180,7 @@ static zb_status measure_item(const vflags *f, const zb_peer_run *rows, int nrow
 		snprintf(log, sizeof log, "%s/ds-%s.log", f->log_dir, x->name);
 	zb_peer_cmd cmd = { .python = f->python, .harness = f->harness, .ds_config = x->path[0] ? x->path : NULL,
 			    .steps = f->steps, .timeout_s = f->timeout_s, .log_path = f->log_dir ? log : NULL };
-	return zb_peer_run_harness(&cmd, &x->c, &stop_requested, &x->m, err);
+	return zb_peer_run_harness(&cmd, &x->c, stop, &x->m, err);
 }
 
 /* Configuration, prediction and measurement of x in one transaction. */
@@ -228,40 +205,41 @@ static zb_status store_item(zb_store *s, int64_t run_id, const item *x, const zb
 	return st;
 }
 
-static void print_header(const vflags *f, const item *x, const zb_peer_run *rows)
+static void print_header(const zb_ds_validate_opts *f, const item *x, const zb_peer_run *rows)
 {
+	FILE *out = f->out;
 	const zb_model *m = &x->c.model;
 	const zb_policy *p = &x->c.policy;
 	if (!x->predicted)
-		printf("# zbench %s%s%s validate --deepspeed\n", ZB_VERSION, ZB_GIT_COMMIT[0] ? " " : "", ZB_GIT_COMMIT);
+		fprintf(out, "# zbench %s%s%s validate --deepspeed\n", ZB_VERSION, ZB_GIT_COMMIT[0] ? " " : "", ZB_GIT_COMMIT);
 	else
-		printf("# zbench %s%s%s validate --deepspeed: %s (%.3f B parameters), seq %d, micro-batch %d, gas %d, hw %s\n",
+		fprintf(out, "# zbench %s%s%s validate --deepspeed: %s (%.3f B parameters), seq %d, micro-batch %d, gas %d, hw %s\n",
 	       ZB_VERSION, ZB_GIT_COMMIT[0] ? " " : "", ZB_GIT_COMMIT, m->name, zb_model_params(m) / 1e9, p->seq,
 	       p->micro_batch, p->gas, x->c.hw.name);
 	if (rows)
-		printf("# measured: imported from %s%s%s\n", f->from, rows[0].versions[0] ? ", versions " : "",
-		       rows[0].versions);
+		fprintf(out, "# measured: imported from %s%s%s\n", f->from, rows[0].versions[0] ? ", versions " : "",
+			rows[0].versions);
 	else
-		printf("# measured: %s %s, %d steps each (median after 3 warm-up), timeout %d s\n", f->python, f->harness,
-		       f->steps, f->timeout_s);
-	printf("%-14s %10s %10s %8s %9s %9s %9s %9s %15s %15s %15s\n", "config", "measured", "predicted", "error",
-	       "GPU peak", "GPU peak", "host mem", "host mem", "fwd ms", "bwd ms", "opt ms");
-	printf("%-14s %10s %10s %8s %9s %9s %9s %9s %15s %15s %15s\n", "", "ms/step", "ms/step", "%", "meas GiB",
-	       "pred GiB", "meas GiB", "pred GiB", "meas / pred", "meas / pred", "meas / pred");
+		fprintf(out, "# measured: %s %s, %d steps each (median after 3 warm-up), timeout %d s\n", f->python, f->harness,
+			f->steps, f->timeout_s);
+	fprintf(out, "%-14s %10s %10s %8s %9s %9s %9s %9s %15s %15s %15s\n", "config", "measured", "predicted", "error",
+		"GPU peak", "GPU peak", "host mem", "host mem", "fwd ms", "bwd ms", "opt ms");
+	fprintf(out, "%-14s %10s %10s %8s %9s %9s %9s %9s %15s %15s %15s\n", "", "ms/step", "ms/step", "%", "meas GiB",
+		"pred GiB", "meas GiB", "pred GiB", "meas / pred", "meas / pred", "meas / pred");
 }
 
-static void print_row(const item *x)
+static void print_row(FILE *out, const item *x)
 {
 	if (x->failed[0]) {
-		printf("%-14s FAILED: %.100s\n", x->name, x->failed);
+		fprintf(out, "%-14s FAILED: %.100s\n", x->name, x->failed);
 	} else {
 		char pred[16] = "no fit", e[16] = "-";
 		if (x->fits) {
 			snprintf(pred, sizeof pred, "%.1f", x->pred_ms);
 			snprintf(e, sizeof e, "%+.1f", 100 * zb_rel_err(x->pred_ms, x->m.step_ms));
 		}
-		printf("%-14s %10.1f %10s %8s %9.1f %9.1f %9.1f %9.1f", x->name, x->m.step_ms, pred, e, x->m.gpu_peak_gib,
-		       x->pred_gpu_gib, x->m.host_rss_gib, x->pred_host_gib);
+		fprintf(out, "%-14s %10.1f %10s %8s %9.1f %9.1f %9.1f %9.1f", x->name, x->m.step_ms, pred, e, x->m.gpu_peak_gib,
+			x->pred_gpu_gib, x->m.host_rss_gib, x->pred_host_gib);
 		/* measured phases are host wall times (dsphases.h says how they differ) */
 		const double meas[3] = { x->m.fwd_ms, x->m.bwd_ms, x->m.opt_ms },
 			     prd[3] = { x->ph.fwd_s * 1e3, x->ph.bwd_s * 1e3, x->ph.opt_s * 1e3 };
@@ -273,19 +251,19 @@ static void print_row(const item *x)
 				snprintf(ph, sizeof ph, "- / %.0f", prd[i]);
 			else
 				snprintf(ph, sizeof ph, "%.0f / %.0f", meas[i], prd[i]);
-			printf(" %15s", ph);
+			fprintf(out, " %15s", ph);
 		}
-		printf("\n");
+		fprintf(out, "\n");
 	}
-	fflush(stdout);
+	fflush(out);
 }
 
 /* The harness's model against zbench's: a different count means different shapes. */
-static void check_params(const item *x)
+static void check_params(FILE *log, const item *x)
 {
 	int64_t want = zb_model_params(&x->c.model);
 	if (x->m.params > 0 && fabs((double)(x->m.params - want)) > 1e-3 * (double)want)
-		fprintf(stderr, "zbench: warning: %s: the harness built %lld parameters, zbench's model has %lld\n",
+		fprintf(log, "zbench: warning: %s: the harness built %lld parameters, zbench's model has %lld\n",
 			x->name, (long long)x->m.params, (long long)want);
 }
 
@@ -323,7 +301,7 @@ static summary summarize(const item *it, int n)
 
 static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 
-static void print_json(const item *it, int n, const summary *s, int64_t run_id)
+static void print_json(FILE *out, const item *it, int n, const summary *s, int64_t run_id)
 {
 	json_t *root = json_object(), *arr = json_array();
 	for (int i = 0; i < n; i++) {
@@ -351,7 +329,7 @@ static void print_json(const item *it, int n, const summary *s, int64_t run_id)
 			    json_pack("{s:o, s:i, s:o, s:o, s:i}", "step_mape", num(s->step), "step_n", s->nstep,
 				      "gpu_mape", num(s->gpu), "host_mape", num(s->host), "failed", s->failed));
 	json_object_set_new(root, "run_id", json_integer(run_id));
-	zb_json_print(stdout, root);
+	zb_json_print(out, root);
 	json_decref(root);
 }
 
@@ -365,36 +343,35 @@ static const char *pct(double x, char *buf, size_t n)
 	return buf;
 }
 
-static void print_summary(const summary *s, int n, int64_t run_id, const char *db)
+static void print_summary(FILE *out, const summary *s, int n, int64_t run_id, const char *db)
 {
 	char a[16], b[16], c[16];
-	printf("\nstep time MAPE %s over %d configuration%s; GPU peak MAPE %s, host memory MAPE %s",
-	       pct(s->step, a, sizeof a), s->nstep, s->nstep == 1 ? "" : "s", pct(s->gpu, b, sizeof b),
-	       pct(s->host, c, sizeof c));
+	fprintf(out, "\nstep time MAPE %s over %d configuration%s; GPU peak MAPE %s, host memory MAPE %s",
+		pct(s->step, a, sizeof a), s->nstep, s->nstep == 1 ? "" : "s", pct(s->gpu, b, sizeof b),
+		pct(s->host, c, sizeof c));
 	if (s->failed)
-		printf("; %d of %d FAILED", s->failed, n);
-	printf("\n");
+		fprintf(out, "; %d of %d FAILED", s->failed, n);
+	fprintf(out, "\n");
 	if (run_id)
-		printf("# stored as run %lld in %s (view peer_vs_predicted)\n", (long long)run_id, db);
+		fprintf(out, "# stored as run %lld in %s (view peer_vs_predicted)\n", (long long)run_id, db);
 }
 
 /* Open the store and record the run (committed at once, so a crash later leaves
  * the configurations done so far). */
-static zb_status open_store(const zb_options *o, int argc, char **argv, zb_store **s, int64_t *run_id, zb_error *err)
+static zb_status open_store(const zb_ds_validate_opts *f, const char *command, zb_store **s, int64_t *run_id,
+			    zb_error *err)
 {
 	*s = NULL;
 	*run_id = 0;
-	if (o->no_db)
+	if (f->no_db)
 		return ZB_OK;
-	zb_status st = zb_store_open(s, o->db ? o->db : ZB_STORE_DEFAULT_PATH, ZB_STORE_WRITE_WAIT_MS, err);
+	zb_status st = zb_store_open(s, f->db, ZB_STORE_WRITE_WAIT_MS, err);
 	if (st)
 		return st;
-	char *cmd = zb_command_line(argc, argv);
-	zb_run_info info = { .kind = "validate-deepspeed", .command = cmd, .version = ZB_VERSION,
+	zb_run_info info = { .kind = "validate-deepspeed", .command = command, .version = ZB_VERSION,
 			     .git_commit = ZB_GIT_COMMIT };
 	if (!(st = zb_store_begin(*s, err)) && !(st = zb_store_add_run(*s, &info, run_id, err)))
 		st = zb_store_commit(*s, err);
-	free(cmd);
 	if (st) {
 		zb_store_rollback(*s);
 		zb_store_close(*s);
@@ -417,18 +394,18 @@ static void close_store(zb_store *s, int64_t run_id, const char *status)
 
 /* Predict, measure and store one configuration. A failure of this configuration
  * alone goes into x->failed and returns ZB_OK; a store failure is returned. */
-static zb_status do_item(const vflags *f, const zb_options *o, const zb_peer_run *rows, int nrows,
-			 zb_store *s, int64_t run_id, item *x)
+static zb_status do_item(const zb_ds_validate_opts *f, const zb_peer_run *rows, int nrows, zb_store *s,
+			 int64_t run_id, item *x, volatile const int *stop, zb_error *store_err)
 {
 	zb_error err = { 0 };
 	zb_prediction p;
-	zb_status st = predict_item(o, x, &p, &err);
-	if (!st && !(st = measure_item(f, rows, nrows, x, &err))) {
+	zb_status st = predict_item(f, x, &p, &err);
+	if (!st && !(st = measure_item(f, rows, nrows, x, stop, &err))) {
 		x->measured = 1;
-		check_params(x);
+		check_params(f->log, x);
 		if ((st = store_item(s, run_id, x, &p, &err))) {
 			zb_prediction_free(&p);
-			fprintf(stderr, "zbench: %s\n", err.msg);
+			*store_err = err;
 			return st;
 		}
 	}
@@ -436,19 +413,14 @@ static zb_status do_item(const vflags *f, const zb_options *o, const zb_peer_run
 		zb_prediction_free(&p);
 	if (st) {
 		snprintf(x->failed, sizeof x->failed, "%s", err.msg);
-		fprintf(stderr, "zbench: %s: %s\n", x->name, err.msg);
+		fprintf(f->log, "zbench: %s: %s\n", x->name, err.msg);
 	}
 	return ZB_OK;
 }
 
-static zb_status check_inputs(const vflags *f, const zb_options *o, zb_error *err)
+static zb_status check_inputs(const zb_ds_validate_opts *f, zb_error *err)
 {
 	struct stat sb;
-	if (!f->deepspeed)
-		return zb_fail(err, ZB_E_INPUT, "validate: --deepspeed expected");
-	if (o->have_ds)
-		return zb_fail(err, ZB_E_INPUT, "--ds-config: validate --deepspeed runs the files of --config-dir "
-						"(name them with --configs)");
 	if (!f->from && stat(f->harness, &sb) != 0)
 		return zb_fail(err, ZB_E_INPUT, "harness '%s' not found (run from the repository root or give --harness)",
 			       f->harness);
@@ -464,71 +436,50 @@ static void free_rows(zb_peer_run *rows, int n)
 	free(rows);
 }
 
-int cmd_validate_deepspeed(int argc, char **argv)
+zb_status zb_ds_validate(const zb_ds_validate_opts *f, const char *command, volatile const int *stop,
+			 zb_ds_validate_result *res, zb_error *err)
 {
-	vflags f = { .config_dir = "peers/configs", .python = "python3", .harness = "peers/ds_step.py",
-		     .timeout_s = 600, .steps = 8 };
-	const zb_flag extra[] = {
-		ZB_SWITCH("deepspeed", &f.deepspeed, NULL),
-		ZB_STRING("configs", &f.configs, "<a,b,...>", NULL),
-		ZB_STRING("config-dir", &f.config_dir, "<dir>", NULL),
-		ZB_STRING("python", &f.python, "<path>", NULL),
-		ZB_STRING("harness", &f.harness, "<file>", NULL),
-		ZB_STRING("from", &f.from, "<file>", NULL),
-		ZB_STRING("log-dir", &f.log_dir, "<dir>", NULL),
-		ZB_INT("timeout", &f.timeout_s, 1, 86400, "<s>", NULL),
-		ZB_INT("ds-steps", &f.steps, 4, ZB_PEER_MAX_STEPS, "<n>", NULL),
-		{ 0 },
-	};
-	zb_options o = { 0 };
-	zb_error err = { 0 };
-	int rc, n = 0, nrows = 0;
-	if (!zb_options_parse(argc, argv, extra, usage, &o, &rc))
-		return rc;
+	int n = 0, nrows = 0;
+	memset(res, 0, sizeof *res);
 	zb_peer_run *rows = NULL;
 	static char names[MAX_CONFIGS][64];
-	if (check_inputs(&f, &o, &err) || (f.from && zb_peer_read_file(f.from, &rows, &nrows, &err)) ||
-	    list_names(&f, rows, nrows, names, &n, &err)) {
+	if (check_inputs(f, err) || (f->from && zb_peer_read_file(f->from, &rows, &nrows, err)) ||
+	    list_names(f, rows, nrows, names, &n, err)) {
 		free_rows(rows, nrows);
-		return zb_report_error(&err);
+		return err->status;
 	}
 	item *it = zb_xcalloc((size_t)n, sizeof *it);
 	zb_store *s = NULL;
 	int64_t run_id = 0;
-	if (make_items(&f, names, n, rows, nrows, it, &err) || open_store(&o, argc, argv, &s, &run_id, &err)) {
+	if (make_items(f, names, n, rows, nrows, it, err) || open_store(f, command, &s, &run_id, err)) {
 		free_rows(rows, nrows);
 		free(it);
-		return zb_report_error(&err);
+		return err->status;
 	}
-	struct sigaction sa = { .sa_handler = on_signal };
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	res->configs = n;
 	zb_status st = ZB_OK;
 	int header = 0;
 	for (int i = 0; i < n && !st; i++) {
-		if (stop_requested)
+		if (*stop)
 			snprintf(it[i].failed, sizeof it[i].failed, "interrupted");
 		else
-			st = do_item(&f, &o, rows, nrows, s, run_id, &it[i]);
-		if (!o.json && !st) {
+			st = do_item(f, rows, nrows, s, run_id, &it[i], stop, err);
+		if (!f->json && !st) {
 			if (!header++)
-				print_header(&f, &it[i], rows);
-			print_row(&it[i]);
+				print_header(f, &it[i], rows);
+			print_row(f->out, &it[i]);
 		}
 	}
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
 	summary sum = summarize(it, n);
-	if (o.json)
-		print_json(it, n, &sum, run_id);
+	if (f->json)
+		print_json(f->out, it, n, &sum, run_id);
 	else if (!st)
-		print_summary(&sum, n, run_id, o.db ? o.db : ZB_STORE_DEFAULT_PATH);
+		print_summary(f->out, &sum, n, run_id, f->db);
 	close_store(s, run_id, st || sum.failed ? "failed" : "ok");
 	for (int i = 0; i < n; i++)
 		zb_peer_run_clear(&it[i].m);
 	free_rows(rows, nrows);
 	free(it);
-	if (sum.failed)
-		fprintf(stderr, "zbench: %d of %d configuration%s failed\n", sum.failed, n, n == 1 ? "" : "s");
-	return st || sum.failed ? 1 : 0;
+	res->failed = sum.failed;
+	return st;
 }

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/options.h"
+#include "config/resolve.h"
 #include "core/graph.h"
 #include "sim/predict.h"
 #include "sim/resources.h"
@@ -29,10 +29,9 @@ typedef struct pcase {
 	char status[640];        /* why not predicted, or what the memory model missed */
 } pcase;
 
-static int bad(const char *path, int line, const char *what, const char *val)
+static zb_status bad(zb_error *err, const char *path, int line, const char *what, const char *val)
 {
-	fprintf(stderr, "zbench: %s:%d: %s '%s'\n", path, line, what, val);
-	return 2;
+	return zb_fail(err, ZB_E_INPUT, "%s:%d: %s '%s'", path, line, what, val);
 }
 
 /* Split a line into tab-separated fields in place; returns the count. */
@@ -106,9 +105,8 @@ static double megatron_flops_per_token(const zb_config *c)
 /* Predict one single-GPU case; leaves predicted 0 with a status when it cannot. */
 static void predict_case(pcase *pc)
 {
-	const char *v[ZB_AX_COUNT] = { 0 };
-	zb_options o;
-	memset(&o, 0, sizeof o);
+	zb_config_inputs in = { 0 };
+	const char **v = in.value;
 	char shape[256];
 	snprintf(shape, sizeof shape, "%s", pc->f[C_SHAPE]);
 	double params;
@@ -125,10 +123,10 @@ static void predict_case(pcase *pc)
 	for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
 		if (given(pc->f[cols[i].col]))
 			v[cols[i].ax] = pc->f[cols[i].col];
-	o.offload_param = strcmp(pc->f[C_OPARAM], "1") == 0;
+	in.offload_param = strcmp(pc->f[C_OPARAM], "1") == 0;
 	zb_config c;
 	zb_error err = { 0 };
-	if (zb_options_config(v, &o, &c, &err)) {
+	if (zb_config_resolve(&in, &c, NULL, &err)) {
 		snprintf(pc->status, sizeof pc->status, "config: %s", err.msg);
 		return;
 	}
@@ -166,13 +164,11 @@ static void predict_case(pcase *pc)
 	pc->err = pc->pred / pc->value - 1;
 }
 
-static int load(const char *path, pcase *cs, int *n, char **buf)
+static zb_status load(const char *path, pcase *cs, int *n, char **buf, zb_error *err)
 {
 	FILE *f = fopen(path, "r");
-	if (!f) {
-		fprintf(stderr, "zbench: cannot open published suite '%s': %s\n", path, strerror(errno));
-		return 2;
-	}
+	if (!f)
+		return zb_fail(err, ZB_E_INPUT, "cannot open published suite '%s': %s", path, strerror(errno));
 	static const char *const metrics[] = { "step_ms", "tflops", "adam_s", "adam_gps", "speedup" };
 	char line[4096];
 	int ln = 0, header = 0;
@@ -190,7 +186,7 @@ static int load(const char *path, pcase *cs, int *n, char **buf)
 		}
 		if (*n == MAX_CASES) {
 			fclose(f);
-			return bad(path, ln, "more cases than", "256");
+			return bad(err, path, ln, "more cases than", "256");
 		}
 		size_t len = strlen(line) + 1;
 		*buf = realloc(*buf, used + len); /* offsets fixed up below */
@@ -206,29 +202,29 @@ static int load(const char *path, pcase *cs, int *n, char **buf)
 	}
 	fclose(f);
 	if (!header || *n == 0)
-		return bad(path, ln, "no cases in", path);
+		return bad(err, path, ln, "no cases in", path);
 	for (int i = 0; i < *n; i++) {
 		pcase *pc = &cs[i];
 		char *s = *buf + (uintptr_t)pc->f[0];
 		if (split(s, pc->f, C_COUNT) != C_COUNT)
-			return bad(path, pc->line, "expected 21 tab-separated fields in case", s);
+			return bad(err, path, pc->line, "expected 21 tab-separated fields in case", s);
 		char *end;
 		pc->gpus = (int)strtol(pc->f[C_GPUS], &end, 10);
 		if (*end || pc->gpus < 1)
-			return bad(path, pc->line, "bad gpus", pc->f[C_GPUS]);
+			return bad(err, path, pc->line, "bad gpus", pc->f[C_GPUS]);
 		errno = 0;
 		pc->value = strtod(pc->f[C_VALUE], &end);
 		if (errno || *end || !(pc->value > 0) || !isfinite(pc->value))
-			return bad(path, pc->line, "bad value", pc->f[C_VALUE]);
+			return bad(err, path, pc->line, "bad value", pc->f[C_VALUE]);
 		size_t m;
 		for (m = 0; m < sizeof metrics / sizeof metrics[0]; m++)
 			if (strcmp(pc->f[C_METRIC], metrics[m]) == 0)
 				break;
 		if (m == sizeof metrics / sizeof metrics[0])
-			return bad(path, pc->line, "unknown metric", pc->f[C_METRIC]);
+			return bad(err, path, pc->line, "unknown metric", pc->f[C_METRIC]);
 		for (int j = 0; j < i; j++)
 			if (strcmp(cs[j].f[C_ID], pc->f[C_ID]) == 0)
-				return bad(path, pc->line, "duplicate case id", pc->f[C_ID]);
+				return bad(err, path, pc->line, "duplicate case id", pc->f[C_ID]);
 	}
 	return 0;
 }
@@ -248,19 +244,19 @@ static double mape(const pcase *cs, int n, int col, const char *val, int *count)
 	return k ? 100 * sum / k : 0;
 }
 
-static void print_table(const pcase *cs, int n)
+static void print_table(FILE *out, const pcase *cs, int n)
 {
-	printf("%-24s %-5s %4s %-8s %10s %10s %8s  %-8s %s\n", "case", "gen", "gpus", "metric",
-	       "published", "predicted", "error", "check", "");
+	fprintf(out, "%-24s %-5s %4s %-8s %10s %10s %8s  %-8s %s\n", "case", "gen", "gpus", "metric",
+		"published", "predicted", "error", "check", "");
 	for (int i = 0; i < n; i++) {
 		const pcase *pc = &cs[i];
 		if (pc->predicted)
-			printf("%-24s %-5s %4d %-8s %10.4g %10.4g %+7.1f%%  %-8s %s\n", pc->f[C_ID],
-			       pc->f[C_GEN], pc->gpus, pc->f[C_METRIC], pc->value, pc->pred,
-			       100 * pc->err, pc->f[C_CHECK], pc->status[0] ? "(memory: see below)" : "");
+			fprintf(out, "%-24s %-5s %4d %-8s %10.4g %10.4g %+7.1f%%  %-8s %s\n", pc->f[C_ID],
+				pc->f[C_GEN], pc->gpus, pc->f[C_METRIC], pc->value, pc->pred,
+				100 * pc->err, pc->f[C_CHECK], pc->status[0] ? "(memory: see below)" : "");
 		else
-			printf("%-24s %-5s %4d %-8s %10.4g %10s %8s  %-8s %s\n", pc->f[C_ID], pc->f[C_GEN],
-			       pc->gpus, pc->f[C_METRIC], pc->value, "-", "-", pc->f[C_CHECK], pc->status);
+			fprintf(out, "%-24s %-5s %4d %-8s %10.4g %10s %8s  %-8s %s\n", pc->f[C_ID], pc->f[C_GEN],
+				pc->gpus, pc->f[C_METRIC], pc->value, "-", "-", pc->f[C_CHECK], pc->status);
 	}
 }
 
@@ -280,7 +276,7 @@ static double mape_out_of_sample(const pcase *cs, int n, int *count)
 }
 
 /* One MAPE line per distinct value of column col, in order of first appearance. */
-static void print_groups(const pcase *cs, int n, int col, const char *label)
+static void print_groups(FILE *out, const pcase *cs, int n, int col, const char *label)
 {
 	const char *seen[32];
 	int ns = 0, k;
@@ -293,34 +289,33 @@ static void print_groups(const pcase *cs, int n, int col, const char *label)
 		seen[ns++] = cs[i].f[col];
 		double m = mape(cs, n, col, cs[i].f[col], &k);
 		if (k)
-			printf("  %-5s %-11s MAPE %5.1f%% over %d\n", label, cs[i].f[col], m, k);
+			fprintf(out, "  %-5s %-11s MAPE %5.1f%% over %d\n", label, cs[i].f[col], m, k);
 	}
 }
 
-static void print_summary(const pcase *cs, int n)
+static void print_summary(FILE *out, const pcase *cs, int n)
 {
 	int k, multi = 0;
 	for (int i = 0; i < n; i++)
 		multi += cs[i].gpus > 1;
 	double all = mape(cs, n, -1, NULL, &k);
-	printf("\nsingle-GPU MAPE %.1f%% over %d cases (target <= 20%%, goal 10%%); %d multi-GPU cases "
-	       "listed, not modelled\n", all, k, multi);
-	double out = mape_out_of_sample(cs, n, &k);
-	printf("  out-of-sample (no preset value fitted to them) MAPE %.1f%% over %d\n", out, k);
-	print_groups(cs, n, C_CHECK, "check");
-	print_groups(cs, n, C_GEN, "gen");
+	fprintf(out, "\nsingle-GPU MAPE %.1f%% over %d cases (target <= 20%%, goal 10%%); %d multi-GPU cases "
+		"listed, not modelled\n", all, k, multi);
+	double oos = mape_out_of_sample(cs, n, &k);
+	fprintf(out, "  out-of-sample (no preset value fitted to them) MAPE %.1f%% over %d\n", oos, k);
+	print_groups(out, cs, n, C_CHECK, "check");
+	print_groups(out, cs, n, C_GEN, "gen");
 }
 
-/* Compare with the recorded errors; prints each regression, returns 1 if any. */
-static int check(const char *path, const pcase *cs, int n)
+/* Compare with the recorded errors; prints each regression, *worse = 1 if any. */
+static zb_status check(FILE *out, const char *path, const pcase *cs, int n, int *worse, zb_error *err)
 {
 	FILE *f = fopen(path, "r");
-	if (!f) {
-		fprintf(stderr, "zbench: cannot open check file '%s': %s\n", path, strerror(errno));
-		return 2;
-	}
+	if (!f)
+		return zb_fail(err, ZB_E_INPUT, "cannot open check file '%s': %s", path, strerror(errno));
 	char line[512];
-	int worse = 0, ln = 0, k;
+	int ln = 0, k;
+	*worse = 0;
 	while (fgets(line, sizeof line, f)) {
 		ln++;
 		char id[128];
@@ -330,13 +325,13 @@ static int check(const char *path, const pcase *cs, int n)
 		if (sscanf(line, "%127s %lf", id, &rec) != 2) {
 			fclose(f);
 			line[strcspn(line, "\n")] = '\0';
-			return bad(path, ln, "expected 'id error%' in", line);
+			return bad(err, path, ln, "expected 'id error%' in", line);
 		}
 		if (strcmp(id, "mape") == 0) {
 			double now = mape(cs, n, -1, NULL, &k);
 			if (now > rec + 0.05) {
-				printf("regression: single-GPU MAPE %.1f%% > recorded %.1f%%\n", now, rec);
-				worse = 1;
+				fprintf(out, "regression: single-GPU MAPE %.1f%% > recorded %.1f%%\n", now, rec);
+				*worse = 1;
 			}
 			continue;
 		}
@@ -344,31 +339,31 @@ static int check(const char *path, const pcase *cs, int n)
 		for (i = 0; i < n && strcmp(cs[i].f[C_ID], id) != 0; i++)
 			;
 		if (i == n || !cs[i].predicted) {
-			printf("regression: case %s was predicted (error %+.1f%%) and is not now\n", id, rec);
-			worse = 1;
+			fprintf(out, "regression: case %s was predicted (error %+.1f%%) and is not now\n", id, rec);
+			*worse = 1;
 		} else if (fabs(100 * cs[i].err) > fabs(rec) + 0.5) {
-			printf("regression: case %s error %+.1f%%, recorded %+.1f%%\n", id,
-			       100 * cs[i].err, rec);
-			worse = 1;
+			fprintf(out, "regression: case %s error %+.1f%%, recorded %+.1f%%\n", id,
+				100 * cs[i].err, rec);
+			*worse = 1;
 		}
 	}
 	fclose(f);
-	printf("check against %s: %s\n", path, worse ? "WORSE" : "no case worse than recorded");
-	return worse;
+	fprintf(out, "check against %s: %s\n", path, *worse ? "WORSE" : "no case worse than recorded");
+	return ZB_OK;
 }
 
-int zb_published_run(const char *path, const char *check_path, int record)
+zb_status zb_published_run(const char *path, const char *check_path, int record, FILE *out, int *worse,
+			   zb_error *err)
 {
-	pcase *cs = calloc(MAX_CASES, sizeof *cs);
+	pcase *cs = zb_xcalloc(MAX_CASES, sizeof *cs);
 	char *buf = NULL;
 	int n = 0;
-	if (!cs)
-		abort();
-	int rc = load(path, cs, &n, &buf);
-	if (rc) {
+	*worse = 0;
+	zb_status st = load(path, cs, &n, &buf, err);
+	if (st) {
 		free(buf);
 		free(cs);
-		return rc;
+		return st;
 	}
 	for (int i = 0; i < n; i++) {
 		if (cs[i].gpus > 1)
@@ -380,23 +375,23 @@ int zb_published_run(const char *path, const char *check_path, int record)
 	}
 	if (record) {
 		int k;
-		printf("# recorded by zbench validate --published --record: case, error %%\n");
+		fprintf(out, "# recorded by zbench validate --published --record: case, error %%\n");
 		for (int i = 0; i < n; i++)
 			if (cs[i].predicted)
-				printf("%s\t%+.1f\n", cs[i].f[C_ID], 100 * cs[i].err);
-		printf("mape\t%.1f\n", mape(cs, n, -1, NULL, &k));
+				fprintf(out, "%s\t%+.1f\n", cs[i].f[C_ID], 100 * cs[i].err);
+		fprintf(out, "mape\t%.1f\n", mape(cs, n, -1, NULL, &k));
 	} else {
-		print_table(cs, n);
-		print_summary(cs, n);
+		print_table(out, cs, n);
+		print_summary(out, cs, n);
 		for (int i = 0; i < n; i++)
 			if (!cs[i].predicted && cs[i].gpus == 1)
-				printf("  not predicted: %s: %s\n", cs[i].f[C_ID], cs[i].status);
+				fprintf(out, "  not predicted: %s: %s\n", cs[i].f[C_ID], cs[i].status);
 			else if (cs[i].predicted && cs[i].status[0])
-				printf("  %s: %s\n", cs[i].f[C_ID], cs[i].status);
+				fprintf(out, "  %s: %s\n", cs[i].f[C_ID], cs[i].status);
 	}
 	if (check_path)
-		rc = check(check_path, cs, n);
+		st = check(out, check_path, cs, n, worse, err);
 	free(buf);
 	free(cs);
-	return rc;
+	return st;
 }

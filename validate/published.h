@@ -14,9 +14,15 @@
 #ifndef ZB_PUBLISHED_H
 #define ZB_PUBLISHED_H
 
-/* Run the suite in path; check_path may be NULL. Returns the exit code: 0, 1 when
- * the check finds a regression, 2 for an unreadable or malformed file (one line on
- * stderr naming the file, line and field). */
-int zb_published_run(const char *path, const char *check_path, int record);
+#include <stdio.h>
+
+#include "common/error.h"
+
+/* Run the suite in path and write its table to out (with record, the record
+ * instead); check_path may be NULL, else *worse = 1 when the check finds a
+ * regression. An unreadable or malformed file: ZB_E_INPUT naming the file, line
+ * and field. */
+zb_status zb_published_run(const char *path, const char *check_path, int record, FILE *out, int *worse,
+			   zb_error *err);
 
 #endif

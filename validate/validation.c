@@ -1,6 +1,6 @@
 /*
- * cmd_validate.c - zbench validate: a built-in suite of configurations (suite.h)
- * through both the executor and the simulator (with --hw, typically the profile
+ * validation.c - zbench validate (validation.h): a built-in suite of configurations
+ * (suite.h) through both the executor and the simulator (with --hw, typically the profile
  * zbench calibrate wrote), each stored with both timelines (zbench compare reads
  * them), reporting each configuration's step-time error, the mean absolute
  * percentage error, and the speedup of each Twin-Flow ratio over plain offload,
@@ -51,99 +51,18 @@
 #include "common/clock.h"
 #include "common/stats.h"
 #include "common/version.h"
-#include "cli/commands.h"
-#include "cli/flags.h"
-#include "cli/options.h"
-#include "cli/stop.h"
-#include "report/report.h"
-#include "validate/published.h"
-#include "validate/suite.h"
+#include "analysis/compare.h"
 #include "exec/executor.h"
 #include "exec/host_pool.h"
-#include "analysis/compare.h"
+#include "report/report.h"
 #include "sim/predict.h"
+#include "validate/validation.h"
 
 
-/* the command line */
-static struct validate_opts {
-	const char *hw, *suite, *db, *check;
-	int limit, warmup, steps, budget, list, strict, json, no_db, record;
-	double measure_s; /* 0: every configuration runs `steps` measured steps */
-	int max_steps;    /* with measure_s; 0 until parsed: 64, or steps when that is more */
-	int repeat;       /* the first `repeat` executed configurations again at the end (-1: the suite's) */
-	int rounds;       /* every configuration measured in that many rounds (-1: the suite's, else 1) */
-	double extra_s;   /* after the rounds, seconds of extra rounds for the least sure (-1: the suite's) */
-} vo;
-
-#define REPEAT_MAX 10
-#define ROUNDS_MAX 8       /* rounds and extra rounds of one configuration */
+#define REPEAT_MAX ZB_VALIDATE_REPEAT_MAX
+#define ROUNDS_MAX ZB_VALIDATE_ROUNDS_MAX
 #define EXTRA_MIN_PCT 1.0  /* a mean surer than this (standard error, % of it) gets no extra round */
-
 #define MAX_STEPS_DEFAULT 64
-
-static const zb_flag flags[] = {
-	ZB_STRING("hw", &vo.hw, "<machine|file>", "hardware of the simulator side (default h200-machine)"),
-	ZB_STRING("suite", &vo.suite, "full | quick", "the suite (default full)"),
-	ZB_INT("limit", &vo.limit, 1, 1000, "<n>", "the first <n> configurations only"),
-	ZB_INT("warmup", &vo.warmup, 0, 100, "<n>", "warm-up steps (default 2; the suite's)"),
-	ZB_INT("steps", &vo.steps, 2, 100, "<n>", "measured steps (default 3; the least with --measure-s; the suite's)"),
-	ZB_REAL("measure-s", &vo.measure_s, 0, 3600, "<seconds>",
-		"about <seconds> of measured steps per configuration: ceil(<seconds> /\n"
-		"predicted step) within --steps .. --max-steps (default 0: --steps each;\n"
-		"the suite's: fid 3)"),
-	ZB_INT("max-steps", &vo.max_steps, 2, 1000, "<n>",
-	       "with --measure-s: at most <n> measured steps (default 64; the suite's: fid 48)"),
-	ZB_INT("repeat", &vo.repeat, 0, REPEAT_MAX, "<n>",
-	       "measure the first <n> executed configurations again at the end, not\n"
-	       "stored: how far the host moved during the suite (default 0; fid 2)"),
-	ZB_INT("rounds", &vo.rounds, 1, ROUNDS_MAX, "<n>",
-	       "measure every configuration in <n> rounds, the suite forward, then\n"
-	       "backward, ...; the mean of the rounds cancels a steady drift of the host\n"
-	       "(default 1; fid 2)"),
-	ZB_REAL("extra-s", &vo.extra_s, 0, 3600, "<seconds>",
-		"with --rounds >= 2: then up to <seconds> of extra rounds, one at a\n"
-		"time, each for the configuration whose mean is least sure (standard\n"
-		"error >= 1 % of it); its mean counts every round (default 0; fid 120)"),
-	ZB_INT("budget", &vo.budget, 1, 86400, "<seconds>", "skip configurations past this estimate (default 480)"),
-	ZB_SWITCH("list", &vo.list, "print the suite with estimated times, run nothing"),
-	ZB_SWITCH("strict", &vo.strict, "exit 1 when a target is missed"),
-	ZB_SWITCH("json", &vo.json, "results as JSON"),
-	ZB_STRING("db", &vo.db, "<path>", "results database (default " ZB_STORE_DEFAULT_PATH ")"),
-	ZB_SWITCH("no-db", &vo.no_db, "do not store results"),
-	ZB_STRING("check", &vo.check, "<errors.tsv>", "with --published: exit 1 when a case is worse than recorded"),
-	ZB_SWITCH("record", &vo.record, "with --published: print the record of the errors"),
-	{ 0 },
-};
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: zbench validate [--hw <machine|file>] [--suite full | quick] [--limit <n>]\n"
-		   "                       [--warmup <n>] [--steps <n>] [--measure-s <seconds>] [--max-steps <n>]\n"
-		   "                       [--rounds <n>] [--extra-s <seconds>] [--repeat <n>] [--budget <seconds>]\n"
-		   "                       [--list]\n"
-		   "                       [--strict] [--json] [--db <path> | --no-db]\n"
-		   "       zbench validate --published[=<file>] [--check <errors.tsv>] [--record]\n\n"
-		   "Run every configuration of a suite on the GPU and through the simulator (with --hw,\n"
-		   "e.g. the profile zbench calibrate wrote), store both timelines, and report each\n"
-		   "step-time error, the mean absolute percentage error (target <= 3%%, worst <= 8%%) and\n"
-		   "the predicted against measured speedup of each Twin-Flow ratio over plain offload\n"
-		   "(target within 5%%). --list prints the suite with estimated times and runs nothing.\n"
-		   "Defaults: suite full, 2 warm-up + 3 measured steps (suite fid: 4 warm-up, at least 8\n"
-		   "and about 3 s of measured steps, at most 48), budget 480 s (configurations whose\n"
-		   "estimate would exceed it are skipped). --strict: exit 1 when a target is missed.\n"
-		   "--measure-s gives each configuration a measured time instead of a step count; the\n"
-		   "table's \"±\" is the standard error of each measured mean (%% of it). --repeat <n>\n"
-		   "measures the first <n> configurations again at the end (the host's drift); --rounds\n"
-		   "<n> measures every configuration <n> times, the suite forward then backward, and\n"
-		   "takes the mean (fid: 2 rounds); --extra-s <seconds> then measures the least sure\n"
-		   "configurations again, one round at a time (fid: 120 s).\n"
-		   "zbench validate --deepspeed [...] measures real DeepSpeed instead (--deepspeed --help).\n"
-		   "--published: predict the published offload measurements of <file> (default\n"
-		   "data/published-offload.tsv) from the presets, no GPU: each error and the single-GPU\n"
-		   "MAPE; --check exits 1 when a case is worse than recorded, --record prints the record.\n\n"
-		   "options:\n");
-	zb_flags_usage(f, flags);
-}
 
 typedef struct item {
 	const zb_suite_entry *e;
@@ -166,7 +85,11 @@ typedef struct item {
 static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 
 /* One validation: the suite's items, the run they are stored under, the clock. */
-typedef struct validation {
+struct zb_validation {
+	zb_validate_opts opt;            /* as given, the unset ones decided (zb_validate_defaults) */
+	const zb_validate_opts *o;       /* &opt */
+	FILE *out, *log;                 /* the tables; one line per configuration that failed */
+	volatile sig_atomic_t *stop;     /* set: stop after the configuration running */
 	const zb_suite *suite;
 	int n;
 	item *it;
@@ -178,7 +101,9 @@ typedef struct validation {
 	int again_item[REPEAT_MAX];      /* which */
 	double again_s[REPEAT_MAX];      /* their second measured step */
 	int device_set, failed;
-} validation;
+};
+
+typedef zb_validation validation;
 
 /* What the suite showed: step-time errors, busy-time errors, Twin-Flow speedups. */
 typedef struct summary {
@@ -201,27 +126,27 @@ typedef struct summary {
 
 /* Measured steps of a configuration predicted at pred_s per step: --steps, or with
  * --measure-s enough for that many seconds, within --steps .. --max-steps. */
-static int steps_for(double pred_s)
+static int steps_for(const zb_validate_opts *o, double pred_s)
 {
-	if (vo.measure_s <= 0 || !(pred_s > 0) || !isfinite(pred_s))
-		return vo.steps;
-	double n = ceil(vo.measure_s / pred_s);
-	return n < vo.steps ? vo.steps : n > vo.max_steps ? vo.max_steps : (int)n;
+	if (o->measure_s <= 0 || !(pred_s > 0) || !isfinite(pred_s))
+		return o->steps;
+	double n = ceil(o->measure_s / pred_s);
+	return n < o->steps ? o->steps : n > o->max_steps ? o->max_steps : (int)n;
 }
 
 /* Each round's share of n measured steps: at least 3, so that a round has a spread. */
-static int round_steps(int n)
+static int round_steps(const zb_validate_opts *o, int n)
 {
-	int k = (n + vo.rounds - 1) / vo.rounds;
-	return vo.rounds == 1 || k >= 3 ? k : 3;
+	int k = (n + o->rounds - 1) / o->rounds;
+	return o->rounds == 1 || k >= 3 ? k : 3;
 }
 
 /* Configuration x with `steps` measured steps, predicted: fits, predicted step, cost. */
-static zb_status plan_one(item *x, int steps, zb_error *err)
+static zb_status plan_one(const zb_validate_opts *o, item *x, int steps, zb_error *err)
 {
 	zb_prediction p;
 	zb_status st;
-	if ((st = zb_suite_config(x->e, vo.hw, vo.warmup, steps, &x->c, err)) || (st = zb_predict(&p, &x->c, err)))
+	if ((st = zb_suite_config(x->e, o->hw, o->warmup, steps, &x->c, err)) || (st = zb_predict(&p, &x->c, err)))
 		return st;
 	x->steps = steps;
 	x->fits = p.mem.fits && p.simulated;
@@ -229,7 +154,7 @@ static zb_status plan_one(item *x, int steps, zb_error *err)
 	x->est_s = x->est_again_s = zb_suite_estimate_s(&x->c, &p);
 	x->pin_s = zb_suite_pin_s(&p);
 	x->host_bytes = p.mem.host_bytes;
-	x->pred_s = x->fits ? zb_step_time_window(&p.graph, p.res.end, vo.warmup) : NAN;
+	x->pred_s = x->fits ? zb_step_time_window(&p.graph, p.res.end, o->warmup) : NAN;
 	zb_prediction_free(&p);
 	return ZB_OK;
 }
@@ -255,15 +180,15 @@ static void discount_pinning(validation *v)
 }
 
 /* x's estimate over all the rounds: the first pins, the later ones find the pool. */
-static double est_rounds(const item *x)
+static double est_rounds(const zb_validate_opts *o, const item *x)
 {
-	return x->est_s + (vo.rounds - 1) * x->est_again_s;
+	return x->est_s + (o->rounds - 1) * x->est_again_s;
 }
 
 /* The seconds of extra rounds (--extra-s; they need the spread of two rounds). */
-static double extra_s(void)
+static double extra_s(const zb_validate_opts *o)
 {
-	return vo.rounds > 1 ? vo.extra_s : 0;
+	return o->rounds > 1 ? o->extra_s : 0;
 }
 
 /* Every configuration built and predicted: fits, predicted step, estimated cost. With
@@ -272,26 +197,27 @@ static double extra_s(void)
  * longer run, so --budget sees it). */
 static zb_status plan(validation *v, zb_error *err)
 {
-	zb_status st = zb_suite_find(vo.suite, &v->suite, err);
+	const zb_validate_opts *o = v->o;
+	zb_status st = zb_suite_find(o->suite, &v->suite, err);
 	if (st)
 		return st;
-	v->n = vo.limit && vo.limit < v->suite->n ? vo.limit : v->suite->n;
+	v->n = o->limit && o->limit < v->suite->n ? o->limit : v->suite->n;
 	v->it = zb_xcalloc((size_t)v->n, sizeof *v->it);
 	for (int i = 0; i < v->n; i++) {
 		item *x = &v->it[i];
 		x->e = &v->suite->entries[i];
 		zb_suite_key(x->e, x->key, sizeof x->key);
-		if ((st = plan_one(x, vo.steps, err)))
+		if ((st = plan_one(o, x, o->steps, err)))
 			return st;
-		int n = x->fits ? round_steps(steps_for(x->pred_s)) : vo.steps;
-		if (n != vo.steps && (st = plan_one(x, n, err)))
+		int n = x->fits ? round_steps(o, steps_for(o, x->pred_s)) : o->steps;
+		if (n != o->steps && (st = plan_one(o, x, n, err)))
 			return st;
 	}
 	discount_pinning(v);
 	for (int i = 0; i < v->n; i++)
-		v->total_est += est_rounds(&v->it[i]);
-	v->total_est += extra_s();
-	for (int i = 0, k = 0; i < v->n && k < vo.repeat; i++) /* --repeat: the first ones again */
+		v->total_est += est_rounds(o, &v->it[i]);
+	v->total_est += extra_s(o);
+	for (int i = 0, k = 0; i < v->n && k < o->repeat; i++) /* --repeat: the first ones again */
 		if (v->it[i].fits) {
 			v->total_est += v->it[i].est_again_s;
 			k++;
@@ -301,31 +227,32 @@ static zb_status plan(validation *v, zb_error *err)
 
 static void print_header(const validation *v, FILE *out)
 {
+	const zb_validate_opts *o = v->o;
 	char steps[256];
 	int l;
-	if (vo.measure_s > 0)
+	if (o->measure_s > 0)
 		l = snprintf(steps, sizeof steps, "%d warm-up steps, measured steps: %d, or %g s of steps (at most %d)",
-			     vo.warmup, vo.steps, vo.measure_s, vo.max_steps);
+			     o->warmup, o->steps, o->measure_s, o->max_steps);
 	else
-		l = snprintf(steps, sizeof steps, "%d warm-up + %d measured steps", vo.warmup, vo.steps);
-	if (vo.rounds > 1)
+		l = snprintf(steps, sizeof steps, "%d warm-up + %d measured steps", o->warmup, o->steps);
+	if (o->rounds > 1)
 		l += snprintf(steps + l, sizeof steps - l, ", in %d rounds (forward, backward; each its share of the "
-			      "steps and its own warm-up)", vo.rounds);
-	if (extra_s() > 0)
-		snprintf(steps + l, sizeof steps - l, ", then %g s of extra rounds for the least sure", extra_s());
+			      "steps and its own warm-up)", o->rounds);
+	if (extra_s(o) > 0)
+		snprintf(steps + l, sizeof steps - l, ", then %g s of extra rounds for the least sure", extra_s(o));
 	fprintf(out, "# zbench %s%s%s validate: suite %s (%d of %d configurations), hw %s, %s\n", ZB_VERSION,
 		ZB_GIT_COMMIT[0] ? " " : "", ZB_GIT_COMMIT, v->suite->name, v->n, v->suite->n,
-		vo.hw ? vo.hw : "h200-machine (default)", steps);
+		o->hw ? o->hw : "h200-machine (default)", steps);
 	fprintf(out, "# expected time %.0f s on the H200 machine (estimate: setup + predicted run + storing), budget "
 		     "%d s\n",
-		v->total_est, vo.budget);
+		v->total_est, o->budget);
 }
 
 /* --list: the suite with each estimate, nothing run. */
 static void print_list(const validation *v)
 {
-	printf("%3s  %-44s %10s %6s %8s  %s\n", "#", "configuration", "predicted", "steps", "estimate", "");
-	printf("%3s  %-44s %10s %6s %8s  %s\n", "", "", "ms/step", "", "s", "");
+	fprintf(v->out, "%3s  %-44s %10s %6s %8s  %s\n", "#", "configuration", "predicted", "steps", "estimate", "");
+	fprintf(v->out, "%3s  %-44s %10s %6s %8s  %s\n", "", "", "ms/step", "", "s", "");
 	for (int i = 0; i < v->n; i++) {
 		const item *x = &v->it[i];
 		char note[300] = "";
@@ -334,25 +261,24 @@ static void print_list(const validation *v)
 		else if (x->e->group)
 			snprintf(note, sizeof note, "speedup group %d%s", x->e->group,
 				 zb_suite_is_reference(x->e) ? " (reference)" : "");
-		printf("%3d  %-44s %10.2f %6d %8.1f  %s\n", i + 1, x->key, x->pred_s * 1e3, x->steps, x->est_s, note);
+		fprintf(v->out, "%3d  %-44s %10.2f %6d %8.1f  %s\n", i + 1, x->key, x->pred_s * 1e3, x->steps, x->est_s, note);
 	}
 }
 
 /* ---- run --------------------------------------------------------------------------------- */
 
 /* The runs row every configuration is stored under (committed at once). */
-static zb_status open_run(validation *v, int argc, char **argv, zb_error *err)
+static zb_status open_run(validation *v, const char *command, zb_error *err)
 {
-	if (vo.no_db)
+	const zb_validate_opts *o = v->o;
+	if (o->no_db)
 		return ZB_OK;
-	char *cmd = zb_command_line(argc, argv);
-	zb_run_info info = { .kind = "validate", .command = cmd, .version = ZB_VERSION, .git_commit = ZB_GIT_COMMIT };
-	zb_status st = zb_store_open(&v->store, vo.db, ZB_STORE_WRITE_WAIT_MS, err);
+	zb_run_info info = { .kind = "validate", .command = command, .version = ZB_VERSION, .git_commit = ZB_GIT_COMMIT };
+	zb_status st = zb_store_open(&v->store, o->db, ZB_STORE_WRITE_WAIT_MS, err);
 	if (!st && !(st = zb_store_begin(v->store, err))) {
 		st = zb_store_add_run(v->store, &info, &v->run_id, err);
 		st = st ? st : zb_store_commit(v->store, err);
 	}
-	free(cmd);
 	if (st) {
 		zb_store_close(v->store);
 		v->store = NULL;
@@ -364,13 +290,14 @@ static zb_status open_run(validation *v, int argc, char **argv, zb_error *err)
  * its estimate would take the run past --budget. */
 static const char *skip_reason(const validation *v, const item *x, int round, char *buf, size_t n)
 {
+	const zb_validate_opts *o = v->o;
 	double elapsed = zb_wall_s() - v->t0, est = round ? x->est_again_s : x->est_s;
-	if (zb_stop_requested)
+	if (*v->stop)
 		return "interrupted";
 	if (!x->fits)
 		return "does not fit";
-	if (elapsed + est > vo.budget) {
-		snprintf(buf, n, "over budget (%.0f + %.0f > %d s)", elapsed, est, vo.budget);
+	if (elapsed + est > o->budget) {
+		snprintf(buf, n, "over budget (%.0f + %.0f > %d s)", elapsed, est, o->budget);
 		return buf;
 	}
 	return NULL;
@@ -381,16 +308,17 @@ static const char *skip_reason(const validation *v, const item *x, int round, ch
  * the first round must leave the others their time, and the rounds the extra ones theirs. */
 static void trim_to_budget(validation *v)
 {
-	double total = extra_s();
+	const zb_validate_opts *o = v->o;
+	double total = extra_s(o);
 	for (int i = 0; i < v->n; i++) {
 		item *x = &v->it[i];
 		if (!x->fits)
 			continue;
-		total += est_rounds(x);
-		if (total > vo.budget && !x->skipped) {
+		total += est_rounds(o, x);
+		if (total > o->budget && !x->skipped) {
 			x->skipped = 1;
-			snprintf(x->skip_why, sizeof x->skip_why, "over budget (%d rounds: %.0f > %d s)", vo.rounds,
-				 total, vo.budget);
+			snprintf(x->skip_why, sizeof x->skip_why, "over budget (%d rounds: %.0f > %d s)", o->rounds,
+				 total, o->budget);
 		}
 	}
 }
@@ -401,18 +329,19 @@ static void trim_to_budget(validation *v)
  * suite. */
 static zb_status run_one(validation *v, item *x, zb_error *err)
 {
-	zb_suite_run_opts ro = { .execute = 1, .warmup = vo.warmup, .timeline = 1, .store = v->store,
-				 .run_id = v->run_id, .stop = &zb_stop_requested };
-	zb_suite_outcome *o = &x->round[x->nround];
+	const zb_validate_opts *o = v->o;
+	zb_suite_run_opts ro = { .execute = 1, .warmup = o->warmup, .timeline = 1, .store = v->store,
+				 .run_id = v->run_id, .stop = v->stop };
+	zb_suite_outcome *r = &x->round[x->nround];
 	zb_status st;
 	if (v->store && (st = zb_store_begin(v->store, err)))
 		return st;
-	st = zb_suite_run(&x->c, &ro, o, err);
+	st = zb_suite_run(&x->c, &ro, r, err);
 	if (v->store) {
-		if (!st && !v->device_set && o->device[0]) {
+		if (!st && !v->device_set && r->device[0]) {
 			/* best effort: the run's rows stand without it */
 			zb_error ignored;
-			if (zb_store_set_run_device(v->store, v->run_id, o->device, &ignored) == ZB_OK)
+			if (zb_store_set_run_device(v->store, v->run_id, r->device, &ignored) == ZB_OK)
 				v->device_set = 1;
 		}
 		if (st)
@@ -422,18 +351,18 @@ static zb_status run_one(validation *v, item *x, zb_error *err)
 	}
 	if (st && st != ZB_E_STORE) {
 		snprintf(x->skip_why, sizeof x->skip_why, "FAILED: %.55s", err->msg);
-		fprintf(stderr, "zbench: %s failed: %s\n", x->key, err->msg);
+		fprintf(v->log, "zbench: %s failed: %s\n", x->key, err->msg);
 		v->failed++;
 		x->skipped = 1;
 		return ZB_OK;
 	}
 	if (st)
 		return st;
-	if (!o->fits) {
+	if (!r->fits) {
 		x->skipped = 1;
 		snprintf(x->skip_why, sizeof x->skip_why, "does not fit (executor)");
-		snprintf(x->reason, sizeof x->reason, "%s", o->reason);
-	} else if (!o->executed) {
+		snprintf(x->reason, sizeof x->reason, "%s", r->reason);
+	} else if (!r->executed) {
 		x->skipped = 1;
 		snprintf(x->skip_why, sizeof x->skip_why, "interrupted");
 	} else {
@@ -493,25 +422,27 @@ static double noise_pct(const item *x)
 	return x->ran ? 100 * x->out.meas_se_s / x->out.meas_step_s : NAN;
 }
 
-static void print_table_header(const char *title)
+static void print_table_header(const validation *v, const char *title)
 {
-	if (vo.json)
+	const zb_validate_opts *o = v->o;
+	if (o->json)
 		return;
 	if (title)
-		printf("\n%s\n", title);
+		fprintf(v->out, "\n%s\n", title);
 	/* "±" is two bytes in UTF-8 and one column: padded by hand */
-	printf("%3s  %-44s %10s %10s %8s %6s %6s %8s %8s%s\n", "#", "configuration", "predicted", "measured", "error",
-	       "     \u00b1", "steps", "estimate", "wall", vo.rounds > 1 && title ? "   change" : "");
-	printf("%3s  %-44s %10s %10s %8s %6s %6s %8s %8s%s\n", "", "", "ms/step", "ms/step", "%", "%", "", "s", "s",
-	       vo.rounds > 1 && title ? "        %" : "");
-	fflush(stdout);
+	fprintf(v->out, "%3s  %-44s %10s %10s %8s %6s %6s %8s %8s%s\n", "#", "configuration", "predicted", "measured", "error",
+		"     \u00b1", "steps", "estimate", "wall", o->rounds > 1 && title ? "   change" : "");
+	fprintf(v->out, "%3s  %-44s %10s %10s %8s %6s %6s %8s %8s%s\n", "", "", "ms/step", "ms/step", "%", "%", "", "s", "s",
+		o->rounds > 1 && title ? "        %" : "");
+	fflush(v->out);
 }
 
 /* Item x's row: o measured (a round, or the mean of x's rounds), or why it was not
  * (why, else x's skip_why); change: the rounds' change in %, printed unless NaN. */
-static void print_row(int i, const item *x, const zb_suite_outcome *o, double change, const char *why)
+static void print_row(const validation *v, int i, const item *x, const zb_suite_outcome *o, double change,
+		      const char *why)
 {
-	if (vo.json)
+	if (v->o->json)
 		return;
 	char noise[16] = "-", chg[16] = ""; /* fewer than two steady steps: no spread */
 	if (o && isfinite(o->meas_se_s / o->meas_step_s))
@@ -519,13 +450,13 @@ static void print_row(int i, const item *x, const zb_suite_outcome *o, double ch
 	if (isfinite(change))
 		snprintf(chg, sizeof chg, " %+8.1f", change);
 	if (o)
-		printf("%3d  %-44s %10.2f %10.2f %+8.1f %6s %6d %8.1f %8.1f%s\n", i + 1, x->key, o->pred_step_s * 1e3,
-		       o->meas_step_s * 1e3, 100 * zb_rel_err(o->pred_step_s, o->meas_step_s), noise, x->steps,
-		       x->est_s, o->wall_s, chg);
+		fprintf(v->out, "%3d  %-44s %10.2f %10.2f %+8.1f %6s %6d %8.1f %8.1f%s\n", i + 1, x->key, o->pred_step_s * 1e3,
+			o->meas_step_s * 1e3, 100 * zb_rel_err(o->pred_step_s, o->meas_step_s), noise, x->steps,
+			x->est_s, o->wall_s, chg);
 	else
-		printf("%3d  %-44s %10.2f %10s %8s %6s %6d %8.1f %8s  skipped: %s\n", i + 1, x->key, x->pred_s * 1e3,
-		       "-", "-", "-", x->steps, x->est_s, "-", why ? why : x->skip_why);
-	fflush(stdout);
+		fprintf(v->out, "%3d  %-44s %10.2f %10s %8s %6s %6d %8.1f %8s  skipped: %s\n", i + 1, x->key, x->pred_s * 1e3,
+			"-", "-", "-", x->steps, x->est_s, "-", why ? why : x->skip_why);
+	fflush(v->out);
 }
 
 /* --repeat: the first executed configurations once more, at the end and unstored, within
@@ -534,17 +465,18 @@ static void print_row(int i, const item *x, const zb_suite_outcome *o, double ch
  * in three groups of one run). A failure here is reported and ends the repeats only. */
 static void repeat_first(validation *v)
 {
-	for (int i = 0; i < v->n && v->nagain < vo.repeat && !zb_stop_requested; i++) {
+	const zb_validate_opts *o = v->o;
+	for (int i = 0; i < v->n && v->nagain < o->repeat && !*v->stop; i++) {
 		item *x = &v->it[i];
 		if (!x->ran)
 			continue;
-		if (zb_wall_s() - v->t0 + x->est_again_s > vo.budget)
+		if (zb_wall_s() - v->t0 + x->est_again_s > o->budget)
 			break;
-		zb_suite_run_opts ro = { .execute = 1, .warmup = vo.warmup, .stop = &zb_stop_requested };
+		zb_suite_run_opts ro = { .execute = 1, .warmup = o->warmup, .stop = v->stop };
 		zb_suite_outcome again;
 		zb_error e;
 		if (zb_suite_run(&x->c, &ro, &again, &e) != ZB_OK) {
-			fprintf(stderr, "zbench: %s measured again: %s\n", x->key, e.msg);
+			fprintf(v->log, "zbench: %s measured again: %s\n", x->key, e.msg);
 			break;
 		}
 		if (!again.executed || !(again.meas_step_s > 0))
@@ -558,16 +490,17 @@ static void repeat_first(validation *v)
  * backward in odd ones, within the budget, until Ctrl-C. */
 static zb_status run_round(validation *v, int round, zb_error *err)
 {
-	if (vo.rounds > 1 && !vo.json)
-		printf("%sround %d of %d (%s)\n", round ? "\n" : "", round + 1, vo.rounds,
-		       round % 2 ? "backward" : "forward");
+	const zb_validate_opts *o = v->o;
+	if (o->rounds > 1 && !o->json)
+		fprintf(v->out, "%sround %d of %d (%s)\n", round ? "\n" : "", round + 1, o->rounds,
+			round % 2 ? "backward" : "forward");
 	for (int k = 0; k < v->n; k++) {
 		int i = round % 2 ? v->n - 1 - k : k;
 		item *x = &v->it[i];
 		if (x->nround < round)
 			continue; /* out of the suite: not run, or failed, in an earlier round */
 		if (x->skipped) { /* left out before the first round */
-			print_row(i, x, NULL, NAN, NULL);
+			print_row(v, i, x, NULL, NAN, NULL);
 			continue;
 		}
 		char buf[64];
@@ -577,14 +510,14 @@ static zb_status run_round(validation *v, int round, zb_error *err)
 				x->skipped = 1;
 				snprintf(x->skip_why, sizeof x->skip_why, "%s", why);
 			}
-			print_row(i, x, NULL, NAN, why);
+			print_row(v, i, x, NULL, NAN, why);
 			continue;
 		}
 		int before = x->nround;
 		zb_status st = run_one(v, x, err);
 		if (st)
 			return st;
-		print_row(i, x, x->nround > before ? &x->round[before] : NULL, NAN, NULL);
+		print_row(v, i, x, x->nround > before ? &x->round[before] : NULL, NAN, NULL);
 	}
 	return ZB_OK;
 }
@@ -593,12 +526,13 @@ static zb_status run_round(validation *v, int round, zb_error *err)
  * then (zb_suite_least_sure), while its estimate fits the extra time and --budget. */
 static zb_status run_extra(validation *v, zb_error *err)
 {
-	double until = zb_wall_s() + extra_s();
+	const zb_validate_opts *o = v->o;
+	double until = zb_wall_s() + extra_s(o);
 	double *se = zb_xmalloc((size_t)v->n * sizeof *se), *est = zb_xmalloc((size_t)v->n * sizeof *est);
 	int *nround = zb_xmalloc((size_t)v->n * sizeof *nround);
 	zb_status st = ZB_OK;
-	while (extra_s() > 0 && !zb_stop_requested && !st) {
-		double now = zb_wall_s(), left = until - now, in_budget = vo.budget - (now - v->t0);
+	while (extra_s(o) > 0 && !*v->stop && !st) {
+		double now = zb_wall_s(), left = until - now, in_budget = o->budget - (now - v->t0);
 		for (int i = 0; i < v->n; i++) {
 			const item *x = &v->it[i];
 			zb_suite_outcome o;
@@ -614,15 +548,15 @@ static zb_status run_extra(validation *v, zb_error *err)
 					    left < in_budget ? left : in_budget);
 		if (i < 0)
 			break;
-		if (!v->nextra && !vo.json)
-			printf("\nextra rounds (up to %g s), each for the configuration whose mean had the largest \u00b1 then:\n",
-			       extra_s());
+		if (!v->nextra && !o->json)
+			fprintf(v->out, "\nextra rounds (up to %g s), each for the configuration whose mean had the largest \u00b1 then:\n",
+				extra_s(o));
 		item *x = &v->it[i];
 		int before = x->nround;
 		st = run_one(v, x, err);
 		v->nextra += x->nround > before; /* a failed one leaves the configuration out */
 		if (!st)
-			print_row(i, x, x->nround > before ? &x->round[before] : NULL, NAN, NULL);
+			print_row(v, i, x, x->nround > before ? &x->round[before] : NULL, NAN, NULL);
 	}
 	free(se);
 	free(est);
@@ -632,28 +566,29 @@ static zb_status run_extra(validation *v, zb_error *err)
 
 static zb_status run_all(validation *v, zb_error *err)
 {
-	if (vo.rounds > 1)
+	const zb_validate_opts *o = v->o;
+	if (o->rounds > 1)
 		trim_to_budget(v);
-	print_table_header(NULL);
+	print_table_header(v, NULL);
 	v->t0 = zb_wall_s();
 	zb_status st = ZB_OK;
-	for (int r = 0; r < vo.rounds && !st && !zb_stop_requested; r++)
+	for (int r = 0; r < o->rounds && !st && !*v->stop; r++)
 		st = run_round(v, r, err);
 	if (!st)
 		st = run_extra(v, err);
 	for (int i = 0; i < v->n; i++)
 		combine_rounds(&v->it[i]);
-	if (vo.rounds > 1) {
+	if (o->rounds > 1) {
 		char title[96];
 		if (v->nextra)
 			snprintf(title, sizeof title, "the mean of %d rounds, %d extra (change: last round against first):",
-				 vo.rounds, v->nextra);
+				 o->rounds, v->nextra);
 		else
 			snprintf(title, sizeof title, "the mean of %d rounds (change: last round against first):",
-				 vo.rounds);
-		print_table_header(title);
+				 o->rounds);
+		print_table_header(v, title);
 		for (int i = 0; i < v->n; i++)
-			print_row(i, &v->it[i], v->it[i].ran ? &v->it[i].out : NULL, round_change_pct(&v->it[i]), NULL);
+			print_row(v, i, &v->it[i], v->it[i].ran ? &v->it[i].out : NULL, round_change_pct(&v->it[i]), NULL);
 	}
 	if (!st)
 		repeat_first(v);
@@ -730,6 +665,7 @@ static void summarize_errors(const validation *v, summary *m)
  * same shape), predicted against measured; printed as a table unless --json. */
 static void summarize_speedups(const validation *v, summary *m)
 {
+	const zb_validate_opts *o = v->o;
 	m->speedups = json_array();
 	m->speed_worst = NAN;
 	for (int i = 0; i < v->n; i++) {
@@ -745,13 +681,13 @@ static void summarize_speedups(const validation *v, summary *m)
 		double ps = ref->out.pred_step_s / x->out.pred_step_s;
 		double ms = ref->out.meas_step_s / x->out.meas_step_s;
 		double e = zb_rel_err(ps, ms);
-		if (m->nspeed == 0 && !vo.json) {
-			printf("\nspeedup over plain offload (policy offload, ratio 1) of the same shape:\n");
-			printf("%3s  %-44s %10s %10s %8s\n", "#", "configuration", "predicted", "measured", "error");
-			printf("%3s  %-44s %10s %10s %8s\n", "", "", "x", "x", "%");
+		if (m->nspeed == 0 && !o->json) {
+			fprintf(v->out, "\nspeedup over plain offload (policy offload, ratio 1) of the same shape:\n");
+			fprintf(v->out, "%3s  %-44s %10s %10s %8s\n", "#", "configuration", "predicted", "measured", "error");
+			fprintf(v->out, "%3s  %-44s %10s %10s %8s\n", "", "", "x", "x", "%");
 		}
-		if (!vo.json)
-			printf("%3d  %-44s %10.3f %10.3f %+8.1f\n", i + 1, x->key, ps, ms, 100 * e);
+		if (!o->json)
+			fprintf(v->out, "%3d  %-44s %10.3f %10.3f %+8.1f\n", i + 1, x->key, ps, ms, 100 * e);
 		m->nspeed++;
 		m->speed_ok += fabs(e) <= 0.05;
 		m->speed_miss_sure += fabs(e) > 0.05 + 2 * hypot(se_or_0(&ref->out) / ref->out.meas_step_s,
@@ -814,21 +750,22 @@ static json_t *item_json(const item *x, int planned)
 /* The settings and every configuration (predicted; measured where run). */
 static json_t *plan_json(const validation *v, int planned)
 {
+	const zb_validate_opts *o = v->o;
 	json_t *root = json_object(), *arr = json_array();
 	for (int i = 0; i < v->n; i++)
 		json_array_append_new(arr, item_json(&v->it[i], planned));
 	json_object_set_new(root, "suite", json_string(v->suite->name));
-	json_object_set_new(root, "hw", json_string(vo.hw ? vo.hw : "h200-machine"));
-	json_object_set_new(root, "warmup", json_integer(vo.warmup));
-	json_object_set_new(root, "steps", json_integer(vo.steps));
-	json_object_set_new(root, "measure_s", json_real(vo.measure_s));
-	json_object_set_new(root, "max_steps", json_integer(vo.max_steps));
-	json_object_set_new(root, "repeat", json_integer(vo.repeat));
-	json_object_set_new(root, "rounds", json_integer(vo.rounds));
-	json_object_set_new(root, "extra_s", json_real(extra_s()));
+	json_object_set_new(root, "hw", json_string(o->hw ? o->hw : "h200-machine"));
+	json_object_set_new(root, "warmup", json_integer(o->warmup));
+	json_object_set_new(root, "steps", json_integer(o->steps));
+	json_object_set_new(root, "measure_s", json_real(o->measure_s));
+	json_object_set_new(root, "max_steps", json_integer(o->max_steps));
+	json_object_set_new(root, "repeat", json_integer(o->repeat));
+	json_object_set_new(root, "rounds", json_integer(o->rounds));
+	json_object_set_new(root, "extra_s", json_real(extra_s(o)));
 	json_object_set_new(root, "extra_rounds", json_integer(v->nextra));
 	json_object_set_new(root, "expected_s", json_real(v->total_est));
-	json_object_set_new(root, "budget_s", json_integer(vo.budget));
+	json_object_set_new(root, "budget_s", json_integer(o->budget));
 	json_object_set_new(root, "configs", arr);
 	return root;
 }
@@ -863,45 +800,46 @@ static void report_json(const validation *v, summary *m)
 						     "change", num(zb_rel_err(v->again_s[k], x->out.meas_step_s))));
 	}
 	json_object_set_new(root, "repeats", rep);
-	zb_json_print(stdout, root);
+	zb_json_print(v->out, root);
 	json_decref(root);
 }
 
 static void report_text(const validation *v, const summary *m)
 {
+	const zb_validate_opts *o = v->o;
 	char noise[32] = "-";
 	if (isfinite(m->noise_median_pct))
 		snprintf(noise, sizeof noise, "%.2f%%", m->noise_median_pct);
-	printf("\nstep time over %d executed configuration%s (%d skipped): MAPE %.2f%% (target <= 3%%: %s), worst "
-	       "%.2f%% (target <= 8%%: %s); %d within 3%%, %d within 8%%, %d within the noise (2 standard errors); "
-	       "noise median %s\n",
-	       m->used, m->used == 1 ? "" : "s", m->skipped, 100 * m->mape, m->met_mape ? "met" : "NOT MET",
-	       100 * m->worst, m->met_worst ? "met" : "NOT MET", m->within3, m->within8, m->within_noise, noise);
+	fprintf(v->out, "\nstep time over %d executed configuration%s (%d skipped): MAPE %.2f%% (target <= 3%%: %s), worst "
+		"%.2f%% (target <= 8%%: %s); %d within 3%%, %d within 8%%, %d within the noise (2 standard errors); "
+		"noise median %s\n",
+		m->used, m->used == 1 ? "" : "s", m->skipped, 100 * m->mape, m->met_mape ? "met" : "NOT MET",
+		100 * m->worst, m->met_worst ? "met" : "NOT MET", m->within3, m->within8, m->within_noise, noise);
 	if (m->nspeed)
-		printf("speedups: %d of %d within 5%% (worst %.2f%%): %s\n", m->speed_ok, m->nspeed,
-		       100 * m->speed_worst, m->met_speed ? "met" : "NOT MET");
+		fprintf(v->out, "speedups: %d of %d within 5%% (worst %.2f%%): %s\n", m->speed_ok, m->nspeed,
+			100 * m->speed_worst, m->met_speed ? "met" : "NOT MET");
 	if (m->ndrift)
-		printf("rounds: the last measurement of each configuration differs from its first by a median %.2f%% "
-		       "(%d configurations); %d extra rounds\n",
-		       m->drift_median_pct, m->ndrift, v->nextra);
-	printf("order by step time: %s (%d of %d pairs more than 3%% apart predicted the other way round)\n",
-	       m->order_swaps ? "NOT preserved" : "preserved", m->order_swaps, m->order_pairs);
-	printf("beyond the noise (2 standard errors): %d speedup%s off by more than 5%%, %d of %d pairs swapped\n",
-	       m->speed_miss_sure, m->speed_miss_sure == 1 ? "" : "s", m->order_swaps_sure, m->order_pairs_sure);
-	printf("busy-time MAPE by resource:");
+		fprintf(v->out, "rounds: the last measurement of each configuration differs from its first by a median %.2f%% "
+			"(%d configurations); %d extra rounds\n",
+			m->drift_median_pct, m->ndrift, v->nextra);
+	fprintf(v->out, "order by step time: %s (%d of %d pairs more than 3%% apart predicted the other way round)\n",
+		m->order_swaps ? "NOT preserved" : "preserved", m->order_swaps, m->order_pairs);
+	fprintf(v->out, "beyond the noise (2 standard errors): %d speedup%s off by more than 5%%, %d of %d pairs swapped\n",
+		m->speed_miss_sure, m->speed_miss_sure == 1 ? "" : "s", m->order_swaps_sure, m->order_pairs_sure);
+	fprintf(v->out, "busy-time MAPE by resource:");
 	for (int r = 0; r < ZB_RES_COUNT; r++)
 		if (isfinite(m->busy_mape[r]))
-			printf(" %s %.1f%%", zb_resource_name(r), 100 * m->busy_mape[r]);
+			fprintf(v->out, " %s %.1f%%", zb_resource_name(r), 100 * m->busy_mape[r]);
 	for (int k = 0; k < v->nagain; k++) {
 		const item *x = &v->it[v->again_item[k]];
-		printf("%s %s: %.2f ms, at the end again %.2f ms (%+.1f%%)\n", k ? "        " : "measured again:", x->key,
-		       1e3 * x->out.meas_step_s, 1e3 * v->again_s[k], 100 * zb_rel_err(v->again_s[k], x->out.meas_step_s));
+		fprintf(v->out, "%s %s: %.2f ms, at the end again %.2f ms (%+.1f%%)\n", k ? "        " : "measured again:", x->key,
+			1e3 * x->out.meas_step_s, 1e3 * v->again_s[k], 100 * zb_rel_err(v->again_s[k], x->out.meas_step_s));
 	}
-	printf("\n# wall %.0f s (expected %.0f s)%s%s\n", v->wall, v->total_est, v->run_id ? "; zbench compare " : "",
-	       v->run_id ? "<run> for per-part errors" : "");
+	fprintf(v->out, "\n# wall %.0f s (expected %.0f s)%s%s\n", v->wall, v->total_est, v->run_id ? "; zbench compare " : "",
+		v->run_id ? "<run> for per-part errors" : "");
 	if (v->run_id)
-		printf("# stored as run %lld in %s: zbench compare %lld\n", (long long)v->run_id, vo.db,
-		       (long long)v->run_id);
+		fprintf(v->out, "# stored as run %lld in %s: zbench compare %lld\n", (long long)v->run_id, o->db,
+			(long long)v->run_id);
 }
 
 /* The run's status row, then close. */
@@ -910,7 +848,7 @@ static void finish_run(validation *v, zb_status st)
 	if (!v->store)
 		return;
 	zb_error e2 = { 0 };
-	const char *status = st || v->failed ? "failed" : zb_stop_requested ? "interrupted" : "ok";
+	const char *status = st || v->failed ? "failed" : *v->stop ? "interrupted" : "ok";
 	if (!zb_store_begin(v->store, &e2) && !zb_store_finish_run(v->store, v->run_id, status, &e2))
 		zb_store_commit(v->store, &e2);
 	else
@@ -918,121 +856,97 @@ static void finish_run(validation *v, zb_status st)
 	zb_store_close(v->store);
 }
 
-/* ---- command ------------------------------------------------------------------------------ */
+/* ---- the library calls (validation.h) ---------------------------------------------------- */
 
-/* What the command line left unset: the suite's measurement where it has one (suite.h
- * zb_suite_measure), else 2 warm-up + 3 measured steps. An unknown suite keeps validate's
- * defaults here; plan() names it. */
-static void apply_defaults(void)
+zb_status zb_validate_defaults(zb_validate_opts *o, zb_error *err)
 {
 	const zb_suite *s = NULL;
 	zb_error ignored;
 	zb_suite_measure m = { 0 };
-	if (zb_suite_find(vo.suite, &s, &ignored) == ZB_OK)
+	if (zb_suite_find(o->suite, &s, &ignored) == ZB_OK)
 		m = s->measure;
-	if (vo.warmup < 0)
-		vo.warmup = m.steps ? m.warmup : 2;
-	if (vo.steps < 0)
-		vo.steps = m.steps ? m.steps : 3;
-	if (vo.repeat < 0)
-		vo.repeat = m.repeat;
-	if (vo.rounds < 0)
-		vo.rounds = m.rounds > 1 ? m.rounds : 1;
-	if (vo.extra_s < 0)
-		vo.extra_s = m.extra_s;
-	if (vo.measure_s < 0) {
-		vo.measure_s = m.measure_s;
-		if (!vo.max_steps && m.max_steps >= vo.steps)
-			vo.max_steps = m.max_steps;
+	if (o->warmup < 0)
+		o->warmup = m.steps ? m.warmup : 2;
+	if (o->steps < 0)
+		o->steps = m.steps ? m.steps : 3;
+	if (o->repeat < 0)
+		o->repeat = m.repeat;
+	if (o->rounds < 0)
+		o->rounds = m.rounds > 1 ? m.rounds : 1;
+	if (o->extra_s < 0)
+		o->extra_s = m.extra_s;
+	if (o->measure_s < 0) {
+		o->measure_s = m.measure_s;
+		if (!o->max_steps && m.max_steps >= o->steps)
+			o->max_steps = m.max_steps;
 	}
+	if (o->max_steps && o->max_steps < o->steps)
+		return zb_fail(err, ZB_E_INPUT, "--max-steps %d is below --steps %d", o->max_steps, o->steps);
+	if (!o->max_steps) /* not given: the default, never below --steps */
+		o->max_steps = o->steps > MAX_STEPS_DEFAULT ? o->steps : MAX_STEPS_DEFAULT;
+	return ZB_OK;
 }
 
-/* --published[=<file>] takes an optional value, which the flag table does not: it is
- * taken out of argv here and the rest parsed as usual. */
-static const char *take_published(int *argc, char **argv)
+zb_status zb_validation_plan(const zb_validate_opts *opt, FILE *out, FILE *log, zb_validation **out_v,
+			     zb_error *err)
 {
-	const char *file = NULL;
-	int n = 0;
-	for (int i = 0; i < *argc; i++) {
-		if (i > 0 && !strcmp(argv[i], "--published"))
-			file = "data/published-offload.tsv";
-		else if (i > 0 && !strncmp(argv[i], "--published=", 12))
-			file = argv[i] + 12;
-		else
-			argv[n++] = argv[i];
+	validation *v = zb_xcalloc(1, sizeof *v);
+	v->opt = *opt;
+	v->o = &v->opt;
+	v->out = out;
+	v->log = log;
+	zb_status st = plan(v, err);
+	if (st) {
+		zb_validation_free(v);
+		v = NULL;
 	}
-	*argc = n;
-	return file;
+	*out_v = v;
+	return st;
 }
 
-int cmd_validate(int argc, char **argv)
+void zb_validation_free(zb_validation *v)
 {
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], "--deepspeed"))
-			return cmd_validate_deepspeed(argc, argv); /* real DeepSpeed instead of the executor */
-	/* -1: not given, then the suite's measurement or validate's default (apply_defaults) */
-	vo = (struct validate_opts){ .suite = "full", .db = ZB_STORE_DEFAULT_PATH, .warmup = -1, .steps = -1,
-				     .measure_s = -1, .repeat = -1, .rounds = -1, .extra_s = -1,
-				     .budget = 480 };
-	const char *published = take_published(&argc, argv);
-	int rc;
-	if (!zb_flags_parse(argc, argv, flags, NULL, 0, NULL, usage, &rc))
-		return rc;
-	apply_defaults();
-	if (vo.max_steps && vo.max_steps < vo.steps) {
-		fprintf(stderr, "zbench: --max-steps %d is below --steps %d\n", vo.max_steps, vo.steps);
-		return 2;
-	}
-	if (!vo.max_steps) /* not given: the default, never below --steps */
-		vo.max_steps = vo.steps > MAX_STEPS_DEFAULT ? vo.steps : MAX_STEPS_DEFAULT;
-	if (published)
-		return zb_published_run(published, vo.check, vo.record);
-	if (vo.check || vo.record) {
-		fprintf(stderr, "zbench: %s needs --published\n", vo.check ? "--check" : "--record");
-		return 2;
-	}
-	zb_error err = { 0 };
-	validation v = { 0 };
-	if (plan(&v, &err)) {
-		free(v.it);
-		return zb_report_error(&err);
-	}
-	print_header(&v, vo.json ? stderr : stdout);
-	if (vo.list) {
-		if (vo.json) {
-			json_t *root = plan_json(&v, 1);
-			zb_json_print(stdout, root);
-			json_decref(root);
-		} else
-			print_list(&v);
-		free(v.it);
-		return 0;
-	}
-	if (!zb_exec_available(&err) || open_run(&v, argc, argv, &err)) {
-		free(v.it);
-		return zb_report_error(&err);
-	}
-	zb_stop_catch();
+	if (!v)
+		return;
+	free(v->it);
+	free(v);
+}
+
+void zb_validation_header(const zb_validation *v, FILE *f)
+{
+	print_header(v, f);
+}
+
+void zb_validation_list(const zb_validation *v)
+{
+	print_list(v);
+}
+
+json_t *zb_validation_plan_json(const zb_validation *v)
+{
+	return plan_json(v, 1);
+}
+
+zb_status zb_validation_run(zb_validation *v, const char *command, volatile sig_atomic_t *stop,
+			    zb_validation_result *res, zb_error *err)
+{
+	memset(res, 0, sizeof *res);
+	v->stop = stop;
+	zb_status st = open_run(v, command, err);
+	if (st)
+		return st;
 	zb_host_pool_enable(1); /* pinned buffers kept between configurations (exec/host_pool.h) */
-	zb_status st = run_all(&v, &err);
+	st = run_all(v, err);
 	zb_host_pool_enable(0); /* and given back */
 	summary m;
-	summarize(&v, &m);
-	if (vo.json)
-		report_json(&v, &m);
+	summarize(v, &m);
+	if (v->o->json)
+		report_json(v, &m);
 	else
-		report_text(&v, &m);
+		report_text(v, &m);
 	json_decref(m.speedups);
-	finish_run(&v, st);
-	zb_stop_release();
-	free(v.it);
-	if (st)
-		return zb_report_error(&err);
-	if (v.failed) {
-		fprintf(stderr, "zbench: %d configuration%s failed on the GPU\n", v.failed, v.failed == 1 ? "" : "s");
-		return 1;
-	}
-	if (vo.strict && !(m.met_mape && m.met_worst && (m.met_speed || m.nspeed == 0)))
-		return 1;
-	return 0;
+	finish_run(v, st);
+	res->failed = v->failed;
+	res->met = m.met_mape && m.met_worst && (m.met_speed || m.nspeed == 0);
+	return st;
 }
