@@ -17,6 +17,7 @@ enum { BASE, IN, HALF, LOO, NPRED };
 static const char *const label[NPRED] = { "base", "in-sample", "half-out", "leave-one-out" };
 
 static int adam; /* 1: --fit-adam (adam_mem), 2: --fit-starved (starved_s), 0: --fit-comm (comm_gpu, comm_opt) */
+static FILE *out; /* the report */
 
 /* The fit asked for on hw; *n: configurations used, *rms, *opt: comm_opt fitted. */
 static zb_status fit(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, int *n, double *rms, int *opt,
@@ -89,21 +90,21 @@ static zb_status out_of_sample(const zb_kfit_set *s, const zb_hw *base, zb_kfit_
 static void print_rows(const zb_kfit_set *s, zb_kfit_pred *const pr[NPRED], int res)
 {
 	int comm = res == ZB_RES_COMM, cpu = res == ZB_RES_CPU || res == ZB_RES_GPU; /* a busy time */
-	printf("%3s  %-52s %9s", "#", "configuration", comm ? "transfer" : "measured");
+	fprintf(out, "%3s  %-52s %9s", "#", "configuration", comm ? "transfer" : "measured");
 	for (int k = 0; k < NPRED; k++)
-		printf(" %9.9s %7s", label[k], "err");
-	printf("\n");
+		fprintf(out, " %9.9s %7s", label[k], "err");
+	fprintf(out, "\n");
 	for (int i = 0; i < s->n; i++) {
 		const zb_kfit_item *x = &s->it[i];
 		double m = comm || cpu ? x->meas_busy_s[res] : x->meas_step_s;
 		if ((comm || cpu) && !(x->g.ranks > 1 && m > 0))
 			continue;
-		printf("%3d  %-52s %9.2f", i + 1, x->key, m * 1e3);
+		fprintf(out, "%3d  %-52s %9.2f", i + 1, x->key, m * 1e3);
 		for (int k = 0; k < NPRED; k++) {
 			double v = comm || cpu ? pr[k][i].busy_s[res] : pr[k][i].step_s;
-			printf(" %9.2f %+7.1f", v * 1e3, 100 * (v / m - 1));
+			fprintf(out, " %9.2f %+7.1f", v * 1e3, 100 * (v / m - 1));
 		}
-		printf("\n");
+		fprintf(out, "\n");
 	}
 }
 
@@ -120,73 +121,73 @@ static double tasks_wait(const zb_kfit_set *s, const zb_hw *base, int *tasks)
 	return w;
 }
 
-int zb_calibrate_comm(const zb_kfit_set *s, const zb_hw *base, const char *base_name, const char *out,
-		      const char *name, int fit_adam)
+zb_status zb_calibrate_comm(const zb_kfit_set *s, const zb_hw *base, const char *base_name, const char *path,
+			    const char *name, int fit_adam, FILE *f, zb_error *err)
 {
 	adam = fit_adam;
-	zb_error err = { 0 };
+	out = f;
 	zb_kfit_pred *pr[NPRED];
 	for (int k = 0; k < NPRED; k++)
 		pr[k] = zb_xcalloc((size_t)s->n, sizeof *pr[k]);
 	zb_hw fitted = *base;
 	int n = 0, fit_opt = 0;
 	double rms = NAN, range[2][2];
-	zb_status rc = zb_kfit_predict(s, base, pr[BASE], &err);
+	zb_status rc = zb_kfit_predict(s, base, pr[BASE], err);
 	if (!rc)
-		rc = fit(s, NULL, &fitted, &n, &rms, &fit_opt, &err);
+		rc = fit(s, NULL, &fitted, &n, &rms, &fit_opt, err);
 	if (!rc && n == 0)
-		rc = zb_fail(&err, ZB_E_INPUT, "%s: no configuration with several ranks and measured %s",
+		rc = zb_fail(err, ZB_E_INPUT, "%s: no configuration with several ranks and measured %s",
 			     adam == 2 ? "--fit-starved" : adam ? "--fit-adam" : "--fit-comm",
 			     adam == 2 ? "CPU Adam on every core"
 			     : adam ? "CPU Adam (and a CPU Adam curve in --base)" : "collectives");
 	if (!rc)
-		rc = zb_kfit_predict(s, &fitted, pr[IN], &err);
+		rc = zb_kfit_predict(s, &fitted, pr[IN], err);
 	if (!rc)
-		rc = out_of_sample(s, base, pr[HALF], pr[LOO], range, &err);
+		rc = out_of_sample(s, base, pr[HALF], pr[LOO], range, err);
 	if (!rc) {
 		snprintf(fitted.name, sizeof fitted.name, "%s", name ? name : base->name);
 		fitted.gpu.exec.set = 1; /* a fit over a preset's profile is no longer the preset's (written in full) */
-		rc = zb_hw_save(out, &fitted, &err);
+		rc = zb_hw_save(path, &fitted, err);
 	}
 	if (!rc && adam == 2) {
 		int tasks = 0;
 		double w = tasks_wait(s, base, &tasks);
-		printf("# zbench calibrate --fit-starved over %s: %d configurations with several ranks and Adam on every "
-		       "core; starved_s %.1f us in-sample (rms log error of the step %.1f%%; base: starved_s %.1f us, "
-		       "starved %.3f); leave-one-out fits %.1f..%.1f us; read from the %d tasks of the stored "
-		       "timelines instead: %.1f us\n",
-		       base_name, n, 1e6 * fitted.gpu.exec.starved_s, 100 * rms, 1e6 * base->gpu.exec.starved_s,
-		       base->gpu.exec.starved, 1e6 * range[0][0], 1e6 * range[0][1], tasks, 1e6 * w);
+		fprintf(out, "# zbench calibrate --fit-starved over %s: %d configurations with several ranks and Adam on every "
+			"core; starved_s %.1f us in-sample (rms log error of the step %.1f%%; base: starved_s %.1f us, "
+			"starved %.3f); leave-one-out fits %.1f..%.1f us; read from the %d tasks of the stored "
+			"timelines instead: %.1f us\n",
+			base_name, n, 1e6 * fitted.gpu.exec.starved_s, 100 * rms, 1e6 * base->gpu.exec.starved_s,
+			base->gpu.exec.starved, 1e6 * range[0][0], 1e6 * range[0][1], tasks, 1e6 * w);
 	} else if (!rc && adam) {
-		printf("# zbench calibrate --fit-adam over %s: %d configurations with several ranks; adam_mem %.4f in-sample "
-		       "(base %.4f; rms log error of CPU busy %.1f%%); leave-one-out fits %.4f..%.4f\n",
-		       base_name, n, fitted.gpu.exec.adam_mem, base->gpu.exec.adam_mem, 100 * rms, range[0][0],
-		       range[0][1]);
+		fprintf(out, "# zbench calibrate --fit-adam over %s: %d configurations with several ranks; adam_mem %.4f in-sample "
+			"(base %.4f; rms log error of CPU busy %.1f%%); leave-one-out fits %.4f..%.4f\n",
+			base_name, n, fitted.gpu.exec.adam_mem, base->gpu.exec.adam_mem, 100 * rms, range[0][0],
+			range[0][1]);
 	} else if (!rc) {
-		printf("# zbench calibrate --fit-comm over %s: %d configurations with collectives; in-sample comm_gpu %.3f "
-		       "comm_opt %.3f%s (rms log error %.1f%%); leave-one-out fits comm_gpu %.3f..%.3f comm_opt %.3f..%.3f\n",
-		       base_name, n, fitted.gpu.exec.comm_gpu, fitted.gpu.exec.comm_opt,
-		       fit_opt ? "" : " (kept: nothing runs beside GPU Adam)", 100 * rms, range[0][0], range[0][1],
-		       range[1][0], range[1][1]);
+		fprintf(out, "# zbench calibrate --fit-comm over %s: %d configurations with collectives; in-sample comm_gpu %.3f "
+			"comm_opt %.3f%s (rms log error %.1f%%); leave-one-out fits comm_gpu %.3f..%.3f comm_opt %.3f..%.3f\n",
+			base_name, n, fitted.gpu.exec.comm_gpu, fitted.gpu.exec.comm_opt,
+			fit_opt ? "" : " (kept: nothing runs beside GPU Adam)", 100 * rms, range[0][0], range[0][1],
+			range[1][0], range[1][1]);
 	}
 	if (!rc) {
-		printf("# step time, ms\n");
+		fprintf(out, "# step time, ms\n");
 		print_rows(s, pr, -1);
-		printf(adam == 2 ? "# GPU busy time per step, ms\n"
-		       : adam   ? "# CPU busy time per step (the slowest rank's Adam), ms\n"
+		fprintf(out, adam == 2 ? "# GPU busy time per step, ms\n"
+			: adam   ? "# CPU busy time per step (the slowest rank's Adam), ms\n"
 				: "# collectives' busy time per step (transfer), ms\n");
 		print_rows(s, pr, adam == 2 ? ZB_RES_GPU : adam ? ZB_RES_CPU : ZB_RES_COMM);
 		for (int k = 0; k < NPRED; k++) {
 			zb_kfit_summary m;
 			zb_kfit_summarize(s, pr[k], &m);
-			printf("%-14s step MAPE %6.2f%%  worst %6.2f%%  within 8%%: %d/%d  collectives' MAPE %5.1f%%  cpu busy "
-			       "MAPE %5.1f%%\n",
-			       label[k], 100 * m.mape, 100 * m.worst, m.within8, m.n, 100 * m.busy_mape[ZB_RES_COMM],
-			       100 * m.busy_mape[ZB_RES_CPU]);
+			fprintf(out, "%-14s step MAPE %6.2f%%  worst %6.2f%%  within 8%%: %d/%d  collectives' MAPE %5.1f%%  cpu busy "
+				"MAPE %5.1f%%\n",
+				label[k], 100 * m.mape, 100 * m.worst, m.within8, m.n, 100 * m.busy_mape[ZB_RES_COMM],
+				100 * m.busy_mape[ZB_RES_CPU]);
 		}
-		printf("# wrote %s\n", out);
+		fprintf(out, "# wrote %s\n", path);
 	}
 	for (int k = 0; k < NPRED; k++)
 		free(pr[k]);
-	return rc ? zb_report_error(&err) : 0;
+	return rc;
 }

@@ -5,12 +5,14 @@
 #ifndef ZB_CALIBRATE_COMM_H
 #define ZB_CALIBRATE_COMM_H
 
+#include <stdio.h>
+
 #include "analysis/kfit.h"
 
-/* Fit on s over base (fit_adam: adam_mem, else comm_gpu and comm_opt), print the
- * report, write base with the fitted factors to out. Returns 0 or the error's exit
- * status (reported). */
-int zb_calibrate_comm(const zb_kfit_set *s, const zb_hw *base, const char *base_name, const char *out,
-		      const char *name, int fit_adam);
+/* Fit on s over base (fit_adam 1: adam_mem, 2: starved_s, 0: comm_gpu and comm_opt),
+ * report on out, write base with the fitted factors to path (named name, NULL: the
+ * base's). Nothing to fit it on: ZB_E_INPUT. */
+zb_status zb_calibrate_comm(const zb_kfit_set *s, const zb_hw *base, const char *base_name, const char *path,
+			    const char *name, int fit_adam, FILE *out, zb_error *err);
 
 #endif

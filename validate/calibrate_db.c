@@ -20,50 +20,13 @@
 #include "analysis/kfit_eval.h"
 #include "analysis/kfit_host.h"
 #include "validate/calibrate_comm.h"
-#include "cli/flags.h"
 #include "report/report.h"
 #include "inputs/hwfile.h"
 #include "inputs/presets.h"
 
-static struct {
-	const char *db, *base, *out, *eval, *name, *holdout;
-	int64_t run;
-	int warmup, json, quiet, all_runs, fit_comm, fit_adam, fit_starved, fit_host, busy;
-} o;
-
-static const zb_flag flags[] = {
-	ZB_STRING("from-db", &o.db, "<db>", "the validate database with measured tasks"),
-	ZB_ID("run", &o.run, "<id>", "its run (default: the newest)"),
-	ZB_SWITCH("all-runs", &o.all_runs, "every run's measured configurations (e.g. one `zbench run` each)"),
-	ZB_INT("warmup", &o.warmup, 0, 100, "<n>", "warm-up steps the run left out (default 2)"),
-	ZB_STRING("base", &o.base, "<machine|file>", "values not fitted (default h200-machine)"),
-	ZB_STRING("out", &o.out, "<file>", "the profile to write (default results/hw-executor.json)"),
-	ZB_STRING("name", &o.name, "<name>", "the profile's machine name (default executor-fit)"),
-	ZB_STRING("eval", &o.eval, "<machine|file>", "evaluate this profile on the run, fit nothing"),
-	ZB_STRING("holdout", &o.holdout, "<model>", "also fit without this model's configurations and predict them"),
-	ZB_SWITCH("fit-comm", &o.fit_comm, "fit only comm_gpu and comm_opt over --base (several ranks), with half-out and leave-one-out"),
-	ZB_SWITCH("fit-adam", &o.fit_adam, "fit only CPU Adam's adam_mem over --base (several ranks), with half-out and leave-one-out"),
-	ZB_SWITCH("fit-starved", &o.fit_starved, "fit only starved_s, the GPU's wait per task beside Adam on every core, from the tasks, with half-out and leave-one-out"),
-	ZB_SWITCH("fit-host", &o.fit_host, "fit only this host's CPU and memory scales over --base (a profile fitted on another machine), e.g. on `validate --suite anchor`"),
-	ZB_SWITCH("json", &o.json, "results as JSON"),
-	ZB_SWITCH("quiet", &o.quiet, "no per-configuration rows"),
-	ZB_SWITCH("busy", &o.busy, "also each configuration's busy time per resource: measured, base, fitted or eval"),
-	{ 0 },
-};
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: zbench calibrate --from-db <db> [--run <id> | --all-runs] [--warmup <n>] [--base <machine|file>]\n"
-		   "                        [--out <file>] [--eval <machine|file>] [--holdout <model>] [--fit-comm | --fit-adam | --fit-host]\n"
-		   "                        [--json] [--quiet] [--busy]\n\n"
-		   "Fit the executor profile (per kernel class: GEMM groups and passes, memory-bound ops,\n"
-		   "GPU Adam, launch; CPU Adam against threads; pinned and pageable copies) to the tasks\n"
-		   "a zbench validate run measured, write it over --base, and report the step-time error\n"
-		   "of every configuration re-simulated: base, fitted (in-sample), and fitted on half of\n"
-		   "the configurations predicting the other half (out-of-sample); --holdout: fitted without\n"
-		   "one model's configurations, predicting them.\n\noptions:\n");
-	zb_flags_usage(f, flags);
-}
+/* The options and the report's stream of this calibration (one per process). */
+static zb_calibrate_db_opts o;
+static FILE *out;
 
 static zb_status load_hw(const char *name, zb_hw *hw, zb_error *err)
 {
@@ -78,18 +41,18 @@ static zb_status load_hw(const char *name, zb_hw *hw, zb_error *err)
 
 static void print_summary(const char *label, const zb_kfit_summary *m)
 {
-	printf("%-34s MAPE %6.2f%%  worst %6.2f%%  within 3%%: %d/%d  within 8%%: %d/%d  speedups within 5%%: %d/%d "
-	       "(worst %.1f%%)  order %s (%d of %d pairs swapped)\n",
-	       label, 100 * m->mape, 100 * m->worst, m->within3, m->n, m->within8, m->n, m->speed_ok, m->nspeed,
-	       100 * m->speed_worst, m->order_swaps ? "NOT preserved" : "preserved", m->order_swaps, m->order_pairs);
-	printf("%-34s beyond the noise (2 standard errors of the rounds): %d speedup%s off by more than 5%%, %d of "
-	       "%d pairs swapped\n",
-	       "", m->speed_miss_sure, m->speed_miss_sure == 1 ? "" : "s", m->order_swaps_sure, m->order_pairs_sure);
-	printf("%-34s busy-time MAPE:", "");
+	fprintf(out, "%-34s MAPE %6.2f%%  worst %6.2f%%  within 3%%: %d/%d  within 8%%: %d/%d  speedups within 5%%: %d/%d "
+		"(worst %.1f%%)  order %s (%d of %d pairs swapped)\n",
+		label, 100 * m->mape, 100 * m->worst, m->within3, m->n, m->within8, m->n, m->speed_ok, m->nspeed,
+		100 * m->speed_worst, m->order_swaps ? "NOT preserved" : "preserved", m->order_swaps, m->order_pairs);
+	fprintf(out, "%-34s beyond the noise (2 standard errors of the rounds): %d speedup%s off by more than 5%%, %d of "
+		"%d pairs swapped\n",
+		"", m->speed_miss_sure, m->speed_miss_sure == 1 ? "" : "s", m->order_swaps_sure, m->order_pairs_sure);
+	fprintf(out, "%-34s busy-time MAPE:", "");
 	for (int r = 0; r < ZB_RES_COUNT; r++)
 		if (isfinite(m->busy_mape[r]))
-			printf(" %s %.1f%%", zb_resource_name((zb_resource)r), 100 * m->busy_mape[r]);
-	printf("\n");
+			fprintf(out, " %s %.1f%%", zb_resource_name((zb_resource)r), 100 * m->busy_mape[r]);
+	fprintf(out, "\n");
 }
 
 /* One fit and its predictions of every configuration; the four of a --from-db run (in-sample,
@@ -223,22 +186,22 @@ static zb_status fit_all(const zb_kfit_set *s, const zb_hw *base, int fit, const
 static void print_busy(const zb_kfit_set *s, const zb_kfit_pred *pb, const zb_kfit_pred *pf)
 {
 	const int res[] = { ZB_RES_GPU, ZB_RES_D2H, ZB_RES_H2D, ZB_RES_CPU, ZB_RES_GPU_OPT };
-	printf("# busy ms per step: measured / base / %s, per resource\n%3s  %-52s", o.eval ? "eval" : "fitted", "#",
-	       "configuration");
+	fprintf(out, "# busy ms per step: measured / base / %s, per resource\n%3s  %-52s", o.eval ? "eval" : "fitted", "#",
+		"configuration");
 	for (size_t r = 0; r < sizeof res / sizeof res[0]; r++)
-		printf(" %23s", zb_resource_name((zb_resource)res[r]));
-	printf("\n");
+		fprintf(out, " %23s", zb_resource_name((zb_resource)res[r]));
+	fprintf(out, "\n");
 	for (int i = 0; i < s->n; i++) {
 		const zb_kfit_item *x = &s->it[i];
-		printf("%3d  %-52s", i + 1, x->key);
+		fprintf(out, "%3d  %-52s", i + 1, x->key);
 		for (size_t r = 0; r < sizeof res / sizeof res[0]; r++) {
 			double m = x->meas_busy_s[res[r]];
 			if (m > 1e-3 * x->meas_step_s)
-				printf(" %7.1f/%7.1f/%7.1f", m * 1e3, pb[i].busy_s[res[r]] * 1e3, pf[i].busy_s[res[r]] * 1e3);
+				fprintf(out, " %7.1f/%7.1f/%7.1f", m * 1e3, pb[i].busy_s[res[r]] * 1e3, pf[i].busy_s[res[r]] * 1e3);
 			else
-				printf(" %23s", "-");
+				fprintf(out, " %23s", "-");
 		}
-		printf("\n");
+		fprintf(out, "\n");
 	}
 }
 
@@ -251,15 +214,15 @@ static void print_comm(const zb_kfit_set *s, const zb_kfit_pred *pb, const zb_kf
 		if (x->g.ranks <= 1)
 			continue;
 		if (!head++)
-			printf("# collectives, ms per step: measured transfer (latest rank's start to the ranks' mean end),\n"
-			       "# the slowest rank's NCCL stream occupancy (waits included), predicted on base and %s\n"
-			       "%3s  %-52s %9s %9s %9s %7s %9s %7s\n",
-			       o.eval ? "eval" : "fitted", "#", "configuration", "transfer", "occupied", "base", "err",
-			       o.eval ? "eval" : "fitted", "err");
+			fprintf(out, "# collectives, ms per step: measured transfer (latest rank's start to the ranks' mean end),\n"
+				"# the slowest rank's NCCL stream occupancy (waits included), predicted on base and %s\n"
+				"%3s  %-52s %9s %9s %9s %7s %9s %7s\n",
+				o.eval ? "eval" : "fitted", "#", "configuration", "transfer", "occupied", "base", "err",
+				o.eval ? "eval" : "fitted", "err");
 		double m = x->meas_busy_s[ZB_RES_COMM];
-		printf("%3d  %-52s %9.2f %9.2f %9.2f %+7.1f %9.2f %+7.1f\n", i + 1, x->key, m * 1e3, x->meas_comm_raw_s * 1e3,
-		       pb[i].busy_s[ZB_RES_COMM] * 1e3, 100 * (pb[i].busy_s[ZB_RES_COMM] / m - 1),
-		       pf[i].busy_s[ZB_RES_COMM] * 1e3, 100 * (pf[i].busy_s[ZB_RES_COMM] / m - 1));
+		fprintf(out, "%3d  %-52s %9.2f %9.2f %9.2f %+7.1f %9.2f %+7.1f\n", i + 1, x->key, m * 1e3, x->meas_comm_raw_s * 1e3,
+			pb[i].busy_s[ZB_RES_COMM] * 1e3, 100 * (pb[i].busy_s[ZB_RES_COMM] / m - 1),
+			pf[i].busy_s[ZB_RES_COMM] * 1e3, 100 * (pf[i].busy_s[ZB_RES_COMM] / m - 1));
 	}
 }
 
@@ -283,24 +246,23 @@ static json_t *summary_json(const zb_kfit_summary *m)
 
 /* --fit-host: --base's host scaled to this run's measurements (kfit_host.h), written to
  * --out; the run's errors before and after. */
-static int fit_host(const zb_kfit_set *s, const zb_hw *base)
+static zb_status fit_host(const zb_kfit_set *s, const zb_hw *base, zb_error *err)
 {
-	zb_error err = { 0 };
 	zb_hw fitted;
 	zb_kfit_host h;
-	zb_status st = zb_kfit_host_fit(s, base, &fitted, &h, &err);
+	zb_status st = zb_kfit_host_fit(s, base, &fitted, &h, err);
 	zb_kfit_pred *pb = zb_xcalloc((size_t)s->n, sizeof *pb), *pf = zb_xcalloc((size_t)s->n, sizeof *pf);
 	if (!st)
-		st = zb_kfit_predict(s, base, pb, &err);
+		st = zb_kfit_predict(s, base, pb, err);
 	if (!st)
-		st = zb_kfit_predict(s, &fitted, pf, &err);
+		st = zb_kfit_predict(s, &fitted, pf, err);
 	if (!st) {
 		snprintf(fitted.name, sizeof fitted.name, "%s", o.name ? o.name : "executor-fit");
-		st = zb_hw_save(o.out, &fitted, &err);
+		st = zb_hw_save(o.out, &fitted, err);
 	}
 	if (st) {
 		free(pb), free(pf);
-		return zb_report_error(&err);
+		return st;
 	}
 	zb_kfit_summary mb, mf, mx;
 	zb_kfit_summarize(s, pb, &mb);
@@ -319,89 +281,86 @@ static int fit_host(const zb_kfit_set *s, const zb_hw *base)
 					 "pageable_configs", h.pageable, "noise_worst", mf.noise_worst, "base",
 					 summary_json(&mb), "fitted", summary_json(&mf), "profile", o.out);
 		json_object_set_new(root, "half_out", half_out ? summary_json(&mx) : json_null());
-		zb_json_print(stdout, root);
+		zb_json_print(out, root);
 		json_decref(root);
-		return 0;
+		return ZB_OK;
 	}
-	printf("# zbench calibrate --from-db %s --fit-host: run %lld, %d configurations, over %s\n", o.db,
-	       (long long)s->run_id, h.configs, bname);
-	printf("host: CPU Adam per core x %.2f, memory (DRAM, Adam's ceiling) x %.2f\n", h.cpu, h.mem);
+	fprintf(out, "# zbench calibrate --from-db %s --fit-host: run %lld, %d configurations, over %s\n", o.db,
+		(long long)s->run_id, h.configs, bname);
+	fprintf(out, "host: CPU Adam per core x %.2f, memory (DRAM, Adam's ceiling) x %.2f\n", h.cpu, h.mem);
 	if (h.pageable)
-		printf("pageable copies (%d measured configurations, %d copies): H2D %.2f GB/s and D2H %.2f GB/s alone, "
-		       "pageable_queue %.3f\n",
-		       h.pageable, h.pageable_copies, fitted.link.pageable_h2d_Bps / 1e9, fitted.link.pageable_d2h_Bps / 1e9,
-		       fitted.gpu.exec.pageable_queue);
+		fprintf(out, "pageable copies (%d measured configurations, %d copies): H2D %.2f GB/s and D2H %.2f GB/s alone, "
+			"pageable_queue %.3f\n",
+			h.pageable, h.pageable_copies, fitted.link.pageable_h2d_Bps / 1e9, fitted.link.pageable_d2h_Bps / 1e9,
+			fitted.gpu.exec.pageable_queue);
 	print_summary(bname, &mb);
 	print_summary("host fitted", &mf);
 	if (half_out)
 		print_summary("host fitted on half, other half", &mx);
 	/* a disturbed anchor moves the profile by its disturbance (run K: rounds 189 and 161 ms) */
 	if (mf.noise_worst > ANCHOR_NOISE && mf.noise_worst_item >= 0)
-		printf("warning: the rounds of %s differ: its mean is uncertain by %.1f %% (> %.0f %%), and the scales "
-		       "may be off by as much; measure the anchor again\n",
-		       s->it[mf.noise_worst_item].key, 100 * mf.noise_worst, 100 * ANCHOR_NOISE);
-	printf("# wrote %s\n", o.out);
-	return 0;
+		fprintf(out, "warning: the rounds of %s differ: its mean is uncertain by %.1f %% (> %.0f %%), and the scales "
+			"may be off by as much; measure the anchor again\n",
+			s->it[mf.noise_worst_item].key, 100 * mf.noise_worst, 100 * ANCHOR_NOISE);
+	fprintf(out, "# wrote %s\n", o.out);
+	return ZB_OK;
 }
 
-int zb_calibrate_from_db(int argc, char **argv)
+/* Options that cannot go together: ZB_E_INPUT naming them. */
+static zb_status check_opts(zb_error *err)
 {
-	memset(&o, 0, sizeof o);
-	o.warmup = 2;
-	o.out = "results/hw-executor.json";
-	int rc;
-	if (!zb_flags_parse(argc, argv, flags, NULL, 0, NULL, usage, &rc))
-		return rc;
-	zb_error err = { 0 };
-	zb_hw base, eval;
-	zb_kfit_set s;
-	if (o.all_runs && o.run) {
-		zb_fail(&err, ZB_E_INPUT, "--run %lld and --all-runs: give one of them", (long long)o.run);
-		return zb_report_error(&err);
-	}
+	if (o.all_runs && o.run)
+		return zb_fail(err, ZB_E_INPUT, "--run %lld and --all-runs: give one of them", (long long)o.run);
 	if ((o.fit_comm || o.fit_adam || o.fit_starved) &&
 	    (o.eval || o.json || o.holdout || o.fit_host || o.fit_comm + o.fit_adam + o.fit_starved > 1)) {
 		const char *a = o.fit_comm ? "fit-comm" : o.fit_adam ? "fit-adam" : "fit-starved";
-		zb_fail(&err, ZB_E_INPUT, "--%s with --%s: give one of them", a,
-			o.eval ? "eval" : o.json ? "json" : o.holdout ? "holdout" : o.fit_host ? "fit-host" : o.fit_starved && strcmp(a, "fit-starved") ? "fit-starved" : "fit-adam");
-		return zb_report_error(&err);
+		return zb_fail(err, ZB_E_INPUT, "--%s with --%s: give one of them", a,
+			       o.eval ? "eval" : o.json ? "json" : o.holdout ? "holdout" : o.fit_host ? "fit-host" : o.fit_starved && strcmp(a, "fit-starved") ? "fit-starved" : "fit-adam");
 	}
-	if (o.fit_host && (o.eval || o.holdout)) {
-		zb_fail(&err, ZB_E_INPUT, "--fit-host with --%s: give one of them", o.eval ? "eval" : "holdout");
-		return zb_report_error(&err);
-	}
-	if (load_hw(o.base, &base, &err) || (o.eval && load_hw(o.eval, &eval, &err)) ||
-	    zb_kfit_load(o.db, o.all_runs ? -1 : o.run, o.warmup, &base, &s, &err))
-		return zb_report_error(&err);
+	if (o.fit_host && (o.eval || o.holdout))
+		return zb_fail(err, ZB_E_INPUT, "--fit-host with --%s: give one of them", o.eval ? "eval" : "holdout");
+	return ZB_OK;
+}
+
+zb_status zb_calibrate_from_db(const zb_calibrate_db_opts *opts, FILE *f, zb_error *err)
+{
+	o = *opts;
+	out = f;
+	zb_hw base, eval;
+	zb_kfit_set s;
+	zb_status st;
+	if ((st = check_opts(err)) || (st = load_hw(o.base, &base, err)) || (o.eval && (st = load_hw(o.eval, &eval, err))) ||
+	    (st = zb_kfit_load(o.db, o.all_runs ? -1 : o.run, o.warmup, &base, &s, err)))
+		return st;
 	if (o.fit_host) {
-		rc = fit_host(&s, &base);
+		st = fit_host(&s, &base, err);
 		zb_kfit_free(&s);
-		return rc;
+		return st;
 	}
 	if (o.fit_comm || o.fit_adam || o.fit_starved) {
-		rc = zb_calibrate_comm(&s, &base, o.base ? o.base : "h200-machine", o.out, o.name,
-				       o.fit_starved ? 2 : o.fit_adam);
+		st = zb_calibrate_comm(&s, &base, o.base ? o.base : "h200-machine", o.out, o.name,
+				       o.fit_starved ? 2 : o.fit_adam, out, err);
 		zb_kfit_free(&s);
-		return rc;
+		return st;
 	}
 	zb_kfit_pred *pb = zb_xcalloc((size_t)s.n, sizeof *pb), *pf = zb_xcalloc((size_t)s.n, sizeof *pf),
 		     *px = zb_xcalloc((size_t)s.n, sizeof *px);
 	zb_hw fitted;
 	zb_kfit_stats stats = { 0 };
-	zb_status st = zb_kfit_predict(&s, &base, pb, &err);
+	st = zb_kfit_predict(&s, &base, pb, err);
 	if (!st && o.eval)
-		st = zb_kfit_predict(&s, &eval, pf, &err);
+		st = zb_kfit_predict(&s, &eval, pf, err);
 	zb_kfit_pred *ph = NULL;
 	if (!st)
-		st = fit_all(&s, &base, !o.eval, o.holdout, &fitted, &stats, pf, px, &ph, &err);
+		st = fit_all(&s, &base, !o.eval, o.holdout, &fitted, &stats, pf, px, &ph, err);
 	if (!st && !o.eval) {
 		snprintf(fitted.name, sizeof fitted.name, "%s", o.name ? o.name : "executor-fit");
-		st = zb_hw_save(o.out, &fitted, &err);
+		st = zb_hw_save(o.out, &fitted, err);
 	}
 	if (st) {
 		zb_kfit_free(&s);
 		free(pb), free(pf), free(px), free(ph);
-		return zb_report_error(&err);
+		return st;
 	}
 	zb_kfit_summary mh;
 	if (ph)
@@ -444,20 +403,20 @@ int zb_calibrate_from_db(int argc, char **argv)
 			json_array_append_new(arr, c);
 		}
 		json_object_set_new(root, "configs", arr);
-		zb_json_print(stdout, root);
+		zb_json_print(out, root);
 		json_decref(root);
 	} else {
-		printf("# zbench calibrate --from-db %s: run %lld, %d measured configurations (%d left out), warm-up %d\n",
-		       o.db, (long long)s.run_id, s.n, s.skipped, o.warmup);
+		fprintf(out, "# zbench calibrate --from-db %s: run %lld, %d measured configurations (%d left out), warm-up %d\n",
+			o.db, (long long)s.run_id, s.n, s.skipped, o.warmup);
 		if (!o.quiet) {
-			printf("%3s  %-52s %9s %9s %7s %9s %7s %9s %7s\n", "#", "configuration", "measured", "base", "err",
-			       o.eval ? "eval" : "fitted", "err", "half-out", "err");
+			fprintf(out, "%3s  %-52s %9s %9s %7s %9s %7s %9s %7s\n", "#", "configuration", "measured", "base", "err",
+				o.eval ? "eval" : "fitted", "err", "half-out", "err");
 			for (int i = 0; i < s.n; i++) {
 				double m = s.it[i].meas_step_s;
-				printf("%3d  %-52s %9.2f %9.2f %+7.1f %9.2f %+7.1f %9.2f %+7.1f\n", i + 1, s.it[i].key, m * 1e3,
-				       pb[i].step_s * 1e3, 100 * (pb[i].step_s / m - 1), pf[i].step_s * 1e3,
-				       100 * (pf[i].step_s / m - 1), o.eval ? NAN : px[i].step_s * 1e3,
-				       o.eval ? NAN : 100 * (px[i].step_s / m - 1));
+				fprintf(out, "%3d  %-52s %9.2f %9.2f %+7.1f %9.2f %+7.1f %9.2f %+7.1f\n", i + 1, s.it[i].key, m * 1e3,
+					pb[i].step_s * 1e3, 100 * (pb[i].step_s / m - 1), pf[i].step_s * 1e3,
+					100 * (pf[i].step_s / m - 1), o.eval ? NAN : px[i].step_s * 1e3,
+					o.eval ? NAN : 100 * (px[i].step_s / m - 1));
 			}
 			print_comm(&s, pb, pf);
 			if (o.busy)
@@ -472,13 +431,13 @@ int zb_calibrate_from_db(int argc, char **argv)
 		}
 		if (!o.eval) {
 			print_summary("fitted on half, other half", &mx);
-			printf("# fit: %d GPU task samples (time-weighted rms %.1f%%), %d CPU Adam (rms %.1f%%), %d copies; "
-			       "wrote %s\n",
-			       stats.gpu_samples, 100 * stats.gpu_rms, stats.cpu_samples, 100 * stats.cpu_rms,
-			       stats.copy_samples, o.out);
+			fprintf(out, "# fit: %d GPU task samples (time-weighted rms %.1f%%), %d CPU Adam (rms %.1f%%), %d copies; "
+				"wrote %s\n",
+				stats.gpu_samples, 100 * stats.gpu_rms, stats.cpu_samples, 100 * stats.cpu_rms,
+				stats.copy_samples, o.out);
 		}
 	}
 	zb_kfit_free(&s);
 	free(pb), free(pf), free(px), free(ph);
-	return 0;
+	return ZB_OK;
 }

@@ -1,6 +1,6 @@
 /*
- * cmd_calibrate.c - zbench calibrate: measure this machine and fit the simulator's
- * hardware model to it (analysis/fit.h), writing a hardware profile (a --hw JSON file,
+ * calibrate_hw.c - zbench calibrate (calibrate_hw.h): measure this machine and fit the
+ * simulator's hardware model to it (analysis/fit.h), writing a hardware profile (a --hw JSON file,
  * through zb_hw_save) and a database row (results/records.h: hw_profiles, with
  * every measurement and fit behind it).
  *
@@ -27,6 +27,8 @@
  *   cpu.mem_bytes           MemTotal
  * A fit that fails (too few points, nonsense data) keeps the base value and says so.
  */
+#include "validate/calibrate_hw.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,16 +38,10 @@
 #include <jansson.h>
 
 #include "bench/calibrate.h"
-#include "validate/calibrate_db.h"
-#include "validate/calibrate_ds.h"
 #include "common/clock.h"
 #include "common/stats.h"
 #include "common/version.h"
-#include "cli/commands.h"
-#include "cli/flags.h"
-#include "cli/options.h"
 #include "report/report.h"
-#include "cli/session.h"
 #include "validate/suite.h"
 #include "exec/cpu_adam.h"
 #include "exec/cpu_adam_bench.h"
@@ -58,25 +54,6 @@
 #include "core/graph.h"
 #include "inputs/hwfile.h"
 #include "inputs/presets.h"
-
-#define DEFAULT_OUT "results/hw-calibrated.json"
-
-static void usage_text(FILE *f)
-{
-	fprintf(f, "usage: zbench calibrate [--out <file>] [--name <name>] [--base <machine|file>] [--quick]\n"
-		   "                        [--cpu-only] [--threads <n>] [--model <name>[,<name>...]]\n"
-		   "                        [--micro-batch <n>] [--seq <n>] [--json] [--db <path> | --no-db]\n\n"
-		   "Measure this machine (copies 4 KB..1 GB pinned and pageable, each way and both at once;\n"
-		   "device memory; the GEMM shapes of the models; CPU Adam over thread counts, alone and\n"
-		   "with copies running; GPU Adam) and fit the simulator's hardware model to it. Writes\n"
-		   "a hardware profile that --hw accepts (default " DEFAULT_OUT ") and a\n"
-		   "database row. --base: the machine whose values stand where nothing is measured\n"
-		   "(default h200-machine). --model: GEMM shapes of these presets (default: the models\n"
-		   "and shapes of zbench validate's full suite). --cpu-only: the CPU alone (no GPU\n"
-		   "needed; DRAM bandwidth then from the triad). --quick: small sizes, for tests.\n"
-		   "With 2 GPUs or more: NCCL reduce-scatter and all-gather on all of them, fitted to the\n"
-		   "ring model (fabric.intra_bus_Bps, fabric.intra_latency_s; exec/nccl_bench.h).\n");
-}
 
 /* ---- GEMM shapes ------------------------------------------------------------------------ */
 
@@ -248,11 +225,10 @@ typedef struct param_row {
 
 
 /* Everything one calibration measures, fits and reports. */
-typedef struct calib {
-	/* options */
+struct zb_calibration {
+	/* options (zb_calibrate_opts) */
 	const char *out_path, *name, *base_name, *models;
-	int quick, cpu_only, threads, mb, seq, json;
-	zb_options o; /* --db, --no-db, --json for the session */
+	int quick, cpu_only, threads, mb, seq;
 	/* inputs */
 	zb_hw base, hw;
 	zb_calib_plan plan;
@@ -269,38 +245,15 @@ typedef struct calib {
 	int nrows;
 	json_t *fits, *notes;
 	char note[600];
-} calib;
+};
 
-static calib cal; /* the flags write into it */
+typedef zb_calibration calib;
 
 static void add_row(calib *k, const char *name, const char *unit, double scale, double base, double now, double rms,
 		    const char *from)
 {
 	if (k->nrows < MAX_ROWS)
 		k->rows[k->nrows++] = (param_row){ name, unit, scale, base, now, rms, from };
-}
-
-static const zb_flag flags[] = {
-	ZB_STRING("out", &cal.out_path, "<file>", "the profile to write (default " DEFAULT_OUT ")"),
-	ZB_STRING("name", &cal.name, "<name>", "the profile's machine name (default calibrated)"),
-	ZB_STRING("base", &cal.base_name, "<machine|file>", "values where nothing is measured (default h200-machine)"),
-	ZB_SWITCH("quick", &cal.quick, "small sizes, for tests"),
-	ZB_SWITCH("cpu-only", &cal.cpu_only, "the CPU alone, no GPU needed"),
-	ZB_INT("threads", &cal.threads, 1, 1 << 20, "<n>", "CPU threads (default: all)"),
-	ZB_STRING("model", &cal.models, "<names>", "GEMM shapes of these presets (a comma list)"),
-	ZB_INT("micro-batch", &cal.mb, 1, 1 << 20, "<n>", "micro-batch of those shapes"),
-	ZB_INT("seq", &cal.seq, 1, 1 << 20, "<n>", "sequence length of those shapes"),
-	ZB_SWITCH("json", &cal.json, "results as JSON"),
-	ZB_STRING("db", &cal.o.db, "<path>", "results database (default " ZB_STORE_DEFAULT_PATH ")"),
-	ZB_SWITCH("no-db", &cal.o.no_db, "do not store results"),
-	{ 0 },
-};
-
-static void usage(FILE *f)
-{
-	usage_text(f);
-	fprintf(f, "\noptions:\n");
-	zb_flags_usage(f, flags);
 }
 
 /* ---- plan ---------------------------------------------------------------------------- */
@@ -686,24 +639,17 @@ static char *slurp(const char *path)
 	return text;
 }
 
-/* The profile as written, and the measurements, into hw_profiles. */
-static zb_status store(calib *k, const char *mtext, int argc, char **argv, int64_t *run_id, zb_error *err)
+zb_status zb_calibration_store(const zb_calibration *k, zb_store *s, int64_t run_id, const char *mtext, zb_error *err)
 {
 	char *hw_text = slurp(k->out_path);
-	zb_session s;
 	int64_t profile_id = 0;
-	zb_status st;
-	if ((st = zb_session_open(&s, &k->o, "calibrate", k->cpu_only ? NULL : k->g.device, argc, argv, err)) ||
-	    (s.store && (st = zb_hw_profile_add(s.store, s.run_id, k->hw.name, k->out_path, hw_text ? hw_text : "{}",
-						mtext, &profile_id, err))) ||
-	    (st = zb_session_commit(&s, "ok", err)))
-		zb_session_abort(&s);
-	*run_id = st ? 0 : s.run_id;
+	zb_status st = zb_hw_profile_add(s, run_id, k->hw.name, k->out_path, hw_text ? hw_text : "{}", mtext,
+					 &profile_id, err);
 	free(hw_text);
 	return st;
 }
 
-static void report_json(calib *k, json_t *m)
+json_t *zb_calibration_json(const zb_calibration *k, json_t *m)
 {
 	json_t *root = json_object();
 	json_object_set_new(root, "profile", json_string(k->out_path));
@@ -714,80 +660,85 @@ static void report_json(calib *k, json_t *m)
 					      num(k->rows[i].now), "rms_rel_err", num(k->rows[i].rms), "from", k->rows[i].from));
 	json_object_set_new(root, "parameters", p);
 	json_object_set_new(root, "measurements", m);
-	zb_json_print(stdout, root);
-	json_decref(root);
+	return root;
 }
 
-static void report_text(calib *k, int64_t run_id)
+void zb_calibration_text(const zb_calibration *k, int64_t run_id, FILE *out)
 {
-	printf("# zbench %s%s%s calibrate: %s%s, %d CPU threads, base %s%s\n", ZB_VERSION, ZB_GIT_COMMIT[0] ? " " : "",
+	fprintf(out, "# zbench %s%s%s calibrate: %s%s, %d CPU threads, base %s%s\n", ZB_VERSION, ZB_GIT_COMMIT[0] ? " " : "",
 	       ZB_GIT_COMMIT, k->cpu_only ? "CPU only" : "device ", k->cpu_only ? "" : k->g.device, k->threads,
 	       k->base.name, k->quick ? ", quick (small sizes: not for real use)" : "");
-	printf("%-26s %-9s %12s %12s %8s  %s\n", "parameter", "unit", "base", "calibrated", "fit rms", "from");
-	printf("%-26s %-9s %12s %12s %8s  %s\n", "", "", "", "", "%", "");
+	fprintf(out, "%-26s %-9s %12s %12s %8s  %s\n", "parameter", "unit", "base", "calibrated", "fit rms", "from");
+	fprintf(out, "%-26s %-9s %12s %12s %8s  %s\n", "", "", "", "", "%", "");
 	for (int i = 0; i < k->nrows; i++) {
 		const param_row *r = &k->rows[i];
 		char rms[16] = "-";
 		if (isfinite(r->rms))
 			snprintf(rms, sizeof rms, "%.1f", 100 * r->rms);
-		printf("%-26s %-9s %12.4g %12.4g %8s  %s\n", r->name, r->unit, r->base * r->scale, r->now * r->scale,
+		fprintf(out, "%-26s %-9s %12.4g %12.4g %8s  %s\n", r->name, r->unit, r->base * r->scale, r->now * r->scale,
 		       rms, r->from);
 	}
 	for (size_t i = 0; i < json_array_size(k->notes); i++)
-		printf("# note: %s\n", json_string_value(json_array_get(k->notes, i)));
-	printf("# wrote %s (zbench predict --hw %s); %.0f s", k->out_path, k->out_path, zb_wall_s() - k->t_start);
+		fprintf(out, "# note: %s\n", json_string_value(json_array_get(k->notes, i)));
+	fprintf(out, "# wrote %s (zbench predict --hw %s); %.0f s", k->out_path, k->out_path, zb_wall_s() - k->t_start);
 	if (run_id)
-		printf("; stored as run %lld (table hw_profiles)", (long long)run_id);
-	printf("\n");
+		fprintf(out, "; stored as run %lld (table hw_profiles)", (long long)run_id);
+	fprintf(out, "\n");
 }
 
-/* ---- command ------------------------------------------------------------------------- */
+/* ---- the calibration (calibrate_hw.h) -------------------------------------------------- */
 
-int cmd_calibrate(int argc, char **argv)
+zb_status zb_calibration_run(const zb_calibrate_opts *o, FILE *log, zb_calibration **out, zb_error *err)
 {
-	for (int i = 1; i < argc; i++) /* fitting DeepSpeed's profile to measured runs */
-		if (strcmp(argv[i], "--deepspeed") == 0)
-			return zb_calibrate_deepspeed(argc, argv);
-		else if (strcmp(argv[i], "--from-db") == 0 || strncmp(argv[i], "--from-db=", 10) == 0)
-			return zb_calibrate_from_db(argc, argv); /* the executor profile from a validate run */
-	calib *k = &cal;
-	memset(k, 0, sizeof *k);
-	k->out_path = DEFAULT_OUT;
-	int rc;
-	if (!zb_flags_parse(argc, argv, flags, NULL, 0, NULL, usage, &rc))
-		return rc;
-	k->o.json = k->json;
-	zb_error err = { 0 };
-	FILE *log = stderr;
-	if (plan(k, &err))
-		return zb_report_error(&err);
+	calib *k = zb_xcalloc(1, sizeof *k);
+	*out = NULL;
+	k->out_path = o->out_path;
+	k->name = o->name;
+	k->base_name = o->base_name;
+	k->models = o->models;
+	k->quick = o->quick;
+	k->cpu_only = o->cpu_only;
+	k->threads = o->threads;
+	k->mb = o->mb;
+	k->seq = o->seq;
+	zb_status st = plan(k, err);
+	if (st) {
+		free(k);
+		return st;
+	}
 	k->t_start = zb_wall_s();
 	fprintf(log, "# zbench calibrate: %d CPU threads%s, base %s%s\n", k->threads, k->cpu_only ? " (CPU only)" : "",
 		k->base.name, k->quick ? ", quick (small sizes: not for real use)" : "");
-	if (measure_cpu(k, log, &err) || measure_gpu(k, log, &err))
-		return zb_report_error(&err);
-	if (fit(k, &err) || zb_hw_validate(&k->hw, &err) || zb_hw_save(k->out_path, &k->hw, &err)) {
-		json_decref(k->fits);
-		json_decref(k->notes);
-		return zb_report_error(&err);
+	if ((st = measure_cpu(k, log, err)) || (st = measure_gpu(k, log, err))) {
+		free(k);
+		return st;
 	}
+	if ((st = fit(k, err)) || (st = zb_hw_validate(&k->hw, err)) || (st = zb_hw_save(k->out_path, &k->hw, err))) {
+		zb_calibration_free(k);
+		return st;
+	}
+	*out = k;
+	return ZB_OK;
+}
+
+json_t *zb_calibration_measurements(zb_calibration *k)
+{
 	json_incref(k->notes); /* the text report reads them after the document is freed */
 	json_t *m = measurements_json(k);
-	char *mtext = json_dumps(m, JSON_COMPACT | JSON_REAL_PRECISION(17));
-	int64_t run_id = 0;
-	zb_status st = store(k, mtext, argc, argv, &run_id, &err);
-	free(mtext);
-	if (st) {
-		json_decref(m);
-		json_decref(k->notes);
-		return zb_report_error(&err);
-	}
-	if (k->json) {
-		report_json(k, m); /* takes m */
-	} else {
-		report_text(k, run_id);
-		json_decref(m);
-	}
+	k->fits = NULL; /* the document's now */
+	return m;
+}
+
+const char *zb_calibration_device(const zb_calibration *k)
+{
+	return k->cpu_only ? NULL : k->g.device;
+}
+
+void zb_calibration_free(zb_calibration *k)
+{
+	if (!k)
+		return;
+	json_decref(k->fits);
 	json_decref(k->notes);
-	return 0;
+	free(k);
 }
