@@ -3,6 +3,8 @@
  * database: step time, each resource's busy time, how much the flows overlapped,
  * the critical path, per task class (GEMMs, kernels, copies, CPU Adam, GPU Adam),
  * with the error of each (analysis/compare.h does the arithmetic). --json for machines.
+ * compare <run> --predict <options>: a trace of another program against a prediction
+ * (validate/trace_compare.h).
  */
 #include <math.h>
 #include <stdio.h>
@@ -12,13 +14,17 @@
 
 #include <jansson.h>
 
+#include "analysis/compare.h"
 #include "cli/commands.h"
-#include "common/version.h"
 #include "cli/flags.h"
+#include "cli/options.h"
+#include "cli/session.h"
+#include "common/version.h"
 #include "report/report.h"
+#include "results/foreign.h"
 #include "results/store.h"
 #include "results/timeline.h"
-#include "analysis/compare.h"
+#include "validate/trace_compare.h"
 
 static struct compare_opts {
 	int64_t config_id;
@@ -210,13 +216,159 @@ static void detail_print(FILE *f, const zb_stored_config *info, const zb_compari
 		100 * worst);
 }
 
-int cmd_compare_trace(int argc, char **argv); /* cmd_compare_trace.c */
+/* ---- compare --predict: a foreign trace against a prediction ------------------------------ */
+
+static void usage_predict(FILE *f)
+{
+	fprintf(f, "usage: zbench compare [<run>] [--config <id>] [--step-range <name>] [--no-nvtx]\n"
+		   "                     [--cpu-threshold <cores>] [--json] [--db <path>] --predict <options>\n\n"
+		   "A stored trace of another program (zbench trace, zbench import; <run> default: the newest)\n"
+		   "against zbench's prediction of the configuration given after --predict (predict's options,\n"
+		   "--ds-config and --hf-config included): step time, GPU busy, H2D and D2H busy and bytes,\n"
+		   "CPU optimizer time, with the error of each. Stored as a run of kind 'compare-trace'.\n\n");
+	zb_options_usage(f);
+}
+
+/* argv up to "--predict": this command's own; after it: predict's options. */
+static int own_args(int argc, char **argv, int64_t *run, int64_t *cfg, zb_analyze_options *ao, int *json,
+		    const char **db)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int more = i + 1 < argc;
+		char *end;
+		if (!strcmp(a, "--json")) {
+			*json = 1;
+		} else if (!strcmp(a, "--no-nvtx")) {
+			ao->no_nvtx = 1;
+		} else if (!strcmp(a, "--db") && more) {
+			*db = argv[++i];
+		} else if (!strcmp(a, "--step-range") && more) {
+			ao->step_range = argv[++i];
+		} else if (!strcmp(a, "--cpu-threshold") && more) {
+			ao->cpu_threshold = strtod(argv[++i], &end);
+			if (*end || !(ao->cpu_threshold > 0)) {
+				fprintf(stderr, "zbench: invalid --cpu-threshold '%s' (expected cores, > 0)\n", argv[i]);
+				return 2;
+			}
+		} else if ((!strcmp(a, "--config") && more) || a[0] != '-') {
+			const char *v = a[0] != '-' ? a : argv[++i];
+			long long x = strtoll(v, &end, 10);
+			if (*end || x < 1) {
+				fprintf(stderr, "zbench: invalid %s '%s' (expected a positive integer)\n",
+					a[0] != '-' ? "run" : "--config", v);
+				return 2;
+			}
+			*(a[0] != '-' ? run : cfg) = x;
+		} else {
+			fprintf(stderr, "zbench: unknown or incomplete option '%s' for compare --predict\n", a);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+static zb_status store_compare(zb_options *o, const zb_config *c, zb_prediction *p, const zb_analysis *a,
+			       json_t *cmp, int argc, char **argv, int64_t *config_id, zb_error *err)
+{
+	zb_session s;
+	zb_status st = zb_session_open(&s, o, "compare-trace", NULL, argc, argv, err);
+	if (st)
+		return st;
+	st = zb_session_store_prediction(&s, c, &p->graph, p->simulated ? &p->res : NULL, &p->mem, 1, config_id, err);
+	double *step_s = zb_xmalloc((a->nsteps ? a->nsteps : 1) * sizeof *step_s);
+	for (size_t i = 0; i < a->nsteps; i++)
+		step_s[i] = a->steps[i].step_s;
+	if (!st && s.store)
+		st = zb_store_add_steps(s.store, *config_id, "measured", (int)a->nsteps, step_s, err);
+	free(step_s);
+	char *text = json_dumps(cmp, JSON_COMPACT);
+	if (!st && s.store)
+		st = zb_store_add_trace_meta(s.store, *config_id, "ZB_TRACE_COMPARE", text, err);
+	free(text);
+	if (!st)
+		st = zb_session_commit(&s, "ok", err);
+	if (st)
+		zb_session_abort(&s);
+	return st;
+}
+
+/* compare <run> --predict <predict's options> */
+static int compare_trace(int argc, char **argv)
+{
+	int k = 1;
+	while (k < argc && strcmp(argv[k], "--predict"))
+		k++;
+	int64_t run = 0, cfg = 0;
+	int json = 0, rc;
+	const char *db = NULL;
+	zb_analyze_options ao = { 0 };
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage_predict(stdout);
+			return 0;
+		}
+	if ((rc = own_args(k, argv, &run, &cfg, &ao, &json, &db)))
+		return rc;
+	/* predict's options, as if given to predict */
+	int argc2 = argc - k;
+	char **argv2 = zb_xmalloc((size_t)(argc2 + 1) * sizeof *argv2);
+	argv2[0] = argv[0];
+	for (int i = 1; i < argc2; i++)
+		argv2[i] = argv[k + i];
+	argv2[argc2] = NULL;
+	zb_options o = { 0 };
+	zb_error err = { 0 };
+	int ok = zb_options_parse(argc2, argv2, NULL, usage_predict, &o, &rc);
+	free(argv2);
+	if (!ok)
+		return rc;
+	if (json)
+		o.json = 1;
+	if (!o.db)
+		o.db = db;
+	if (!db)
+		db = o.db ? o.db : ZB_STORE_DEFAULT_PATH;
+	zb_config c;
+	zb_sources src;
+	if (zb_options_single_src(&o, &c, &src, &err))
+		return zb_report_error(&err);
+	zb_analysis a = { 0 };
+	if (zb_trace_compare_measure(db, run, &cfg, &ao, &a, &err))
+		return zb_report_error(&err);
+	zb_prediction p;
+	if (zb_predict(&p, &c, &err)) {
+		zb_analysis_free(&a);
+		return zb_report_error(&err);
+	}
+	if (!p.simulated) {
+		fprintf(stderr, "zbench: the configuration to compare with does not fit: %s\n", p.mem.reason);
+		zb_prediction_free(&p);
+		zb_analysis_free(&a);
+		return 2;
+	}
+	json_t *cmp = zb_trace_compare_json(&p, &a, cfg);
+	int64_t config_id = 0;
+	zb_status st = store_compare(&o, &c, &p, &a, cmp, argc, argv, &config_id, &err);
+	if (!st && o.json) {
+		json_object_set_new(cmp, "config_id", json_integer(config_id));
+		zb_json_print(stdout, cmp);
+	} else if (!st) {
+		zb_trace_compare_print(stdout, &c, &p, &a, cfg, config_id);
+	}
+	json_decref(cmp);
+	zb_prediction_free(&p);
+	zb_analysis_free(&a);
+	return st ? zb_report_error(&err) : 0;
+}
+
+/* ---- compare: a stored run, predicted against measured -------------------------------------- */
 
 int cmd_compare(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) /* a foreign trace against a prediction */
 		if (!strcmp(argv[i], "--predict"))
-			return cmd_compare_trace(argc, argv);
+			return compare_trace(argc, argv);
 	co = (struct compare_opts){ .warmup = -1, .db = ZB_STORE_DEFAULT_PATH };
 	const char *run = NULL;
 	int npos, rc;

@@ -1,5 +1,5 @@
 /*
- * cmd_trace.c - zbench trace: run any command (DeepSpeed, PyTorch, a CUDA program)
+ * trace_run.c - zbench trace (trace_run.h): run any command (DeepSpeed, PyTorch, a CUDA program)
  * with zbench's CUPTI collector injected into each of its CUDA processes
  * (CUDA_INJECTION64_PATH = build/libzbench_inject.so, inherited by child
  * processes), sample the CPU time of every thread of its process tree from /proc
@@ -13,9 +13,10 @@
  * keeps (a byte each in <spool>/<pid>.steps), writes its trace at the N-th, and
  * zbench, polling those files every sample tick, then sends SIGINT.
  */
+#include "validate/trace_run.h"
+
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <link.h>
 #include <signal.h>
@@ -29,9 +30,7 @@
 
 #include <jansson.h>
 
-#include "cli/commands.h"
 #include "common/version.h"
-#include "cli/options.h"
 #include "exec/threadpool.h"
 #include "profiler/procsample.h"
 #include "profiler/spool.h"
@@ -39,34 +38,6 @@
 #include "profiler/trace_kinds.h"
 #include "results/foreign.h"
 #include "results/store.h"
-
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: zbench trace [--db <path>] [--sample-ms <ms>] [--kinds <list>] [--api]\n"
-		   "                   [--nvtx all|steps|none] [--step-match <text>] [--steps <n>] [--keep-spool]\n"
-		   "                   -- <command> [args...]\n\n"
-		   "Run <command> with zbench's CUPTI collector injected into every CUDA process it starts,\n"
-		   "sample each thread's CPU time from /proc every --sample-ms (default 10), and store it as\n"
-		   "a run of kind 'trace' in the database (default " ZB_STORE_DEFAULT_PATH ").\n"
-		   "Then: zbench analyze <run>. The command's exit status is zbench's.\n"
-		   "--kinds: what is recorded, default kernel,memcpy,memset,overhead (what analyze reads,\n"
-		   "and CUPTI's own overhead); also sync (completed synchronizations), runtime, driver\n"
-		   "(api: both; one record per CUDA call, the costly part), launches (count kernel\n"
-		   "launches against kernel records). A list with signs changes the default:\n"
-		   "--kinds +api,-memset. --api is --kinds +api.\n"
-		   "--nvtx steps (default): only NVTX ranges and marks whose name holds --step-match (default\n"
-		   "'step', any case), by zbench's own NVTX handler; all: every range, through CUPTI (costs\n"
-		   "~2 us a range); none: NVTX left alone. --steps <n>: after the n-th step range ends, the\n"
-		   "trace is written and the command gets SIGINT (zbench then exits 0).\n");
-}
-
-typedef struct trace_opts {
-	const char *db, *nvtx, *step_match;
-	double sample_ms;
-	int keep, api;
-	unsigned kinds;      /* trace_kinds.h; --api adds ZB_TK_API after all options */
-	long stop_steps;
-} trace_opts;
 
 static volatile sig_atomic_t g_child, g_signal, g_stopped;
 
@@ -140,7 +111,7 @@ static long steps_seen(const char *spool)
 	return most;
 }
 
-static void child_env(const trace_opts *o, const char *lib, const char *spool, const char *cupti)
+static void child_env(const zb_trace_run_opts *o, const char *lib, const char *spool, const char *cupti)
 {
 	setenv("CUDA_INJECTION64_PATH", lib, 1);
 	setenv("ZB_TRACE_SPOOL", spool, 1);
@@ -161,7 +132,7 @@ static void child_env(const trace_opts *o, const char *lib, const char *spool, c
 }
 
 /* --steps: SIGINT once enough steps ended; SIGTERM after 30 s more, SIGKILL after 60. */
-static void stop_when_done(const trace_opts *o, const char *spool, pid_t pid, int64_t *sent_at)
+static void stop_when_done(const zb_trace_run_opts *o, const char *spool, pid_t pid, int64_t *sent_at)
 {
 	if (o->stop_steps <= 0)
 		return;
@@ -177,15 +148,15 @@ static void stop_when_done(const trace_opts *o, const char *spool, pid_t pid, in
 	}
 }
 
-static int run_child(char **argv, const trace_opts *o, const char *lib, const char *spool, int64_t period_ns,
-		     zb_proc_sampler **ps, int64_t *t0)
+static int run_child(char **argv, const zb_trace_run_opts *o, const char *lib, const char *spool, int64_t period_ns,
+		     zb_proc_sampler **ps, int64_t *t0, zb_error *err)
 {
 	char cupti[4096] = "";
 	dl_iterate_phdr(find_cupti, cupti);
 	*t0 = zb_now_ns();
 	pid_t pid = fork();
 	if (pid < 0) {
-		fprintf(stderr, "zbench: cannot start '%s': fork failed: %s\n", argv[0], strerror(errno));
+		zb_fail(err, ZB_E_INTERNAL, "cannot start '%s': fork failed: %s", argv[0], strerror(errno));
 		return -1;
 	}
 	if (pid == 0) {
@@ -203,7 +174,7 @@ static int run_child(char **argv, const trace_opts *o, const char *lib, const ch
 		if (w == pid)
 			break;
 		if (w < 0 && errno != EINTR) {
-			fprintf(stderr, "zbench: waitpid failed: %s\n", strerror(errno));
+			zb_fail(err, ZB_E_INTERNAL, "waitpid failed: %s", strerror(errno));
 			return -1;
 		}
 		zb_proc_sampler_tick(*ps, zb_now_ns(), tick % 10 == 0);
@@ -218,7 +189,7 @@ static int run_child(char **argv, const trace_opts *o, const char *lib, const ch
 	}
 	g_child = 0;
 	if (period_ns != requested)
-		fprintf(stderr, "zbench trace: sampling every %.0f ms instead of %.0f: a tick took %.0f us of CPU on average\n",
+		fprintf(o->log, "zbench trace: sampling every %.0f ms instead of %.0f: a tick took %.0f us of CPU on average\n",
 			period_ns / 1e6, requested / 1e6, (*ps)->ticks ? (*ps)->self_cpu_ns / 1e3 / (double)(*ps)->ticks : 0.0);
 	(*ps)->period_ns = period_ns;
 	if (WIFEXITED(status))
@@ -253,7 +224,7 @@ static zb_status meta_i(zb_store *s, int64_t cfg, const char *name, int64_t v, z
 }
 
 /* Every spool file and error note of the program's processes into the store. */
-static zb_status ingest(zb_store *s, int64_t cfg, const char *spool, int64_t t0, totals *tt, zb_error *err)
+static zb_status ingest(zb_store *s, int64_t cfg, const char *spool, int64_t t0, totals *tt, FILE *log, zb_error *err)
 {
 	DIR *d = opendir(spool);
 	if (!d)
@@ -270,7 +241,7 @@ static zb_status ingest(zb_store *s, int64_t cfg, const char *spool, int64_t t0,
 			FILE *f = fopen(path, "r");
 			if (f && getline(&msg, &cap, f) > 0) {
 				msg[strcspn(msg, "\n")] = 0;
-				fprintf(stderr, "zbench trace: process %.*s was not traced: %s\n", (int)(len - 4), e->d_name, msg);
+				fprintf(log, "zbench trace: process %.*s was not traced: %s\n", (int)(len - 4), e->d_name, msg);
 				st = zb_store_add_trace_meta(s, cfg, "ZB_INJECT_ERROR", msg, err);
 				tt->errors++;
 			}
@@ -317,9 +288,9 @@ static void remove_spool(const char *spool)
 	rmdir(spool);
 }
 
-static zb_status store_trace(const char *db, int argc, char **argv, char **cmd, const char *spool, int64_t t0,
-			     const zb_proc_sampler *ps, int code, const trace_opts *o, int64_t *run_id, totals *tt,
-			     zb_error *err)
+static zb_status store_trace(const char *db, const char *command, const char *traced, char **cmd, const char *spool,
+			     int64_t t0, const zb_proc_sampler *ps, int code, const zb_trace_run_opts *o, int64_t *run_id,
+			     totals *tt, zb_error *err)
 {
 	int64_t period_ns = (int64_t)(o->sample_ms * 1e6);
 	zb_store *s;
@@ -330,12 +301,10 @@ static zb_status store_trace(const char *db, int argc, char **argv, char **cmd, 
 		zb_store_close(s);
 		return st;
 	}
-	char *line = zb_command_line(argc, argv);
 	int n = 0;
 	while (cmd[n])
 		n++;
-	char *traced = zb_command_line(n, cmd);
-	zb_run_info info = { .kind = "trace", .command = line, .version = ZB_VERSION, .git_commit = ZB_GIT_COMMIT };
+	zb_run_info info = { .kind = "trace", .command = command, .version = ZB_VERSION, .git_commit = ZB_GIT_COMMIT };
 	int64_t cfg = 0;
 	st = zb_store_add_run(s, &info, run_id, err);
 	char label[256], *json = NULL;
@@ -348,7 +317,7 @@ static zb_status store_trace(const char *db, int argc, char **argv, char **cmd, 
 		st = zb_store_add_foreign_config(s, *run_id, label, json, &cfg, err);
 	}
 	if (!st)
-		st = ingest(s, cfg, spool, t0, tt, err);
+		st = ingest(s, cfg, spool, t0, tt, o->log, err);
 	if (!st)
 		st = zb_store_add_cpu_samples(s, cfg, ps, t0, err);
 	if (!st)
@@ -394,93 +363,7 @@ static zb_status store_trace(const char *db, int argc, char **argv, char **cmd, 
 		zb_store_rollback(s);
 	zb_store_close(s);
 	free(json);
-	free(line);
-	free(traced);
 	return st;
-}
-
-static int bad_value(const char *opt, const char *v, const char *expected)
-{
-	fprintf(stderr, "zbench: invalid %s '%s' (expected %s)\n", opt, v, expected);
-	return 2;
-}
-
-/* One option at argv[*i] (its value consumed); -1 to go on, else the exit code. */
-static int parse_opt(int argc, char **argv, int *i, trace_opts *o)
-{
-	const char *a = argv[*i];
-	int more = *i + 1 < argc;
-	char *end;
-	if (!strcmp(a, "--keep-spool")) {
-		o->keep = 1;
-	} else if (!strcmp(a, "--api")) {
-		o->api = 1;
-	} else if (!strcmp(a, "--kinds") && more) {
-		char msg[300];
-		if (zb_trace_kinds_parse(argv[++*i], &o->kinds, msg, sizeof msg)) {
-			fprintf(stderr, "zbench: %s\n", msg);
-			return 2;
-		}
-	} else if (!strcmp(a, "--db") && more) {
-		o->db = argv[++*i];
-	} else if (!strcmp(a, "--nvtx") && more) {
-		o->nvtx = argv[++*i];
-		if (strcmp(o->nvtx, "all") && strcmp(o->nvtx, "steps") && strcmp(o->nvtx, "none"))
-			return bad_value("--nvtx", o->nvtx, "all, steps or none");
-	} else if (!strcmp(a, "--step-match") && more) {
-		o->step_match = argv[++*i];
-		if (!o->step_match[0] || strlen(o->step_match) > 63)
-			return bad_value("--step-match", o->step_match, "1 to 63 characters");
-	} else if (!strcmp(a, "--steps") && more) {
-		o->stop_steps = strtol(argv[++*i], &end, 10);
-		if (*end || end == argv[*i] || o->stop_steps < 1 || o->stop_steps > 1000000)
-			return bad_value("--steps", argv[*i], "1 to 1000000");
-	} else if (!strcmp(a, "--sample-ms") && more) {
-		o->sample_ms = strtod(argv[++*i], &end);
-		if (*end || !(o->sample_ms >= 1 && o->sample_ms <= 10000))
-			return bad_value("--sample-ms", argv[*i], "1 to 10000");
-	} else {
-		fprintf(stderr, "zbench: unknown or incomplete option '%s' for trace\n", a);
-		usage(stderr);
-		return 2;
-	}
-	return -1;
-}
-
-/* Options up to the command: returns -1 to go on (*cmd = its index), else the
- * exit code. */
-static int parse_args(int argc, char **argv, trace_opts *o, int *cmd)
-{
-	int i = 1;
-	for (; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--")) {
-			i++;
-			break;
-		}
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			usage(stdout);
-			return 0;
-		}
-		if (a[0] != '-')
-			break; /* the command, without "--" */
-		int rc = parse_opt(argc, argv, &i, o);
-		if (rc >= 0)
-			return rc;
-	}
-	if (i >= argc) {
-		fprintf(stderr, "zbench: trace needs a command to run: zbench trace [options] -- <command> [args...]\n");
-		return 2;
-	}
-	if (o->api)
-		o->kinds |= ZB_TK_API;
-	if (o->stop_steps && strcmp(o->nvtx, "steps")) {
-		fprintf(stderr, "zbench: --steps counts the step ranges that --nvtx steps keeps, not with --nvtx %s\n",
-			o->nvtx);
-		return 2;
-	}
-	*cmd = i;
-	return -1;
 }
 
 /* What tracing itself took: the sampler's ticks (in zbench, a core taken from the
@@ -488,9 +371,9 @@ static int parse_args(int argc, char **argv, trace_opts *o, int *cmd)
  * thread) and CUPTI's own overhead records (buffer flushes, instrumentation). The
  * rest of the cost, inside the CUDA driver on the program's threads, shows only
  * as a slower step: compare with an untraced run (scripts/visit-trace-ovh.sh). */
-static void report_cost(const totals *tt, const zb_proc_sampler *ps)
+static void report_cost(FILE *log, const totals *tt, const zb_proc_sampler *ps)
 {
-	fprintf(stderr,
+	fprintf(log,
 		"zbench trace: tracer cost: sampler %.1f ms CPU in %" PRIu64 " ticks (%.0f us a tick), record conversion"
 		" %.1f ms, CUPTI overhead records %.1f ms (%" PRIu64 "), CUPTI worker thread%s %.1f ms CPU\n",
 		ps->self_cpu_ns / 1e6, ps->ticks, ps->ticks ? ps->self_cpu_ns / 1e3 / (double)ps->ticks : 0.0,
@@ -498,80 +381,73 @@ static void report_cost(const totals *tt, const zb_proc_sampler *ps)
 		cupti_cpu_ns(tt, ps) / 1e6);
 }
 
-static void report(int64_t run_id, const char *db, const totals *tt, const zb_proc_sampler *ps)
+static void report(FILE *log, int64_t run_id, const char *db, const totals *tt, const zb_proc_sampler *ps)
 {
-	fprintf(stderr,
+	fprintf(log,
 		"zbench trace: run %" PRId64 " in %s: %d CUDA process%s traced, %" PRIu64 " kernels, %" PRIu64
 		" copies, %" PRIu64 " memsets, %" PRIu64 " API calls, %" PRIu64 " NVTX ranges/marks, %zu CPU"
 		" samples of %zu threads; dropped records: %" PRIu64 "%s\n",
 		run_id, db, tt->processes, tt->processes == 1 ? "" : "es", tt->kernels, tt->memcpys, tt->memsets,
 		tt->apis, tt->nvtx, ps->nsamples, ps->nthreads, tt->dropped,
 		tt->parse_errors || tt->buffer_failures ? " (and buffers lost or unparsable: see META_DATA_EXPORT)" : "");
-	report_cost(tt, ps);
+	report_cost(log, tt, ps);
 	if (tt->launches && tt->launches != tt->kernels)
-		fprintf(stderr, "zbench trace: %" PRIu64 " kernel launches counted, %" PRIu64 " kernel records\n",
+		fprintf(log, "zbench trace: %" PRIu64 " kernel launches counted, %" PRIu64 " kernel records\n",
 			tt->launches, tt->kernels);
 }
 
-int cmd_trace(int argc, char **argv)
+int zb_trace_inject_path(char *buf, size_t n)
 {
-	trace_opts o = { .db = ZB_STORE_DEFAULT_PATH, .nvtx = "steps", .step_match = "step", .sample_ms = 10,
-			 .kinds = ZB_TK_TRACE_DEFAULT };
-	int i = 0, rc = parse_args(argc, argv, &o, &i);
-	if (rc >= 0)
-		return rc;
-	const char *db = o.db;
+	return inject_path(buf, n);
+}
+
+zb_status zb_trace_run(char **cmd, const zb_trace_run_opts *o, const char *command, const char *traced,
+		       zb_trace_run_result *r, zb_error *err)
+{
+	memset(r, 0, sizeof *r);
 	char lib[4096];
-	if (!inject_path(lib, sizeof lib)) {
-		fprintf(stderr, "zbench: trace needs the injection library, not found at '%s' (built by make with nvcc;"
-				" or set ZB_INJECT_LIB)\n", lib);
-		return 2;
-	}
+	if (!inject_path(lib, sizeof lib))
+		return zb_fail(err, ZB_E_INPUT, "trace needs the injection library, not found at '%s' (built by make with "
+						"nvcc; or set ZB_INJECT_LIB)", lib);
 	{ /* the database must open before the program runs for minutes */
 		zb_store *s;
-		zb_error err = { 0 };
-		if (zb_store_open(&s, db, 5000, &err))
-			return zb_report_error(&err);
+		zb_status st = zb_store_open(&s, o->db, 5000, err);
+		if (st)
+			return st;
 		zb_store_close(s);
 	}
-	char spool[] = "/tmp/zbench-trace-XXXXXX";
-	if (!mkdtemp(spool)) {
-		fprintf(stderr, "zbench: cannot create a spool directory in /tmp: %s\n", strerror(errno));
-		return 1;
-	}
+	snprintf(r->spool, sizeof r->spool, "/tmp/zbench-trace-XXXXXX");
+	if (!mkdtemp(r->spool))
+		return zb_fail(err, ZB_E_INTERNAL, "cannot create a spool directory in /tmp: %s", strerror(errno));
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
 	sa.sa_sigaction = on_signal;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	int64_t period_ns = (int64_t)(o.sample_ms * 1e6), t0 = 0;
+	int64_t period_ns = (int64_t)(o->sample_ms * 1e6), t0 = 0;
 	zb_proc_sampler *ps = NULL;
-	int code = run_child(argv + i, &o, lib, spool, period_ns, &ps, &t0);
+	int code = run_child(cmd, o, lib, r->spool, period_ns, &ps, &t0, err);
 	if (code < 0) {
 		zb_proc_sampler_free(ps);
-		remove_spool(spool);
-		return 1;
+		remove_spool(r->spool);
+		return err->status;
 	}
+	r->ran = 1;
+	r->exit_code = code;
+	r->stopped = g_stopped;
 	totals tt = { 0 };
-	int64_t run_id = 0;
-	zb_error err = { 0 };
-	zb_status st = store_trace(db, argc, argv, argv + i, spool, t0, ps, code, &o, &run_id, &tt, &err);
-	if (st) {
-		fprintf(stderr, "zbench: %s\n", err.msg);
-		fprintf(stderr, "zbench trace: the records stay in %s\n", spool);
-	} else {
-		report(run_id, db, &tt, ps);
+	zb_status st = store_trace(o->db, command, traced, cmd, r->spool, t0, ps, code, o, &r->run_id, &tt, err);
+	if (!st) {
+		report(o->log, r->run_id, o->db, &tt, ps);
 		if (g_stopped)
-			fprintf(stderr, "zbench trace: stopped the command after %ld steps (SIGINT); its exit status was %d\n",
-				o.stop_steps, code);
-		if (!o.keep)
-			remove_spool(spool);
+			fprintf(o->log, "zbench trace: stopped the command after %ld steps (SIGINT); its exit status was %d\n",
+				o->stop_steps, code);
+		if (!o->keep)
+			remove_spool(r->spool);
 		else
-			fprintf(stderr, "zbench trace: spool files kept in %s\n", spool);
+			fprintf(o->log, "zbench trace: spool files kept in %s\n", r->spool);
 	}
 	zb_proc_sampler_free(ps);
-	if (st && (code == 0 || g_stopped))
-		return zb_exit_code(st);
-	return g_stopped ? 0 : code; /* the stop was asked for */
+	return st;
 }
