@@ -1,6 +1,6 @@
 /*
  * export.h - one stored configuration's timelines as a file other tools open
- * (zbench export):
+ * (zbench export): Perfetto's JSON or CSV.
  *
  *   perfetto  Chrome Trace Event JSON (the Perfetto UI and chrome://tracing open
  *             it): process 1 "predicted" with one track per resource of the

@@ -1,4 +1,4 @@
-/* report_ranks.c - several ranks in the report; see report_ranks.h. */
+/* ranks.c - several ranks in the report; see ranks.h. */
 #include "report/ranks.h"
 
 #include "sim/collective.h"

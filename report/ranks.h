@@ -1,5 +1,5 @@
 /*
- * report_ranks.h - what a prediction of several data-parallel ranks adds to the
+ * ranks.h - what a prediction of several data-parallel ranks adds to the
  * report (issue 14): the job's throughput over all ranks, one rank's share of the
  * host (threads, DRAM, host link), and the node's totals of what its ranks share
  * (cores, DRAM bandwidth, PCIe switch uplinks), so the reader sees which shared

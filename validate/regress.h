@@ -1,5 +1,6 @@
 /*
- * regress.h - throughput regression tests against a stored baseline:
+ * regress.h - throughput regression tests against a stored baseline: a suite's
+ * median step times stored under a tag, and the suite run again against them.
  *
  *   zb_baseline_save  runs a suite (suite.h) and stores each configuration's median
  *                     step time over the repeats under a tag (results/records.h)
