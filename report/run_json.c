@@ -5,6 +5,7 @@
 
 #include "report/report.h"
 #include "core/attention.h"
+#include "profiler/spans.h"
 
 /* keys of zb_prediction_json that are predictions, not configuration */
 static const char *const predicted_keys[] = { "step_time_s", "tokens_per_s", "tflops_per_gpu", "bottleneck",
@@ -83,5 +84,49 @@ json_t *zb_run_json(const zb_config *c, const zb_prediction *p, double predicted
 	json_object_set_new(err, "busy", busy);
 	json_object_set_new(j, "error", err);
 	json_object_set_new(j, "attention_tasks", attention_json(p, r, warm));
+	return j;
+}
+
+json_t *zb_run_measured_json(const zb_exec_result *r)
+{
+	json_t *j = json_object();
+	json_object_set_new(j, "step_time_s", json_real(r->step_time_s));
+	json_object_set_new(j, "tokens_per_s", json_real(r->tokens_per_s));
+	json_object_set_new(j, "tflops_per_gpu", json_real(r->tflops_per_gpu));
+	json_t *busy = json_object();
+	for (int res = 0; res < ZB_RES_COUNT; res++)
+		json_object_set_new(busy, zb_resource_name(res), json_real(r->busy_s[res]));
+	json_object_set_new(j, "busy_s", busy);
+	json_t *steps = json_array();
+	for (int i = 0; i < r->steps_done; i++)
+		json_array_append_new(steps, json_real(r->step_s[i]));
+	json_object_set_new(j, "steps_s", steps);
+	json_object_set_new(j, "device", json_string(r->device));
+	json_object_set_new(j, "cpu_threads", json_integer(r->cpu_threads));
+	json_object_set_new(j, "adam_isa", json_string(r->adam_isa ? r->adam_isa : ""));
+	json_object_set_new(j, "interrupted", json_boolean(r->interrupted));
+	return j;
+}
+
+json_t *zb_run_trace_json(const zb_trace *t, const zb_spans *spans)
+{
+	zb_trace_summary s;
+	zb_trace_summarize(t, &s);
+	json_t *j = json_object();
+	json_object_set_new(j, "kernels", json_integer((json_int_t)s.kernels));
+	json_object_set_new(j, "kernel_launches", json_integer((json_int_t)t->launches));
+	json_object_set_new(j, "memcpys", json_integer((json_int_t)s.memcpys));
+	json_object_set_new(j, "memsets", json_integer((json_int_t)s.memsets));
+	json_object_set_new(j, "api_calls", json_integer((json_int_t)s.apis));
+	json_object_set_new(j, "syncs", json_integer((json_int_t)s.syncs));
+	json_object_set_new(j, "cpu_spans", json_integer((json_int_t)zb_spans_total(spans)));
+	json_object_set_new(j, "h2d_bytes", json_real(s.h2d_bytes));
+	json_object_set_new(j, "d2h_bytes", json_real(s.d2h_bytes));
+	json_object_set_new(j, "tasks_with_gpu_records", json_integer((json_int_t)s.tasks_seen));
+	json_object_set_new(j, "mapped_by_tag", json_integer((json_int_t)t->mapped_tag));
+	json_object_set_new(j, "mapped_by_time", json_integer((json_int_t)t->mapped_time));
+	json_object_set_new(j, "unmapped", json_integer((json_int_t)t->unmapped));
+	json_object_set_new(j, "dropped", json_integer((json_int_t)t->dropped));
+	json_object_set_new(j, "clock", json_string(t->clock_method));
 	return j;
 }

@@ -18,6 +18,8 @@
 #include <jansson.h>
 
 #include "exec/executor.h"
+#include "profiler/spans.h"
+#include "profiler/trace.h"
 #include "sim/predict.h"
 
 /* `measured` (the caller's object of executor figures) becomes "measured"; warm is the
@@ -28,5 +30,13 @@
  * that fits gpu.flash_efficiency. */
 json_t *zb_run_json(const zb_config *c, const zb_prediction *p, double predicted_step_s,
 		    const zb_exec_result *r, json_t *measured, int warm);
+
+/* The executor's figures of one run (one rank): step time, throughput, busy time per
+ * resource, the step times, device, CPU threads, Adam ISA, interrupted. */
+json_t *zb_run_measured_json(const zb_exec_result *r);
+
+/* What a --trace run recorded: records by kind, bytes, how they were mapped to tasks,
+ * what was dropped, the clock. */
+json_t *zb_run_trace_json(const zb_trace *t, const zb_spans *spans);
 
 #endif
