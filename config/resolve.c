@@ -32,3 +32,15 @@ zb_status zb_config_resolve(const zb_config_inputs *in, zb_config *c, zb_sources
 			       hf->max_positions, hf->path);
 	return zb_config_validate(c, err);
 }
+
+zb_status zb_config_single(const zb_config_inputs *in, zb_error *err)
+{
+	for (int a = 0; a < ZB_AX_COUNT; a++) {
+		const char *s = in->value[a];
+		if (s && (strchr(s, ',') || (zb_axis_kind_of(a) != ZB_AXK_NAME && strchr(s, ':'))))
+			return zb_fail(err, ZB_E_INPUT,
+				       "%s takes one value here (got '%s'); lists and ranges are for zbench sweep",
+				       zb_axis_flag(a), s);
+	}
+	return ZB_OK;
+}

@@ -244,6 +244,10 @@ static const char *const dtype_names[ZB_DTYPE_COUNT] = {
 	[ZB_BF16] = "bf16",
 	[ZB_FP16] = "fp16",
 };
+static const char *const framework_names[ZB_FW_COUNT] = {
+	[ZB_FW_ZBENCH] = "zbench",
+	[ZB_FW_DEEPSPEED] = "deepspeed",
+};
 
 const char *zb_policy_name(zb_policy_kind k)
 {
@@ -258,6 +262,11 @@ const char *zb_ckpt_name(zb_ckpt c)
 const char *zb_dtype_name(zb_dtype d)
 {
 	return ((int)d >= 0 && d < ZB_DTYPE_COUNT) ? dtype_names[d] : "unknown";
+}
+
+const char *zb_framework_name(int fw)
+{
+	return fw >= 0 && fw < ZB_FW_COUNT ? framework_names[fw] : "?";
 }
 
 /* Find s in names[0..n); on a miss, the error lists every known name. */
@@ -303,6 +312,11 @@ zb_status zb_dtype_parse(const char *s, zb_dtype *out, zb_error *err)
 	if (st == ZB_OK)
 		*out = (zb_dtype)i;
 	return st;
+}
+
+zb_status zb_framework_parse(const char *s, int *out, zb_error *err)
+{
+	return parse_name(s, framework_names, ZB_FW_COUNT, "framework", out, err);
 }
 
 /* ---- derived figures ------------------------------------------------------- */

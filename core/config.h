@@ -17,8 +17,8 @@ extern "C" {
 #include <stdint.h>
 
 #include "common/error.h"
-#include "inputs/dsprofile.h"
-#include "inputs/execprofile.h"
+#include "core/dsprofile.h"
+#include "core/execprofile.h"
 
 #define ZB_NAME_MAX 64
 
@@ -45,7 +45,7 @@ typedef struct zb_gpu {
 	int sms;                 /* streaming multiprocessors (0: unknown); GEMM output tiles
 	                            run in waves of this many, zb_gemm_waves */
 	double flash_efficiency; /* fused attention's fraction of bf16_flops (0: the estimate
-	                            ZB_FLASH_EFFICIENCY, sim/attention.h) */
+	                            ZB_FLASH_EFFICIENCY, core/attention.h) */
 	char builtin_link[ZB_NAME_MAX]; /* non-empty: this GPU has its own CPU link preset
 	                                   (gh200: "nvlink-c2c"), used unless --pcie is given */
 	zb_exec_profile exec;    /* zbench's executor on this machine (execprofile.h; the
@@ -151,7 +151,7 @@ typedef enum zb_policy_kind {
 typedef enum zb_ckpt { ZB_CKPT_NONE, ZB_CKPT_GPU, ZB_CKPT_CPU, ZB_CKPT_COUNT } zb_ckpt;
 typedef enum zb_dtype { ZB_BF16, ZB_FP16, ZB_DTYPE_COUNT } zb_dtype;
 /* Attention: batched GEMMs and a softmax kernel over stored score matrices (eager),
- * or one fused kernel per pass (flash, exec/flash_attn.h); see sim/attention.h. */
+ * or one fused kernel per pass (flash, exec/flash_attn.h); see core/attention.h. */
 typedef enum zb_attention { ZB_ATTN_EAGER, ZB_ATTN_FLASH, ZB_ATTN_COUNT } zb_attention;
 
 typedef struct zb_policy {
@@ -170,17 +170,21 @@ typedef struct zb_policy {
 	int cpu_threads;         /* optimizer threads (0: all cores of the CPU) */
 	/* framework deepspeed only (schedule_deepspeed.h) */
 	int zero_stage;          /* 1, 2 or 3; 0: 3 with offload_param or ratio < 1, else 2 */
-	int64_t sub_group_size;  /* ZeRO-3 sub-group, parameters; 0: DeepSpeed's default 1e9 */
+	int64_t sub_group_size;  /* ZeRO-3 sub-group, parameters; 0: DeepSpeed's default,
+	                            ZB_DS_SUB_GROUP_DEFAULT */
 	zb_attention attention;  /* eager (default of the policy) or flash */
 	double link_rate_Bps;    /* --link-rate: pinned copies paced to this rate (0: native);
-	                            the link's rates are capped to it (sim/attention.h) */
+	                            the link's rates are capped to it (core/attention.h) */
 	int gpus;                /* data-parallel GPUs (ranks) per node, >= 1 */
 	int nodes;               /* nodes, >= 1; ranks = gpus * nodes (core/graph.h) */
 } zb_policy;
 
-/* Whose schedule the task graph describes (framework.h): zbench's own executor or
- * DeepSpeed's ZeRO engine. */
+/* Whose schedule the task graph describes (schedules/framework.h builds it): zbench's
+ * own executor or DeepSpeed's ZeRO engine. */
 typedef enum zb_framework { ZB_FW_ZBENCH, ZB_FW_DEEPSPEED, ZB_FW_COUNT } zb_framework;
+
+/* DeepSpeed's zero_optimization.sub_group_size when a config does not give one. */
+#define ZB_DS_SUB_GROUP_DEFAULT 1000000000
 
 /* Everything one prediction or run needs. */
 typedef struct zb_config {
@@ -207,6 +211,9 @@ const char *zb_dtype_name(zb_dtype d);
 zb_status zb_policy_parse(const char *s, zb_policy_kind *out, zb_error *err);
 zb_status zb_ckpt_parse(const char *s, zb_ckpt *out, zb_error *err);
 zb_status zb_dtype_parse(const char *s, zb_dtype *out, zb_error *err);
+const char *zb_framework_name(int fw); /* "zbench", "deepspeed", "?" */
+/* "deepspeed" -> ZB_FW_DEEPSPEED; unknown: ZB_E_INPUT naming the known ones. */
+zb_status zb_framework_parse(const char *s, int *out, zb_error *err);
 
 /* Threads the CPU optimizer uses under this config. */
 int zb_config_cpu_threads(const zb_config *c);

@@ -31,7 +31,7 @@
 #include "exec/host_pool.h"
 #include "profiler/spans.h"
 #include "profiler/trace.h"
-#include "sim/attention.h"
+#include "core/attention.h"
 #include "sim/engine.h"
 #include "sim/summary.h"
 

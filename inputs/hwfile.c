@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "inputs/fabric.h"
-#include "inputs/execprofile.h"
+#include "core/execprofile.h"
 #include "inputs/presets.h"
 
 /* ---- field tables ---------------------------------------------------------- */

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "inputs/dsconfig.h"
-#include "inputs/dsprofile.h"
+#include "core/dsprofile.h"
 #include "schedules/ds_eltwise.h"
 #include "core/model.h"
 

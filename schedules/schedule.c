@@ -35,7 +35,7 @@
 #include <string.h>
 
 #include "core/limits.h"
-#include "sim/attention.h"
+#include "core/attention.h"
 
 /* ---- growing arrays ---------------------------------------------------- */
 

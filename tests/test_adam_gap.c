@@ -17,7 +17,7 @@
 
 #include "analysis/kfit.h"
 #include "analysis/kfit_starved.h"
-#include "inputs/execprofile.h"
+#include "core/execprofile.h"
 #include "inputs/presets.h"
 #include "sim/kernels.h"
 #include "sim/predict.h"

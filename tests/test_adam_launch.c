@@ -17,7 +17,7 @@
 
 #include "analysis/kfit.h"
 #include "analysis/kfit_adam.h"
-#include "inputs/execprofile.h"
+#include "core/execprofile.h"
 #include "inputs/hwfile.h"
 #include "inputs/presets.h"
 #include "results/store.h"
