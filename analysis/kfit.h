@@ -91,7 +91,7 @@ void zb_kfit_golden(double (*cost)(void *q, double v), void *q, const zb_status 
 		    int iters, double *best, double *cbest);
 
 /* Whether item x runs CPU Adam (a policy with a CPU share) with a thread, of all its ranks,
- * on every core of hw (execprofile.h starved, starved_s, adam_launch). */
+ * on every core of hw (execprofile.h starved; kernels.h zb_exec_adam_launch). */
 int zb_kfit_adam_all_cores(const zb_kfit_item *x, const zb_hw *hw);
 
 /* Bytes per second the copies of x moved during [s, e] (each copy's bytes spread evenly

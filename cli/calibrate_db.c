@@ -43,7 +43,7 @@ static const zb_flag flags[] = {
 	ZB_STRING("holdout", &o.holdout, "<model>", "also fit without this model's configurations and predict them"),
 	ZB_SWITCH("fit-comm", &o.fit_comm, "fit only comm_gpu and comm_opt over --base (several ranks), with half-out and leave-one-out"),
 	ZB_SWITCH("fit-adam", &o.fit_adam, "fit only CPU Adam's adam_mem over --base (several ranks), with half-out and leave-one-out"),
-	ZB_SWITCH("fit-starved", &o.fit_starved, "fit only starved_s, the GPU's wait per task beside Adam on every core, from the tasks, with half-out and leave-one-out"),
+	ZB_SWITCH("fit-starved", &o.fit_starved, "fit only starved, the GPU's rate beside Adam on every core, from the steps, with half-out and leave-one-out"),
 	ZB_SWITCH("fit-host", &o.fit_host, "fit only this host's CPU and memory scales over --base (a profile fitted on another machine), e.g. on `validate --suite anchor`"),
 	ZB_SWITCH("json", &o.json, "results as JSON"),
 	ZB_SWITCH("quiet", &o.quiet, "no per-configuration rows"),
