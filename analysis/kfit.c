@@ -40,7 +40,7 @@ double zb_kfit_overlap(const zb_kfit_item *x, int r, double s, double e)
 
 /* ---- samples ------------------------------------------------------------------- */
 
-enum { NGEMM = ZB_GEMM_GROUPS * ZB_EXEC_PASSES, NKERN = ZB_EXEC_KOPS * 2, CL_ADAM = NGEMM + NKERN,
+enum { NGEMM = ZB_GEMM_GROUPS, NKERN = ZB_KERN_CLASSES, CL_ADAM = NGEMM + NKERN,
        NCLASS = CL_ADAM + 1 };
 
 typedef struct sample {
@@ -56,11 +56,10 @@ static int gpu_class(const zb_task *t)
 {
 	int g = zb_exec_gemm_group(t);
 	if (g >= 0)
-		return g * ZB_EXEC_PASSES + zb_exec_pass(t);
+		return g;
 	if (t->kind == ZB_TASK_GPU_ADAM)
 		return CL_ADAM;
-	int op = t->op == ZB_OP_NORM2 || t->op == ZB_OP_NORMF ? ZB_OP_NORM1 : t->op; /* one norm kernel */
-	return NGEMM + op * 2 + (zb_exec_pass(t) ? 1 : 0);
+	return NGEMM + zb_exec_kernel_class(t);
 }
 
 /* Steady-state tasks of the used items on resource set mask, measured > 0. */
@@ -85,7 +84,7 @@ static void fit_gpu_classes(sample *sm, int n, double a[NCLASS], double *L, doub
 		sx[sm[i].cls] += w * sm[i].x * sm[i].n;
 	}
 	for (int c = 0; c < NCLASS; c++) {
-		int fixed = c / ZB_EXEC_PASSES == ZB_GEMM_DENSE; /* the GPU's own curve (see fit_gpu) */
+		int fixed = c == ZB_GEMM_DENSE; /* the GPU's own curve (see fit_gpu) */
 		A[c] = sxx[c] > 0 && !fixed ? sxd[c] / sxx[c] : 1;
 		B[c] = sxx[c] > 0 && !fixed ? sx[c] / sxx[c] : 0;
 	}
@@ -217,10 +216,9 @@ static void fit_gpu(const zb_kfit_set *s, const unsigned char *use, zb_config *c
 	zb_exec_profile *p = &hw->gpu.exec;
 	p->launch_s = L;
 	for (int c = 0; c < NCLASS; c++) {
-		if (c / ZB_EXEC_PASSES == ZB_GEMM_DENSE) { /* dense GEMMs run at the GPU's own curve
-							     * (bf16_flops, gemm_half_dim: cuBLAS's shapes
-							     * alone), 0.99-1.015 when fitted */
-			p->gemm[ZB_GEMM_DENSE][c % ZB_EXEC_PASSES] = 1;
+		if (c == ZB_GEMM_DENSE) { /* dense GEMMs run at the GPU's own curve (bf16_flops,
+					   * gemm_half_dim: cuBLAS's shapes alone), 0.99-1.015 when fitted */
+			p->gemm[ZB_GEMM_DENSE] = 1;
 			continue;
 		}
 		if (seen[c] < 3 || !(a[c] > 0.1))
@@ -229,14 +227,11 @@ static void fit_gpu(const zb_kfit_set *s, const unsigned char *use, zb_config *c
 		if (f > 10)
 			f = 10;
 		if (c < NGEMM)
-			p->gemm[c / ZB_EXEC_PASSES][c % ZB_EXEC_PASSES] = f;
+			p->gemm[c] = f;
 		else if (c == CL_ADAM)
 			p->gpu_adam = f;
-		else if ((c - NGEMM) / 2 == ZB_OP_NORM1) /* the norms' one factor */
-			p->kernel[ZB_OP_NORM1][(c - NGEMM) % 2] = p->kernel[ZB_OP_NORM2][(c - NGEMM) % 2] =
-				p->kernel[ZB_OP_NORMF][(c - NGEMM) % 2] = f;
 		else
-			p->kernel[(c - NGEMM) / 2][(c - NGEMM) % 2] = f;
+			p->kernel[c - NGEMM] = f;
 	}
 	st->gpu_rms = rms_rel(sm, n, a, L);
 	free(sm);

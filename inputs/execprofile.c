@@ -10,18 +10,16 @@
 
 #include "core/graph.h"
 
-_Static_assert((int)ZB_OP_COUNT <= (int)ZB_EXEC_KOPS, "ZB_EXEC_KOPS must cover every op");
-
 const char *zb_gemm_group_name(int g)
 {
 	static const char *n[] = { "dense", "batched", "unaligned", "flash" };
 	return g >= 0 && g < ZB_GEMM_GROUPS ? n[g] : "?";
 }
 
-const char *zb_exec_pass_name(int p)
+const char *zb_kernel_class_name(int k)
 {
-	static const char *n[] = { "fwd", "bwd_data", "bwd_weight" };
-	return p >= 0 && p < ZB_EXEC_PASSES ? n[p] : "?";
+	static const char *n[] = { "stream", "softmax_fwd", "softmax_bwd", "embed_fwd", "embed_bwd", "loss" };
+	return k >= 0 && k < ZB_KERN_CLASSES ? n[k] : "?";
 }
 
 static zb_exec_profile fit_h200, neutral;
@@ -31,10 +29,9 @@ static void fill_neutral(zb_exec_profile *p)
 {
 	memset(p, 0, sizeof *p);
 	for (int g = 0; g < ZB_GEMM_GROUPS; g++)
-		for (int s = 0; s < ZB_EXEC_PASSES; s++)
-			p->gemm[g][s] = 1;
-	for (int o = 0; o < ZB_EXEC_KOPS; o++)
-		p->kernel[o][0] = p->kernel[o][1] = 1;
+		p->gemm[g] = 1;
+	for (int k = 0; k < ZB_KERN_CLASSES; k++)
+		p->kernel[k] = 1;
 	p->gpu_adam = 1;
 }
 
@@ -86,15 +83,13 @@ static int factor_ok(double x) { return isfinite(x) && x >= 0 && x <= 10; }
 zb_status zb_exec_profile_validate(const zb_exec_profile *p, zb_error *err)
 {
 	for (int g = 0; g < ZB_GEMM_GROUPS; g++)
-		for (int s = 0; s < ZB_EXEC_PASSES; s++)
-			if (!factor_ok(p->gemm[g][s]))
-				return zb_fail(err, ZB_E_INPUT, "executor.gemm.%s_%s %g out of range [0, 10]",
-					       zb_gemm_group_name(g), zb_exec_pass_name(s), p->gemm[g][s]);
-	for (int o = 0; o < ZB_OP_COUNT; o++)
-		for (int d = 0; d < 2; d++)
-			if (!factor_ok(p->kernel[o][d]))
-				return zb_fail(err, ZB_E_INPUT, "executor.kernel.%s_%s %g out of range [0, 10]",
-					       zb_op_name((zb_op)o), d ? "bwd" : "fwd", p->kernel[o][d]);
+		if (!factor_ok(p->gemm[g]))
+			return zb_fail(err, ZB_E_INPUT, "executor.gemm.%s %g out of range [0, 10]", zb_gemm_group_name(g),
+				       p->gemm[g]);
+	for (int k = 0; k < ZB_KERN_CLASSES; k++)
+		if (!factor_ok(p->kernel[k]))
+			return zb_fail(err, ZB_E_INPUT, "executor.kernel.%s %g out of range [0, 10]",
+				       zb_kernel_class_name(k), p->kernel[k]);
 	const struct { const char *k; double v, hi; } one[] = {
 		{ "gpu_adam", p->gpu_adam, 10 },
 		{ "launch_s", p->launch_s, 1 },           { "adam_thread", p->adam_thread, 10 },
@@ -113,34 +108,20 @@ zb_status zb_exec_profile_validate(const zb_exec_profile *p, zb_error *err)
 	return ZB_OK;
 }
 
-/* A "<a>_<b>" key of a table into its slot; NULL when unknown. */
+/* A key of the gemm or kernel table into its slot; NULL when unknown. */
 static double *gemm_slot(zb_exec_profile *p, const char *key)
 {
-	char buf[64];
 	for (int g = 0; g < ZB_GEMM_GROUPS; g++)
-		for (int s = 0; s < ZB_EXEC_PASSES; s++) {
-			snprintf(buf, sizeof buf, "%s_%s", zb_gemm_group_name(g), zb_exec_pass_name(s));
-			if (!strcmp(buf, key))
-				return &p->gemm[g][s];
-		}
+		if (!strcmp(zb_gemm_group_name(g), key))
+			return &p->gemm[g];
 	return NULL;
 }
 
-/* The three norms (pre-attention, pre-MLP, final) run one kernel (exec/kernels.cu): one
- * factor each way, "norm_fwd" and "norm_bwd"; earlier files name each norm. */
-static const zb_op norms[] = { ZB_OP_NORM1, ZB_OP_NORM2, ZB_OP_NORMF };
-
 static double *kernel_slot(zb_exec_profile *p, const char *key)
 {
-	char buf[64];
-	if (!strcmp(key, "norm_fwd") || !strcmp(key, "norm_bwd"))
-		return &p->kernel[ZB_OP_NORM1][key[5] == 'b'];
-	for (int o = 0; o < ZB_OP_COUNT; o++)
-		for (int d = 0; d < 2; d++) {
-			snprintf(buf, sizeof buf, "%s_%s", zb_op_name((zb_op)o), d ? "bwd" : "fwd");
-			if (!strcmp(buf, key))
-				return &p->kernel[o][d];
-		}
+	for (int k = 0; k < ZB_KERN_CLASSES; k++)
+		if (!strcmp(zb_kernel_class_name(k), key))
+			return &p->kernel[k];
 	return NULL;
 }
 
@@ -153,14 +134,17 @@ static zb_status read_table(const json_t *o, const char *path, const char *name,
 	json_t *v;
 	json_object_foreach((json_t *)o, key, v) {
 		double *d = slot(p, key);
+		if (!d && strchr(key, '_') && slot == gemm_slot) /* "dense_fwd": per pass, as earlier files */
+			return zb_fail(err, ZB_E_INPUT, "%s: key 'executor.gemm.%s' is no longer a factor (now one per "
+				       "group: dense, batched, unaligned, flash): refit with zbench calibrate --from-db",
+				       path, key);
 		if (!d)
-			return zb_fail(err, ZB_E_INPUT, "%s: unknown key 'executor.%s.%s'", path, name, key);
+			return zb_fail(err, ZB_E_INPUT, "%s: unknown key 'executor.%s.%s' (known: %s)", path, name, key,
+				       slot == gemm_slot ? "dense, batched, unaligned, flash"
+							 : "stream, softmax_fwd, softmax_bwd, embed_fwd, embed_bwd, loss");
 		if (!json_is_number(v))
 			return zb_fail(err, ZB_E_INPUT, "%s: key 'executor.%s.%s' must be a number", path, name, key);
 		*d = json_number_value(v);
-		if (!strncmp(key, "norm_", 5)) /* the one norm factor: every norm's */
-			for (size_t i = 1; i < sizeof norms / sizeof norms[0]; i++)
-				p->kernel[norms[i]][key[5] == 'b'] = *d;
 	}
 	return ZB_OK;
 }
@@ -256,25 +240,13 @@ void *zb_exec_profile_to_json(const zb_exec_profile *p)
 	if (p->set == 2) /* a preset's: its name reads back the same */
 		return json_string("h200");
 	json_t *o = json_object(), *g = json_object(), *k = json_object();
-	char buf[64];
 	for (int a = 0; a < ZB_GEMM_GROUPS; a++)
-		for (int s = 0; s < ZB_EXEC_PASSES; s++)
-			if (p->gemm[a][s] != 1) { /* only the fitted ones */
-				snprintf(buf, sizeof buf, "%s_%s", zb_gemm_group_name(a), zb_exec_pass_name(s));
-				json_object_set_new(g, buf, json_real(p->gemm[a][s]));
-			}
+		if (p->gemm[a] != 1) /* only the fitted ones */
+			json_object_set_new(g, zb_gemm_group_name(a), json_real(p->gemm[a]));
 	json_object_set_new(o, "gemm", g);
-	for (int op = 0; op < ZB_OP_COUNT; op++)
-		for (int d = 0; d < 2; d++) {
-			double v = p->kernel[op][d];
-			int norm = op == ZB_OP_NORM1 || op == ZB_OP_NORM2 || op == ZB_OP_NORMF;
-			int one = norm && p->kernel[ZB_OP_NORM2][d] == p->kernel[ZB_OP_NORM1][d] &&
-				  p->kernel[ZB_OP_NORMF][d] == p->kernel[ZB_OP_NORM1][d];
-			if (v == 1 || (one && op != ZB_OP_NORM1))
-				continue; /* only the fitted ones, the norms' once */
-			snprintf(buf, sizeof buf, "%s_%s", one ? "norm" : zb_op_name((zb_op)op), d ? "bwd" : "fwd");
-			json_object_set_new(k, buf, json_real(v));
-		}
+	for (int c = 0; c < ZB_KERN_CLASSES; c++)
+		if (p->kernel[c] != 1)
+			json_object_set_new(k, zb_kernel_class_name(c), json_real(p->kernel[c]));
 	json_object_set_new(o, "kernel", k);
 	for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++) {
 		double v = *(const double *)((const char *)p + scalars[i].off);

@@ -6,15 +6,20 @@
  * (framework zbench): DeepSpeed's kernels have their own profile (dsprofile.h).
  *
  * Classes and what each factor multiplies (0 anywhere: the plain model):
- *   GEMMs      time = flops / (gpu peak x efficiency(m, n, k; half_dim) x gemm[group][pass])
- *              groups: dense (one matrix), batched (attention's QK^T and PV), unaligned
- *              (a dimension not a multiple of 8: GPT-2's 50257-word head, no 16-byte
- *              vector loads), flash (the fused attention; its base is the flash
- *              efficiency); passes: forward (and recompute), backward data, backward weight
- *   kernels    time = bytes / (hbm_Bps x kernel[op][fwd | bwd]): each memory-bound op's
- *              achieved fraction of HBM bandwidth
+ *   GEMMs      time = flops / (gpu peak x efficiency(m, n, k; gpu.gemm_half_dim) x gemm[group])
+ *              groups: dense (one matrix: the GPU's own curve, factor 1, not fitted),
+ *              batched (attention's QK^T and PV), unaligned (a dimension not a multiple
+ *              of 8: GPT-2's 50257-word head, no 16-byte vector loads), flash (the fused
+ *              attention; its base is the flash efficiency); one factor for every pass
+ *   kernels    time = HBM bytes (schedule.c: what the kernel moves) / (hbm_Bps x
+ *              kernel[class]): the achieved fraction of HBM bandwidth of each kind of
+ *              kernel: stream (16-byte vector loads through the data once: residual,
+ *              norms, activations, gradient accumulation), softmax_fwd, softmax_bwd
+ *              (one warp per row, exponentials), embed_fwd (a gather), embed_bwd (atomic
+ *              adds), loss (one block per vocabulary row, the scalar path for GPT-2's)
  *   GPU Adam   bytes / (hbm_Bps x gpu_adam)
- *   launch_s   the fixed part of every GPU task (launch and tail), instead of kernel_latency_s
+ *   launch_s   the fixed cost of every kernel launch (and tail) a GPU task makes (kernels.h
+ *              zb_exec_launches: 1 to 5), instead of kernel_latency_s
  *   CPU Adam   1 / rate(t) = 1 / (t x adam_thread x per-core rate) + 1 / (adam_mem x ceiling):
  *              per-thread compute and the memory system's cost add per parameter (no
  *              overlap), so the rate rises with threads t and bends towards the memory
@@ -88,13 +93,13 @@
 #include "common/error.h"
 
 enum { ZB_GEMM_DENSE, ZB_GEMM_BATCHED, ZB_GEMM_UNALIGNED, ZB_GEMM_FLASH, ZB_GEMM_GROUPS };
-enum { ZB_EXEC_PASSES = 3 };   /* forward (and recompute), backward data, backward weight */
-enum { ZB_EXEC_KOPS = 40 };    /* >= ZB_OP_COUNT (core/graph.h; checked in execprofile.c) */
+enum { ZB_KERN_STREAM, ZB_KERN_SOFTMAX_FWD, ZB_KERN_SOFTMAX_BWD, ZB_KERN_EMBED_FWD, ZB_KERN_EMBED_BWD, ZB_KERN_LOSS,
+       ZB_KERN_CLASSES };
 
 typedef struct zb_exec_profile {
 	int set;                                     /* 0: none (plain model), 1: given, 2: a preset's */
-	double gemm[ZB_GEMM_GROUPS][ZB_EXEC_PASSES]; /* factor on the GEMM efficiency */
-	double kernel[ZB_EXEC_KOPS][2];              /* fraction of hbm_Bps, [op][0 fwd, 1 bwd] */
+	double gemm[ZB_GEMM_GROUPS];                 /* factor on the GEMM efficiency (dense: 1) */
+	double kernel[ZB_KERN_CLASSES];              /* fraction of hbm_Bps */
 	double gpu_adam;                             /* fraction of hbm_Bps */
 	double launch_s;                             /* 0: gpu.kernel_latency_s */
 	double adam_thread;                          /* CPU Adam: factor on cpu.adam_params_per_core */
@@ -109,8 +114,8 @@ typedef struct zb_exec_profile {
 	double starved;                              /* GPU compute rate while Adam holds every core (0: 1) */
 } zb_exec_profile;
 
-const char *zb_gemm_group_name(int g);  /* "dense", "batched", "unaligned", "flash" */
-const char *zb_exec_pass_name(int p);   /* "fwd", "bwd_data", "bwd_weight" */
+const char *zb_gemm_group_name(int g);   /* "dense", "batched", "unaligned", "flash" */
+const char *zb_kernel_class_name(int k); /* "stream", "softmax_fwd", ..., "loss" */
 
 /* The fit of the H200 machine: the "executor" object of hw/h200-machine-executor.json,
  * built into the program (the h200 GPU preset carries it, with set = 2: a preset's, not

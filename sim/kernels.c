@@ -25,6 +25,17 @@ int zb_exec_gemm_group(const zb_task *t)
 	return t->batch > 1 ? ZB_GEMM_BATCHED : ZB_GEMM_DENSE;
 }
 
+int zb_exec_kernel_class(const zb_task *t)
+{
+	int bwd = zb_exec_pass(t) != 0;
+	switch (t->op) {
+	case ZB_OP_SOFTMAX: return bwd ? ZB_KERN_SOFTMAX_BWD : ZB_KERN_SOFTMAX_FWD;
+	case ZB_OP_EMBED: return bwd ? ZB_KERN_EMBED_BWD : ZB_KERN_EMBED_FWD;
+	case ZB_OP_LOSS: return ZB_KERN_LOSS;
+	default: return ZB_KERN_STREAM;
+	}
+}
+
 int zb_exec_pass(const zb_task *t)
 {
 	return t->pass == ZB_PASS_BWD_DATA ? 1 : t->pass == ZB_PASS_BWD_WEIGHT ? 2 : 0;
@@ -77,11 +88,11 @@ void zb_exec_gpu_flow(const zb_task *t, const zb_config *c, const zb_exec_profil
 	double s = zb_exec_unit_s(t, c, c->hw.gpu.gemm_half_dim), f = 1;
 	int g = zb_exec_gemm_group(t);
 	if (g >= 0)
-		f = p->gemm[g][zb_exec_pass(t)];
+		f = p->gemm[g];
 	else if (t->kind == ZB_TASK_GPU_ADAM)
 		f = p->gpu_adam;
-	else if (t->op < ZB_EXEC_KOPS)
-		f = p->kernel[t->op][zb_exec_pass(t) ? 1 : 0];
+	else
+		f = p->kernel[zb_exec_kernel_class(t)];
 	double launch = p->launch_s > 0 ? p->launch_s : c->hw.gpu.kernel_latency_s;
 	/* the engine keeps one fixed cost per resource (the first launch); a task's further
 	 * launches are seconds of its work */

@@ -14,9 +14,12 @@
  * (another framework's schedule). */
 const zb_exec_profile *zb_exec_profile_for(const zb_config *c, zb_exec_profile *scratch);
 
-/* Class of a GPU task: GEMM group (ZB_GEMM_*, -1 for other kinds) and pass slot. */
+/* Class of a GPU task: GEMM group (ZB_GEMM_*, -1 for other kinds) and pass. */
 int zb_exec_gemm_group(const zb_task *t);
 int zb_exec_pass(const zb_task *t);       /* 0 forward/recompute, 1 bwd data, 2 bwd weight */
+/* Class of a memory-bound kernel task (ZB_KERN_*, execprofile.h): softmax and embedding
+ * each way, the loss, every other op a streaming kernel. */
+int zb_exec_kernel_class(const zb_task *t);
 
 /* A GPU-side task's seconds of work with every factor 1 (half_dim as given):
  * GEMMs and fused attention the larger of flops / (peak x efficiency) (the flash
