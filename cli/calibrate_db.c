@@ -19,6 +19,7 @@
 #include "analysis/kfit.h"
 #include "analysis/kfit_eval.h"
 #include "analysis/kfit_host.h"
+#include "analysis/kfit_split.h"
 #include "cli/calibrate_comm.h"
 #include "cli/flags.h"
 #include "cli/report.h"
@@ -26,7 +27,7 @@
 #include "inputs/presets.h"
 
 static struct {
-	const char *db, *base, *out, *eval, *name, *holdout;
+	const char *db, *base, *out, *eval, *name, *holdout, *judge_db;
 	int64_t run;
 	int warmup, json, quiet, all_runs, fit_comm, fit_adam, fit_starved, fit_host, busy;
 } o;
@@ -40,7 +41,9 @@ static const zb_flag flags[] = {
 	ZB_STRING("out", &o.out, "<file>", "the profile to write (default results/hw-executor.json)"),
 	ZB_STRING("name", &o.name, "<name>", "the profile's machine name (default executor-fit)"),
 	ZB_STRING("eval", &o.eval, "<machine|file>", "evaluate this profile on the run, fit nothing"),
-	ZB_STRING("holdout", &o.holdout, "<model>", "also fit without this model's configurations and predict them"),
+	ZB_STRING("holdout", &o.holdout, "<rule>", "also fit without the configurations the rule holds out and judge on them: "
+		  "model:NAME, policy:NAME, threads:N, paced, pageable, comma-separated (a bare NAME: model:NAME)"),
+	ZB_STRING("judge-db", &o.judge_db, "<db>", "with --holdout, also judge on this database's configurations the fit never saw"),
 	ZB_SWITCH("fit-comm", &o.fit_comm, "fit only comm_gpu and comm_opt over --base (several ranks), with half-out and leave-one-out"),
 	ZB_SWITCH("fit-adam", &o.fit_adam, "fit only CPU Adam's adam_mem over --base (several ranks), with half-out and leave-one-out"),
 	ZB_SWITCH("fit-starved", &o.fit_starved, "fit only starved, the GPU's rate beside Adam on every core, from the steps, with half-out and leave-one-out"),
@@ -54,14 +57,16 @@ static const zb_flag flags[] = {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: zbench calibrate --from-db <db> [--run <id> | --all-runs] [--warmup <n>] [--base <machine|file>]\n"
-		   "                        [--out <file>] [--eval <machine|file>] [--holdout <model>] [--fit-comm | --fit-adam | --fit-host]\n"
+		   "                        [--out <file>] [--eval <machine|file>] [--holdout <rule> [--judge-db <db>]]\n"
+		   "                        [--fit-comm | --fit-adam | --fit-host]\n"
 		   "                        [--json] [--quiet] [--busy]\n\n"
 		   "Fit the executor profile (per kernel class: GEMM groups and passes, memory-bound ops,\n"
 		   "GPU Adam, launch; CPU Adam against threads; pinned and pageable copies) to the tasks\n"
 		   "a zbench validate run measured, write it over --base, and report the step-time error\n"
 		   "of every configuration re-simulated: base, fitted (in-sample), and fitted on half of\n"
-		   "the configurations predicting the other half (out-of-sample); --holdout: fitted without\n"
-		   "one model's configurations, predicting them.\n\noptions:\n");
+		   "the configurations predicting the other half; --holdout: fitted without the configurations a\n"
+		   "rule holds out (models, policies, regimes), judged on them and on --judge-db's\n"
+		   "configurations the fit never saw (held out), by model and by policy.\n\noptions:\n");
 	zb_flags_usage(f, flags);
 }
 
@@ -76,6 +81,8 @@ static zb_status load_hw(const char *name, zb_hw *hw, zb_error *err)
 	return zb_preset_hw(name, hw, err);
 }
 
+static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
 static void print_summary(const char *label, const zb_kfit_summary *m)
 {
 	printf("%-34s MAPE %6.2f%%  worst %6.2f%%  within 3%%: %d/%d  within 8%%: %d/%d  speedups within 5%%: %d/%d "
@@ -85,6 +92,9 @@ static void print_summary(const char *label, const zb_kfit_summary *m)
 	printf("%-34s beyond the noise (2 standard errors of the rounds): %d speedup%s off by more than 5%%, %d of "
 	       "%d pairs swapped\n",
 	       "", m->speed_miss_sure, m->speed_miss_sure == 1 ? "" : "s", m->order_swaps_sure, m->order_pairs_sure);
+	if (m->noisy) /* only then: the line of every other run stays as it was */
+		printf("%-34s measured to %.0f %%: worst %.2f%% (%d configuration%s measured less surely left out)\n", "",
+		       100 * ZB_KFIT_JUDGE_NOISE, 100 * m->worst_sure, m->noisy, m->noisy == 1 ? "" : "s");
 	printf("%-34s busy-time MAPE:", "");
 	for (int r = 0; r < ZB_RES_COUNT; r++)
 		if (isfinite(m->busy_mape[r]))
@@ -151,30 +161,13 @@ static zb_status run_fit_jobs(fit_job *jobs, int n, zb_error *err)
 	return ZB_OK;
 }
 
-/* use of a fit without the configurations of model `name` (its preset name, e.g.
- * gpt2-xl), to predict those: out of the model family, a harder test than alternate
- * halves. *n gets their count; ZB_E_INPUT when none or all are of that model. */
-static zb_status holdout_use(const zb_kfit_set *s, const char *name, unsigned char *use, int *n, zb_error *err)
-{
-	*n = 0;
-	for (int i = 0; i < s->n; i++) {
-		use[i] = strcmp(s->it[i].c.model.name, name) != 0;
-		*n += !use[i];
-	}
-	if (*n == 0 || *n == s->n)
-		return zb_fail(err, ZB_E_INPUT, "--holdout %s: %s", name,
-			       *n ? "every configuration is of that model" : "no configuration of that model");
-	return ZB_OK;
-}
-
 /* The fits of a --from-db run at once: with `fit`, in-sample (*fitted, *stats and its
- * predictions in pf) and each half predicting the other (px); with a holdout model, the fit
- * without it predicting it (*ph, NaN for the others; the caller frees it). */
-static zb_status fit_all(const zb_kfit_set *s, const zb_hw *base, int fit, const char *holdout_model, zb_hw *fitted,
-			 zb_kfit_stats *stats, zb_kfit_pred *pf, zb_kfit_pred *px, zb_kfit_pred **ph, zb_error *err)
+ * predictions in pf) and each half predicting the other (px). */
+static zb_status fit_all(const zb_kfit_set *s, const zb_hw *base, int fit, zb_hw *fitted, zb_kfit_stats *stats,
+			 zb_kfit_pred *pf, zb_kfit_pred *px, zb_error *err)
 {
-	fit_job jobs[4];
-	int njobs = 0, nh;
+	fit_job jobs[3];
+	int njobs = 0;
 	zb_status st = ZB_OK;
 	if (fit) {
 		fit_job_init(&jobs[njobs++], s, base, 0);
@@ -188,12 +181,7 @@ static zb_status fit_all(const zb_kfit_set *s, const zb_hw *base, int fit, const
 		}
 		free(point);
 	}
-	if (holdout_model) {
-		fit_job *j = &jobs[njobs++];
-		fit_job_init(j, s, base, 1);
-		st = holdout_use(s, holdout_model, j->use, &nh, err);
-	}
-	if (!st)
+	if (njobs)
 		st = run_fit_jobs(jobs, njobs, err);
 	if (!st && fit) {
 		*fitted = jobs[0].fitted;
@@ -203,15 +191,6 @@ static zb_status fit_all(const zb_kfit_set *s, const zb_hw *base, int fit, const
 			for (int i = 0; i < s->n; i++)
 				if (!jobs[half].use[i])
 					px[i] = jobs[half].pred[i];
-	}
-	if (!st && holdout_model) {
-		const fit_job *j = &jobs[njobs - 1];
-		*ph = zb_xcalloc((size_t)s->n, sizeof **ph);
-		for (int i = 0; i < s->n; i++) {
-			(*ph)[i] = j->pred[i];
-			if (j->use[i])
-				(*ph)[i].step_s = NAN; /* only the held-out ones count */
-		}
 	}
 	for (int i = 0; i < njobs; i++)
 		fit_job_free(&jobs[i]);
@@ -263,19 +242,78 @@ static void print_comm(const zb_kfit_set *s, const zb_kfit_pred *pb, const zb_kf
 	}
 }
 
-static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+
+static json_t *summary_json_plain(const zb_kfit_summary *m, json_t *b);
 
 static json_t *summary_json(const zb_kfit_summary *m)
 {
 	json_t *b = json_object();
 	for (int r = 0; r < ZB_RES_COUNT; r++)
 		json_object_set_new(b, zb_resource_name((zb_resource)r), num(m->busy_mape[r]));
+	if (m->noisy) { /* only then: the object of every other run stays as it was */
+		json_t *o2 = summary_json_plain(m, b);
+		json_object_set_new(o2, "noisy_configs", json_integer(m->noisy));
+		json_object_set_new(o2, "max_abs_err_measured_to_5pct", num(m->worst_sure));
+		return o2;
+	}
+	return summary_json_plain(m, b);
+}
+
+static json_t *summary_json_plain(const zb_kfit_summary *m, json_t *b)
+{
 	return json_pack("{s:i, s:o, s:o, s:i, s:i, s:i, s:i, s:o, s:i, s:i, s:i, s:i, s:i, s:o}", "configs", m->n,
 			 "mape", num(m->mape), "max_abs_err", num(m->worst), "within_3pct", m->within3, "within_8pct",
 			 m->within8, "speedups", m->nspeed, "speedups_within_5pct", m->speed_ok, "speedup_worst",
 			 num(m->speed_worst), "order_pairs", m->order_pairs, "order_swaps", m->order_swaps,
 			 "order_pairs_beyond_noise", m->order_pairs_sure, "order_swaps_beyond_noise", m->order_swaps_sure,
 			 "speedup_misses_beyond_noise", m->speed_miss_sure, "busy_mape", b);
+}
+
+/* --holdout: the held-out fit's predictions of the held-out and judged configurations, and its
+ * errors, in-sample and held out, by model and by policy. */
+static void print_holdout_rows(const zb_kfit_set *s, const zb_kfit_set *j, const zb_kfit_holdout *h)
+{
+	printf("# --holdout %s: fitted on %d configurations, judged on %d held out and %d of %s the fit never saw\n"
+	       "%3s  %-52s %9s %9s %7s\n", o.holdout, h->fit_n, h->held_n, h->judge_n, o.judge_db ? o.judge_db : "-", "#",
+	       "configuration", "measured", "held-out", "err");
+	for (int side = 0; side < 2; side++)
+		for (int i = 0; i < (side ? (j ? j->n : 0) : s->n); i++) {
+			const zb_kfit_item *x = side ? &j->it[i] : &s->it[i];
+			double m = x->meas_step_s, p = (side ? h->jpred : h->pred)[i].step_s;
+			if ((side ? h->judged : h->held)[i])
+				printf("%3d%c %-52s %9.2f %9.2f %+7.1f\n", i + 1, side ? 'j' : ' ', x->key, m * 1e3, p * 1e3,
+				       100 * (p / m - 1));
+		}
+}
+
+static void print_holdout(const zb_kfit_holdout *h)
+{
+	char label[96];
+	snprintf(label, sizeof label, "held-out fit, in-sample (%d)", h->fit_n);
+	print_summary(label, &h->in_sample);
+	snprintf(label, sizeof label, "held out (%d + %d judged)", h->held_n, h->judge_n);
+	print_summary(label, &h->held_out);
+	for (int f = 0; f < h->nfam; f++) {
+		const zb_kfit_summary *m = &h->fam[f].sum;
+		printf("  held out, %-24s MAPE %6.2f%%  worst %6.2f%%  configurations %d\n", h->fam[f].name, 100 * m->mape,
+		       100 * m->worst, m->n);
+	}
+}
+
+static json_t *holdout_json(const zb_kfit_set *s, const zb_kfit_set *j, const zb_kfit_holdout *h)
+{
+	json_t *fam = json_object(), *judged = json_array();
+	for (int f = 0; f < h->nfam; f++)
+		json_object_set_new(fam, h->fam[f].name, summary_json(&h->fam[f].sum));
+	for (int i = 0; j && i < j->n; i++)
+		if (h->judged[i])
+			json_array_append_new(judged, json_pack("{s:s, s:I, s:o, s:o}", "key", j->it[i].key, "config_id",
+								(json_int_t)j->it[i].config_id, "measured_step_s",
+								num(j->it[i].meas_step_s), "holdout_step_s", num(h->jpred[i].step_s)));
+	return json_pack("{s:s, s:o, s:i, s:i, s:i, s:o, s:o, s:o, s:o}", "rule", o.holdout, "judge_db",
+			 o.judge_db ? json_string(o.judge_db) : json_null(), "fit_configs", h->fit_n, "held_out_configs",
+			 h->held_n, "judged_configs", h->judge_n, "in_sample", summary_json(&h->in_sample), "held_out",
+			 summary_json(&h->held_out), "families", fam, "judged", judged);
 }
 
 /* --fit-host warns when a configuration's mean is less sure than this (its rounds' spread) */
@@ -354,7 +392,11 @@ int zb_calibrate_from_db(int argc, char **argv)
 		return rc;
 	zb_error err = { 0 };
 	zb_hw base, eval;
-	zb_kfit_set s;
+	zb_kfit_set s, judge = { 0 };
+	zb_kfit_rule rule;
+	if ((o.holdout && zb_kfit_rule_parse(o.holdout, &rule, &err)) ||
+	    (o.judge_db && !o.holdout && zb_fail(&err, ZB_E_INPUT, "--judge-db %s: needs --holdout", o.judge_db)))
+		return zb_report_error(&err);
 	if (o.all_runs && o.run) {
 		zb_fail(&err, ZB_E_INPUT, "--run %lld and --all-runs: give one of them", (long long)o.run);
 		return zb_report_error(&err);
@@ -373,6 +415,10 @@ int zb_calibrate_from_db(int argc, char **argv)
 	if (load_hw(o.base, &base, &err) || (o.eval && load_hw(o.eval, &eval, &err)) ||
 	    zb_kfit_load(o.db, o.all_runs ? -1 : o.run, o.warmup, &base, &s, &err))
 		return zb_report_error(&err);
+	if (o.judge_db && zb_kfit_load(o.judge_db, -1, o.warmup, &base, &judge, &err)) {
+		zb_kfit_free(&s);
+		return zb_report_error(&err);
+	}
 	if (o.fit_host) {
 		rc = fit_host(&s, &base);
 		zb_kfit_free(&s);
@@ -391,21 +437,21 @@ int zb_calibrate_from_db(int argc, char **argv)
 	zb_status st = zb_kfit_predict(&s, &base, pb, &err);
 	if (!st && o.eval)
 		st = zb_kfit_predict(&s, &eval, pf, &err);
-	zb_kfit_pred *ph = NULL;
+	zb_kfit_holdout ho = { 0 };
 	if (!st)
-		st = fit_all(&s, &base, !o.eval, o.holdout, &fitted, &stats, pf, px, &ph, &err);
-	if (!st && !o.eval) {
-		snprintf(fitted.name, sizeof fitted.name, "%s", o.name ? o.name : "executor-fit");
-		st = zb_hw_save(o.out, &fitted, &err);
+		st = fit_all(&s, &base, !o.eval, &fitted, &stats, pf, px, &err);
+	if (!st && o.holdout) /* fitted on what the rule leaves in (kfit_split.h) */
+		st = zb_kfit_holdout_run(&s, o.judge_db ? &judge : NULL, &rule, &base, &ho, &err);
+	if (!st && !o.eval) { /* with --holdout the profile its held-out errors describe */
+		zb_hw *w = o.holdout ? &ho.fitted : &fitted;
+		snprintf(w->name, sizeof w->name, "%s", o.name ? o.name : "executor-fit");
+		st = zb_hw_save(o.out, w, &err);
 	}
 	if (st) {
-		zb_kfit_free(&s);
-		free(pb), free(pf), free(px), free(ph);
+		zb_kfit_free(&s), zb_kfit_free(&judge), zb_kfit_holdout_free(&ho);
+		free(pb), free(pf), free(px);
 		return zb_report_error(&err);
 	}
-	zb_kfit_summary mh;
-	if (ph)
-		zb_kfit_summarize(&s, ph, &mh);
 	zb_kfit_summary mb, mf, mx;
 	zb_kfit_summarize(&s, pb, &mb);
 	zb_kfit_summarize(&s, pf, &mf);
@@ -418,9 +464,8 @@ int zb_calibrate_from_db(int argc, char **argv)
 		json_object_set_new(root, "skipped", json_integer(s.skipped));
 		json_object_set_new(root, "base", summary_json(&mb));
 		json_object_set_new(root, o.eval ? "eval" : "fitted", summary_json(&mf));
-		if (ph)
-			json_object_set_new(root, "holdout", json_pack("{s:s, s:o}", "model", o.holdout, "summary",
-								      summary_json(&mh)));
+		if (o.holdout)
+			json_object_set_new(root, "holdout", holdout_json(&s, &judge, &ho));
 		if (!o.eval) {
 			json_object_set_new(root, "half_out", summary_json(&mx));
 			json_object_set_new(root, "profile", json_string(o.out));
@@ -434,6 +479,10 @@ int zb_calibrate_from_db(int argc, char **argv)
 					      (json_int_t)s.it[i].config_id, "measured_step_s", num(s.it[i].meas_step_s),
 					      "base_step_s", num(pb[i].step_s), o.eval ? "eval_step_s" : "fitted_step_s",
 					      num(pf[i].step_s), "half_out_step_s", num(o.eval ? NAN : px[i].step_s));
+			if (o.holdout) { /* the held-out fit's prediction, and whether this one was held out */
+				json_object_set_new(c, "held_out", json_boolean(ho.held[i]));
+				json_object_set_new(c, "holdout_step_s", num(ho.pred[i].step_s));
+			}
 			if (s.it[i].g.ranks > 1) /* the collectives: transfer, stream occupancy, predicted */
 				json_object_set_new(c, "comm_s", json_pack("{s:o, s:o, s:o, s:o}", "measured",
 									  num(s.it[i].meas_busy_s[ZB_RES_COMM]), "raw",
@@ -465,20 +514,20 @@ int zb_calibrate_from_db(int argc, char **argv)
 		}
 		print_summary(o.base ? o.base : "base h200-machine", &mb);
 		print_summary(o.eval ? o.eval : "fitted (in-sample)", &mf);
-		if (ph) {
-			char label[96];
-			snprintf(label, sizeof label, "fitted without %.40s, on it", o.holdout);
-			print_summary(label, &mh);
+		if (o.holdout) {
+			if (!o.quiet)
+				print_holdout_rows(&s, &judge, &ho);
+			print_holdout(&ho);
 		}
 		if (!o.eval) {
 			print_summary("fitted on half, other half", &mx);
 			printf("# fit: %d GPU task samples (time-weighted rms %.1f%%), %d CPU Adam (rms %.1f%%), %d copies; "
-			       "wrote %s\n",
+			       "wrote %s%s\n",
 			       stats.gpu_samples, 100 * stats.gpu_rms, stats.cpu_samples, 100 * stats.cpu_rms,
-			       stats.copy_samples, o.out);
+			       stats.copy_samples, o.out, o.holdout ? " (the held-out fit: the configurations left in)" : "");
 		}
 	}
-	zb_kfit_free(&s);
-	free(pb), free(pf), free(px), free(ph);
+	zb_kfit_free(&s), zb_kfit_free(&judge), zb_kfit_holdout_free(&ho);
+	free(pb), free(pf), free(px);
 	return 0;
 }
