@@ -43,7 +43,7 @@ static const zb_flag flags[] = {
 	ZB_STRING("eval", &o.eval, "<machine|file>", "evaluate this profile on the run, fit nothing"),
 	ZB_STRING("holdout", &o.holdout, "<rule>", "also fit without the configurations the rule holds out and judge on them: "
 		  "model:NAME, policy:NAME, threads:N, paced, pageable, comma-separated (a bare NAME: model:NAME)"),
-	ZB_STRING("judge-db", &o.judge_db, "<db>", "with --holdout, also judge on this database's configurations the fit never saw"),
+	ZB_STRING("judge-db", &o.judge_db, "<db>", "with --holdout, also judge on this database's configurations (its newest run) the fit never saw"),
 	ZB_SWITCH("fit-comm", &o.fit_comm, "fit only comm_gpu and comm_opt over --base (several ranks), with half-out and leave-one-out"),
 	ZB_SWITCH("fit-adam", &o.fit_adam, "fit only CPU Adam's adam_mem over --base (several ranks), with half-out and leave-one-out"),
 	ZB_SWITCH("fit-starved", &o.fit_starved, "fit only starved, the GPU's rate beside Adam on every core, from the steps, with half-out and leave-one-out"),
@@ -415,7 +415,7 @@ int zb_calibrate_from_db(int argc, char **argv)
 	if (load_hw(o.base, &base, &err) || (o.eval && load_hw(o.eval, &eval, &err)) ||
 	    zb_kfit_load(o.db, o.all_runs ? -1 : o.run, o.warmup, &base, &s, &err))
 		return zb_report_error(&err);
-	if (o.judge_db && zb_kfit_load(o.judge_db, -1, o.warmup, &base, &judge, &err)) {
+	if (o.judge_db && zb_kfit_load(o.judge_db, 0, o.warmup, &base, &judge, &err)) { /* its newest run */
 		zb_kfit_free(&s);
 		return zb_report_error(&err);
 	}

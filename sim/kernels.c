@@ -95,9 +95,9 @@ void zb_exec_gpu_flow(const zb_task *t, const zb_config *c, const zb_exec_profil
 		f = p->kernel[zb_exec_kernel_class(t)];
 	double launch = p->launch_s > 0 ? p->launch_s : c->hw.gpu.kernel_latency_s;
 	/* the engine keeps one fixed cost per resource (the first launch); a task's further
-	 * launches are seconds of its work */
+	 * launches are seconds of its work, with a profile (the plain model: one a task) */
 	*fixed_s = launch;
-	*work = (f > 0 ? s / f : s) + (zb_exec_launches(t, c) - 1) * launch;
+	*work = (f > 0 ? s / f : s) + (p->set ? zb_exec_launches(t, c) - 1 : 0) * launch;
 }
 
 double zb_exec_adam_Pps(const zb_config *c, const zb_exec_profile *p, double threads, double share)
@@ -133,7 +133,8 @@ double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_CO
 
 double zb_exec_adam_launch(const zb_config *c, const zb_task *const active[ZB_RES_COUNT])
 {
-	if (!adam_on_every_core(c) || !active[ZB_RES_GPU] || !adam_running(active) || c->hw.cpu.cores < 2)
+	if (!adam_on_every_core(c) || !active[ZB_RES_GPU] || !adam_running(active) || c->hw.cpu.cores < 2 ||
+	    !zb_exec_profile_of(&c->hw.gpu.exec, NULL)->set) /* the executor's: with its profile */
 		return 1;
 	/* each rank's launch thread takes one core of the node's from Adam's pinned pool */
 	int ranks = c->policy.gpus > 1 ? c->policy.gpus : 1;

@@ -33,7 +33,8 @@ double zb_exec_unit_s(const zb_task *t, const zb_config *c, double half_dim);
 int zb_exec_launches(const zb_task *t, const zb_config *c);
 
 /* The fixed part (one launch_s) and standalone work of a GPU or GPU-optimizer task under
- * p: the work holds the task's further launches, (zb_exec_launches - 1) x launch_s. */
+ * p: with a profile set, the work holds the task's further launches, (zb_exec_launches - 1)
+ * x launch_s (the neutral profile, the plain model, counts one launch a task). */
 void zb_exec_gpu_flow(const zb_task *t, const zb_config *c, const zb_exec_profile *p, double *fixed_s,
 		      double *work);
 
@@ -46,8 +47,8 @@ double zb_exec_adam_Pps(const zb_config *c, const zb_exec_profile *p, double thr
  * zbench's schedule while CPU Adam runs with its threads (of every rank) on every core.
  * (GPU Adam, a few long kernels, measured no such loss.) */
 double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_COUNT]);
-/* CPU Adam's rate factor now: below 1 only in zbench's executor while the GPU compute
- * stream runs and Adam's threads of every rank hold every core, so each rank's launch
+/* CPU Adam's rate factor now: below 1 only in zbench's executor (with an executor profile)
+ * while the GPU compute stream runs and Adam's threads of every rank hold every core, so each rank's launch
  * thread takes one of their cores: 1 - ranks / cores (a count, not a fitted factor;
  * the fit it replaces gave 0.059 on the 16-core H200 machine, 1/16 = 0.0625); else 1. */
 double zb_exec_adam_launch(const zb_config *c, const zb_task *const active[ZB_RES_COUNT]);
