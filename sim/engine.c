@@ -643,6 +643,20 @@ double zb_step_time_window(const zb_graph *g, const double *end, int warm)
 	return step;
 }
 
+int zb_settle_step(const zb_graph *g, const double *end, double tol)
+{
+	int n = g->steps;
+	if (n < 3)
+		return 0;
+	double *b = step_ends(g, end);
+	double pace = (b[n - 1] - b[n - 3]) / 2;
+	int s = n - 1;
+	while (s > 0 && fabs((b[s - 1] - (s >= 2 ? b[s - 2] : 0)) / pace - 1) <= tol)
+		s--;
+	free(b);
+	return s;
+}
+
 double zb_steady_step_time(const zb_graph *g, const double *end)
 {
 	return zb_step_time_window(g, end, warm_steps(g->steps));
