@@ -39,8 +39,8 @@ zb_status zb_kfit_adam_mem(const zb_kfit_set *s, const unsigned char *use, zb_hw
  * measured slowdown is concave in the copy rate, and the slope describes it by task as
  * measured (BENCHMARKS.md). Configurations whose Adam threads leave a core free only, where
  * they give 20 tasks: on every core the GPU's launches slow some tasks of both kinds
- * (one core to them, kernels.h zb_exec_adam_launch), which lowers the slope (0.39 for 0.6 on a simulated timeline; fid run E
- * 0.604 with them, 0.675 without). Returns 0 when fewer than 20 tasks have copies beside them. */
+ * (one core to them, kernels.h zb_exec_adam_launch), which lowers the slope (0.39 for 0.6 on a
+ * simulated timeline; fid run E 0.604 with them, 0.675 without). Returns 0 when fewer than 20 tasks have copies beside them. */
 double zb_kfit_adam_copy(const zb_kfit_set *s, const unsigned char *use, const zb_hw *hw, int *n);
 
 #endif

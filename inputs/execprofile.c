@@ -8,8 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/graph.h"
-
 const char *zb_gemm_group_name(int g)
 {
 	static const char *n[] = { "dense", "batched", "unaligned", "flash" };

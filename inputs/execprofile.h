@@ -1,7 +1,7 @@
 /*
  * execprofile.h - the executor profile: how zbench's own executor's kernels run on a
  * machine, per kernel class, as factors on the first-principles model of the hardware
- * profile (issue 12). It travels inside the hardware profile (zb_hw.exec, the
+ * profile. It travels inside the hardware profile (zb_hw.exec, the
  * "executor" object of a --hw JSON file) and applies only to zbench's own schedule
  * (framework zbench): DeepSpeed's kernels have their own profile (dsprofile.h).
  *
@@ -68,9 +68,9 @@
  *              with them (0: 1). Measured on 2 H200s (large-none of 2026-11-30, 50 MB
  *              buckets): a reduce-scatter took 0.16 ms beside backward GEMMs, 0.31 beside
  *              GPU Adam, 0.12 alone (the ring model: 0.111)
- *   comm_wait  a model option, not a fitted factor (true | false; a number 0 or 1 reads the
- *              same): several ranks, true: a collective whose inputs become ready while the rank's compute
- *              stream runs a GEMM with at least one output tile per SM (zb_gemm_fills) makes no
+ *   comm_wait  a model option, not a fitted factor (true | false; 0 or 1 reads the same):
+ *              several ranks, true: a collective whose inputs become ready while the rank's
+ *              compute stream runs a GEMM with at least one output tile per SM (zb_gemm_fills) makes no
  *              progress until that GEMM ends: the block scheduler hands out the blocks of the
  *              kernel already running before those of a kernel launched later on another stream
  *              (no preemption; stream priorities only order pending blocks: CUDA C++ Programming
@@ -85,7 +85,10 @@
  * `zbench calibrate --from-db` fits every factor from the executor's measured task
  * durations (analysis/kfit.h); hw/h200-machine-executor.json is the H200 machine's fit,
  * and the h200 GPU preset carries its "executor" object (built in: zb_exec_profile_h200).
- * docs/model.md lists every term with its fitted value and the held-out error it buys.
+ * docs/model.md lists every term with its fitted value and the held-out error it buys. Keys
+ * of earlier files that are no longer factors (gemm_half_dim, starved_s, adam_launch, paced_*,
+ * adam_gap_s, per-pass GEMM keys) are refused by name, with what replaced them, and per-op
+ * kernel keys with the classes listed: a file does not silently lose a term it was fitted with.
  */
 #ifndef ZB_EXECPROFILE_H
 #define ZB_EXECPROFILE_H

@@ -28,9 +28,9 @@
 #include "sim/resources.h"
 
 /* The fixture's accuracy with the h200-machine preset (BENCHMARKS.md, issue 12), with margin. */
-#define MAPE_PRESET 0.065 /* measured 5.96 % with the profile fitted on another lease's fid suite
-			   * (3.98 % with the one fitted on this fixture's own lease: the host moves
-			   * between leases, kfit_host.h) */
+#define MAPE_PRESET 0.065 /* measured 5.96 % with the profile fitted on another day's fid suite
+			   * (3.98 % with the one fitted on this fixture's own day: the host behind the
+			   * machine moves, kfit_host.h) */
 #define WORST_PRESET 0.09 /* measured 8.05 % */
 
 /* A profile given in a file survives save and load; the preset's reads back by name. */

@@ -90,7 +90,7 @@ static void test_none_unchanged(void **state)
 }
 
 /* The drift of a window: 0 when flat, the growth when the steps grow; on the steps the
- * H200 machine measured for gpt-2.5b dpu 1 (24 after 2 warm-up, run of 2026-12-01) within
+ * H200 machine measured for gpt-2.5b dpu 1 (24 after 2 warm-up; BENCHMARKS.md) within
  * the host's noise, after a transient of three steps. */
 static void test_drift(void **state)
 {
