@@ -1,5 +1,5 @@
 /*
- * kfit.h - the executor profile (inputs/execprofile.h) fitted from the executor's own
+ * kfit.h - the executor profile (core/execprofile.h) fitted from the executor's own
  * measured tasks: the events a `zbench validate` run stored (source 'measured', one
  * start and end per task), joined with the tasks of each configuration's schedule,
  * which is rebuilt from the stored configuration (the same deterministic builder the

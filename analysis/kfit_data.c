@@ -11,7 +11,7 @@
 #include "inputs/hwfile.h"
 #include "results/query.h"
 #include "results/store.h"
-#include "sim/attention.h"
+#include "core/attention.h"
 #include "sim/engine.h"
 #include "sim/predict.h"
 

@@ -12,15 +12,15 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/stop.h"
-#include "cli/report.h"
-#include "cli/run_json.h"
+#include "report/report.h"
+#include "report/run_json.h"
 #include "cli/session.h"
 #include "common/stats.h"
 #include "exec/executor.h"
 #include "profiler/spans.h"
 #include "profiler/trace.h"
 #include "results/store_ranks.h"
-#include "sim/attention.h"
+#include "core/attention.h"
 #include "sim/predict.h"
 
 
@@ -41,50 +41,6 @@ static void usage(FILE *f)
 		   "the step time is the slowest rank's, every rank's timeline is stored (table ranks,\n"
 		   "rank_events). Not with --check or --trace.\n\n");
 	zb_options_usage(f);
-}
-
-static json_t *measured_json(const zb_exec_result *r)
-{
-	json_t *j = json_object();
-	json_object_set_new(j, "step_time_s", json_real(r->step_time_s));
-	json_object_set_new(j, "tokens_per_s", json_real(r->tokens_per_s));
-	json_object_set_new(j, "tflops_per_gpu", json_real(r->tflops_per_gpu));
-	json_t *busy = json_object();
-	for (int res = 0; res < ZB_RES_COUNT; res++)
-		json_object_set_new(busy, zb_resource_name(res), json_real(r->busy_s[res]));
-	json_object_set_new(j, "busy_s", busy);
-	json_t *steps = json_array();
-	for (int i = 0; i < r->steps_done; i++)
-		json_array_append_new(steps, json_real(r->step_s[i]));
-	json_object_set_new(j, "steps_s", steps);
-	json_object_set_new(j, "device", json_string(r->device));
-	json_object_set_new(j, "cpu_threads", json_integer(r->cpu_threads));
-	json_object_set_new(j, "adam_isa", json_string(r->adam_isa ? r->adam_isa : ""));
-	json_object_set_new(j, "interrupted", json_boolean(r->interrupted));
-	return j;
-}
-
-static json_t *trace_json(const zb_trace *t, const zb_spans *spans)
-{
-	zb_trace_summary s;
-	zb_trace_summarize(t, &s);
-	json_t *j = json_object();
-	json_object_set_new(j, "kernels", json_integer((json_int_t)s.kernels));
-	json_object_set_new(j, "kernel_launches", json_integer((json_int_t)t->launches));
-	json_object_set_new(j, "memcpys", json_integer((json_int_t)s.memcpys));
-	json_object_set_new(j, "memsets", json_integer((json_int_t)s.memsets));
-	json_object_set_new(j, "api_calls", json_integer((json_int_t)s.apis));
-	json_object_set_new(j, "syncs", json_integer((json_int_t)s.syncs));
-	json_object_set_new(j, "cpu_spans", json_integer((json_int_t)zb_spans_total(spans)));
-	json_object_set_new(j, "h2d_bytes", json_real(s.h2d_bytes));
-	json_object_set_new(j, "d2h_bytes", json_real(s.d2h_bytes));
-	json_object_set_new(j, "tasks_with_gpu_records", json_integer((json_int_t)s.tasks_seen));
-	json_object_set_new(j, "mapped_by_tag", json_integer((json_int_t)t->mapped_tag));
-	json_object_set_new(j, "mapped_by_time", json_integer((json_int_t)t->mapped_time));
-	json_object_set_new(j, "unmapped", json_integer((json_int_t)t->unmapped));
-	json_object_set_new(j, "dropped", json_integer((json_int_t)t->dropped));
-	json_object_set_new(j, "clock", json_string(t->clock_method));
-	return j;
 }
 
 /* One summary line of the trace and where it went. */
@@ -304,7 +260,7 @@ static json_t *ranks_json(const run *x)
 {
 	json_t *a = json_array();
 	for (int i = 0; i < x->nranks; i++) {
-		json_t *j = measured_json(&x->rr[i]);
+		json_t *j = zb_run_measured_json(&x->rr[i]);
 		json_object_set_new(j, "rank", json_integer(i));
 		json_object_set_new(j, "slowest", json_boolean(i == x->slowest));
 		char hex[24];
@@ -328,7 +284,7 @@ static void print_ranks(const run *x)
 static void report_json(const run *x)
 {
 	const zb_exec_result *r = &x->r;
-	json_t *j = zb_run_json(&x->c, &x->p, x->predicted_step, r, measured_json(r), x->warmup);
+	json_t *j = zb_run_json(&x->c, &x->p, x->predicted_step, r, zb_run_measured_json(r), x->warmup);
 	zb_sources_json(j, &x->c, &x->src);
 	json_object_set_new(j, "config_id", json_integer(x->config_id));
 	double drift = zb_step_drift(r->step_s, r->steps_done, x->warmup);
@@ -339,7 +295,7 @@ static void report_json(const run *x)
 		json_object_set_new(j, "param16_mismatches", json_integer(r->param16_mismatches));
 	}
 	if (x->tr)
-		json_object_set_new(j, "trace", trace_json(x->tr, x->spans));
+		json_object_set_new(j, "trace", zb_run_trace_json(x->tr, x->spans));
 	if (x->nranks > 1)
 		json_object_set_new(j, "ranks", ranks_json(x));
 	zb_json_print(stdout, j);

@@ -83,6 +83,14 @@ zb_status zb_limits_model(const zb_model *m, zb_error *err)
 	MAX_CHECK(m->vocab, ZB_MAX_VOCAB, "vocab");
 	MAX_CHECK(m->max_seq, ZB_MAX_POSITIONS, "max_seq");
 	MAX_CHECK(m->embed_proj, ZB_MAX_HIDDEN, "embed_proj");
+	MAX_CHECK(m->head_dim, ZB_MAX_HIDDEN, "head_dim");
+	MAX_CHECK(m->experts, ZB_MAX_EXPERTS, "experts");
+	MAX_CHECK(m->shared_ffn, ZB_MAX_FFN, "shared_ffn");
+	double experts = (double)m->layers * m->experts * 3.0 * m->hidden * m->ffn;
+	if (experts > ZB_MAX_EXPERT_PARAMS)
+		return zb_fail(err, ZB_E_INPUT, "experts %d x layers %d x 3 x hidden %d x ffn %d = %.3g parameters "
+			       "exceeds the limit %.0e", m->experts, m->layers, m->hidden, m->ffn, experts,
+			       ZB_MAX_EXPERT_PARAMS);
 	return ZB_OK;
 }
 

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "inputs/dsconfig.h"
-#include "inputs/dsprofile.h"
+#include "core/dsprofile.h"
 #include "schedules/ds_eltwise.h"
 #include "core/model.h"
 
@@ -224,18 +224,18 @@ static void attention(dsb *b, ctx x, int unit, int backward)
 static void block(dsb *b, ctx x, int unit, int backward)
 {
 	const zb_model *m = b->m;
-	int64_t h = m->hidden, kv = zb_model_kv_dim(m), f = m->ffn;
-	int64_t up = (m->gated_mlp ? 2 : 1) * f;
+	int64_t h = m->hidden, q = zb_model_q_dim(m), kv = zb_model_kv_dim(m), f = zb_model_mlp_width(m);
+	int64_t up = zb_model_fc1_out(m); /* with experts: the routed ones and the router (model.h) */
 	double k = backward ? 1.5 : 1.0; /* elementwise backward reads one more tensor */
 	double T = (double)b->tokens;
 	/* eager PyTorch's elementwise kernels by model family (ds_eltwise.h); the
 	 * rotary and layout copies ride on the norm and residual tasks around them */
 	kernel(b, x, ZB_OP_NORM1, unit, T * zb_ds_norm_bytes(m, backward));
-	linear(b, x, ZB_OP_QKV, unit, h + 2 * kv, h);
+	linear(b, x, ZB_OP_QKV, unit, q + 2 * kv, h);
 	if (zb_ds_rotary_bytes(m, backward) > 0)
 		kernel(b, x, ZB_OP_ACT, unit, T * zb_ds_rotary_bytes(m, backward));
 	attention(b, x, unit, backward);
-	linear(b, x, ZB_OP_PROJ, unit, h, h);
+	linear(b, x, ZB_OP_PROJ, unit, h, q);
 	kernel(b, x, ZB_OP_RESID, unit, k * 3 * act(b, h) + T * zb_ds_layout_bytes(m, backward));
 	kernel(b, x, ZB_OP_NORM2, unit, T * zb_ds_norm_bytes(m, backward));
 	linear(b, x, ZB_OP_FC1, unit, up, h);
@@ -808,9 +808,9 @@ zb_status zb_ds_graph_build(zb_graph *g, const zb_config *c, zb_error *err)
 static double block_saved(const zb_config *c, const zb_ds_profile *f)
 {
 	const zb_model *m = &c->model;
-	double h = m->hidden, kv = (double)zb_model_kv_dim(m), fi = m->ffn;
+	double h = m->hidden, q = (double)zb_model_q_dim(m), kv = (double)zb_model_kv_dim(m), fi = (double)zb_model_mlp_width(m);
 	double T = (double)c->policy.micro_batch * c->policy.seq, s = c->policy.seq;
-	double w = 4 * h + (h + 2 * kv) + 2 * h + h + (m->gated_mlp ? 3 : 2) * fi;
+	double w = 4 * h + (q + 2 * kv) + 2 * q + h + (m->gated_mlp ? 3 : 2) * fi;
 	double bytes = 2.0 * T * w + T * zb_ds_extra_saved_bytes(m);
 	if (!f->flash)
 		bytes += 2.0 * 2.0 * c->policy.micro_batch * (double)m->heads * s * s;
@@ -852,8 +852,10 @@ void zb_ds_memory_estimate(const zb_config *c, zb_memory *out)
 	o.gpu_activations = p->ckpt == ZB_CKPT_NONE ? L * layer
 			    : p->ckpt == ZB_CKPT_GPU ? L * ckpt_in + layer : 2 * ckpt_in + layer;
 	o.host_activations = p->ckpt == ZB_CKPT_CPU ? L * ckpt_in : 0;
-	/* logits in bf16, their fp32 upcast and its gradient: what cross-entropy holds */
-	o.gpu_workspace = T * m->vocab * (2.0 + 4.0 + 4.0) + 2.0 * T * m->hidden * 2;
+	/* logits in bf16, their fp32 upcast and its gradient: what cross-entropy holds
+	 * (a Hugging Face model: its own loss's tensors, memory.h) */
+	o.gpu_workspace = (m->loss ? zb_memory_hf_loss_bytes(m, T) : T * m->vocab * (2.0 + 4.0 + 4.0)) +
+			  2.0 * T * m->hidden * 2;
 
 	/* Host: pinned fp32 master, m, v and gradient of the CPU share (16 B:
 	 * stage_1_and_2.py single_partition_of_fp32_groups and its .grad, Adam's

@@ -35,7 +35,7 @@
 #include <string.h>
 
 #include "core/limits.h"
-#include "sim/attention.h"
+#include "core/attention.h"
 
 /* ---- growing arrays ---------------------------------------------------- */
 
@@ -143,7 +143,7 @@ static double softmax_bytes(const builder *b, double scores, int bwd)
  * and up halves (2 f) in, f out; backward reads both halves and dout, writes both halves */
 static double act_kernel_bytes(const builder *b, int bwd)
 {
-	int64_t f = b->m->ffn;
+	int64_t f = zb_model_mlp_width(b->m);
 	if (b->m->gated_mlp)
 		return act_bytes(b, (bwd ? 5 : 3) * f);
 	return act_bytes(b, (bwd ? 3 : 2) * f);
@@ -176,11 +176,11 @@ static double grad_acc_bytes(const builder *b, double n, int last)
 static void block_forward(builder *b, ctx x, int unit)
 {
 	const zb_model *m = b->m;
-	int64_t h = m->hidden, kv = zb_model_kv_dim(m), f = m->ffn, s = b->p->seq;
+	int64_t h = m->hidden, q = zb_model_q_dim(m), kv = zb_model_kv_dim(m), f = zb_model_mlp_width(m), s = b->p->seq;
 	int64_t bh = (int64_t)b->p->micro_batch * m->heads, d = zb_model_head_dim(m);
 	double scores = (double)bh * s * s * b->grad_bytes;
 	kernel(b, x, ZB_OP_NORM1, unit, norm_bytes(b, 0));
-	linear(b, x, ZB_OP_QKV, unit, h + 2 * kv, h);
+	linear(b, x, ZB_OP_QKV, unit, q + 2 * kv, h);
 	if (b->p->attention == ZB_ATTN_FLASH) {
 		emit(b, zb_flash_task(b->c, x.pass, x.step, x.micro, unit));
 	} else {
@@ -188,10 +188,10 @@ static void block_forward(builder *b, ctx x, int unit)
 		kernel(b, x, ZB_OP_SOFTMAX, unit, softmax_bytes(b, scores, 0));
 		gemm(b, x, ZB_OP_CONTEXT, unit, d, s, s, bh);       /* O = V P per head */
 	}
-	linear(b, x, ZB_OP_PROJ, unit, h, h);
+	linear(b, x, ZB_OP_PROJ, unit, h, q);
 	kernel(b, x, ZB_OP_RESID, unit, resid_bytes(b));
 	kernel(b, x, ZB_OP_NORM2, unit, norm_bytes(b, 0));
-	linear(b, x, ZB_OP_FC1, unit, (m->gated_mlp ? 2 : 1) * f, h);
+	linear(b, x, ZB_OP_FC1, unit, zb_model_fc1_out(m), h); /* with experts: routed, and the router */
 	kernel(b, x, ZB_OP_ACT, unit, act_kernel_bytes(b, 0));
 	linear(b, x, ZB_OP_FC2, unit, h, f);
 	kernel(b, x, ZB_OP_RESID, unit, resid_bytes(b));
@@ -200,17 +200,17 @@ static void block_forward(builder *b, ctx x, int unit)
 static void block_backward(builder *b, ctx x, int unit)
 {
 	const zb_model *m = b->m;
-	int64_t h = m->hidden, kv = zb_model_kv_dim(m), f = m->ffn, s = b->p->seq;
+	int64_t h = m->hidden, q = zb_model_q_dim(m), kv = zb_model_kv_dim(m), f = zb_model_mlp_width(m), s = b->p->seq;
 	int64_t bh = (int64_t)b->p->micro_batch * m->heads, d = zb_model_head_dim(m);
 	double scores = (double)bh * s * s * b->grad_bytes;
 	x.pass = ZB_PASS_BWD_DATA;
 	kernel(b, x, ZB_OP_RESID, unit, resid_bytes(b));
 	linear(b, x, ZB_OP_FC2, unit, h, f);
 	kernel(b, x, ZB_OP_ACT, unit, act_kernel_bytes(b, 1));
-	linear(b, x, ZB_OP_FC1, unit, (m->gated_mlp ? 2 : 1) * f, h);
+	linear(b, x, ZB_OP_FC1, unit, zb_model_fc1_out(m), h); /* with experts: routed, and the router */
 	kernel(b, x, ZB_OP_NORM2, unit, norm_bytes(b, 1));
 	kernel(b, x, ZB_OP_RESID, unit, resid_bytes(b));
-	linear(b, x, ZB_OP_PROJ, unit, h, h);
+	linear(b, x, ZB_OP_PROJ, unit, h, q);
 	if (b->p->attention == ZB_ATTN_FLASH) {
 		emit(b, zb_flash_task(b->c, x.pass, x.step, x.micro, unit));
 	} else {
@@ -220,7 +220,7 @@ static void block_backward(builder *b, ctx x, int unit)
 		gemm(b, x, ZB_OP_SCORES, unit, d, s, s, bh);        /* dQ = K dS */
 		gemm(b, x, ZB_OP_SCORES, unit, d, s, s, bh);        /* dK = Q dS^T */
 	}
-	linear(b, x, ZB_OP_QKV, unit, h + 2 * kv, h);
+	linear(b, x, ZB_OP_QKV, unit, q + 2 * kv, h);
 	kernel(b, x, ZB_OP_NORM1, unit, norm_bytes(b, 1));
 }
 

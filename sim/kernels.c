@@ -1,7 +1,7 @@
 /* kernels.c - the executor profile's task timing; see kernels.h. */
 #include "sim/kernels.h"
 
-#include "sim/attention.h"
+#include "core/attention.h"
 #include "sim/numa.h"
 #include "sim/resources.h"
 

@@ -1,6 +1,6 @@
 /*
  * kernels.h - zbench's own executor's tasks timed by the executor profile
- * (inputs/execprofile.h): per kernel class, a factor on the first-principles model of
+ * (core/execprofile.h): per kernel class, a factor on the first-principles model of
  * resources.h. The simulator uses it for framework zbench; the fit (analysis/kfit.h)
  * uses the same unit-factor times, so a fitted factor means the same in both.
  */

@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-#include "sim/attention.h"
+#include "core/attention.h"
 #include "sim/collective.h"
 #include "sim/hostpass.h"
 #include "sim/kernels.h"

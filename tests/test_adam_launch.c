@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "inputs/execprofile.h"
+#include "core/execprofile.h"
 #include "sim/kernels.h"
 #include "sim/resources.h"
 

@@ -1,12 +1,12 @@
 /*
  * test_fidelity.c - the pieces of issue 12 that need no GPU: the paced copy's chunk
  * and release plan (exec/pacing.h), the flash and eager attention schedules and
- * their simulation (sim/attention.h), and --link-rate capping the simulated link.
+ * their simulation (core/attention.h), and --link-rate capping the simulated link.
  */
 #include "tests/harness.h"
 
 #include "exec/pacing.h"
-#include "sim/attention.h"
+#include "core/attention.h"
 #include "sim/kernels.h"
 #include "sim/engine.h"
 #include "core/graph.h"

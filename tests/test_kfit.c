@@ -1,5 +1,5 @@
 /*
- * test_kfit.c - the executor profile (inputs/execprofile.h, sim/kernels.h) and its fit
+ * test_kfit.c - the executor profile (core/execprofile.h, sim/kernels.h) and its fit
  * from measured tasks (analysis/kfit.h): the file format round trip, errors naming the
  * key, the class factors in task times, the CPU Adam thread curve, and a fit that
  * recovers known factors from a database whose "measured" timelines were simulated
@@ -20,9 +20,9 @@
 #include "inputs/hwfile.h"
 #include "inputs/presets.h"
 #include "results/store.h"
-#include "cli/suite.h"
+#include "validate/suite.h"
 #include "sim/engine.h"
-#include "sim/attention.h"
+#include "core/attention.h"
 #include "sim/kernels.h"
 #include "sim/predict.h"
 #include "sim/resources.h"
