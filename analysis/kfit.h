@@ -58,7 +58,7 @@ typedef struct zb_kfit_set {
 	int skipped;             /* configurations without a usable measurement */
 } zb_kfit_set;
 
-/* The measured configurations of run_id (0: the newest run; < 0: of every run) in db,
+/* The measured configurations of run_id (0: the newest run with measured tasks; < 0: of every run) in db,
  * rebuilt on base. */
 zb_status zb_kfit_load(const char *db, int64_t run_id, int warmup, const zb_hw *base, zb_kfit_set *out,
 		       zb_error *err);

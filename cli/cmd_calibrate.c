@@ -27,7 +27,7 @@ static zb_calibrate_db_opts o;
 
 static const zb_flag db_flags[] = {
 	ZB_STRING("from-db", &o.db, "<db>", "the validate database with measured tasks"),
-	ZB_ID("run", &o.run, "<id>", "its run (default: the newest)"),
+	ZB_ID("run", &o.run, "<id>", "its run (default: the newest with measured tasks)"),
 	ZB_SWITCH("all-runs", &o.all_runs, "every run's measured configurations (e.g. one `zbench run` each)"),
 	ZB_INT("warmup", &o.warmup, 0, 100, "<n>", "warm-up steps the run left out (default 2)"),
 	ZB_STRING("base", &o.base, "<machine|file>", "values not fitted (default h200-machine)"),
@@ -36,7 +36,7 @@ static const zb_flag db_flags[] = {
 	ZB_STRING("eval", &o.eval, "<machine|file>", "evaluate this profile on the run, fit nothing"),
 	ZB_STRING("holdout", &o.holdout, "<rule>", "also fit without the configurations the rule holds out and judge on them: "
 		  "model:NAME, policy:NAME, threads:N, paced, pageable, comma-separated (a bare NAME: model:NAME)"),
-	ZB_STRING("judge-db", &o.judge_db, "<db>", "with --holdout, also judge on this database's configurations (its newest run) the fit never saw"),
+	ZB_STRING("judge-db", &o.judge_db, "<db>", "with --holdout, also judge on this database's configurations (its newest measured run) the fit never saw"),
 	ZB_SWITCH("fit-comm", &o.fit_comm, "fit only comm_gpu and comm_opt over --base (several ranks), with half-out and leave-one-out"),
 	ZB_SWITCH("fit-adam", &o.fit_adam, "fit only CPU Adam's adam_mem over --base (several ranks), with half-out and leave-one-out"),
 	ZB_SWITCH("fit-starved", &o.fit_starved, "fit only starved, the GPU's rate beside Adam on every core, from the steps, with half-out and leave-one-out"),
