@@ -83,14 +83,18 @@ LDLIBS    += $(CUDA_LDLIBS)
 # position-independent (build/gpu/): the same objects go into the shared GPU library
 GPU_OBJ   := $(patsubst %.c,$(BUILD)/gpu/%.o,$(CUDA_C)) $(patsubst %.cu,$(BUILD)/gpu/%.cu.o,$(CU_SRC))
 GPU_SO    := $(BUILD)/lib/libzbench_gpu.so
-HOST_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(PLAIN_C) $(SHIM_C))
+HOST_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(PLAIN_C) $(SHIM_C)) $(BUILD)/gen/h200_executor_json.o
 else
 NOCUDA_OBJ:= $(patsubst %.c,$(BUILD)/%.o,$(NOCUDA_C))
 GPU_OBJ   :=
 GPU_SO    :=
 endif
 
-LIB_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(PLAIN_C)) $(GPU_OBJ) $(NOCUDA_OBJ)
+# The h200 preset's executor profile is hw/h200-machine-executor.json's (inputs/execprofile.c):
+# the file becomes a C string at build time, so the preset and the file cannot differ.
+GEN_C    := $(BUILD)/gen/h200_executor_json.c
+GEN_OBJ  := $(BUILD)/gen/h200_executor_json.o
+LIB_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(PLAIN_C)) $(GPU_OBJ) $(NOCUDA_OBJ) $(GEN_OBJ)
 LIB      := $(BUILD)/libzbench.a
 ZBENCH   := $(BUILD)/zbench
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -153,6 +157,17 @@ $(BUILD)/gpu/%.cu.o: %.cu $(wildcard */*.h) $(wildcard */*.cuh)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    $<")
 	$(Q)$(NVCC) $(NVCCFLAGS) -Xcompiler -fPIC -c $< -o $@
+
+$(GEN_C): hw/h200-machine-executor.json
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  GEN     $@")
+	$(Q){ echo '/* generated from $< by the Makefile: do not edit */'; \
+	  echo 'const char zb_h200_executor_json[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; echo ';'; } > $@.tmp && mv $@.tmp $@
+
+$(GEN_OBJ): $(GEN_C)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@$(if $(Q),echo "  AR      $@")

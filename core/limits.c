@@ -33,6 +33,7 @@ static const hw_range hw_ranges[] = {
 	HWR(gpu, hbm_Bps, 1e3, 1e18),
 	HWR(gpu, gemm_half_dim, 0, 1e6),
 	HWR(gpu, kernel_latency_s, 0, 10),
+	HWR(gpu, l2_bytes, 0, 1e12),
 	HWR(cpu, adam_params_per_core, 1, 1e16),
 	HWR(cpu, dram_Bps, 1e3, 1e18),
 	HWR(cpu, mem_bytes, 1e6, 1e18),

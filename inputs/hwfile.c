@@ -74,6 +74,7 @@ static const field gpu_fields[] = {
 	FLD(zb_gpu, hbm_Bps, F_POS, 1),
 	FLD(zb_gpu, gemm_half_dim, F_NONNEG, 1),
 	FLD(zb_gpu, kernel_latency_s, F_NONNEG, 1),
+	FLD(zb_gpu, l2_bytes, F_NONNEG, 0),
 	FLD(zb_gpu, flash_efficiency, F_NONNEG, 0),
 	FLD(zb_gpu, sms, F_INT_NONNEG, 0),
 	FLD(zb_gpu, builtin_link, F_STR, 0),
