@@ -8,6 +8,8 @@
 #   make SAN=1 test the tests under AddressSanitizer + UBSan (build-san/, no CUDA:
 #                   the simulator, parsers and database are what hostile input reaches)
 #   make fuzz       libFuzzer harnesses (fuzz/, clang) each for FUZZ_SECONDS (default 60)
+#   make check-layers   no include from a lower layer to a higher one (LAYERS below)
+#   make architecture   docs/ARCHITECTURE.md from docs/ARCHITECTURE.in.md and the headers
 #
 # Source conventions, so new files need no Makefile edits:
 #   <module>/*.c          host C11, always built
@@ -53,9 +55,12 @@ CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I. -pthre
            -DZB_VERSION='"$(VERSION)"' $(SANFLAGS)
 LDLIBS  := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lsqlite3 -lm -pthread
 HOST_LDLIBS := $(LDLIBS)
-MODULES := common core inputs config schedules sim analysis exec profiler results plots bench peers cli
+# The layers, lowest first: a file includes its own folder and lower ones only
+# (scripts/check-layers.sh, `make check-layers`). inject/ is built on its own (below).
+LAYERS  := common core inputs config schedules sim profiler inject exec results analysis bench peers report validate plots cli
+MODULES := $(filter-out inject,$(LAYERS))
 ifeq ($(FUZZ),1)
-MODULES := common core inputs config schedules sim analysis cli # what the harnesses reach (options, parsers, model); no executor
+MODULES := common core inputs config schedules sim analysis report cli # what the harnesses reach (options, parsers, model); no executor
 endif
 
 ALL_C   := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
@@ -78,14 +83,18 @@ LDLIBS    += $(CUDA_LDLIBS)
 # position-independent (build/gpu/): the same objects go into the shared GPU library
 GPU_OBJ   := $(patsubst %.c,$(BUILD)/gpu/%.o,$(CUDA_C)) $(patsubst %.cu,$(BUILD)/gpu/%.cu.o,$(CU_SRC))
 GPU_SO    := $(BUILD)/lib/libzbench_gpu.so
-HOST_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(PLAIN_C) $(SHIM_C))
+HOST_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(PLAIN_C) $(SHIM_C)) $(BUILD)/gen/h200_executor_json.o
 else
 NOCUDA_OBJ:= $(patsubst %.c,$(BUILD)/%.o,$(NOCUDA_C))
 GPU_OBJ   :=
 GPU_SO    :=
 endif
 
-LIB_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(PLAIN_C)) $(GPU_OBJ) $(NOCUDA_OBJ)
+# The h200 preset's executor profile is hw/h200-machine-executor.json's (inputs/execprofile.c):
+# the file becomes a C string at build time, so the preset and the file cannot differ.
+GEN_C    := $(BUILD)/gen/h200_executor_json.c
+GEN_OBJ  := $(BUILD)/gen/h200_executor_json.o
+LIB_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(PLAIN_C)) $(GPU_OBJ) $(NOCUDA_OBJ) $(GEN_OBJ)
 LIB      := $(BUILD)/libzbench.a
 ZBENCH   := $(BUILD)/zbench
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -98,7 +107,7 @@ GPU_TEST_BIN :=
 endif
 CMOCKA_SO := $(shell ls /usr/lib/*/libcmocka.so.0 2>/dev/null | head -n 1)
 
-.PHONY: all test test-gpu bench clean cuda-note fuzz fuzz-build
+.PHONY: all test test-gpu bench clean cuda-note fuzz fuzz-build check-layers architecture
 all: cuda-note $(ZBENCH)
 
 # The injection library of `zbench trace` (inject/inject.c): the CUPTI collector
@@ -149,6 +158,17 @@ $(BUILD)/gpu/%.cu.o: %.cu $(wildcard */*.h) $(wildcard */*.cuh)
 	@$(if $(Q),echo "  NVCC    $<")
 	$(Q)$(NVCC) $(NVCCFLAGS) -Xcompiler -fPIC -c $< -o $@
 
+$(GEN_C): hw/h200-machine-executor.json
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  GEN     $@")
+	$(Q){ echo '/* generated from $< by the Makefile: do not edit */'; \
+	  echo 'const char zb_h200_executor_json[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; echo ';'; } > $@.tmp && mv $@.tmp $@
+
+$(GEN_OBJ): $(GEN_C)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
+
 $(LIB): $(LIB_OBJ)
 	@$(if $(Q),echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs $@ $^
@@ -156,7 +176,7 @@ $(LIB): $(LIB_OBJ)
 ifneq ($(NVCC),)
 # zbench: every host object (not the archive: the GPU library calls host functions
 # no command of zbench may reference), exported to the library (--export-dynamic),
-# and the forwarders of exec/gpu_load_shim.c; no CUDA library.
+# and the forwarders of the *_shim.c files (exec/, bench/); no CUDA library.
 $(ZBENCH): $(BUILD)/cli/main.o $(HOST_OBJ)
 	@$(if $(Q),echo "  LD      $@")
 	$(Q)$(CC) $(CFLAGS) $^ -o $@ -Wl,--export-dynamic $(HOST_LDLIBS) -ldl
@@ -229,6 +249,14 @@ fuzz-build: $(FUZZ_BIN)
 fuzz:
 	$(Q)$(MAKE) --no-print-directory FUZZ=1 fuzz-build
 	$(Q)scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# The tree's own checks (no build needed): the layer order, and docs/ARCHITECTURE.md
+# made from the headers (CI runs scripts/architecture.sh --check).
+check-layers:
+	$(Q)scripts/check-layers.sh
+
+architecture:
+	$(Q)scripts/architecture.sh > docs/ARCHITECTURE.md.tmp && mv docs/ARCHITECTURE.md.tmp docs/ARCHITECTURE.md
 
 clean:
 	rm -rf $(BUILD) build-san build-fuzz

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "inputs/dsprofile.h"
+#include "core/dsprofile.h"
 #include "analysis/fit.h"
 #include "sim/predict.h"
 

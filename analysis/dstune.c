@@ -2,8 +2,12 @@
 #include "analysis/dstune.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
 
 #include "inputs/dsconfig.h"
 #include "sim/predict.h"
@@ -161,5 +165,90 @@ zb_status zb_ds_tune(const zb_config *base, zb_ds_candidate **out, int *n, int *
 	*out = l.v;
 	*n = l.n;
 	*tried = l.tried;
+	return ZB_OK;
+}
+
+int zb_ds_tune_keep(zb_ds_candidate *v, int n, const zb_ds_knobs *in, int keep_offload, int keep_stage, int keep_ckpt)
+{
+	int m = 0;
+	for (int i = 0; i < n; i++) {
+		const zb_ds_knobs *k = &v[i].k;
+		if (keep_offload && !(k->offload && k->ratio >= in->ratio - 1e-9))
+			continue;
+		if ((keep_stage && k->stage != in->stage) || (keep_ckpt && k->ckpt != in->ckpt))
+			continue;
+		v[m++] = v[i];
+	}
+	return m;
+}
+
+/* obj[key] as an object, created when absent. */
+static json_t *child(json_t *obj, const char *key)
+{
+	json_t *c = json_object_get(obj, key);
+	if (!json_is_object(c)) {
+		c = json_object();
+		json_object_set_new(obj, key, c);
+	}
+	return c;
+}
+
+/* The input config with the tuned knobs; every other key as it was. */
+static json_t *tuned_json(json_t *root, const zb_ds_knobs *k)
+{
+	json_t *z = child(root, "zero_optimization");
+	json_object_set_new(z, "stage", json_integer(k->stage));
+	if (k->offload) {
+		json_t *oo = child(z, "offload_optimizer");
+		json_object_set_new(oo, "device", json_string("cpu"));
+		json_object_set_new(oo, "pin_memory", json_boolean(k->pin));
+		if (k->ratio_asked < 1)
+			json_object_set_new(oo, "ratio", json_real(k->ratio_asked));
+		else
+			json_object_del(oo, "ratio");
+	} else if (json_object_get(z, "offload_optimizer")) {
+		json_object_set_new(child(z, "offload_optimizer"), "device", json_string("none"));
+	}
+	if (k->oparam) {
+		json_t *op = child(z, "offload_param");
+		json_object_set_new(op, "device", json_string("cpu"));
+		json_object_set_new(op, "pin_memory", json_boolean(k->pin));
+	} else if (json_object_get(z, "offload_param")) {
+		json_object_set_new(child(z, "offload_param"), "device", json_string("none"));
+	}
+	json_object_set_new(z, "overlap_comm", json_boolean(k->overlap));
+	if (k->stage == 3)
+		json_object_set_new(z, "sub_group_size", json_integer((json_int_t)k->sub_group));
+	json_object_set_new(root, "train_micro_batch_size_per_gpu", json_integer(k->micro_batch));
+	json_object_set_new(root, "gradient_accumulation_steps", json_integer(k->gas));
+	json_t *tb = json_object_get(root, "train_batch_size");
+	if (tb && json_is_number(tb))
+		json_object_set_new(root, "train_batch_size", json_integer(k->micro_batch * k->gas));
+	if (k->ckpt == ZB_CKPT_NONE) {
+		json_object_del(root, "activation_checkpointing");
+	} else {
+		json_t *ac = child(root, "activation_checkpointing");
+		json_object_set_new(ac, "cpu_checkpointing", json_boolean(k->ckpt == ZB_CKPT_CPU));
+	}
+	return root;
+}
+
+zb_status zb_ds_tuned_write(const char *in, const char *out, const zb_ds_knobs *k, zb_error *err)
+{
+	json_error_t je;
+	json_t *root = json_load_file(in, 0, &je);
+	if (!root || !json_is_object(root)) {
+		json_decref(root);
+		return zb_fail(err, ZB_E_INPUT, "cannot read %s again: %s", in, je.text);
+	}
+	tuned_json(root, k);
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s.tmp.%d", out, (int)getpid());
+	int bad = json_dump_file(root, tmp, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
+	json_decref(root);
+	if (bad || rename(tmp, out)) {
+		unlink(tmp);
+		return zb_fail(err, ZB_E_INPUT, "cannot write tuned config '%s'", out);
+	}
 	return ZB_OK;
 }

@@ -44,4 +44,13 @@ void zb_ds_knobs_apply(const zb_ds_knobs *k, zb_config *c);
  * malloc'd array (*n entries); *tried gets the number of settings looked at. */
 zb_status zb_ds_tune(const zb_config *base, zb_ds_candidate **out, int *n, int *tried, zb_error *err);
 
+/* Keep, in order, the candidates v[0..n) that keep the input's settings asked for:
+ * the optimizer on the CPU with at least the input's share of it, the ZeRO stage,
+ * the activation checkpointing. Returns how many are left. */
+int zb_ds_tune_keep(zb_ds_candidate *v, int n, const zb_ds_knobs *in, int keep_offload, int keep_stage, int keep_ckpt);
+
+/* The DeepSpeed config `in` with the knobs of k, every other key as it was, written
+ * to out (through a temporary file beside it, then renamed). */
+zb_status zb_ds_tuned_write(const char *in, const char *out, const zb_ds_knobs *k, zb_error *err);
+
 #endif

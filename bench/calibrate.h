@@ -1,6 +1,6 @@
 /*
  * calibrate.h - the GPU measurements of `zbench calibrate` (calibrate_gpu_cuda.c;
- * calibrate_gpu_nocuda.c says "built without CUDA"), handed to cmd_calibrate.c,
+ * calibrate_gpu_nocuda.c says "built without CUDA"), handed to validate/calibrate_hw.c,
  * which measures the CPU itself, fits the model (analysis/fit.h) and writes the profile.
  *
  * What is measured, each with warm-up runs and the median of several timed ones:

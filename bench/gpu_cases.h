@@ -2,7 +2,7 @@
  * gpu_cases.h - the list of GPU benchmark cases, in one place: the CUDA build's
  * table (bench_gpu_cuda.c, which runs them), the table of a build without nvcc
  * (bench_gpu_nocuda.c, which waives them) and the one build/zbench lists without
- * loading the CUDA libraries (exec/gpu_load_shim.c, which forwards to the first).
+ * loading the CUDA libraries (bench/gpu_load_shim.c, which forwards to the first).
  *
  *   X(name, description, waiver of bench_gpu_cuda.c (NULL: runs when a GPU is there),
  *     run function of bench_gpu_cuda.c)

@@ -12,7 +12,7 @@
 #include "common/version.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
-#include "cli/report.h"
+#include "report/report.h"
 
 static const zb_bench_case *const groups[] = { zb_bench_sim_cases, zb_bench_sweep_cases, zb_bench_cpu_cases, zb_bench_gpu_cases,
 						zb_bench_trace_cases };

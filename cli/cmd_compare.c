@@ -3,8 +3,9 @@
  * database: step time, each resource's busy time, how much the flows overlapped,
  * the critical path, per task class (GEMMs, kernels, copies, CPU Adam, GPU Adam),
  * with the error of each (analysis/compare.h does the arithmetic). --json for machines.
+ * compare <run> --predict <options>: a trace of another program against a prediction
+ * (validate/trace_compare.h).
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,13 +13,18 @@
 
 #include <jansson.h>
 
+#include "analysis/compare.h"
 #include "cli/commands.h"
-#include "common/version.h"
 #include "cli/flags.h"
-#include "cli/report.h"
+#include "cli/options.h"
+#include "cli/session.h"
+#include "common/version.h"
+#include "report/compare.h"
+#include "report/report.h"
+#include "results/foreign.h"
 #include "results/store.h"
 #include "results/timeline.h"
-#include "analysis/compare.h"
+#include "validate/trace_compare.h"
 
 static struct compare_opts {
 	int64_t config_id;
@@ -62,161 +68,159 @@ static int parse_id(const char *s, const char *what, int64_t *out)
 	return 0;
 }
 
-static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
+/* ---- compare --predict: a foreign trace against a prediction ------------------------------ */
 
-static json_t *pme(double p, double m, double e)
+static void usage_predict(FILE *f)
 {
-	json_t *o = json_object();
-	json_object_set_new(o, "predicted", num(p));
-	json_object_set_new(o, "measured", num(m));
-	json_object_set_new(o, "error", num(e));
-	return o;
+	fprintf(f, "usage: zbench compare [<run>] [--config <id>] [--step-range <name>] [--no-nvtx]\n"
+		   "                     [--cpu-threshold <cores>] [--json] [--db <path>] --predict <options>\n\n"
+		   "A stored trace of another program (zbench trace, zbench import; <run> default: the newest)\n"
+		   "against zbench's prediction of the configuration given after --predict (predict's options,\n"
+		   "--ds-config and --hf-config included): step time, GPU busy, H2D and D2H busy and bytes,\n"
+		   "CPU optimizer time, with the error of each. Stored as a run of kind 'compare-trace'.\n\n");
+	zb_options_usage(f);
 }
 
-static void shares(const zb_timeline_stats *s, double share[ZB_RES_COUNT + 1])
+/* argv up to "--predict": this command's own; after it: predict's options. */
+static int own_args(int argc, char **argv, int64_t *run, int64_t *cfg, zb_analyze_options *ao, int *json,
+		    const char **db)
 {
-	double tot = s->crit_wait_s;
-	for (int r = 0; r < ZB_RES_COUNT; r++)
-		tot += s->crit_s[r];
-	for (int r = 0; r < ZB_RES_COUNT; r++)
-		share[r] = tot > 0 ? s->crit_s[r] / tot : 0;
-	share[ZB_RES_COUNT] = tot > 0 ? s->crit_wait_s / tot : 0;
-}
-
-static void label_of(const zb_stored_config *i, char *buf, size_t n)
-{
-	char th[24] = "all cores";
-	if (i->cpu_threads > 0)
-		snprintf(th, sizeof th, "%d threads", i->cpu_threads);
-	snprintf(buf, n, "%s on %s: %s ratio %.2f, micro-batch %d, seq %d, gas %d, %s", i->model, i->hw, i->policy,
-		 i->ratio, i->micro_batch, i->seq, i->gas, th);
-}
-
-static json_t *detail_json(const zb_stored_config *info, const zb_comparison *c)
-{
-	char label[256];
-	label_of(info, label, sizeof label);
-	json_t *o = json_object();
-	json_object_set_new(o, "config_id", json_integer(info->config_id));
-	json_object_set_new(o, "run_id", json_integer(info->run_id));
-	json_object_set_new(o, "label", json_string(label));
-	json_object_set_new(o, "device", json_string(info->device));
-	json_object_set_new(o, "warmup", json_integer(c->meas.warm));
-	json_object_set_new(o, "window_steps", json_integer(c->meas.window_steps));
-	json_object_set_new(o, "step_time_s", pme(c->pred.step_time_s, c->meas.step_time_s, c->step_err));
-	json_t *busy = json_object();
-	for (int r = 0; r < ZB_RES_COUNT; r++)
-		json_object_set_new(busy, zb_resource_name(r), pme(c->pred.busy_s[r], c->meas.busy_s[r], c->busy_err[r]));
-	json_object_set_new(o, "busy_s", busy);
-	json_t *cls = json_object();
-	for (int k = 0; k < ZB_CLASS_COUNT; k++) {
-		json_t *e = pme(c->pred.class_s[k], c->meas.class_s[k], c->class_err[k]);
-		json_object_set_new(e, "tasks", json_integer(c->meas.class_n[k]));
-		json_object_set_new(e, "task_mape", num(c->class_task_mape[k]));
-		json_object_set_new(cls, zb_task_class_name(k), e);
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		int more = i + 1 < argc;
+		char *end;
+		if (!strcmp(a, "--json")) {
+			*json = 1;
+		} else if (!strcmp(a, "--no-nvtx")) {
+			ao->no_nvtx = 1;
+		} else if (!strcmp(a, "--db") && more) {
+			*db = argv[++i];
+		} else if (!strcmp(a, "--step-range") && more) {
+			ao->step_range = argv[++i];
+		} else if (!strcmp(a, "--cpu-threshold") && more) {
+			ao->cpu_threshold = strtod(argv[++i], &end);
+			if (*end || !(ao->cpu_threshold > 0)) {
+				fprintf(stderr, "zbench: invalid --cpu-threshold '%s' (expected cores, > 0)\n", argv[i]);
+				return 2;
+			}
+		} else if ((!strcmp(a, "--config") && more) || a[0] != '-') {
+			const char *v = a[0] != '-' ? a : argv[++i];
+			long long x = strtoll(v, &end, 10);
+			if (*end || x < 1) {
+				fprintf(stderr, "zbench: invalid %s '%s' (expected a positive integer)\n",
+					a[0] != '-' ? "run" : "--config", v);
+				return 2;
+			}
+			*(a[0] != '-' ? run : cfg) = x;
+		} else {
+			fprintf(stderr, "zbench: unknown or incomplete option '%s' for compare --predict\n", a);
+			return 2;
+		}
 	}
-	json_object_set_new(o, "classes", cls);
-	json_t *ov = json_object();
-	json_object_set_new(ov, "hidden_frac",
-			    pme(c->pred.hidden_frac, c->meas.hidden_frac, c->hidden_frac_diff));
-	json_object_set_new(ov, "union_s", pme(c->pred.union_s, c->meas.union_s,
-					       zb_rel_err(c->pred.union_s, c->meas.union_s)));
-	json_object_set_new(ov, "overlap_s", pme(c->pred.overlap_s, c->meas.overlap_s,
-						 zb_rel_err(c->pred.overlap_s, c->meas.overlap_s)));
-	json_t *hid = json_object();
-	for (int r = 0; r < ZB_RES_COUNT; r++)
-		json_object_set_new(hid, zb_resource_name(r), pme(c->pred.hidden_s[r], c->meas.hidden_s[r],
-								   zb_rel_err(c->pred.hidden_s[r], c->meas.hidden_s[r])));
-	json_object_set_new(ov, "hidden_s", hid);
-	json_object_set_new(o, "overlap", ov);
-	double sp[ZB_RES_COUNT + 1], sm[ZB_RES_COUNT + 1];
-	shares(&c->pred, sp);
-	shares(&c->meas, sm);
-	json_t *cp = json_object();
-	for (int r = 0; r <= ZB_RES_COUNT; r++) {
-		int wait = r == ZB_RES_COUNT;
-		json_t *e = json_object();
-		json_object_set_new(e, "predicted_s", num(wait ? c->pred.crit_wait_s : c->pred.crit_s[r]));
-		json_object_set_new(e, "measured_s", num(wait ? c->meas.crit_wait_s : c->meas.crit_s[r]));
-		json_object_set_new(e, "predicted_share", num(sp[r]));
-		json_object_set_new(e, "measured_share", num(sm[r]));
-		json_object_set_new(cp, wait ? "wait" : zb_resource_name(r), e);
-	}
-	json_object_set_new(o, "critical_path", cp);
-	return o;
+	return 0;
 }
 
-static void row(FILE *f, const char *what, double p, double m, double e, const char *note)
+static zb_status store_compare(zb_options *o, const zb_config *c, zb_prediction *p, const zb_analysis *a,
+			       json_t *cmp, int argc, char **argv, int64_t *config_id, zb_error *err)
 {
-	char es[16] = "-";
-	if (isfinite(e))
-		snprintf(es, sizeof es, "%+.1f", 100 * e);
-	fprintf(f, "%-22s %12.3f %12.3f %8s  %s\n", what, p * 1e3, m * 1e3, es, note ? note : "");
+	zb_session s;
+	zb_status st = zb_session_open(&s, o, "compare-trace", NULL, argc, argv, err);
+	if (st)
+		return st;
+	st = zb_session_store_prediction(&s, c, &p->graph, p->simulated ? &p->res : NULL, &p->mem, 1, config_id, err);
+	double *step_s = zb_xmalloc((a->nsteps ? a->nsteps : 1) * sizeof *step_s);
+	for (size_t i = 0; i < a->nsteps; i++)
+		step_s[i] = a->steps[i].step_s;
+	if (!st && s.store)
+		st = zb_store_add_steps(s.store, *config_id, "measured", (int)a->nsteps, step_s, err);
+	free(step_s);
+	char *text = json_dumps(cmp, JSON_COMPACT);
+	if (!st && s.store)
+		st = zb_store_add_trace_meta(s.store, *config_id, "ZB_TRACE_COMPARE", text, err);
+	free(text);
+	if (!st)
+		st = zb_session_commit(&s, "ok", err);
+	if (st)
+		zb_session_abort(&s);
+	return st;
 }
 
-static void detail_print(FILE *f, const zb_stored_config *info, const zb_comparison *c)
+/* compare <run> --predict <predict's options> */
+static int compare_trace(int argc, char **argv)
 {
-	char label[256];
-	label_of(info, label, sizeof label);
-	fprintf(f, "# run %lld (%s%s%s), config %lld: %s\n", (long long)info->run_id, info->run_kind,
-		info->device[0] ? ", " : "", info->device, (long long)info->config_id, label);
-	fprintf(f, "# steady state: %d warm-up steps left out, %d step%s in the window; error = (predicted - "
-		   "measured) / measured\n",
-		c->meas.warm, c->meas.window_steps, c->meas.window_steps == 1 ? "" : "s");
-	fprintf(f, "%-22s %12s %12s %8s  %s\n", "", "predicted", "measured", "error", "");
-	fprintf(f, "%-22s %12s %12s %8s  %s\n", "", "ms/step", "ms/step", "%", "");
-	row(f, "step", c->pred.step_time_s, c->meas.step_time_s, c->step_err, NULL);
-	for (int r = 0; r < ZB_RES_COUNT; r++) {
-		char w[40];
-		snprintf(w, sizeof w, "busy %s", zb_resource_name(r));
-		row(f, w, c->pred.busy_s[r], c->meas.busy_s[r], c->busy_err[r], NULL);
+	int k = 1;
+	while (k < argc && strcmp(argv[k], "--predict"))
+		k++;
+	int64_t run = 0, cfg = 0;
+	int json = 0, rc;
+	const char *db = NULL;
+	zb_analyze_options ao = { 0 };
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			usage_predict(stdout);
+			return 0;
+		}
+	if ((rc = own_args(k, argv, &run, &cfg, &ao, &json, &db)))
+		return rc;
+	/* predict's options, as if given to predict */
+	int argc2 = argc - k;
+	char **argv2 = zb_xmalloc((size_t)(argc2 + 1) * sizeof *argv2);
+	argv2[0] = argv[0];
+	for (int i = 1; i < argc2; i++)
+		argv2[i] = argv[k + i];
+	argv2[argc2] = NULL;
+	zb_options o = { 0 };
+	zb_error err = { 0 };
+	int ok = zb_options_parse(argc2, argv2, NULL, usage_predict, &o, &rc);
+	free(argv2);
+	if (!ok)
+		return rc;
+	if (json)
+		o.json = 1;
+	if (!o.db)
+		o.db = db;
+	if (!db)
+		db = o.db ? o.db : ZB_STORE_DEFAULT_PATH;
+	zb_config c;
+	zb_sources src;
+	if (zb_options_single_src(&o, &c, &src, &err))
+		return zb_report_error(&err);
+	zb_analysis a = { 0 };
+	if (zb_trace_compare_measure(db, run, &cfg, &ao, &a, &err))
+		return zb_report_error(&err);
+	zb_prediction p;
+	if (zb_predict(&p, &c, &err)) {
+		zb_analysis_free(&a);
+		return zb_report_error(&err);
 	}
-	for (int k = 0; k < ZB_CLASS_COUNT; k++) {
-		if (!c->meas.class_n[k] && !c->pred.class_n[k])
-			continue;
-		char w[40], note[64] = "";
-		snprintf(w, sizeof w, "class %s", zb_task_class_name(k));
-		if (c->class_tasks[k])
-			snprintf(note, sizeof note, "%lld tasks, per-task MAPE %.1f%%", (long long)c->class_tasks[k],
-				 100 * c->class_task_mape[k]);
-		row(f, w, c->pred.class_s[k], c->meas.class_s[k], c->class_err[k], note);
+	if (!p.simulated) {
+		fprintf(stderr, "zbench: the configuration to compare with does not fit: %s\n", p.mem.reason);
+		zb_prediction_free(&p);
+		zb_analysis_free(&a);
+		return 2;
 	}
-	row(f, "union (any busy)", c->pred.union_s, c->meas.union_s, zb_rel_err(c->pred.union_s, c->meas.union_s),
-	    NULL);
-	row(f, "overlap (saved)", c->pred.overlap_s, c->meas.overlap_s,
-	    zb_rel_err(c->pred.overlap_s, c->meas.overlap_s), "sum of busy - union");
-	fprintf(f, "%-22s %11.1f%% %11.1f%% %+8.1f  %s\n", "hidden under compute", 100 * c->pred.hidden_frac,
-		100 * c->meas.hidden_frac, 100 * c->hidden_frac_diff,
-		"of the non-compute busy time (difference in points)");
-	double sp[ZB_RES_COUNT + 1], sm[ZB_RES_COUNT + 1];
-	shares(&c->pred, sp);
-	shares(&c->meas, sm);
-	fprintf(f, "\ncritical path          %12s %12s %8s\n", "predicted", "measured", "diff");
-	fprintf(f, "%-22s %12s %12s %8s\n", "(to the end of the GPU", "% of path", "% of path", "points");
-	fprintf(f, "%-22s %12s %12s %8s\n", " step, walked back)", "", "", "");
-	for (int r = 0; r <= ZB_RES_COUNT; r++) {
-		if (sp[r] == 0 && sm[r] == 0)
-			continue;
-		fprintf(f, "  %-20s %12.1f %12.1f %+8.1f\n", r == ZB_RES_COUNT ? "wait" : zb_resource_name(r),
-			100 * sp[r], 100 * sm[r], 100 * (sp[r] - sm[r]));
+	json_t *cmp = zb_trace_compare_json(&p, &a, cfg);
+	int64_t config_id = 0;
+	zb_status st = store_compare(&o, &c, &p, &a, cmp, argc, argv, &config_id, &err);
+	if (!st && o.json) {
+		json_object_set_new(cmp, "config_id", json_integer(config_id));
+		zb_json_print(stdout, cmp);
+	} else if (!st) {
+		zb_trace_compare_print(stdout, &c, &p, &a, cfg, config_id);
 	}
-	double worst = 0;
-	const char *worst_what = "step";
-	for (int k = 0; k < ZB_CLASS_COUNT; k++)
-		if (isfinite(c->class_err[k]) && fabs(c->class_err[k]) > fabs(worst))
-			worst = c->class_err[k], worst_what = zb_task_class_name(k);
-	fprintf(f, "# verdict: step time %s by %.1f%%; largest class error %s %+.1f%%\n",
-		c->step_err > 0 ? "overpredicted" : "underpredicted", 100 * fabs(c->step_err), worst_what,
-		100 * worst);
+	json_decref(cmp);
+	zb_prediction_free(&p);
+	zb_analysis_free(&a);
+	return st ? zb_report_error(&err) : 0;
 }
 
-int cmd_compare_trace(int argc, char **argv); /* cmd_compare_trace.c */
+/* ---- compare: a stored run, predicted against measured -------------------------------------- */
 
 int cmd_compare(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) /* a foreign trace against a prediction */
 		if (!strcmp(argv[i], "--predict"))
-			return cmd_compare_trace(argc, argv);
+			return compare_trace(argc, argv);
 	co = (struct compare_opts){ .warmup = -1, .db = ZB_STORE_DEFAULT_PATH };
 	const char *run = NULL;
 	int npos, rc;
@@ -286,11 +290,11 @@ int cmd_compare(int argc, char **argv)
 			st = zb_compare_timelines(&g, ps, pe, ms, me, w, &c, &err);
 		if (!st) {
 			if (json) {
-				json_array_append_new(arr, detail_json(&info, &c));
+				json_array_append_new(arr, zb_comparison_json(&info, &c));
 			} else if (n == 1) {
 				printf("# zbench %s%s%s compare, database %s\n", ZB_VERSION, ZB_GIT_COMMIT[0] ? " " : "",
 				       ZB_GIT_COMMIT, db);
-				detail_print(stdout, &info, &c);
+				zb_comparison_print(stdout, &info, &c);
 			} else {
 				if (!printed_header) {
 					printf("# zbench %s%s%s compare, database %s, run %lld (%s, %s): %d configurations "
@@ -304,7 +308,7 @@ int cmd_compare(int argc, char **argv)
 					printed_header = 1;
 				}
 				char label[256];
-				label_of(&info, label, sizeof label);
+				zb_stored_config_label(&info, label, sizeof label);
 				printf("%8lld %10.2f %10.2f %+8.1f %8.1f %8.1f  %s\n", (long long)info.config_id,
 				       c.pred.step_time_s * 1e3, c.meas.step_time_s * 1e3, 100 * c.step_err,
 				       100 * c.pred.hidden_frac, 100 * c.meas.hidden_frac, label);

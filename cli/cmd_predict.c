@@ -4,7 +4,7 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "cli/report.h"
+#include "report/report.h"
 #include "cli/session.h"
 #include "sim/predict.h"
 

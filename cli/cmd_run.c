@@ -3,6 +3,7 @@
  * simulate the very same graph, and store both timelines so every measured task
  * sits beside its prediction. Options are predict's, plus --steps/--warmup.
  */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,14 +12,15 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "cli/stop.h"
-#include "cli/report.h"
-#include "cli/run_json.h"
+#include "report/report.h"
+#include "report/run_json.h"
 #include "cli/session.h"
+#include "common/stats.h"
 #include "exec/executor.h"
 #include "profiler/spans.h"
 #include "profiler/trace.h"
 #include "results/store_ranks.h"
-#include "sim/attention.h"
+#include "core/attention.h"
 #include "sim/predict.h"
 
 
@@ -27,7 +29,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: zbench run [options] [--warmup <n>] [--check] [--trace] [--quiet] [--json]\n\n"
 		   "Execute the schedule of one configuration on the GPU: cuBLAS GEMMs with the model's\n"
 		   "shapes, pinned PCIe copies, SIMD CPU Adam on pinned threads, GPU Adam. --steps counts\n"
-		   "the measured steps (default 4), --warmup the steps run before them (default 2).\n"
+		   "the measured steps (default 4), --warmup the steps run before them (default: until the\n"
+		   "prediction is steady, at least 2: dpu lets the GPU run two steps ahead of the CPU).\n"
 		   "--check replaces gradients by fixed synthetic ones and verifies the fp32 master\n"
 		   "weights against a double-precision Adam (1e-6 relative). Ctrl-C stops after the\n"
 		   "current step and stores what ran. --trace records the run with CUPTI (kernels,\n"
@@ -38,50 +41,6 @@ static void usage(FILE *f)
 		   "the step time is the slowest rank's, every rank's timeline is stored (table ranks,\n"
 		   "rank_events). Not with --check or --trace.\n\n");
 	zb_options_usage(f);
-}
-
-static json_t *measured_json(const zb_exec_result *r)
-{
-	json_t *j = json_object();
-	json_object_set_new(j, "step_time_s", json_real(r->step_time_s));
-	json_object_set_new(j, "tokens_per_s", json_real(r->tokens_per_s));
-	json_object_set_new(j, "tflops_per_gpu", json_real(r->tflops_per_gpu));
-	json_t *busy = json_object();
-	for (int res = 0; res < ZB_RES_COUNT; res++)
-		json_object_set_new(busy, zb_resource_name(res), json_real(r->busy_s[res]));
-	json_object_set_new(j, "busy_s", busy);
-	json_t *steps = json_array();
-	for (int i = 0; i < r->steps_done; i++)
-		json_array_append_new(steps, json_real(r->step_s[i]));
-	json_object_set_new(j, "steps_s", steps);
-	json_object_set_new(j, "device", json_string(r->device));
-	json_object_set_new(j, "cpu_threads", json_integer(r->cpu_threads));
-	json_object_set_new(j, "adam_isa", json_string(r->adam_isa ? r->adam_isa : ""));
-	json_object_set_new(j, "interrupted", json_boolean(r->interrupted));
-	return j;
-}
-
-static json_t *trace_json(const zb_trace *t, const zb_spans *spans)
-{
-	zb_trace_summary s;
-	zb_trace_summarize(t, &s);
-	json_t *j = json_object();
-	json_object_set_new(j, "kernels", json_integer((json_int_t)s.kernels));
-	json_object_set_new(j, "kernel_launches", json_integer((json_int_t)t->launches));
-	json_object_set_new(j, "memcpys", json_integer((json_int_t)s.memcpys));
-	json_object_set_new(j, "memsets", json_integer((json_int_t)s.memsets));
-	json_object_set_new(j, "api_calls", json_integer((json_int_t)s.apis));
-	json_object_set_new(j, "syncs", json_integer((json_int_t)s.syncs));
-	json_object_set_new(j, "cpu_spans", json_integer((json_int_t)zb_spans_total(spans)));
-	json_object_set_new(j, "h2d_bytes", json_real(s.h2d_bytes));
-	json_object_set_new(j, "d2h_bytes", json_real(s.d2h_bytes));
-	json_object_set_new(j, "tasks_with_gpu_records", json_integer((json_int_t)s.tasks_seen));
-	json_object_set_new(j, "mapped_by_tag", json_integer((json_int_t)t->mapped_tag));
-	json_object_set_new(j, "mapped_by_time", json_integer((json_int_t)t->mapped_time));
-	json_object_set_new(j, "unmapped", json_integer((json_int_t)t->unmapped));
-	json_object_set_new(j, "dropped", json_integer((json_int_t)t->dropped));
-	json_object_set_new(j, "clock", json_string(t->clock_method));
-	return j;
 }
 
 /* One summary line of the trace and where it went. */
@@ -105,6 +64,7 @@ static void print_trace(const zb_trace *t, const zb_spans *spans, const zb_graph
 typedef struct run {
 	zb_options o;
 	int warmup, check, trace;
+	int settle;              /* the step the prediction is steady from (zb_predict_warmup) */
 	zb_config c;
 	zb_sources src;
 	int measured_steps;
@@ -143,6 +103,12 @@ static zb_status plan(run *x, zb_error *err)
 			       x->c.policy.gpus);
 	if (!x->o.axis[ZB_AX_STEPS])
 		x->c.steps = 4;
+	/* the steady state: warm-up until the prediction settles, unless --warmup says */
+	int w;
+	if ((st = zb_predict_warmup(&x->c, &w, &x->settle, err)))
+		return st;
+	if (x->warmup < 0)
+		x->warmup = w;
 	x->measured_steps = x->c.steps;
 	x->c.steps = x->warmup + x->measured_steps;
 	if (!zb_exec_available(err))
@@ -294,7 +260,7 @@ static json_t *ranks_json(const run *x)
 {
 	json_t *a = json_array();
 	for (int i = 0; i < x->nranks; i++) {
-		json_t *j = measured_json(&x->rr[i]);
+		json_t *j = zb_run_measured_json(&x->rr[i]);
 		json_object_set_new(j, "rank", json_integer(i));
 		json_object_set_new(j, "slowest", json_boolean(i == x->slowest));
 		char hex[24];
@@ -318,15 +284,18 @@ static void print_ranks(const run *x)
 static void report_json(const run *x)
 {
 	const zb_exec_result *r = &x->r;
-	json_t *j = zb_run_json(&x->c, &x->p, x->predicted_step, r, measured_json(r), x->warmup);
+	json_t *j = zb_run_json(&x->c, &x->p, x->predicted_step, r, zb_run_measured_json(r), x->warmup);
 	zb_sources_json(j, &x->c, &x->src);
 	json_object_set_new(j, "config_id", json_integer(x->config_id));
+	double drift = zb_step_drift(r->step_s, r->steps_done, x->warmup);
+	json_object_set_new(j, "steady", json_pack("{s:i, s:i, s:o}", "predicted_settle_step", x->settle, "warmup",
+						   x->warmup, "measured_drift", isnan(drift) ? json_null() : json_real(drift)));
 	if (x->check) {
 		json_object_set_new(j, "master_rel_err", json_real(r->master_rel_err));
 		json_object_set_new(j, "param16_mismatches", json_integer(r->param16_mismatches));
 	}
 	if (x->tr)
-		json_object_set_new(j, "trace", trace_json(x->tr, x->spans));
+		json_object_set_new(j, "trace", zb_run_trace_json(x->tr, x->spans));
 	if (x->nranks > 1)
 		json_object_set_new(j, "ranks", ranks_json(x));
 	zb_json_print(stdout, j);
@@ -341,6 +310,10 @@ static void report_text(const run *x, int failed)
 	zb_sources_print(stdout, &x->c, &x->src, 0);
 	printf("# device %s, %d CPU threads (%s Adam), %d warm-up + %d measured steps%s\n", r->device, r->cpu_threads,
 	       r->adam_isa ? r->adam_isa : "?", x->warmup, x->measured_steps, r->interrupted ? " (interrupted)" : "");
+	double drift = zb_step_drift(r->step_s, r->steps_done, x->warmup);
+	printf("# steady state: the prediction settles at step %d%s; measured steps after %d: second half %+.1f %% on the "
+	       "first%s\n", x->settle, x->warmup + 1 < x->settle ? " (after the warm-up: --warmup is short)" : "",
+	       x->warmup, 100 * drift, isnan(drift) ? " (too few steps to tell)" : fabs(drift) > 0.05 ? ": NOT steady" : "");
 	if (x->nranks > 1)
 		print_ranks(x);
 	printf("# attention %s", zb_attention_name(x->c.policy.attention));
@@ -367,7 +340,7 @@ static void report_text(const run *x, int failed)
 int cmd_run(int argc, char **argv)
 {
 	run *x = zb_xcalloc(1, sizeof *x);
-	x->warmup = 2;
+	x->warmup = -1; /* zb_predict_warmup's, unless given */
 	const zb_flag extra[] = {
 		ZB_INT("warmup", &x->warmup, 0, 1000, "<n>", NULL),
 		ZB_SWITCH("check", &x->check, NULL),

@@ -10,7 +10,7 @@
  *
  * Rows stream: each is printed and stored as soon as it is simulated, in one
  * transaction committed at the end (or at Ctrl-C, with the run marked
- * 'interrupted'), so memory stays flat for millions of rows; see sweep_run.h for
+ * 'interrupted'), so memory stays flat for millions of rows; see sim/sweep.h for
  * the order, the threads and the shards.
  */
 #include <getopt.h>
@@ -21,14 +21,13 @@
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "cli/report.h"
-#include "cli/report_ranks.h"
+#include "report/report.h"
+#include "report/ranks.h"
 #include "cli/session.h"
-#include "cli/sweep_run.h"
 #include "plots/plot.h"
 #include "schedules/deepspeed.h"
-#include "schedules/framework.h"
 #include "sim/predict.h"
+#include "sim/sweep.h"
 
 #define GiB (1024.0 * 1024.0 * 1024.0)
 
@@ -185,6 +184,16 @@ static zb_status emit_row(void *ctx, const zb_sweep_row *row, zb_error *err)
 	return ZB_OK;
 }
 
+/* --json: the row's prediction, formatted on the sweep's threads */
+static char *pred_json(const zb_sweep_row *row)
+{
+	json_t *j = zb_prediction_json(&row->cfg, row->simulated ? &row->head : NULL, row->simulated ? &row->res : NULL,
+				       &row->mem);
+	char *text = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
+	json_decref(j);
+	return text;
+}
+
 static volatile sig_atomic_t interrupted;
 static void on_sigint(int sig) { interrupted = 1; }
 
@@ -268,8 +277,8 @@ static int run_rows(const zb_options *o, const zb_sweep_grid *g, const sweep_fla
 		k.unstored = 1;
 		k.store_err = *begin_err;
 	}
-	zb_sweep_opts so = { .jobs = f->jobs, .config_json = s->store != NULL, .pred_json = o->json,
-			     .timeline = o->timeline && s->store != NULL, .progress = 1 };
+	zb_sweep_opts so = { .jobs = f->jobs, .config_json = s->store != NULL, .pred_json = o->json ? pred_json : NULL,
+			     .timeline = o->timeline && s->store != NULL, .progress = stderr };
 	struct sigaction sa = { .sa_handler = on_sigint }, old;
 	sigemptyset(&sa.sa_mask);
 	interrupted = 0;
@@ -327,7 +336,9 @@ int cmd_sweep(int argc, char **argv)
 	}
 
 	zb_sweep_grid g;
-	if (zb_sweep_grid_init(&g, &o, f.shard_k, f.shard_n, f.yes, &err))
+	zb_config_inputs in;
+	zb_options_inputs(&o, &in);
+	if (zb_sweep_grid_init(&g, &in, f.shard_k, f.shard_n, f.yes, &err))
 		return zb_report_error(&err);
 	/* check every configuration first: a bad value fails the sweep before
 	 * anything is printed or stored */

@@ -3,16 +3,13 @@
  * machine, by DeepSpeed's schedule (sim/dstune.h), and the tuned config written as
  * DeepSpeed JSON with every other key of the input kept.
  */
-#include <getopt.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/commands.h"
 #include "cli/options.h"
-#include "cli/report.h"
+#include "report/report.h"
 #include "analysis/dstune.h"
 #include "sim/predict.h"
 
@@ -59,93 +56,6 @@ static void print_knobs(const char *rank, const zb_ds_candidate *d, double ref_s
 	       k->stage, k->offload ? "cpu" : "none", k->offload ? k->ratio : 0.0, (double)k->sub_group,
 	       k->overlap ? "true" : "false", k->pin ? "yes" : "no", k->oparam ? "cpu" : "none",
 	       zb_ckpt_name((zb_ckpt)k->ckpt), k->micro_batch, k->gas);
-}
-
-/* obj[key] as an object, created when absent. */
-static json_t *child(json_t *obj, const char *key)
-{
-	json_t *c = json_object_get(obj, key);
-	if (!json_is_object(c)) {
-		c = json_object();
-		json_object_set_new(obj, key, c);
-	}
-	return c;
-}
-
-/* The input config with the tuned knobs; every other key as it was. */
-static json_t *tuned_json(json_t *root, const zb_ds_knobs *k)
-{
-	json_t *z = child(root, "zero_optimization");
-	json_object_set_new(z, "stage", json_integer(k->stage));
-	if (k->offload) {
-		json_t *oo = child(z, "offload_optimizer");
-		json_object_set_new(oo, "device", json_string("cpu"));
-		json_object_set_new(oo, "pin_memory", json_boolean(k->pin));
-		if (k->ratio_asked < 1)
-			json_object_set_new(oo, "ratio", json_real(k->ratio_asked));
-		else
-			json_object_del(oo, "ratio");
-	} else if (json_object_get(z, "offload_optimizer")) {
-		json_object_set_new(child(z, "offload_optimizer"), "device", json_string("none"));
-	}
-	if (k->oparam) {
-		json_t *op = child(z, "offload_param");
-		json_object_set_new(op, "device", json_string("cpu"));
-		json_object_set_new(op, "pin_memory", json_boolean(k->pin));
-	} else if (json_object_get(z, "offload_param")) {
-		json_object_set_new(child(z, "offload_param"), "device", json_string("none"));
-	}
-	json_object_set_new(z, "overlap_comm", json_boolean(k->overlap));
-	if (k->stage == 3)
-		json_object_set_new(z, "sub_group_size", json_integer((json_int_t)k->sub_group));
-	json_object_set_new(root, "train_micro_batch_size_per_gpu", json_integer(k->micro_batch));
-	json_object_set_new(root, "gradient_accumulation_steps", json_integer(k->gas));
-	json_t *tb = json_object_get(root, "train_batch_size");
-	if (tb && json_is_number(tb))
-		json_object_set_new(root, "train_batch_size", json_integer(k->micro_batch * k->gas));
-	if (k->ckpt == ZB_CKPT_NONE) {
-		json_object_del(root, "activation_checkpointing");
-	} else {
-		json_t *ac = child(root, "activation_checkpointing");
-		json_object_set_new(ac, "cpu_checkpointing", json_boolean(k->ckpt == ZB_CKPT_CPU));
-	}
-	return root;
-}
-
-static zb_status write_tuned(const char *in, const char *out, const zb_ds_knobs *k, zb_error *err)
-{
-	json_error_t je;
-	json_t *root = json_load_file(in, 0, &je);
-	if (!root || !json_is_object(root)) {
-		json_decref(root);
-		return zb_fail(err, ZB_E_INPUT, "cannot read %s again: %s", in, je.text);
-	}
-	tuned_json(root, k);
-	char tmp[4096];
-	snprintf(tmp, sizeof tmp, "%s.tmp.%d", out, (int)getpid());
-	int bad = json_dump_file(root, tmp, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
-	json_decref(root);
-	if (bad || rename(tmp, out)) {
-		unlink(tmp);
-		return zb_fail(err, ZB_E_INPUT, "cannot write tuned config '%s'", out);
-	}
-	return ZB_OK;
-}
-
-/* Keep, in order, the candidates the --keep-* flags allow (offload: at least the
- * input's CPU share of the optimizer); returns how many are left. */
-static int keep(zb_ds_candidate *v, int n, const zb_ds_knobs *in, const tune_flags *t)
-{
-	int m = 0;
-	for (int i = 0; i < n; i++) {
-		const zb_ds_knobs *k = &v[i].k;
-		if (t->keep_offload && !(k->offload && k->ratio >= in->ratio - 1e-9))
-			continue;
-		if ((t->keep_stage && k->stage != in->stage) || (t->keep_ckpt && k->ckpt != in->ckpt))
-			continue;
-		v[m++] = v[i];
-	}
-	return m;
 }
 
 int cmd_tune(int argc, char **argv)
@@ -199,7 +109,7 @@ int cmd_tune(int argc, char **argv)
 			return 2;
 		}
 	}
-	n = keep(v, n, &in.k, &tf);
+	n = zb_ds_tune_keep(v, n, &in.k, tf.keep_offload, tf.keep_stage, tf.keep_ckpt);
 	char label[512];
 	zb_config_label(&c, label, sizeof label);
 	printf("# zbench tune: %s\n", label);
@@ -221,7 +131,7 @@ int cmd_tune(int argc, char **argv)
 		fprintf(stderr, "zbench: no DeepSpeed setting of this model fits this machine\n");
 		rc = 1;
 	} else if (tf.out) {
-		if (write_tuned(o.ds.path, tf.out, &v[0].k, &err)) {
+		if (zb_ds_tuned_write(o.ds.path, tf.out, &v[0].k, &err)) {
 			rc = zb_report_error(&err);
 		} else {
 			printf("# wrote %s: rank 1", tf.out);

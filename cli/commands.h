@@ -16,7 +16,7 @@ int cmd_export(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
-int cmd_validate_deepspeed(int argc, char **argv); /* validate --deepspeed (cmd_validate_ds.c) */
+int cmd_validate_deepspeed(int argc, char **argv); /* validate --deepspeed (cmd_validate.c) */
 int cmd_baseline(int argc, char **argv);
 int cmd_regress(int argc, char **argv);
 int cmd_plot(int argc, char **argv);

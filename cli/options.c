@@ -1,6 +1,8 @@
 /* options.c - configuration options shared by predict, sweep and run; see options.h. */
 #include "cli/options.h"
 
+#include "report/report.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,9 +28,7 @@ static zb_status load_ds(void *dest, const char *arg, zb_error *err)
 	if (st)
 		return st;
 	o->have_ds = 1;
-	if (o->ds.nignored)
-		fprintf(stderr, "zbench: warning: %s: %d key%s not modelled, ignored: %s\n", arg, o->ds.nignored,
-			o->ds.nignored == 1 ? "" : "s", o->ds.ignored);
+	zb_ds_ignored_print(stderr, &o->ds);
 	return ZB_OK;
 }
 
@@ -110,17 +110,23 @@ zb_status zb_options_config(const char *const v[ZB_AX_COUNT], const zb_options *
 	return zb_options_config_src(v, o, c, NULL, err);
 }
 
+void zb_options_inputs(const zb_options *o, zb_config_inputs *in)
+{
+	memset(in, 0, sizeof *in);
+	memcpy(in->value, o->axis, sizeof in->value);
+	in->offload_param = o->offload_param;
+	in->pageable = o->pageable;
+	in->ds = o->have_ds ? &o->ds : NULL;
+	in->hf = o->have_hf ? &o->hf : NULL;
+}
+
 zb_status zb_options_config_src(const char *const v[ZB_AX_COUNT], const zb_options *o, zb_config *c,
 				zb_sources *src, zb_error *err)
 {
 	zb_config_inputs in = { 0 };
+	if (o)
+		zb_options_inputs(o, &in);
 	memcpy(in.value, v, sizeof in.value);
-	if (o) {
-		in.offload_param = o->offload_param;
-		in.pageable = o->pageable;
-		in.ds = o->have_ds ? &o->ds : NULL;
-		in.hf = o->have_hf ? &o->hf : NULL;
-	}
 	return zb_config_resolve(&in, c, src, err);
 }
 
@@ -131,16 +137,10 @@ zb_status zb_options_single(const zb_options *o, zb_config *out, zb_error *err)
 
 zb_status zb_options_single_src(const zb_options *o, zb_config *out, zb_sources *src, zb_error *err)
 {
-	for (int a = 0; a < ZB_AX_COUNT; a++) {
-		const char *s = o->axis[a];
-		if (!s)
-			continue;
-		if (strchr(s, ',') || (zb_axis_kind_of(a) != ZB_AXK_NAME && strchr(s, ':')))
-			return zb_fail(err, ZB_E_INPUT,
-				       "%s takes one value here (got '%s'); lists and ranges are for zbench sweep",
-				       zb_axis_flag(a), s);
-	}
-	return zb_options_config_src(o->axis, o, out, src, err);
+	zb_config_inputs in;
+	zb_options_inputs(o, &in);
+	zb_status st = zb_config_single(&in, err);
+	return st ? st : zb_config_resolve(&in, out, src, err);
 }
 
 char *zb_command_line(int argc, char **argv)

@@ -54,6 +54,10 @@ zb_status zb_options_load_ds(zb_options *o, const char *path, zb_error *err);
 /* The usage lines of the common options. */
 void zb_options_usage(FILE *f);
 
+/* The inputs of zb_config_resolve (config/resolve.h) as o holds them: every axis
+ * as given (a list or range for a sweep), the files and switches; in points into o. */
+void zb_options_inputs(const zb_options *o, zb_config_inputs *in);
+
 /* Build one configuration from one value per axis (NULL: default) and the files
  * and switches in o, through zb_config_resolve (config/resolve.h). src (may be
  * NULL) gets where each setting came from. */

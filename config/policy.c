@@ -9,11 +9,9 @@
 
 #include <stdio.h>
 
+#include "core/attention.h"
 #include "core/limits.h"
 #include "core/model.h"
-#include "schedules/deepspeed.h"
-#include "sim/attention.h"
-#include "schedules/framework.h"
 
 /* The settings a policy flag sets directly, for marking. */
 static const struct {
@@ -233,8 +231,8 @@ static zb_status framework(const zb_config_inputs *in, zb_config *c, zb_sources 
 	if (c->framework == ZB_FW_DEEPSPEED && !s->twinflow && c->policy.kind != ZB_POLICY_NONE &&
 	    c->policy.ratio > 0 && c->policy.ratio < 1) {
 		double asked = c->policy.ratio;
-		zb_config probe = *c;
-		zb_ds_twinflow_split(&c->model, zb_ds_sub_group(&probe), asked, &s->split);
+		int64_t sub_group = c->policy.sub_group_size > 0 ? c->policy.sub_group_size : ZB_DS_SUB_GROUP_DEFAULT;
+		zb_ds_twinflow_split(&c->model, sub_group, asked, &s->split);
 		s->twinflow = 1;
 		s->ratio_asked = asked;
 		c->policy.ratio = s->split.ratio;

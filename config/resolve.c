@@ -24,10 +24,23 @@ zb_status zb_config_resolve(const zb_config_inputs *in, zb_config *c, zb_sources
 	if ((st = zb_resolve_hardware(in, c, s, err)) || (st = zb_resolve_model(in, c, s, err)) ||
 	    (st = zb_resolve_policy(in, c, s, err)))
 		return st;
-	/* rotary models have no position table, but a length they were built for */
+	/* rotary models have no position table, but a length they were built for (OPT's
+	 * table is 2 rows longer than its positions) */
 	const zb_hf_config *hf = in->hf;
-	if (hf && c->model.max_seq == 0 && hf->max_positions > 0 && c->policy.seq > hf->max_positions)
+	if (hf && c->model.max_seq != hf->max_positions && hf->max_positions > 0 && c->policy.seq > hf->max_positions)
 		return zb_fail(err, ZB_E_INPUT, "seq %d exceeds max_position_embeddings %d of %s", c->policy.seq,
 			       hf->max_positions, hf->path);
 	return zb_config_validate(c, err);
+}
+
+zb_status zb_config_single(const zb_config_inputs *in, zb_error *err)
+{
+	for (int a = 0; a < ZB_AX_COUNT; a++) {
+		const char *s = in->value[a];
+		if (s && (strchr(s, ',') || (zb_axis_kind_of(a) != ZB_AXK_NAME && strchr(s, ':'))))
+			return zb_fail(err, ZB_E_INPUT,
+				       "%s takes one value here (got '%s'); lists and ranges are for zbench sweep",
+				       zb_axis_flag(a), s);
+	}
+	return ZB_OK;
 }

@@ -106,4 +106,8 @@ typedef struct zb_config_inputs {
  * file and the value. */
 zb_status zb_config_resolve(const zb_config_inputs *in, zb_config *out, zb_sources *src, zb_error *err);
 
+/* For a single configuration (predict, run): every axis has one value, no list or
+ * range; else ZB_E_INPUT naming the flag and the value. */
+zb_status zb_config_single(const zb_config_inputs *in, zb_error *err);
+
 #endif

@@ -144,7 +144,24 @@ zb_status zb_model_validate(const zb_model *m, zb_error *err)
 	CHECK_FLAG(m->dropout, "dropout");
 	if (m->modules < 0 || m->modules >= ZB_MODULES_COUNT)
 		return zb_fail(err, ZB_E_INPUT, "modules %d unknown", m->modules);
-	if (m->hidden % m->heads != 0)
+	CHECK_NONNEG(m->head_dim >= 0, "head_dim", "%d", m->head_dim);
+	CHECK_NONNEG(m->experts >= 0, "experts", "%d", m->experts);
+	CHECK_NONNEG(m->shared_ffn >= 0, "shared_ffn", "%d", m->shared_ffn);
+	if (m->linear_bias < 0 || m->linear_bias > (ZB_BIAS_QKV | ZB_BIAS_OUT | ZB_BIAS_MLP))
+		return zb_fail(err, ZB_E_INPUT, "linear_bias %d out of range (bits: 1 qkv, 2 out, 4 mlp)",
+			       m->linear_bias);
+	if (m->norms < 0 || m->norms > ZB_NORM_ALL)
+		return zb_fail(err, ZB_E_INPUT, "norms %d out of range (bits: 1 sandwich, 2 qk, 4 no final)",
+			       m->norms);
+	if (m->loss < 0 || m->loss >= ZB_LOSS_COUNT)
+		return zb_fail(err, ZB_E_INPUT, "loss %d unknown", m->loss);
+	if (m->experts > 0 ? m->experts_active < 1 || m->experts_active > m->experts : m->experts_active != 0)
+		return zb_fail(err, ZB_E_INPUT, "experts_active %d must be in [1, experts %d]%s", m->experts_active,
+			       m->experts, m->experts > 0 ? "" : " (0 without experts)");
+	if (m->shared_ffn > 0 && m->experts == 0)
+		return zb_fail(err, ZB_E_INPUT, "shared_ffn %d needs experts (a shared expert of a mixture)",
+			       m->shared_ffn);
+	if (m->head_dim == 0 && m->hidden % m->heads != 0)
 		return zb_fail(err, ZB_E_INPUT, "heads %d do not divide hidden %d", m->heads,
 			       m->hidden);
 	if (m->heads % m->kv_heads != 0)
@@ -230,6 +247,10 @@ static const char *const dtype_names[ZB_DTYPE_COUNT] = {
 	[ZB_BF16] = "bf16",
 	[ZB_FP16] = "fp16",
 };
+static const char *const framework_names[ZB_FW_COUNT] = {
+	[ZB_FW_ZBENCH] = "zbench",
+	[ZB_FW_DEEPSPEED] = "deepspeed",
+};
 
 const char *zb_policy_name(zb_policy_kind k)
 {
@@ -244,6 +265,11 @@ const char *zb_ckpt_name(zb_ckpt c)
 const char *zb_dtype_name(zb_dtype d)
 {
 	return ((int)d >= 0 && d < ZB_DTYPE_COUNT) ? dtype_names[d] : "unknown";
+}
+
+const char *zb_framework_name(int fw)
+{
+	return fw >= 0 && fw < ZB_FW_COUNT ? framework_names[fw] : "?";
 }
 
 /* Find s in names[0..n); on a miss, the error lists every known name. */
@@ -289,6 +315,11 @@ zb_status zb_dtype_parse(const char *s, zb_dtype *out, zb_error *err)
 	if (st == ZB_OK)
 		*out = (zb_dtype)i;
 	return st;
+}
+
+zb_status zb_framework_parse(const char *s, int *out, zb_error *err)
+{
+	return parse_name(s, framework_names, ZB_FW_COUNT, "framework", out, err);
 }
 
 /* ---- derived figures ------------------------------------------------------- */

@@ -17,8 +17,8 @@ extern "C" {
 #include <stdint.h>
 
 #include "common/error.h"
-#include "inputs/dsprofile.h"
-#include "inputs/execprofile.h"
+#include "core/dsprofile.h"
+#include "core/execprofile.h"
 
 #define ZB_NAME_MAX 64
 
@@ -44,8 +44,11 @@ typedef struct zb_gpu {
 	double kernel_latency_s; /* launch plus tail of one kernel */
 	int sms;                 /* streaming multiprocessors (0: unknown); GEMM output tiles
 	                            run in waves of this many, zb_gemm_waves */
+	double l2_bytes;         /* L2 cache: an operand the task just before wrote is read from
+	                            it when it fits (schedule.c counts HBM bytes; 0: not known,
+	                            every byte from HBM) */
 	double flash_efficiency; /* fused attention's fraction of bf16_flops (0: the estimate
-	                            ZB_FLASH_EFFICIENCY, sim/attention.h) */
+	                            ZB_FLASH_EFFICIENCY, core/attention.h) */
 	char builtin_link[ZB_NAME_MAX]; /* non-empty: this GPU has its own CPU link preset
 	                                   (gh200: "nvlink-c2c"), used unless --pcie is given */
 	zb_exec_profile exec;    /* zbench's executor on this machine (execprofile.h; the
@@ -93,7 +96,29 @@ typedef struct zb_hw {
 
 /* A decoder-only transformer. GPT-2 / OPT blocks: LayerNorm, MHA, biases, GeLU MLP
  * with two matrices. Llama / Mistral: RMSNorm, grouped-query attention (kv_heads <
- * heads), no biases, SwiGLU MLP with three matrices, rotary positions. */
+ * heads), no biases, SwiGLU MLP with three matrices, rotary positions. The fields
+ * after embed_proj are 0 for all of those and describe the Hugging Face families
+ * that differ (inputs/hfconfig.h): a head width of its own, biases on some linears
+ * only, extra norms, a mixture of experts, and how the loss reads the logits. */
+
+/* linear_bias: which linear layers carry biases when bias is 0 (bias 1: all of them
+ * and the norms too). */
+enum { ZB_BIAS_QKV = 1, ZB_BIAS_OUT = 2, ZB_BIAS_MLP = 4 };
+/* norms: where the norms differ from two hidden-wide norms per block and a final norm. */
+enum {
+	ZB_NORM_SANDWICH = 1, /* two more per block, after attention and after the MLP (Gemma-2) */
+	ZB_NORM_QK = 2,       /* one over head_dim on the queries and one on the keys (Qwen3) */
+	ZB_NORM_NO_FINAL = 4, /* no norm before the LM head (OPT-350m, post-norm blocks) */
+	ZB_NORM_ALL = 7
+};
+/* loss: what the loss does with the logits, which decides their memory (memory.h). */
+typedef enum zb_loss {
+	ZB_LOSS_OWN,         /* the framework's own loss kernel (zbench, the own-module harness) */
+	ZB_LOSS_HF,          /* Hugging Face: bf16 logits, .float() upcast, cross_entropy */
+	ZB_LOSS_HF_SOFTCAP,  /* the same after tanh soft-capping of the logits (Gemma-2) */
+	ZB_LOSS_COUNT
+} zb_loss;
+
 typedef struct zb_model {
 	char name[ZB_NAME_MAX];
 	int layers;
@@ -107,6 +132,15 @@ typedef struct zb_model {
 	int bias;                /* linear layers and norms carry biases */
 	int tied_embeddings;     /* LM head shares the token embedding */
 	int embed_proj;          /* OPT-350m style word_embed_proj_dim (0: none) */
+	int head_dim;            /* width of one attention head (0: hidden / heads) */
+	int linear_bias;         /* ZB_BIAS_* bits, with bias 0 (Qwen2: q, k, v) */
+	int norms;               /* ZB_NORM_* bits (0: two per block and a final one) */
+	int experts;             /* mixture of experts: MLPs of width ffn per block, and a
+	                            router (0: one dense MLP) */
+	int experts_active;      /* experts each token is routed to (top-k) */
+	int shared_ffn;          /* a shared expert of this width every token passes, with a
+	                            sigmoid gate (Qwen2-MoE; 0: none) */
+	int loss;                /* zb_loss */
 	int modules;             /* zb_modules: whose nn.Module tree the model is (DeepSpeed's
 	                            ZeRO-3 hooks fire per module: schedules/ds_trace.h) */
 	int dropout;             /* its dropout modules run kernels in training (GPT-2's
@@ -135,7 +169,7 @@ typedef enum zb_policy_kind {
 typedef enum zb_ckpt { ZB_CKPT_NONE, ZB_CKPT_GPU, ZB_CKPT_CPU, ZB_CKPT_COUNT } zb_ckpt;
 typedef enum zb_dtype { ZB_BF16, ZB_FP16, ZB_DTYPE_COUNT } zb_dtype;
 /* Attention: batched GEMMs and a softmax kernel over stored score matrices (eager),
- * or one fused kernel per pass (flash, exec/flash_attn.h); see sim/attention.h. */
+ * or one fused kernel per pass (flash, exec/flash_attn.h); see core/attention.h. */
 typedef enum zb_attention { ZB_ATTN_EAGER, ZB_ATTN_FLASH, ZB_ATTN_COUNT } zb_attention;
 
 typedef struct zb_policy {
@@ -154,7 +188,8 @@ typedef struct zb_policy {
 	int cpu_threads;         /* optimizer threads (0: all cores of the CPU) */
 	/* framework deepspeed only (schedule_deepspeed.h) */
 	int zero_stage;          /* 1, 2 or 3; 0: 3 with offload_param or ratio < 1, else 2 */
-	int64_t sub_group_size;  /* ZeRO-3 sub-group, parameters; 0: DeepSpeed's default 1e9 */
+	int64_t sub_group_size;  /* ZeRO-3 sub-group, parameters; 0: DeepSpeed's default,
+	                            ZB_DS_SUB_GROUP_DEFAULT */
 	/* ZeRO-3's parameter coordinator (schedules/ds_trace.h), in elements; 0: DeepSpeed's
 	 * default, < 0: an explicit 0 */
 	int64_t prefetch_bucket; /* stage3_prefetch_bucket_size (default 5e7) */
@@ -163,14 +198,17 @@ typedef struct zb_policy {
 	int64_t max_reuse;       /* stage3_max_reuse_distance (default 1e9) */
 	zb_attention attention;  /* eager (default of the policy) or flash */
 	double link_rate_Bps;    /* --link-rate: pinned copies paced to this rate (0: native);
-	                            the link's rates are capped to it (sim/attention.h) */
+	                            the link's rates are capped to it (core/attention.h) */
 	int gpus;                /* data-parallel GPUs (ranks) per node, >= 1 */
 	int nodes;               /* nodes, >= 1; ranks = gpus * nodes (core/graph.h) */
 } zb_policy;
 
-/* Whose schedule the task graph describes (framework.h): zbench's own executor or
- * DeepSpeed's ZeRO engine. */
+/* Whose schedule the task graph describes (schedules/framework.h builds it): zbench's
+ * own executor or DeepSpeed's ZeRO engine. */
 typedef enum zb_framework { ZB_FW_ZBENCH, ZB_FW_DEEPSPEED, ZB_FW_COUNT } zb_framework;
+
+/* DeepSpeed's zero_optimization.sub_group_size when a config does not give one. */
+#define ZB_DS_SUB_GROUP_DEFAULT 1000000000
 
 /* Everything one prediction or run needs. */
 typedef struct zb_config {
@@ -197,6 +235,9 @@ const char *zb_dtype_name(zb_dtype d);
 zb_status zb_policy_parse(const char *s, zb_policy_kind *out, zb_error *err);
 zb_status zb_ckpt_parse(const char *s, zb_ckpt *out, zb_error *err);
 zb_status zb_dtype_parse(const char *s, zb_dtype *out, zb_error *err);
+const char *zb_framework_name(int fw); /* "zbench", "deepspeed", "?" */
+/* "deepspeed" -> ZB_FW_DEEPSPEED; unknown: ZB_E_INPUT naming the known ones. */
+zb_status zb_framework_parse(const char *s, int *out, zb_error *err);
 
 /* Threads the CPU optimizer uses under this config. */
 int zb_config_cpu_threads(const zb_config *c);

@@ -33,6 +33,7 @@ static const hw_range hw_ranges[] = {
 	HWR(gpu, hbm_Bps, 1e3, 1e18),
 	HWR(gpu, gemm_half_dim, 0, 1e6),
 	HWR(gpu, kernel_latency_s, 0, 10),
+	HWR(gpu, l2_bytes, 0, 1e12),
 	HWR(cpu, adam_params_per_core, 1, 1e16),
 	HWR(cpu, dram_Bps, 1e3, 1e18),
 	HWR(cpu, mem_bytes, 1e6, 1e18),
@@ -82,6 +83,14 @@ zb_status zb_limits_model(const zb_model *m, zb_error *err)
 	MAX_CHECK(m->vocab, ZB_MAX_VOCAB, "vocab");
 	MAX_CHECK(m->max_seq, ZB_MAX_POSITIONS, "max_seq");
 	MAX_CHECK(m->embed_proj, ZB_MAX_HIDDEN, "embed_proj");
+	MAX_CHECK(m->head_dim, ZB_MAX_HIDDEN, "head_dim");
+	MAX_CHECK(m->experts, ZB_MAX_EXPERTS, "experts");
+	MAX_CHECK(m->shared_ffn, ZB_MAX_FFN, "shared_ffn");
+	double experts = (double)m->layers * m->experts * 3.0 * m->hidden * m->ffn;
+	if (experts > ZB_MAX_EXPERT_PARAMS)
+		return zb_fail(err, ZB_E_INPUT, "experts %d x layers %d x 3 x hidden %d x ffn %d = %.3g parameters "
+			       "exceeds the limit %.0e", m->experts, m->layers, m->hidden, m->ffn, experts,
+			       ZB_MAX_EXPERT_PARAMS);
 	return ZB_OK;
 }
 

@@ -25,6 +25,10 @@
 #define ZB_MAX_FFN 4194304
 #define ZB_MAX_VOCAB 16777216
 #define ZB_MAX_POSITIONS 16777216
+/* Mixture of experts: experts per block, and all experts' parameters together (the
+ * dense limits above keep a model below ~2e17 parameters; so must the experts). */
+#define ZB_MAX_EXPERTS 4096
+#define ZB_MAX_EXPERT_PARAMS 1e17
 /* Policy. micro_batch * seq (tokens of a micro-batch) must also fit a GEMM
  * dimension (int32). */
 #define ZB_MAX_MICRO_BATCH 65536

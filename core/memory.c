@@ -84,6 +84,20 @@
  * its largest intermediate gradients (2 * max(2as^2 b for softmax backward,
  * the MLP's 2sbf, doubled when gated)).
  *
+ * Hugging Face's loss (zb_memory_hf_loss_bytes, for a framework running the user's
+ * transformers model; T = s*b tokens): ForCausalLM's forward returns bf16 logits
+ * (2TV, kept in the output the training loop holds, `outputs = engine(**batch);
+ * engine.backward(outputs.loss)`), and loss/loss_utils.py ForCausalLMLoss does
+ * logits.float() (4TV) and cross_entropy, whose log_softmax output (4TV, fp32) is
+ * saved for backward with the int64 targets (8T); the upcast copy is freed when the
+ * loss returns (forward peak 10TV). The peak is in backward, at log_softmax's
+ * gradient: the saved output, nll_loss's gradient coming in (4TV, fp32) and the one
+ * going out (4TV, fp32), besides the bf16 logits: 14TV + 8T. The cast back to bf16
+ * (2TV) comes after the two fp32 gradients are gone. Gemma-2's tanh soft-capping
+ * (logits / c, tanh, * c before the loss) keeps tanh's output (2TV) until its
+ * backward: 16TV + 8T. A loop that drops the output before backward (Hugging Face's
+ * Trainer keeps only the loss) holds 2TV less; its number is not measured here.
+ *
  * Fits: gpu_bytes <= 0.95 * device memory. The 5% stands for the CUDA context
  * (about 0.5 GiB on Hopper with cuBLAS loaded), the caching allocator's
  * fragmentation and NCCL/cuBLAS handles, none of which zbench counts term by term.
@@ -123,19 +137,29 @@ static double largest_unit(const zb_model *m)
  * et al. sec. 4.1, generalized to GQA and the MLP width (see the file comment). */
 static double layer_bytes(const zb_model *m, double s, double b)
 {
-	double h = m->hidden, a = m->heads, f = m->ffn;
-	double kv = (double)zb_model_kv_dim(m);
+	double h = m->hidden, a = m->heads, f = (double)zb_model_mlp_width(m);
+	double q = (double)zb_model_q_dim(m), kv = (double)zb_model_kv_dim(m);
 	double sb = s * b;
 	double norms = 2 * sb * h + 2 * sb * h;    /* both norms keep their input: 4sbh */
 	double attn = 2 * sb * h                   /* QKV GEMM input */
-		    + 2 * sb * h + 2 * sb * kv     /* Q and K for QK^T (4sbh with MHA) */
+		    + 2 * sb * q + 2 * sb * kv     /* Q and K for QK^T (4sbh with MHA) */
 		    + 2 * a * s * s * b            /* softmax output, also the input of P V */
 		    + 2 * sb * kv                  /* V */
-		    + 2 * sb * h;                  /* output projection input */
+		    + 2 * sb * q;                  /* output projection input */
 	double mlp = 2 * sb * h                    /* FC1 input */
 		   + 2 * sb * f * (m->gated_mlp ? 2 : 1) /* GeLU input (8sbh at f=4h), or gate+up */
 		   + 2 * sb * f;                   /* FC2 input */
 	return norms + attn + mlp;
+}
+
+double zb_memory_hf_loss_bytes(const zb_model *m, double tokens)
+{
+	double T = tokens, V = m->vocab;
+	switch (m->loss) {
+	case ZB_LOSS_HF: return T * V * (2 + 4 + 4 + 4) + 8 * T;
+	case ZB_LOSS_HF_SOFTCAP: return T * V * (2 + 2 + 4 + 4 + 4) + 8 * T;
+	default: return 0;
+	}
 }
 
 static void format_reason(const zb_config *c, zb_memory *o, int gpu_ok, int host_ok)
@@ -218,7 +242,7 @@ void zb_memory_estimate(const zb_config *c, zb_memory *out)
 
 	/* --- workspace --- */
 	double logits = s * b * V * (2 + 4);
-	double a = m->heads, f = m->ffn;
+	double a = m->heads, f = (double)zb_model_mlp_width(m);
 	double inter = maxd(2 * a * s * s * b, 2 * s * b * f * (m->gated_mlp ? 2 : 1));
 	double bwd = 2 * ckpt_in + 2 * inter;
 	o.gpu_workspace = CUBLAS_WORKSPACE_BYTES + logits + bwd;

@@ -33,4 +33,11 @@ typedef struct zb_memory {
 
 void zb_memory_estimate(const zb_config *c, zb_memory *out);
 
+/* Peak bytes of the logits and the loss of one micro-batch of `tokens` tokens as
+ * Hugging Face's causal-LM loss computes them (m->loss ZB_LOSS_HF or
+ * ZB_LOSS_HF_SOFTCAP; memory.c says which tensors), 0 for ZB_LOSS_OWN: a framework
+ * that runs the user's Hugging Face model (DeepSpeed) counts this instead of its own
+ * loss kernel's workspace. */
+double zb_memory_hf_loss_bytes(const zb_model *m, double tokens);
+
 #endif

@@ -31,7 +31,7 @@
 #include "exec/host_pool.h"
 #include "profiler/spans.h"
 #include "profiler/trace.h"
-#include "sim/attention.h"
+#include "core/attention.h"
 #include "sim/engine.h"
 #include "sim/summary.h"
 
@@ -545,6 +545,9 @@ zb_status exec_run_rank(const zb_graph *g, const zb_config *c, const zb_exec_opt
 	const zb_model *m = &c->model;
 	if (m->embed_proj > 0 && m->embed_proj != m->hidden)
 		return zb_fail(err, ZB_E_INPUT, "the executor does not run models with embed_proj (%d)", m->embed_proj);
+	if (m->head_dim || m->linear_bias || m->norms || m->experts) /* its kernels lay out GPT and Llama blocks */
+		return zb_fail(err, ZB_E_INPUT, "the executor does not run %s: a head_dim, biases, norms or experts "
+			       "of its own (predict it, or measure it with validate --deepspeed)", m->name);
 	if (x->flash && !zb_attention_flash_ok(m))
 		return zb_fail(err, ZB_E_INPUT, "--attention flash: head dim %d not supported by the fused kernels",
 			       (int)x->d);

@@ -21,21 +21,21 @@
  * Adding an entry point: a function the host C code calls and a *_cuda.c file
  * defines gets a member here, a line in exec/gpu_entry_cuda.c and a forwarder in
  * exec/gpu_load_shim.c (the zbench link fails with an undefined reference until
- * then). Bump ZB_GPU_ABI when the table changes.
+ * then). Bump ZB_GPU_ABI when the table changes. A layer above exec/ keeps a table
+ * of its own in the same library (bench/gpu_entry.h), found with zb_gpu_symbol, so
+ * this one names nothing above exec/.
  */
 #ifndef ZB_GPU_ENTRY_H
 #define ZB_GPU_ENTRY_H
 
 #include <stdio.h>
 
-#include "bench/calibrate.h"
-#include "bench/cases.h"
 #include "common/error.h"
 #include "exec/executor.h"
 #include "exec/nccl_bench.h"
 #include "profiler/trace.h"
 
-#define ZB_GPU_ABI 2
+#define ZB_GPU_ABI 3
 
 typedef struct zb_gpu_entry {
 	unsigned abi;  /* ZB_GPU_ABI of the library */
@@ -46,14 +46,11 @@ typedef struct zb_gpu_entry {
 	void (*exec_result_free)(zb_exec_result *r);
 	zb_status (*trace_start)(zb_trace *t, zb_error *err);
 	zb_status (*trace_stop)(zb_trace *t, zb_error *err);
-	zb_status (*calibrate_gpu)(zb_calib_plan *plan, zb_calib_gpu *out, FILE *log, zb_error *err);
 	/* several GPUs (exec/ranks_cuda.c, exec/nccl_bench_cuda.c) */
 	zb_status (*execute_ranks)(const zb_graph *g, const zb_config *c, const zb_exec_options *o,
 				   zb_exec_result *r, zb_error *err);
 	int (*nccl_gpus)(void);
 	zb_status (*nccl_calibrate)(int quick, zb_nccl_fabric *out, FILE *log, zb_error *err);
-	/* the GPU benchmark cases, in the order of ZB_BENCH_GPU_CASES (bench/gpu_cases.h) */
-	const zb_bench_case *bench_gpu_cases;
 } zb_gpu_entry;
 
 /* The library's one exported symbol. */
@@ -62,5 +59,9 @@ const zb_gpu_entry *zb_gpu_entry_points(void);
 /* zbench's side (gpu_load_shim.c): the table, loading the library on first call;
  * NULL when it cannot be loaded, with err saying why (ZB_E_NOCUDA). */
 const zb_gpu_entry *zb_gpu_load(zb_error *err);
+
+/* The loaded library's exported symbol `name` (another layer's table), loading the
+ * library first; NULL with err (ZB_E_NOCUDA) when it cannot be loaded or has none. */
+void *zb_gpu_symbol(const char *name, zb_error *err);
 
 #endif

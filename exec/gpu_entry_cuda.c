@@ -9,11 +9,9 @@ static const zb_gpu_entry entry = {
 	.exec_result_free = zb_exec_result_free,
 	.trace_start = zb_trace_start,
 	.trace_stop = zb_trace_stop,
-	.calibrate_gpu = zb_calibrate_gpu,
 	.execute_ranks = zb_execute_ranks,
 	.nccl_gpus = zb_nccl_gpus,
 	.nccl_calibrate = zb_nccl_calibrate,
-	.bench_gpu_cases = zb_bench_gpu_cases,
 };
 
 const zb_gpu_entry *zb_gpu_entry_points(void) { return &entry; }

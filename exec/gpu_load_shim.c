@@ -20,11 +20,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "bench/gpu_cases.h"
 #include "exec/gpu_entry.h"
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static const zb_gpu_entry *table;
+static void *handle; /* the library, for the other layers' tables (zb_gpu_symbol) */
 static zb_error load_err;
 
 /* lib/libzbench_gpu.so beside the executable; "" if /proc/self/exe is unreadable */
@@ -67,6 +67,7 @@ static void load(void)
 		return;
 	}
 	table = t; /* the library stays loaded for the life of the process */
+	handle = h;
 }
 
 const zb_gpu_entry *zb_gpu_load(zb_error *err)
@@ -75,6 +76,16 @@ const zb_gpu_entry *zb_gpu_load(zb_error *err)
 	if (!table && err)
 		*err = load_err;
 	return table;
+}
+
+void *zb_gpu_symbol(const char *name, zb_error *err)
+{
+	if (!zb_gpu_load(err))
+		return NULL;
+	void *p = dlsym(handle, name);
+	if (!p)
+		zb_fail(err, ZB_E_NOCUDA, "the GPU library has no %s: rebuild it", name);
+	return p;
 }
 
 /* Loaded already (a call that needs the library has run): no load here. */
@@ -121,12 +132,6 @@ zb_status zb_trace_stop(zb_trace *t, zb_error *err)
 	return e ? e->trace_stop(t, err) : ZB_OK; /* no library: no session was started */
 }
 
-zb_status zb_calibrate_gpu(zb_calib_plan *plan, zb_calib_gpu *out, FILE *log, zb_error *err)
-{
-	const zb_gpu_entry *t = zb_gpu_load(err);
-	return t ? t->calibrate_gpu(plan, out, log, err) : load_err.status;
-}
-
 zb_status zb_execute_ranks(const zb_graph *g, const zb_config *c, const zb_exec_options *o, zb_exec_result *r,
 			   zb_error *err)
 {
@@ -147,47 +152,3 @@ zb_status zb_nccl_calibrate(int quick, zb_nccl_fabric *out, FILE *log, zb_error 
 	const zb_gpu_entry *t = zb_gpu_load(err);
 	return t ? t->nccl_calibrate(quick, out, log, err) : load_err.status;
 }
-
-/* The GPU benchmark cases: listed without the library (names and descriptions
- * from gpu_cases.h); asking whether one can run, or running it, loads it and
- * hands over to the library's case of the same name (built from the same list). */
-static const zb_bench_case *library_case(const char *name, zb_error *err)
-{
-	const zb_gpu_entry *t = zb_gpu_load(err);
-	if (!t)
-		return NULL;
-	for (const zb_bench_case *c = t->bench_gpu_cases; c->name; c++)
-		if (!strcmp(c->name, name))
-			return c;
-	zb_fail(err, ZB_E_NOCUDA, "the GPU library has no bench case '%s': rebuild it", name);
-	return NULL;
-}
-
-static const char *waived_by_name(const char *name)
-{
-	static zb_error err;
-	const zb_bench_case *c = library_case(name, &err);
-	if (!c)
-		return err.msg;
-	return c->waived ? c->waived() : NULL;
-}
-
-static zb_status run_by_name(const char *name, const zb_bench_args *a, FILE *out, json_t *res, zb_error *err)
-{
-	const zb_bench_case *c = library_case(name, err);
-	return c ? c->run(a, out, res, err) : err->status;
-}
-
-#define FORWARDERS(name, description, waived, run)                                                            \
-	static const char *fwd_waived_##run(void) { return waived_by_name(name); }                     \
-	static zb_status fwd_##run(const zb_bench_args *a, FILE *out, json_t *res, zb_error *err) \
-	{                                                                                               \
-		return run_by_name(name, a, out, res, err);                                             \
-	}
-ZB_BENCH_GPU_CASES(FORWARDERS)
-
-#define CASE(name, description, waived, run) { name, "gpu", description, fwd_waived_##run, fwd_##run },
-const zb_bench_case zb_bench_gpu_cases[] = {
-	ZB_BENCH_GPU_CASES(CASE)
-	{ 0 },
-};

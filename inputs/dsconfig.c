@@ -274,12 +274,43 @@ static void settle(tensor_sink *s, int64_t unit_params, int64_t before)
 	emit(s, unit_params - (s->sum - before));
 }
 
+/* One MLP of inner width w: gate and up (or fc1), down (or fc2), with their biases. */
+static void mlp_tensors(tensor_sink *s, const zb_model *m, int64_t w, int bias)
+{
+	int64_t h = m->hidden;
+	if (m->gated_mlp) {
+		emit(s, h * w), emit(s, bias * w); /* gate */
+		emit(s, h * w), emit(s, bias * w); /* up */
+	} else {
+		emit(s, h * w), emit(s, bias * w); /* fc1 */
+	}
+	emit(s, w * h), emit(s, bias * h);         /* down / fc2 */
+}
+
+/* A mixture of experts as transformers stores it: the router, every expert's
+ * gate+up and down as one 3-D tensor each, the shared expert and its gate. */
+static void moe_tensors(tensor_sink *s, const zb_model *m, int bias)
+{
+	int64_t h = m->hidden, f = m->ffn, E = m->experts;
+	emit(s, E * h);                                   /* router */
+	emit(s, E * (m->gated_mlp ? 2 : 1) * f * h);      /* experts' gate_up_proj */
+	emit(s, E * h * f);                               /* experts' down_proj */
+	if (bias)
+		emit(s, E * ((m->gated_mlp ? 2 : 1) * f + h)); /* their biases */
+	if (m->shared_ffn > 0) {
+		mlp_tensors(s, m, m->shared_ffn, bias);
+		emit(s, h);                               /* shared expert gate */
+	}
+}
+
 void zb_ds_tensors(const zb_model *m, void (*fn)(int64_t size, void *ctx), void *ctx)
 {
 	tensor_sink s = { fn, ctx, 0 };
-	int64_t h = m->hidden, kv = zb_model_kv_dim(m), f = m->ffn, V = m->vocab;
-	int64_t e = m->embed_proj > 0 ? m->embed_proj : h;
+	int64_t h = m->hidden, q = zb_model_q_dim(m), kv = zb_model_kv_dim(m), V = m->vocab;
+	int64_t e = m->embed_proj > 0 ? m->embed_proj : h, d = zb_model_head_dim(m);
 	int b = m->bias;
+	int bqkv = b || (m->linear_bias & ZB_BIAS_QKV), bout = b || (m->linear_bias & ZB_BIAS_OUT);
+	int bmlp = b || (m->linear_bias & ZB_BIAS_MLP);
 
 	int64_t before = s.sum;
 	emit(&s, V * e);
@@ -293,23 +324,25 @@ void zb_ds_tensors(const zb_model *m, void (*fn)(int64_t size, void *ctx), void 
 	for (int l = 1; l <= m->layers; l++) {
 		before = s.sum;
 		emit(&s, h), emit(&s, b * h);           /* input norm */
-		emit(&s, h * h), emit(&s, b * h);       /* q */
-		emit(&s, h * kv), emit(&s, b * kv);     /* k */
-		emit(&s, h * kv), emit(&s, b * kv);     /* v */
-		emit(&s, h * h), emit(&s, b * h);       /* o */
+		emit(&s, h * q), emit(&s, bqkv * q);    /* q */
+		emit(&s, h * kv), emit(&s, bqkv * kv);  /* k */
+		emit(&s, h * kv), emit(&s, bqkv * kv);  /* v */
+		emit(&s, q * h), emit(&s, bout * h);    /* o */
+		if (m->norms & ZB_NORM_QK)
+			emit(&s, d), emit(&s, b * d), emit(&s, d), emit(&s, b * d); /* q and k norms */
 		emit(&s, h), emit(&s, b * h);           /* post-attention norm */
-		if (m->gated_mlp) {
-			emit(&s, h * f), emit(&s, b * f); /* gate */
-			emit(&s, h * f), emit(&s, b * f); /* up */
-		} else {
-			emit(&s, h * f), emit(&s, b * f); /* fc1 */
-		}
-		emit(&s, f * h), emit(&s, b * h);       /* down / fc2 */
+		if (m->norms & ZB_NORM_SANDWICH)
+			emit(&s, h), emit(&s, b * h), emit(&s, h), emit(&s, b * h); /* pre-, post-feedforward */
+		if (m->experts > 0)
+			moe_tensors(&s, m, bmlp);
+		else
+			mlp_tensors(&s, m, m->ffn, bmlp);
 		settle(&s, zb_model_unit_params(m, l), before);
 	}
 
 	before = s.sum;
-	emit(&s, h), emit(&s, b * h); /* final norm */
+	if (!(m->norms & ZB_NORM_NO_FINAL))
+		emit(&s, h), emit(&s, b * h); /* final norm */
 	if (!m->tied_embeddings)
 		emit(&s, V * e);      /* LM head */
 	settle(&s, zb_model_unit_params(m, m->layers + 1), before);

@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "inputs/fabric.h"
-#include "inputs/execprofile.h"
+#include "core/execprofile.h"
 #include "inputs/presets.h"
 
 /* ---- field tables ---------------------------------------------------------- */
@@ -41,6 +41,8 @@ typedef enum fkind {
 	F_INT_POS,    /* int > 0 */
 	F_INT_NONNEG, /* int >= 0 */
 	F_FLAG,       /* int 0/1, written as a JSON boolean */
+	F_INT_OPT,    /* int >= 0, optional, written only when not 0 (so files and stored
+	                 configurations without it read and write as before) */
 	F_STR,        /* char[ZB_NAME_MAX] */
 } fkind;
 
@@ -72,6 +74,7 @@ static const field gpu_fields[] = {
 	FLD(zb_gpu, hbm_Bps, F_POS, 1),
 	FLD(zb_gpu, gemm_half_dim, F_NONNEG, 1),
 	FLD(zb_gpu, kernel_latency_s, F_NONNEG, 1),
+	FLD(zb_gpu, l2_bytes, F_NONNEG, 0),
 	FLD(zb_gpu, flash_efficiency, F_NONNEG, 0),
 	FLD(zb_gpu, sms, F_INT_NONNEG, 0),
 	FLD(zb_gpu, builtin_link, F_STR, 0),
@@ -113,6 +116,13 @@ static const field model_fields[] = {
 	FLD(zb_model, bias, F_FLAG, 1),
 	FLD(zb_model, tied_embeddings, F_FLAG, 1),
 	FLD(zb_model, embed_proj, F_INT_NONNEG, 0),
+	FLD(zb_model, head_dim, F_INT_OPT, 0),
+	FLD(zb_model, linear_bias, F_INT_OPT, 0),
+	FLD(zb_model, norms, F_INT_OPT, 0),
+	FLD(zb_model, experts, F_INT_OPT, 0),
+	FLD(zb_model, experts_active, F_INT_OPT, 0),
+	FLD(zb_model, shared_ffn, F_INT_OPT, 0),
+	FLD(zb_model, loss, F_INT_OPT, 0),
 };
 
 #define NFIELDS(t) ((int)(sizeof(t) / sizeof((t)[0])))
@@ -139,7 +149,8 @@ static const char *kind_want(fkind k)
 	case F_FRAC: return "a number in (0, 1]";
 	case F_NONNEG: return "a non-negative number";
 	case F_INT_POS: return "a positive integer";
-	case F_INT_NONNEG: return "a non-negative integer";
+	case F_INT_NONNEG:
+	case F_INT_OPT: return "a non-negative integer";
 	case F_FLAG: return "true, false, 0 or 1";
 	default: return "a string of at most 63 characters";
 	}
@@ -181,6 +192,7 @@ static zb_status read_field(rd *r, const char *key, const field *f, const json_t
 		return ZB_OK;
 	case F_INT_POS:
 	case F_INT_NONNEG:
+	case F_INT_OPT:
 		if (!json_int_value(v, &i) || (f->kind == F_INT_POS ? i <= 0 : i < 0))
 			return bad_value(r, key, kind_want(f->kind), v);
 		*(int *)p = (int)i;
@@ -533,6 +545,10 @@ static void put_fields(wr *w, json_t *obj, const field *fields, int nf, const vo
 			break;
 		case F_FLAG:
 			json_object_set_new(obj, f->key, json_boolean(*(const int *)p));
+			break;
+		case F_INT_OPT:
+			if (*(const int *)p)
+				json_object_set_new(obj, f->key, json_integer(*(const int *)p));
 			break;
 		case F_STR:
 			/* builtin_link "" means none: leave it out; name is always written. */

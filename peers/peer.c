@@ -27,6 +27,9 @@
 
 zb_status zb_peer_family(const zb_model *m, const char **family, zb_error *err)
 {
+	if (m->head_dim || m->linear_bias || m->norms || m->experts) /* the Hugging Face families' own layouts */
+		return zb_fail(err, ZB_E_INPUT, "model '%s' (head_dim, biases, norms or experts of its own) matches no "
+			       "harness family (gpt, llama)", m->name);
 	if (!m->gated_mlp && m->bias && m->tied_embeddings && m->max_seq > 0 && m->kv_heads == m->heads &&
 	    !m->embed_proj) {
 		*family = "gpt";
@@ -67,33 +70,60 @@ static void push_int(argv_buf *a, const char *flag, long long v)
 	push(a, buf);
 }
 
-zb_status zb_peer_argv(const zb_peer_cmd *cmd, const zb_config *c, char ***argv, zb_error *err)
+/* The model as the harness's own modules: family and shape flags. */
+static zb_status push_own_model(argv_buf *a, const zb_config *c, zb_error *err)
 {
 	const zb_model *m = &c->model;
-	const zb_policy *p = &c->policy;
 	const char *family;
-	*argv = NULL;
 	if (zb_peer_family(m, &family, err))
 		return err->status;
-	if (p->ckpt != ZB_CKPT_NONE)
-		return zb_fail(err, ZB_E_INPUT, "activation checkpointing (ckpt %s) is not in the harness",
-			       zb_ckpt_name(p->ckpt));
+	if (c->policy.ckpt != ZB_CKPT_NONE)
+		return zb_fail(err, ZB_E_INPUT, "activation checkpointing (ckpt %s) is not in the harness's own modules "
+						"(give --hf-config: HF gradient checkpointing)", zb_ckpt_name(c->policy.ckpt));
+	push(a, "--family");
+	push(a, family);
+	push_int(a, "--layers", m->layers);
+	push_int(a, "--hidden", m->hidden);
+	push_int(a, "--heads", m->heads);
+	push_int(a, "--kv-heads", m->kv_heads);
+	push_int(a, "--ffn", m->ffn);
+	push_int(a, "--vocab", m->vocab);
+	if (m->max_seq > 0)
+		push_int(a, "--max-positions", m->max_seq);
+	if (!strcmp(family, "llama") && m->tied_embeddings)
+		push(a, "--tied-head");
+	return ZB_OK;
+}
+
+/* The model from a Hugging Face config.json, trained as the Trainer does. */
+static void push_hf_model(argv_buf *a, const zb_peer_cmd *cmd, const zb_config *c)
+{
+	push(a, "--hf-config");
+	push(a, cmd->hf_config);
+	push(a, "--dtype");
+	push(a, zb_dtype_name(c->policy.dtype));
+	push(a, "--grad-ckpt");
+	push(a, zb_ckpt_name(c->policy.ckpt));
+	push(a, "--ds-counts");
+}
+
+zb_status zb_peer_argv(const zb_peer_cmd *cmd, const zb_config *c, char ***argv, zb_error *err)
+{
+	const zb_policy *p = &c->policy;
+	*argv = NULL;
+	if (cmd->hf_config && !cmd->ds_config)
+		return zb_fail(err, ZB_E_INPUT, "--hf-config: the harness measures Hugging Face models under DeepSpeed "
+						"only (not 'torch')");
 	argv_buf a = { 0 };
 	push(&a, cmd->python);
 	push(&a, cmd->harness);
-	push(&a, "--family");
-	push(&a, family);
-	push_int(&a, "--layers", m->layers);
-	push_int(&a, "--hidden", m->hidden);
-	push_int(&a, "--heads", m->heads);
-	push_int(&a, "--kv-heads", m->kv_heads);
-	push_int(&a, "--ffn", m->ffn);
-	push_int(&a, "--vocab", m->vocab);
+	if (cmd->hf_config) {
+		push_hf_model(&a, cmd, c);
+	} else if (push_own_model(&a, c, err)) {
+		zb_peer_argv_free(a.v);
+		return err->status;
+	}
 	push_int(&a, "--seq", p->seq);
-	if (m->max_seq > 0)
-		push_int(&a, "--max-positions", m->max_seq);
-	if (!strcmp(family, "llama") && m->tied_embeddings)
-		push(&a, "--tied-head");
 	push_int(&a, "--micro-batch", p->micro_batch);
 	push_int(&a, "--gas", p->gas);
 	push_int(&a, "--steps", cmd->steps);
@@ -394,12 +424,41 @@ static zb_status read_steps(json_t *o, zb_peer_run *r, zb_error *err)
 	return ZB_OK;
 }
 
+/* What the harness adds for a Hugging Face model: model_type, skipped_steps, tag (as
+ * the run's note) and ds_counts, which must be an object of numbers (kept in
+ * result_json, read with zb_peer_count). */
+static zb_status read_hf_fields(json_t *o, zb_peer_run *r, zb_error *err)
+{
+	opt_str(o, "model_type", r->model_type, sizeof r->model_type);
+	opt_str(o, "tag", r->note, sizeof r->note);
+	json_t *sk = json_object_get(o, "skipped_steps");
+	if (sk && !json_is_null(sk)) {
+		if (!json_is_integer(sk) || json_integer_value(sk) < 0)
+			return zb_fail(err, ZB_E_INPUT, "harness result line: 'skipped_steps' is not a count");
+		r->skipped_steps = (int)json_integer_value(sk);
+	}
+	json_t *c = json_object_get(o, "ds_counts"), *v;
+	const char *key;
+	if (!c)
+		return ZB_OK;
+	if (!json_is_object(c))
+		return zb_fail(err, ZB_E_INPUT, "harness result line: 'ds_counts' is not an object");
+	json_object_foreach(c, key, v)
+	{
+		if (!json_is_number(v) || !(json_number_value(v) >= 0) || !isfinite(json_number_value(v)))
+			return zb_fail(err, ZB_E_INPUT, "harness result line: ds_counts '%s' is not a number >= 0", key);
+	}
+	return ZB_OK;
+}
+
 /* The fields of a parsed result object into r. */
 static zb_status read_result(json_t *o, zb_peer_run *r, zb_error *err)
 {
 	json_t *h = json_object_get(o, "harness");
 	if (!json_is_string(h) || strcmp(json_string_value(h), "ds_step"))
 		return zb_fail(err, ZB_E_INPUT, "harness result line: 'harness' is not \"ds_step\"");
+	if (json_is_true(json_object_get(o, "dry_run")))
+		return zb_fail(err, ZB_E_INPUT, "harness result line: a --dry-run line, no measurement");
 	if (need_num(o, "step_ms", 1e-9, &r->step_ms, err) || read_steps(o, r, err) ||
 	    need_num(o, "gpu_peak_GiB", 0, &r->gpu_peak_gib, err) ||
 	    need_num(o, "gpu_reserved_GiB", 0, &r->gpu_reserved_gib, err) ||
@@ -425,7 +484,7 @@ static zb_status read_result(json_t *o, zb_peer_run *r, zb_error *err)
 		free(t);
 	}
 	snprintf(r->source, sizeof r->source, "harness");
-	return ZB_OK;
+	return read_hf_fields(o, r, err);
 }
 
 zb_status zb_peer_parse_output(const char *output, zb_peer_run *r, zb_error *err)

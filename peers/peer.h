@@ -22,6 +22,10 @@ typedef struct zb_peer_cmd {
 	const char *python;    /* interpreter, looked up in PATH when it has no '/' */
 	const char *harness;   /* peers/ds_step.py */
 	const char *ds_config; /* DeepSpeed JSON; NULL: plain PyTorch (--no-deepspeed) */
+	const char *hf_config; /* Hugging Face config.json: the harness builds that model with
+	                          transformers (--hf-config, the precision and HF gradient
+	                          checkpointing of the configuration's policy, --ds-counts);
+	                          NULL: its own modules of the model's family */
 	int steps;             /* steps the harness times (the first 3 are warm-up) */
 	int timeout_s;         /* the process is killed (its whole process group) after this */
 	const char *log_path;  /* keep the process's output here; NULL: a temporary file */
@@ -33,8 +37,10 @@ typedef struct zb_peer_cmd {
 zb_status zb_peer_family(const zb_model *m, const char **family, zb_error *err);
 
 /* The harness's argument vector for configuration c (shape, seq, micro-batch, gas)
- * under cmd: argv[0] is cmd->python. NULL-terminated, malloc'd strings; free with
- * zb_peer_argv_free. */
+ * under cmd: argv[0] is cmd->python. With cmd->hf_config the shape is the file's and
+ * --dtype and --grad-ckpt come from c's policy (ckpt gpu / cpu: checkpoints on the GPU /
+ * in pinned host memory); without it the model must be a harness family and ckpt none.
+ * NULL-terminated, malloc'd strings; free with zb_peer_argv_free. */
 zb_status zb_peer_argv(const zb_peer_cmd *cmd, const zb_config *c, char ***argv, zb_error *err);
 void zb_peer_argv_free(char **argv);
 
@@ -49,9 +55,12 @@ zb_status zb_peer_run_harness(const zb_peer_cmd *cmd, const zb_config *c, volati
 /* The result line in a harness's output (the last line that starts with
  * {"harness": "ds_step"), parsed into r: step_ms, steps_ms, gpu_peak_GiB,
  * gpu_reserved_GiB and host_rss_GiB are required; fwd_ms, bwd_ms, opt_ms, params,
- * warmup_steps, versions, measured_at, config optional. r->result_json gets the
- * line. ZB_E_INPUT naming the problem when there is no such line or it is
- * malformed. */
+ * warmup_steps, versions, measured_at, config optional; of a Hugging Face model also
+ * model_type, skipped_steps (fp16 overflows), tag (into note) and ds_counts, an object
+ * of numbers (DeepSpeed's per-step path counts, peers/ds_counts.py), kept as its JSON
+ * text (zb_peer_count reads one). r->result_json gets the line. ZB_E_INPUT naming the
+ * problem when there is no such line, it is malformed, or it is a --dry-run line
+ * (no measurement). */
 zb_status zb_peer_parse_output(const char *output, zb_peer_run *r, zb_error *err);
 
 /* What the harness says it ran (r->result_json: layers, hidden, heads, kv_heads,

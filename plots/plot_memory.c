@@ -56,6 +56,13 @@ static int memory_terms(const row *r, zb_memory *m, double *gpu_cap, double *hos
 		{ "bias", offsetof(zb_model, bias), 1, 1 },
 		{ "tied_embeddings", offsetof(zb_model, tied_embeddings), 1, 1 },
 		{ "embed_proj", offsetof(zb_model, embed_proj), 0, 0 },
+		{ "head_dim", offsetof(zb_model, head_dim), 0, 0 },
+		{ "linear_bias", offsetof(zb_model, linear_bias), 0, 0 },
+		{ "norms", offsetof(zb_model, norms), 0, 0 },
+		{ "experts", offsetof(zb_model, experts), 0, 0 },
+		{ "experts_active", offsetof(zb_model, experts_active), 0, 0 },
+		{ "shared_ffn", offsetof(zb_model, shared_ffn), 0, 0 },
+		{ "loss", offsetof(zb_model, loss), 0, 0 },
 	};
 	for (size_t i = 0; !bad && i < sizeof mf / sizeof mf[0]; i++) {
 		json_t *v = json_object_get(mo, mf[i].key);

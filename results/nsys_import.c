@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <sqlite3.h>
 
 static zb_status run_sql(zb_store *s, const char *sql, const char *doing, zb_error *err)
@@ -91,6 +92,25 @@ static zb_status copy_table(zb_store *s, const struct copy *c, int64_t cfg, zb_e
 	return st;
 }
 
+/* The configuration's JSON: {"foreign":"import","file":PATH} (a byte of the path that
+ * is not UTF-8 text written as '?'). Caller frees; NULL: out of memory. */
+static char *import_json(const char *path)
+{
+	json_t *j = json_pack("{s:s, s:s}", "foreign", "import", "file", path);
+	if (!j) {
+		char *t = zb_xmalloc(strlen(path) + 1);
+		size_t i = 0;
+		for (; path[i]; i++)
+			t[i] = (unsigned char)path[i] < 0x80 ? path[i] : '?';
+		t[i] = 0;
+		j = json_pack("{s:s, s:s}", "foreign", "import", "file", t);
+		free(t);
+	}
+	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	return text;
+}
+
 static zb_status import_body(zb_store *s, const char *path, const zb_run_info *info, int64_t *run_id,
 			     int64_t *cfg, zb_error *err)
 {
@@ -101,11 +121,13 @@ static zb_status import_body(zb_store *s, const char *path, const zb_run_info *i
 	if (!has_table(s, "StringIds"))
 		return zb_fail(err, ZB_E_INPUT, "'%s' is not an Nsight Systems SQLite export (no StringIds table)", path);
 	zb_status st = zb_store_add_run(s, info, run_id, err);
-	char json[4096 + 64];
-	snprintf(json, sizeof json, "{\"foreign\":\"import\",\"file\":\"%s\"}", path);
+	char *json = import_json(path);
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	if (!st && !json)
+		st = zb_fail(err, ZB_E_NOMEM, "out of memory importing '%s'", path);
 	if (!st)
 		st = zb_store_add_foreign_config(s, *run_id, base, json, cfg, err);
+	free(json);
 	if (!st)
 		st = run_sql(s,
 			     "INSERT OR IGNORE INTO main.StringIds(value) SELECT value FROM nsys.StringIds;"

@@ -1,5 +1,6 @@
 /* peers.c - the peer_runs table of peers.h: one measured run of another framework
- * per configuration. The table itself is created by store.c's migration 4. */
+ * per configuration. The table itself is created by store.c's migration 4, its
+ * model_type, skipped_steps and ds_counts columns by migration 9. */
 #include "results/peers.h"
 
 #include <math.h>
@@ -13,26 +14,57 @@
 static const char INSERT_SQL[] =
 	"INSERT INTO peer_runs(config_id, framework, name, source, origin, note, step_ms, steps_ms,"
 	" warmup_steps, fwd_ms, bwd_ms, opt_ms, gpu_peak_gib, gpu_reserved_gib, host_rss_gib, params,"
-	" device, versions, measured_at, result_json)"
-	" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)";
+	" device, versions, measured_at, result_json, model_type, skipped_steps, ds_counts)"
+	" VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,"
+	" ?21, ?22, ?23)";
 
 static const char SELECT_SQL[] =
 	"SELECT framework, name, source, origin, note, step_ms, steps_ms, warmup_steps, fwd_ms, bwd_ms,"
 	" opt_ms, gpu_peak_gib, gpu_reserved_gib, host_rss_gib, params, device, versions, measured_at,"
-	" result_json FROM peer_runs WHERE config_id = ?1";
+	" result_json, model_type, skipped_steps FROM peer_runs WHERE config_id = ?1";
 
 void zb_peer_run_init(zb_peer_run *r)
 {
 	memset(r, 0, sizeof *r);
 	r->step_ms = r->fwd_ms = r->bwd_ms = r->opt_ms = NAN;
 	r->gpu_peak_gib = r->gpu_reserved_gib = r->host_rss_gib = NAN;
-	r->warmup_steps = -1;
+	r->warmup_steps = r->skipped_steps = -1;
 }
 
 void zb_peer_run_clear(zb_peer_run *r)
 {
 	free(r->result_json);
 	zb_peer_run_init(r);
+}
+
+/* The result line's ds_counts object (a new reference), NULL when there is none. */
+static json_t *counts_of(const zb_peer_run *r)
+{
+	json_t *o = r->result_json ? json_loads(r->result_json, 0, NULL) : NULL;
+	json_t *c = json_object_get(o, "ds_counts");
+	if (json_is_object(c))
+		json_incref(c);
+	else
+		c = NULL;
+	json_decref(o);
+	return c;
+}
+
+double zb_peer_count(const zb_peer_run *r, const char *key)
+{
+	json_t *c = counts_of(r);
+	json_t *v = json_object_get(c, key);
+	double x = json_is_number(v) ? json_number_value(v) : NAN;
+	json_decref(c);
+	return x;
+}
+
+char *zb_peer_counts_json(const zb_peer_run *r)
+{
+	json_t *c = counts_of(r);
+	char *t = c ? json_dumps(c, JSON_COMPACT | JSON_SORT_KEYS | JSON_REAL_PRECISION(10)) : NULL;
+	json_decref(c);
+	return t;
 }
 
 static zb_status store_sql_fail(zb_store *s, const char *doing, zb_error *err)
@@ -73,7 +105,7 @@ zb_status zb_peer_store_add(zb_store *s, int64_t config_id, const zb_peer_run *r
 	sqlite3_stmt *q = NULL;
 	if (sqlite3_prepare_v2(zb_store_db(s), INSERT_SQL, -1, &q, NULL) != SQLITE_OK)
 		return store_sql_fail(s, "prepare the peer_runs insert", err);
-	char *steps = steps_json(r);
+	char *steps = steps_json(r), *counts = zb_peer_counts_json(r);
 	int rc = sqlite3_bind_int64(q, 1, config_id);
 	rc |= bind_text(q, 2, r->framework);
 	rc |= bind_text(q, 3, r->name);
@@ -94,11 +126,15 @@ zb_status zb_peer_store_add(zb_store *s, int64_t config_id, const zb_peer_run *r
 	rc |= bind_text(q, 18, r->versions);
 	rc |= bind_text(q, 19, r->measured_at);
 	rc |= bind_text(q, 20, r->result_json);
+	rc |= bind_text(q, 21, r->model_type);
+	rc |= r->skipped_steps >= 0 ? sqlite3_bind_int(q, 22, r->skipped_steps) : sqlite3_bind_null(q, 22);
+	rc |= bind_text(q, 23, counts);
 	zb_status st = ZB_OK;
 	if (rc != SQLITE_OK || sqlite3_step(q) != SQLITE_DONE)
 		st = store_sql_fail(s, "insert into peer_runs", err);
 	sqlite3_finalize(q);
 	free(steps);
+	free(counts);
 	return st;
 }
 
@@ -163,6 +199,8 @@ zb_status zb_peer_store_get(zb_store *s, int64_t config_id, zb_peer_run *r, zb_e
 	col_text(q, 17, r->measured_at, sizeof r->measured_at);
 	const unsigned char *raw = sqlite3_column_text(q, 18);
 	r->result_json = raw ? strdup((const char *)raw) : NULL;
+	col_text(q, 19, r->model_type, sizeof r->model_type);
+	r->skipped_steps = sqlite3_column_type(q, 20) == SQLITE_NULL ? -1 : sqlite3_column_int(q, 20);
 	sqlite3_finalize(q);
 	return ZB_OK;
 }

@@ -25,6 +25,13 @@
  *   device, versions, measured_at   the GPU, a JSON object of versions (python,
  *                  torch, cuda, deepspeed), the UTC time of the measurement
  *   result_json    the harness's whole JSON line (NULL for imports)
+ * and, from schema version 9, of a Hugging Face model measured by the harness:
+ *   model_type     the config.json's model_type ("llama", "qwen2", ...); NULL for the
+ *                  harness's own modules and imports
+ *   skipped_steps  steps DeepSpeed skipped on an fp16 overflow (NULL: not reported)
+ *   ds_counts      DeepSpeed's per-step path counts and host seconds (peers/ds_counts.py),
+ *                  a JSON object of numbers, e.g. {"fetch_fwd_calls": 640, "fetch_fwd_s":
+ *                  0.41, ...}, the median step after warm-up; NULL when not counted
  *
  * The view peer_vs_predicted joins it with configs and predictions (measured and
  * predicted step time, relative error, GPU and host memory in GiB).
@@ -55,12 +62,22 @@ typedef struct zb_peer_run {
 	char device[128];
 	char versions[512];                      /* JSON object text, "" when unknown */
 	char measured_at[40];
+	char model_type[32];                     /* "" when not a Hugging Face model */
+	int skipped_steps;                       /* -1: not reported */
 	char *result_json;                       /* malloc'd or NULL; zb_peer_run_clear frees */
 } zb_peer_run;
 
-/* An empty run: numbers NAN, warmup_steps -1, strings "". */
+/* An empty run: numbers NAN, warmup_steps and skipped_steps -1, strings "". */
 void zb_peer_run_init(zb_peer_run *r);
 void zb_peer_run_clear(zb_peer_run *r);
+
+/* One of DeepSpeed's path counts of r ("fetch_fwd_calls"): the result line's ds_counts
+ * entry, NAN when the run has no such count (not counted, or not a path of its stage). */
+double zb_peer_count(const zb_peer_run *r, const char *key);
+
+/* The ds_counts object of r's result line as compact JSON text (malloc'd), NULL when
+ * there is none. */
+char *zb_peer_counts_json(const zb_peer_run *r);
 
 /* Store r for configuration config_id (inside the caller's transaction, or as its
  * own statement). ZB_E_INPUT for a run without a positive step time. */

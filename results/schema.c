@@ -310,3 +310,11 @@ const char zb_schema_v8[] =
 	" rank INTEGER NOT NULL, task_id INTEGER NOT NULL,"
 	" start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL CHECK(end_ns >= start_ns),"
 	" PRIMARY KEY(config_id, rank, task_id)) WITHOUT ROWID;";
+
+/* Version 9: what the harness measures of a Hugging Face model under DeepSpeed (peers.h):
+ * its model_type, the steps skipped on fp16 overflows, and DeepSpeed's per-step path
+ * counts (a JSON object of numbers). NULL in rows written before. */
+const char zb_schema_v9[] =
+	"ALTER TABLE peer_runs ADD COLUMN model_type TEXT;"
+	"ALTER TABLE peer_runs ADD COLUMN skipped_steps INTEGER;"
+	"ALTER TABLE peer_runs ADD COLUMN ds_counts TEXT;";

@@ -81,6 +81,7 @@ static const struct migration {
 	{ "add hw_profiles, baselines and baseline_results", zb_schema_v6 },
 	{ "add busy_comm_s and work_comm_s to predictions (several GPUs)", zb_schema_v7 },
 	{ "add ranks and rank_events (each rank of a run on several GPUs)", zb_schema_v8 },
+	{ "add model_type, skipped_steps and ds_counts to peer_runs (Hugging Face models)", zb_schema_v9 },
 };
 
 _Static_assert(sizeof migrations / sizeof migrations[0] == ZB_SCHEMA_VERSION,

@@ -29,8 +29,10 @@
  * (StringIds, CUPTI_ACTIVITY_KIND_*, NVTX_EVENTS, ...) and the trace_tasks view;
  * 4: peer_runs and the peer_vs_predicted view (results/peers.h);
  * 5: ZB_THREAD_CPU and trace_steps (traces of other programs, results/foreign.h);
- * 6: hw_profiles, baselines, baseline_results (results/records.h). */
-#define ZB_SCHEMA_VERSION 8
+ * 6: hw_profiles, baselines, baseline_results (results/records.h); 7, 8: several
+ * GPUs (busy_comm_s and work_comm_s, ranks and rank_events); 9: model_type,
+ * skipped_steps and ds_counts of peer_runs (results/peers.h). */
+#define ZB_SCHEMA_VERSION 9
 
 /* An open database. It belongs to one thread at a time (the connection is opened
  * without SQLite's mutex); other threads or processes open their own. */

@@ -19,7 +19,7 @@
 
 /* The SQL of schema versions 1 to 3 (schema.c); later versions are in store.c. */
 extern const char zb_schema_v1[], zb_schema_v2[], zb_schema_v3[], zb_schema_v4[], zb_schema_v5[], zb_schema_v6[],
-	zb_schema_v7[], zb_schema_v8[];
+	zb_schema_v7[], zb_schema_v8[], zb_schema_v9[];
 
 enum {
 	ST_RUN,

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "inputs/dsconfig.h"
-#include "inputs/dsprofile.h"
+#include "core/dsprofile.h"
 #include "schedules/ds_eltwise.h"
 #include "schedules/ds_trace.h"
 #include "core/model.h"
@@ -278,8 +278,9 @@ static void segment(dsb *b, ctx x, int unit, int seg)
 {
 	const zb_model *m = b->m;
 	int backward = x.pass == ZB_PASS_BWD_DATA;
-	int64_t h = m->hidden, kv = zb_model_kv_dim(m), f = m->ffn, V = m->vocab, T = b->tokens;
-	int64_t up = (m->gated_mlp ? 2 : 1) * f, e = m->embed_proj > 0 ? m->embed_proj : h;
+	int64_t h = m->hidden, q = zb_model_q_dim(m), kv = zb_model_kv_dim(m), f = zb_model_mlp_width(m);
+	int64_t V = m->vocab, T = b->tokens, e = m->embed_proj > 0 ? m->embed_proj : h;
+	int64_t up = zb_model_fc1_out(m); /* with experts: the routed ones and the router (model.h) */
 	double k = backward ? 1.5 : 1.0; /* elementwise backward reads one more tensor */
 	double Td = (double)T;
 	/* eager PyTorch's elementwise kernels by model family (ds_eltwise.h); the
@@ -287,13 +288,13 @@ static void segment(dsb *b, ctx x, int unit, int seg)
 	switch (seg) {
 	case ZB_DSS_EMBED: kernel(b, x, ZB_OP_EMBED, unit, 2 * act(b, h) + (backward ? 2.0 * V * e : 0)); break;
 	case ZB_DSS_NORM1: kernel(b, x, ZB_OP_NORM1, unit, Td * zb_ds_norm_bytes(m, backward)); break;
-	case ZB_DSS_QKV: linear(b, x, ZB_OP_QKV, unit, h + 2 * kv, h); break;
+	case ZB_DSS_QKV: linear(b, x, ZB_OP_QKV, unit, q + 2 * kv, h); break;
 	case ZB_DSS_ROTARY:
 		if (zb_ds_rotary_bytes(m, backward) > 0)
 			kernel(b, x, ZB_OP_ACT, unit, Td * zb_ds_rotary_bytes(m, backward));
 		break;
 	case ZB_DSS_ATTN: attention(b, x, unit, backward); break;
-	case ZB_DSS_PROJ: linear(b, x, ZB_OP_PROJ, unit, h, h); break;
+	case ZB_DSS_PROJ: linear(b, x, ZB_OP_PROJ, unit, h, q); break;
 	case ZB_DSS_RESID1:
 		kernel(b, x, ZB_OP_RESID, unit, k * 3 * act(b, h) + Td * zb_ds_layout_bytes(m, backward));
 		break;
@@ -1111,9 +1112,9 @@ zb_status zb_ds_graph_build(zb_graph *g, const zb_config *c, zb_error *err)
 static double block_saved(const zb_config *c, const zb_ds_profile *f)
 {
 	const zb_model *m = &c->model;
-	double h = m->hidden, kv = (double)zb_model_kv_dim(m), fi = m->ffn;
+	double h = m->hidden, q = (double)zb_model_q_dim(m), kv = (double)zb_model_kv_dim(m), fi = (double)zb_model_mlp_width(m);
 	double T = (double)c->policy.micro_batch * c->policy.seq, s = c->policy.seq;
-	double w = 4 * h + (h + 2 * kv) + 2 * h + h + (m->gated_mlp ? 3 : 2) * fi;
+	double w = 4 * h + (q + 2 * kv) + 2 * q + h + (m->gated_mlp ? 3 : 2) * fi;
 	double bytes = 2.0 * T * w + T * zb_ds_extra_saved_bytes(m);
 	if (!f->flash)
 		bytes += 2.0 * 2.0 * c->policy.micro_batch * (double)m->heads * s * s;
@@ -1173,8 +1174,10 @@ void zb_ds_memory_estimate(const zb_config *c, zb_memory *out)
 	o.gpu_activations = p->ckpt == ZB_CKPT_NONE ? L * layer
 			    : p->ckpt == ZB_CKPT_GPU ? L * ckpt_in + layer : 2 * ckpt_in + layer;
 	o.host_activations = p->ckpt == ZB_CKPT_CPU ? L * ckpt_in : 0;
-	/* logits in bf16, their fp32 upcast and its gradient: what cross-entropy holds */
-	o.gpu_workspace += T * m->vocab * (2.0 + 4.0 + 4.0) + 2.0 * T * m->hidden * 2;
+	/* logits in bf16, their fp32 upcast and its gradient: what cross-entropy holds
+	 * (a Hugging Face model: its own loss's tensors, memory.h) */
+	o.gpu_workspace += (m->loss ? zb_memory_hf_loss_bytes(m, T) : T * m->vocab * (2.0 + 4.0 + 4.0)) +
+			   2.0 * T * m->hidden * 2;
 
 	/* Host: pinned fp32 master, m, v and gradient of the CPU share (16 B:
 	 * stage_1_and_2.py single_partition_of_fp32_groups and its .grad, Adam's

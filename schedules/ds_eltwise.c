@@ -25,12 +25,12 @@ double zb_ds_rotary_bytes(const zb_model *m, int backward)
 	(void)backward; /* neg, cat, x*cos, (.)*sin, add: 10 passes of the tensor each way */
 	if (!rotary(m))
 		return 0;
-	return 10 * 2.0 * ((double)m->hidden + zb_model_kv_dim(m));
+	return 10 * 2.0 * ((double)zb_model_q_dim(m) + zb_model_kv_dim(m));
 }
 
 double zb_ds_act_bytes(const zb_model *m, int backward)
 {
-	double f = m->ffn;
+	double f = (double)zb_model_mlp_width(m); /* with experts: the routed ones */
 	if (m->gated_mlp) /* silu (2+2), * up (2+2+2); backward: both products (6+6), silu (6) */
 		return backward ? 18 * f : 10 * f;
 	return backward ? 6 * f : 4 * f; /* gelu: (2+2); backward dy, x -> dx */
@@ -38,7 +38,7 @@ double zb_ds_act_bytes(const zb_model *m, int backward)
 
 double zb_ds_layout_bytes(const zb_model *m, int backward)
 {
-	double h = m->hidden, qkv = h + 2.0 * zb_model_kv_dim(m), f = m->ffn;
+	double h = m->hidden, qkv = (double)zb_model_q_dim(m) + 2.0 * zb_model_kv_dim(m), f = (double)zb_model_mlp_width(m);
 	int fused = !(m->kv_heads < m->heads || m->gated_mlp); /* one QKV linear, split */
 	if (!backward)
 		return 4 * h; /* attention output: transpose(1, 2).reshape copy */
@@ -56,6 +56,6 @@ double zb_ds_extra_saved_bytes(const zb_model *m)
 	if (rotary(m))
 		e += 4 * (h + kv); /* q, k before rotation and the cat halves, bf16 */
 	if (m->gated_mlp)
-		e += 2.0 * m->ffn; /* silu(gate) and up both saved by the product */
+		e += 2.0 * (double)zb_model_mlp_width(m); /* silu(gate) and up both saved by the product */
 	return e;
 }

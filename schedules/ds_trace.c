@@ -121,19 +121,24 @@ static int leaf(bld *b, const char *name, int s, int64_t w, int64_t bias)
 /* ---- the families ---------------------------------------------------------------- */
 
 typedef struct dims {
-	int64_t h, kv, f, V, e, S, b;
+	int64_t h, q, kv, f, V, e, S, b;  /* b: norms' and every linear's bias (bias) */
+	int64_t bqkv, bout, bmlp;          /* linear biases (bias, or linear_bias's bits) */
 } dims;
 
 static dims dims_of(const zb_model *m)
 {
 	dims d;
 	d.h = m->hidden;
+	d.q = zb_model_q_dim(m);
 	d.kv = zb_model_kv_dim(m);
 	d.f = m->ffn;
 	d.V = m->vocab;
 	d.e = m->embed_proj > 0 ? m->embed_proj : m->hidden;
 	d.S = m->max_seq;
 	d.b = m->bias;
+	d.bqkv = m->bias || (m->linear_bias & ZB_BIAS_QKV);
+	d.bout = m->bias || (m->linear_bias & ZB_BIAS_OUT);
+	d.bmlp = m->bias || (m->linear_bias & ZB_BIAS_MLP);
 	return d;
 }
 
@@ -200,12 +205,12 @@ static void own_llama(bld *b, int part, int *embed)
 	} else if (part == 1) {
 		open_mod(b, "blocks.N", 0);
 		leaf(b, "norm1", ZB_DSS_NORM1, d.h, 0);
-		leaf(b, "q", ZB_DSS_QKV, d.h * d.h, d.b * d.h);
+		leaf(b, "q", ZB_DSS_QKV, d.h * d.q, d.bqkv * d.q);
 		leaf(b, "k", ZB_DSS_NONE, d.kv * d.h, d.b * d.kv);
 		leaf(b, "v", ZB_DSS_NONE, d.kv * d.h, d.b * d.kv);
 		seg(b, ZB_DSS_ROTARY);
 		seg(b, ZB_DSS_ATTN);
-		leaf(b, "o", ZB_DSS_PROJ, d.h * d.h, d.b * d.h);
+		leaf(b, "o", ZB_DSS_PROJ, d.q * d.h, d.bout * d.h);
 		seg(b, ZB_DSS_RESID1);
 		leaf(b, "norm2", ZB_DSS_NORM2, d.h, 0);
 		leaf(b, "gate", ZB_DSS_FC1, d.f * d.h, d.b * d.f);
@@ -312,7 +317,8 @@ static void hf_opt(bld *b, int part, int *embed)
 		seg(b, ZB_DSS_RESID2);
 		close_mod(b);
 	} else {
-		leaf(b, "final_layer_norm", ZB_DSS_NORMF, d.h, d.b * d.h);
+		if (!(b->m->norms & ZB_NORM_NO_FINAL)) /* OPT-350m's post-norm layers have none */
+			leaf(b, "final_layer_norm", ZB_DSS_NORMF, d.h, d.b * d.h);
 		if (d.e != d.h) /* model.h counts it with the embeddings */
 			b->t->t[leaf(b, "project_out", ZB_DSS_NONE, d.h * d.e, 0)].unit = 0;
 		close_mod(b);
@@ -336,27 +342,60 @@ static void hf_llama(bld *b, int part, int *embed)
 		seg(b, ZB_DSS_NONE); /* cos, sin of the positions */
 		close_mod(b);
 	} else if (part == 1) {
+		const zb_model *m = b->m;
 		open_mod(b, "layers.N", 0);
 		leaf(b, "input_layernorm", ZB_DSS_NORM1, d.h, d.b * d.h);
 		open_mod(b, "self_attn", 0);
-		leaf(b, "q_proj", ZB_DSS_QKV, d.h * d.h, d.b * d.h);
-		leaf(b, "k_proj", ZB_DSS_NONE, d.h * d.kv, d.b * d.kv);
-		leaf(b, "v_proj", ZB_DSS_NONE, d.h * d.kv, d.b * d.kv);
+		leaf(b, "q_proj", ZB_DSS_QKV, d.h * d.q, d.bqkv * d.q);
+		leaf(b, "k_proj", ZB_DSS_NONE, d.h * d.kv, d.bqkv * d.kv);
+		leaf(b, "v_proj", ZB_DSS_NONE, d.h * d.kv, d.bqkv * d.kv);
+		if (m->norms & ZB_NORM_QK) { /* Qwen3: RMSNorm over head_dim on q and k */
+			int64_t hd = zb_model_head_dim(m);
+			leaf(b, "q_norm", ZB_DSS_NONE, hd, d.b * hd);
+			leaf(b, "k_norm", ZB_DSS_NONE, hd, d.b * hd);
+		}
 		seg(b, ZB_DSS_ROTARY);
 		seg(b, ZB_DSS_ATTN);
-		leaf(b, "o_proj", ZB_DSS_PROJ, d.h * d.h, d.b * d.h);
+		leaf(b, "o_proj", ZB_DSS_PROJ, d.q * d.h, d.bout * d.h);
 		close_mod(b);
+		if (m->norms & ZB_NORM_SANDWICH) /* Gemma-2: a norm after attention */
+			leaf(b, "post_attention_layernorm", ZB_DSS_NONE, d.h, d.b * d.h);
 		seg(b, ZB_DSS_RESID1);
-		leaf(b, "post_attention_layernorm", ZB_DSS_NORM2, d.h, d.b * d.h);
-		open_mod(b, "mlp", 0);
-		leaf(b, "gate_proj", ZB_DSS_FC1, d.h * d.f, d.b * d.f);
-		open_mod(b, "act_fn", 1);
-		seg(b, ZB_DSS_ACT);
-		close_mod(b);
-		leaf(b, "up_proj", ZB_DSS_NONE, d.h * d.f, d.b * d.f);
-		seg(b, ZB_DSS_NONE); /* act_fn(gate) * up */
-		leaf(b, "down_proj", ZB_DSS_FC2, d.f * d.h, d.b * d.h);
-		close_mod(b);
+		leaf(b, m->norms & ZB_NORM_SANDWICH ? "pre_feedforward_layernorm" : "post_attention_layernorm",
+		     ZB_DSS_NORM2, d.h, d.b * d.h);
+		if (m->experts > 0) { /* the router, every expert's fused tensors (transformers 5), a shared one */
+			open_mod(b, "mlp", 0);
+			leaf(b, "gate", ZB_DSS_NONE, (int64_t)m->experts * d.h, 0);
+			open_mod(b, "experts", 1);
+			own(b, (int64_t)m->experts * (m->gated_mlp ? 2 : 1) * d.f * d.h);
+			own(b, (int64_t)m->experts * d.h * d.f);
+			seg(b, ZB_DSS_FC1);
+			seg(b, ZB_DSS_ACT);
+			seg(b, ZB_DSS_FC2);
+			close_mod(b);
+			if (m->shared_ffn > 0) {
+				int64_t w = m->shared_ffn;
+				open_mod(b, "shared_expert", 0);
+				leaf(b, "gate_proj", ZB_DSS_NONE, d.h * w, d.bmlp * w);
+				leaf(b, "up_proj", ZB_DSS_NONE, d.h * w, d.bmlp * w);
+				leaf(b, "down_proj", ZB_DSS_NONE, w * d.h, d.bmlp * d.h);
+				close_mod(b);
+				leaf(b, "shared_expert_gate", ZB_DSS_NONE, d.h, 0);
+			}
+			close_mod(b);
+		} else {
+			open_mod(b, "mlp", 0);
+			leaf(b, "gate_proj", ZB_DSS_FC1, d.h * d.f, d.bmlp * d.f);
+			open_mod(b, "act_fn", 1);
+			seg(b, ZB_DSS_ACT);
+			close_mod(b);
+			leaf(b, "up_proj", ZB_DSS_NONE, d.h * d.f, d.bmlp * d.f);
+			seg(b, ZB_DSS_NONE); /* act_fn(gate) * up */
+			leaf(b, "down_proj", ZB_DSS_FC2, d.f * d.h, d.bmlp * d.h);
+			close_mod(b);
+		}
+		if (m->norms & ZB_NORM_SANDWICH)
+			leaf(b, "post_feedforward_layernorm", ZB_DSS_NONE, d.h, d.b * d.h);
 		seg(b, ZB_DSS_RESID2);
 		close_mod(b);
 	} else {

@@ -6,30 +6,13 @@
 #include "schedules/deepspeed.h"
 
 static const zb_framework_ops table[ZB_FW_COUNT] = {
-	[ZB_FW_ZBENCH] = { "zbench", zb_graph_build_zbench, zb_memory_estimate },
-	[ZB_FW_DEEPSPEED] = { "deepspeed", zb_ds_graph_build, zb_ds_memory_estimate },
+	[ZB_FW_ZBENCH] = { zb_graph_build_zbench, zb_memory_estimate },
+	[ZB_FW_DEEPSPEED] = { zb_ds_graph_build, zb_ds_memory_estimate },
 };
 
 const zb_framework_ops *zb_framework_get(int fw)
 {
 	return fw >= 0 && fw < ZB_FW_COUNT ? &table[fw] : NULL;
-}
-
-const char *zb_framework_name(int fw)
-{
-	const zb_framework_ops *o = zb_framework_get(fw);
-	return o ? o->name : "?";
-}
-
-zb_status zb_framework_parse(const char *s, int *out, zb_error *err)
-{
-	for (int i = 0; i < ZB_FW_COUNT; i++) {
-		if (strcmp(s, table[i].name) == 0) {
-			*out = i;
-			return ZB_OK;
-		}
-	}
-	return zb_fail(err, ZB_E_INPUT, "unknown framework '%s' (known: zbench, deepspeed)", s);
 }
 
 zb_status zb_graph_build(zb_graph *g, const zb_config *cfg, zb_error *err)

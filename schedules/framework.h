@@ -6,9 +6,11 @@
  *
  *   zbench     zbench's own idealized schedule, the one the executor runs (graph.c)
  *   deepspeed  DeepSpeed's ZeRO-1/2/3 engine with optimizer/parameter offload,
- *              Twin-Flow sub-groups (schedule_deepspeed.c)
+ *              Twin-Flow sub-groups (deepspeed.c)
  *
- * A new framework (Megatron's hybrid optimizer, say) is one more row.
+ * A new framework (Megatron's hybrid optimizer, say) is one more row here and one
+ * more name in core/config.c (zb_framework_name, zb_framework_parse: the names
+ * live there, so resolving a configuration needs no schedule).
  */
 #ifndef ZB_FRAMEWORK_H
 #define ZB_FRAMEWORK_H
@@ -19,15 +21,11 @@
 #include "core/memory.h"
 
 typedef struct zb_framework_ops {
-	const char *name;
 	zb_status (*build)(zb_graph *g, const zb_config *c, zb_error *err);
 	void (*memory)(const zb_config *c, zb_memory *out);
 } zb_framework_ops;
 
 const zb_framework_ops *zb_framework_get(int fw); /* NULL when out of range */
-const char *zb_framework_name(int fw);           /* "zbench", "deepspeed", "?" */
-/* "deepspeed" -> ZB_FW_DEEPSPEED; unknown: ZB_E_INPUT naming the known ones. */
-zb_status zb_framework_parse(const char *s, int *out, zb_error *err);
 
 /* Memory of c as its framework allocates it. */
 void zb_framework_memory(const zb_config *c, zb_memory *out);

@@ -24,7 +24,7 @@
 #include "analysis/dsorder.h"
 #include "inputs/dsconfig.h"
 #include "inputs/dsmeasured.h"
-#include "inputs/dsprofile.h"
+#include "core/dsprofile.h"
 #include "analysis/dstune.h"
 #include "analysis/dsphases.h"
 #include "sim/engine.h"

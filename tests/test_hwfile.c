@@ -425,6 +425,45 @@ static void test_config_to_json(void **state)
 	free(text);
 }
 
+/* The fields of the Hugging Face families (head_dim, linear_bias, norms, experts,
+ * experts_active, shared_ffn, loss) are written only when set, so a dense model's
+ * JSON is as before, and a mixture of experts reads back the same. */
+static void test_model_json_new_fields(void **state)
+{
+	zb_config c;
+	memset(&c, 0, sizeof c);
+	zb_preset_default_hw(&c.hw);
+	zb_preset_default_model(&c.model);
+	zb_policy_defaults(&c.policy);
+	c.steps = 1;
+	char *text = zb_config_to_json(&c);
+	assert_null(strstr(text, "experts"));
+	assert_null(strstr(text, "head_dim"));
+	assert_null(strstr(text, "\"loss\""));
+	free(text);
+	zb_model m = { .name = "moe", .layers = 2, .hidden = 512, .heads = 8, .kv_heads = 4, .ffn = 256, .vocab = 2048,
+		       .gated_mlp = 1, .head_dim = 96, .linear_bias = ZB_BIAS_QKV, .norms = ZB_NORM_QK, .experts = 6,
+		       .experts_active = 2, .shared_ffn = 768, .loss = ZB_LOSS_HF };
+	c.model = m;
+	text = zb_config_to_json(&c);
+	json_error_t je;
+	json_t *root = json_loads(text, 0, &je);
+	assert_non_null(root);
+	zb_model back;
+	zb_error e = { 0 };
+	zb_status st = zb_model_from_json(json_object_get(root, "model"), "moe.json", &back, &e);
+	if (st)
+		print_error("%s\n", e.msg);
+	assert_int_equal(st, ZB_OK);
+	assert_memory_equal(&back, &m, sizeof m);
+	json_decref(root);
+	free(text);
+	expect_model_error("{\"preset\": \"llama2-7b\", \"experts\": 4, \"experts_active\": 5}", "experts_active 5",
+			   NULL);
+	expect_model_error("{\"preset\": \"llama2-7b\", \"experts\": -1}", "experts", "non-negative");
+	expect_model_error("{\"preset\": \"llama2-7b\", \"norms\": 9}", "norms 9", NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -442,6 +481,7 @@ int main(void)
 		cmocka_unit_test(test_unknown_keys_and_names),
 		cmocka_unit_test(test_validation_after_load),
 		cmocka_unit_test(test_config_to_json),
+		cmocka_unit_test(test_model_json_new_fields),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -1,13 +1,13 @@
 /*
  * test_least_sure.c - which configuration validate --extra-s measures again
- * (cli/suite.h zb_suite_least_sure): the least sure mean among those with two rounds
+ * (validate/suite.h zb_suite_least_sure): the least sure mean among those with two rounds
  * or more, fewer than the most, whose extra round fits the time left.
  */
 #include "tests/harness.h"
 
 #include <math.h>
 
-#include "cli/suite.h"
+#include "validate/suite.h"
 
 static void test_pick(void **state)
 {

@@ -18,6 +18,7 @@
 
 #include "core/memory.h"
 #include "core/model.h"
+#include "schedules/deepspeed.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define EXACT 1e-12
@@ -519,6 +520,49 @@ static void test_gradient_accumulation(void **state)
 	}
 }
 
+/* Hugging Face's loss, by hand: GPT-2's vocabulary at micro-batch 16 x 1024 tokens.
+ * Backward's peak at log_softmax's gradient holds the bf16 logits (2 B), the saved
+ * fp32 log_softmax output (4), nll_loss's fp32 gradient (4) and log_softmax's (4)
+ * per logit, and the int64 targets (8 B per token); Gemma-2's soft-capping keeps
+ * tanh's bf16 output (2) too. DeepSpeed's memory model counts it in place of its own
+ * loss workspace (bf16, fp32 copy and one gradient: 10 B per logit). */
+static void test_hf_loss(void **state)
+{
+	zb_model m = gpt2_large();
+	double T = 16.0 * 1024, V = 50257;
+	m.loss = ZB_LOSS_OWN;
+	assert_true(zb_memory_hf_loss_bytes(&m, T) == 0);
+	m.loss = ZB_LOSS_HF;
+	double hf = 16384.0 * 50257 * 14 + 16384.0 * 8; /* 11,527,749,632 + 131,072 */
+	assert_true(zb_memory_hf_loss_bytes(&m, T) == hf);
+	assert_true(hf == 11527880704.0);
+	m.loss = ZB_LOSS_HF_SOFTCAP;
+	assert_true(zb_memory_hf_loss_bytes(&m, T) == 16384.0 * 50257 * 16 + 16384.0 * 8);
+
+	/* through DeepSpeed's memory model: 4 B per logit and the targets more than its
+	 * own-loss figure, all of it on the GPU workspace */
+	zb_config c = make_config(gpt2_large(), ZB_POLICY_NONE, 0);
+	c.framework = ZB_FW_DEEPSPEED;
+	c.policy.micro_batch = 16;
+	zb_memory own, hfm;
+	zb_ds_memory_estimate(&c, &own);
+	c.model.loss = ZB_LOSS_HF;
+	zb_ds_memory_estimate(&c, &hfm);
+	assert_close(hfm.gpu_workspace - own.gpu_workspace, 4.0 * T * V + 8.0 * T, EXACT);
+	assert_close(hfm.gpu_bytes - own.gpu_bytes, 4.0 * T * V + 8.0 * T, EXACT);
+	assert_true(hfm.gpu_activations == own.gpu_activations && hfm.host_bytes == own.host_bytes);
+	printf("# gpt2-large, DeepSpeed, micro-batch 16 x 1024: GPU %.2f GiB with Hugging Face's loss, %.2f with "
+	       "the own loss (+%.1f %%)\n",
+	       hfm.gpu_bytes / GIB, own.gpu_bytes / GIB, 100.0 * (hfm.gpu_bytes / own.gpu_bytes - 1));
+
+	/* zbench's own executor runs its own loss kernel, whatever built the shape */
+	zb_config z = make_config(gpt2_large(), ZB_POLICY_NONE, 0);
+	zb_memory a = estimate(&z);
+	z.model.loss = ZB_LOSS_HF;
+	zb_memory b = estimate(&z);
+	assert_true(a.gpu_bytes == b.gpu_bytes);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -534,6 +578,7 @@ int main(void)
 		cmocka_unit_test(test_monotonic),
 		cmocka_unit_test(test_pageable),
 		cmocka_unit_test(test_gradient_accumulation),
+		cmocka_unit_test(test_hf_loss),
 	};
 	return cmocka_run_group_tests_name("memory", tests, NULL, NULL);
 }

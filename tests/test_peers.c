@@ -8,7 +8,11 @@
  * family, and `zbench validate --deepspeed` end to end with a stand-in interpreter
  * (tests/data/fake-ds-python.sh): a crash, a malformed line, a missing line, a
  * missing interpreter and a hang each cost one configuration, reported on one line,
- * the others go on, the exit code is 1.
+ * the others go on, the exit code is 1. The Hugging Face mode's line
+ * (tests/data/ds-step-hf-output.txt: the whole output of a --device cpu run of the
+ * harness on a 2-layer Llama under the HF guide's ZeRO-3 config with --ds-counts,
+ * captured) is parsed and stored with its new fields (model_type, tag, skipped_steps,
+ * ds_counts), and its command line built from --hf-config.
  */
 #include "tests/harness.h"
 
@@ -22,6 +26,7 @@
 #include "inputs/presets.h"
 
 #define FIXTURE "tests/data/ds-step-output.txt"
+#define HF_FIXTURE "tests/data/ds-step-hf-output.txt"
 #define TSV "data/deepspeed-h200-2026-11-30.tsv"
 #define FAKE "tests/data/fake-ds-python.sh"
 #define SHAPE "--model gpt-2.5b --seq 2048 --micro-batch 4"
@@ -235,6 +240,8 @@ static void same_run(const zb_peer_run *a, const zb_peer_run *b)
 			assert_close(y[i], x[i], 1e-12);
 	}
 	assert_true(a->params == b->params);
+	assert_string_equal(a->model_type, b->model_type);
+	assert_int_equal(a->skipped_steps, b->skipped_steps);
 	if (a->result_json)
 		assert_string_equal(a->result_json, b->result_json);
 	else
@@ -315,7 +322,7 @@ static void test_argv(void **state)
 	char **argv;
 	assert_int_equal(zb_peer_argv(&cmd, &c, &argv, &err), ZB_OK);
 	assert_string_equal(joined(argv), "py h.py --family gpt --layers 32 --hidden 2560 --heads 32 --kv-heads 32"
-					  " --ffn 10240 --vocab 50257 --seq 2048 --max-positions 2048"
+					  " --ffn 10240 --vocab 50257 --max-positions 2048 --seq 2048"
 					  " --micro-batch 4 --gas 1 --steps 8 --ds-config s2.json");
 	zb_peer_argv_free(argv);
 
@@ -325,7 +332,7 @@ static void test_argv(void **state)
 	cmd.ds_config = NULL;
 	assert_int_equal(zb_peer_argv(&cmd, &c, &argv, &err), ZB_OK);
 	assert_string_equal(joined(argv), "py h.py --family llama --layers 16 --hidden 2048 --heads 32 --kv-heads 8"
-					  " --ffn 8192 --vocab 128256 --seq 2048 --tied-head"
+					  " --ffn 8192 --vocab 128256 --tied-head --seq 2048"
 					  " --micro-batch 4 --gas 1 --steps 8 --no-deepspeed");
 	zb_peer_argv_free(argv);
 
@@ -337,6 +344,151 @@ static void test_argv(void **state)
 	c.model.bias = 1; /* a gated MLP with biases: neither family */
 	assert_int_equal(zb_peer_argv(&cmd, &c, &argv, &err), ZB_E_INPUT);
 	assert_contains(err.msg, "model 'llama-ish' (gated MLP, biases, rotary positions, tied head) matches no");
+	c.model.bias = 0;
+	c.model.experts = 8, c.model.experts_active = 2; /* a mixture of experts: the own modules have none */
+	assert_int_equal(zb_peer_argv(&cmd, &c, &argv, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "matches no harness family");
+	assert_null(argv);
+}
+
+
+/* ---- the Hugging Face mode's line ------------------------------------------------------- */
+
+static void test_parse_hf(void **state)
+{
+	char *out = zb_test_slurp(HF_FIXTURE, NULL);
+	zb_peer_run r;
+	zb_error err = { 0 };
+	assert_int_equal(zb_peer_parse_output(out, &r, &err), ZB_OK);
+	assert_string_equal(r.name, "hf-z3-tut");
+	assert_string_equal(r.model_type, "llama");
+	assert_string_equal(r.note, "F05"); /* the plan's run name */
+	assert_int_equal(r.skipped_steps, 0);
+	assert_int_equal(r.warmup_steps, 2);
+	assert_int_equal(r.nsteps, 4);
+	assert_close(r.steps_ms[0], 3265.097, 1e-12);
+	assert_close(r.step_ms, 2783.149903000094, 1e-12);
+	assert_true(r.params == 90432);
+	/* DeepSpeed's paths: 2 micro-steps of a 2-layer model (20 parameter tensors) */
+	assert_close(zb_peer_count(&r, "fetch_fwd_calls"), 64, 0);
+	assert_close(zb_peer_count(&r, "fetch_bwd_calls"), 62, 0);
+	assert_close(zb_peer_count(&r, "grad_hook_calls"), 40, 0);
+	assert_close(zb_peer_count(&r, "gather_host_bytes"), 360448, 0);
+	assert_close(zb_peer_count(&r, "fetch_fwd_s"), 0.005242, 1e-12);
+	assert_true(isnan(zb_peer_count(&r, "no_such_path_calls")));
+	char *c = zb_peer_counts_json(&r);
+	assert_non_null(c);
+	assert_true(!strncmp(c, "{\"fetch_bwd_calls\":62,", 22)); /* compact, keys sorted */
+	free(c);
+	zb_peer_run_clear(&r);
+
+	/* the own-module line has none of them */
+	char *own = zb_test_slurp(FIXTURE, NULL);
+	assert_int_equal(zb_peer_parse_output(own, &r, &err), ZB_OK);
+	assert_string_equal(r.model_type, "");
+	assert_int_equal(r.skipped_steps, -1);
+	assert_true(isnan(zb_peer_count(&r, "fetch_fwd_calls")));
+	assert_null(zb_peer_counts_json(&r));
+	zb_peer_run_clear(&r);
+	free(own);
+	free(out);
+}
+
+#define HF_LINE "{\"harness\": \"ds_step\", \"step_ms\": 3, \"steps_ms\": [3], \"gpu_peak_GiB\": 1," \
+		" \"gpu_reserved_GiB\": 2, \"host_rss_GiB\": 3"
+
+static void test_parse_hf_errors(void **state)
+{
+	parse_fails("{\"harness\": \"ds_step\", \"dry_run\": true, \"params\": 5}\n", "a --dry-run line");
+	parse_fails(HF_LINE ", \"ds_counts\": [1, 2]}\n", "'ds_counts' is not an object");
+	parse_fails(HF_LINE ", \"ds_counts\": {\"fetch_fwd_calls\": \"many\"}}\n",
+		    "ds_counts 'fetch_fwd_calls' is not a number >= 0");
+	parse_fails(HF_LINE ", \"ds_counts\": {\"fetch_fwd_s\": -1}}\n", "ds_counts 'fetch_fwd_s'");
+	parse_fails(HF_LINE ", \"skipped_steps\": -2}\n", "'skipped_steps' is not a count");
+	parse_fails(HF_LINE ", \"skipped_steps\": 1.5}\n", "'skipped_steps' is not a count");
+	/* null and absent are "not reported" */
+	zb_peer_run r;
+	zb_error err = { 0 };
+	assert_int_equal(zb_peer_parse_output(HF_LINE ", \"skipped_steps\": null, \"ds_counts\": {}}\n", &r, &err), ZB_OK);
+	assert_int_equal(r.skipped_steps, -1);
+	zb_peer_run_clear(&r);
+}
+
+static void test_store_hf(void **state)
+{
+	zb_store *s = open_store("hf.db");
+	zb_error err = { 0 };
+	char *out = zb_test_slurp(HF_FIXTURE, NULL);
+	zb_peer_run measured, back;
+	assert_int_equal(zb_peer_parse_output(out, &measured, &err), ZB_OK);
+	int64_t c1 = add_config(s);
+	assert_int_equal(zb_peer_store_add(s, c1, &measured, &err), ZB_OK);
+	assert_int_equal(zb_peer_store_get(s, c1, &back, &err), ZB_OK);
+	same_run(&measured, &back);
+	assert_close(zb_peer_count(&back, "grad_hook_calls"), 40, 0);
+	/* the counts are a column of their own, queryable in SQL */
+	sqlite3_stmt *q;
+	assert_int_equal(sqlite3_prepare_v2(zb_store_db(s), "SELECT model_type, skipped_steps,"
+				    " json_extract(ds_counts, '$.fetch_fwd_calls'), json_extract(ds_counts, '$.fetch_fwd_s')"
+				    " FROM peer_runs WHERE config_id = ?1", -1, &q, NULL), SQLITE_OK);
+	sqlite3_bind_int64(q, 1, c1);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(q, 0), "llama");
+	assert_int_equal(sqlite3_column_int(q, 1), 0);
+	assert_int_equal(sqlite3_column_int(q, 2), 64);
+	assert_close(sqlite3_column_double(q, 3), 0.005242, 1e-12);
+	sqlite3_finalize(q);
+	/* an own-module run leaves them NULL */
+	char *own = zb_test_slurp(FIXTURE, NULL);
+	zb_peer_run r;
+	assert_int_equal(zb_peer_parse_output(own, &r, &err), ZB_OK);
+	int64_t c2 = add_config(s);
+	assert_int_equal(zb_peer_store_add(s, c2, &r, &err), ZB_OK);
+	assert_int_equal(sqlite3_prepare_v2(zb_store_db(s), "SELECT model_type IS NULL AND skipped_steps IS NULL AND"
+				    " ds_counts IS NULL FROM peer_runs WHERE config_id = ?1", -1, &q, NULL), SQLITE_OK);
+	sqlite3_bind_int64(q, 1, c2);
+	assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+	assert_int_equal(sqlite3_column_int(q, 0), 1);
+	sqlite3_finalize(q);
+	zb_peer_run_clear(&r);
+	zb_peer_run_clear(&back);
+	zb_peer_run_clear(&measured);
+	free(own);
+	free(out);
+	zb_store_close(s);
+}
+
+static void test_argv_hf(void **state)
+{
+	zb_config c;
+	memset(&c, 0, sizeof c);
+	zb_error err = { 0 };
+	zb_preset_default_hw(&c.hw);
+	zb_policy_defaults(&c.policy);
+	assert_int_equal(zb_preset_model("gpt-2.5b", &c.model, &err), ZB_OK);
+	c.policy.seq = 512;
+	c.policy.micro_batch = 2;
+	c.policy.gas = 8;
+	c.policy.dtype = ZB_FP16;
+	c.policy.ckpt = ZB_CKPT_GPU; /* HF gradient checkpointing */
+	zb_peer_cmd cmd = { .python = "py", .harness = "h.py", .ds_config = "z3.json", .hf_config = "m.json",
+			    .steps = 6, .timeout_s = 9 };
+	char **argv;
+	assert_int_equal(zb_peer_argv(&cmd, &c, &argv, &err), ZB_OK);
+	assert_string_equal(joined(argv), "py h.py --hf-config m.json --dtype fp16 --grad-ckpt gpu --ds-counts"
+					  " --seq 512 --micro-batch 2 --gas 8 --steps 6 --ds-config z3.json");
+	zb_peer_argv_free(argv);
+	/* a shape the own modules lack is no obstacle: the file has it */
+	c.model.gated_mlp = 1;
+	c.policy.ckpt = ZB_CKPT_CPU;
+	c.policy.dtype = ZB_BF16;
+	assert_int_equal(zb_peer_argv(&cmd, &c, &argv, &err), ZB_OK);
+	assert_contains(joined(argv), "--dtype bf16 --grad-ckpt cpu --ds-counts");
+	zb_peer_argv_free(argv);
+	cmd.ds_config = NULL;
+	assert_int_equal(zb_peer_argv(&cmd, &c, &argv, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "under DeepSpeed only (not 'torch')");
+	assert_null(argv);
 }
 
 /* ---- zbench validate --deepspeed ---------------------------------------------------------- */
@@ -543,6 +695,8 @@ int main(void)
 		cmocka_unit_test(test_cli_timeout),      cmocka_unit_test(test_cli_import),
 		cmocka_unit_test(test_cli_import_jsonl),
 		cmocka_unit_test(test_cli_bad_input),
+		cmocka_unit_test(test_parse_hf),         cmocka_unit_test(test_parse_hf_errors),
+		cmocka_unit_test(test_store_hf),         cmocka_unit_test(test_argv_hf),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

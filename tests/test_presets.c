@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "core/config.h"
 #include "core/model.h"
+#include "inputs/hwfile.h"
 #include "inputs/presets.h"
 
 static const char *const families[] = {"pcie", "gpu", "cpu", "model", "hw"};
@@ -423,10 +424,29 @@ static void test_derived_figures(void **state)
 	assert_true(c.hw.gpu.fp16_flops > 5 * c.hw.gpu.bf16_flops); /* no bf16 tensor cores */
 }
 
+/* One source for the H200 machine's executor profile: the h200 preset carries exactly the
+ * "executor" object of hw/h200-machine-executor.json (built in by the Makefile), and a build
+ * whose copy did not read would leave the neutral profile. */
+static void test_h200_profile_is_the_file(void **state)
+{
+	(void)state;
+	zb_gpu g;
+	zb_hw file;
+	zb_error err;
+	assert_int_equal(zb_preset_gpu("h200", &g, &err), ZB_OK);
+	assert_int_equal(zb_hw_load("hw/h200-machine-executor.json", &file, &err), ZB_OK);
+	assert_int_equal(g.exec.set, 2);
+	assert_int_equal(file.gpu.exec.set, 1);
+	file.gpu.exec.set = 2;
+	assert_memory_equal(&g.exec, &file.gpu.exec, sizeof g.exec);
+	assert_true(g.exec.launch_s > 0 && g.exec.starved > 0); /* not the neutral profile */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_preset_loads_and_validates),
+		cmocka_unit_test(test_h200_profile_is_the_file),
 		cmocka_unit_test(test_required_names_exist),
 		cmocka_unit_test(test_param_counts_match_published),
 		cmocka_unit_test(test_param_counts_exact),

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cli/suite.h"
+#include "validate/suite.h"
 #include "exec/executor.h"
 #include "core/model.h"
 #include "sim/engine.h"

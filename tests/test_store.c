@@ -237,7 +237,7 @@ static void test_open_creates_schema(void **state)
 	struct stat sb;
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(zb_store_schema_version(s), ZB_SCHEMA_VERSION);
-	assert_int_equal(ZB_SCHEMA_VERSION, 8);
+	assert_int_equal(ZB_SCHEMA_VERSION, 9);
 	assert_string_equal(zb_store_path(s), path);
 	sqlite3 *db = zb_store_db(s);
 	assert_int_equal(sql_int(db, "PRAGMA user_version"), ZB_SCHEMA_VERSION);
@@ -581,7 +581,7 @@ static void test_newer_schema_refused(void **state)
 
 	sqlite3 *db = NULL;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
-	sql_exec(db, "PRAGMA user_version = 9");
+	sql_exec(db, "PRAGMA user_version = 10");
 	assert_int_equal(sqlite3_close(db), SQLITE_OK);
 
 	size_t n;
@@ -592,7 +592,7 @@ static void test_newer_schema_refused(void **state)
 	assert_null(s);
 	char want[512];
 	snprintf(want, sizeof want,
-		 "database '%s' has schema version 9, newer than this zbench (%d)", path, ZB_SCHEMA_VERSION);
+		 "database '%s' has schema version 10, newer than this zbench (%d)", path, ZB_SCHEMA_VERSION);
 	assert_string_equal(err.msg, want);
 	assert_int_equal(err.status, ZB_E_STORE);
 	assert_same_file(path, before, n);

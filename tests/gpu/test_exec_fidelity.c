@@ -13,7 +13,7 @@
 #include "tests/harness.h"
 
 #include "exec/executor.h"
-#include "sim/attention.h"
+#include "core/attention.h"
 #include "core/graph.h"
 #include "inputs/presets.h"
 
