@@ -29,6 +29,7 @@
 
 
 #include "cli/commands.h"
+#include "common/outfile.h"
 #include "cli/flags.h"
 #include "results/query.h"
 #include "results/store.h"
@@ -497,38 +498,17 @@ int cmd_export(int argc, char **argv)
 	if (zb_store_open_readonly(&r.s, dbpath, 2000, &err))
 		return zb_report_error(&err);
 	zb_status st = find_config(&r, run, &err);
-	char *tmp = NULL;
-	/* a device or pipe (/dev/stdout) is written in place: renaming a temporary file
-	 * over it would replace the device node */
-	struct stat sb;
-	int direct = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
-	if (!st) {
-		size_t n = strlen(path) + 5;
-		tmp = malloc(n);
-		if (!tmp) {
-			zb_store_close(r.s);
-			fprintf(stderr, "zbench: out of memory\n");
-			return 1;
-		}
-		snprintf(tmp, n, direct ? "%s" : "%s.tmp", path);
-		o.f = fopen(tmp, "w");
-		if (!o.f)
-			st = zb_fail(&err, ZB_E_INPUT, "cannot write '%s': %s", tmp, strerror(errno));
-	}
+	/* a fresh temporary beside the file, renamed over it when complete (a device or
+	 * pipe such as /dev/stdout is written in place) */
+	zb_outfile file = { 0 };
+	if (!st && !(st = zb_outfile_open(&file, path, &err)))
+		o.f = file.f;
 	if (!st)
 		st = export_all(&r, &o);
-	if (o.f) {
-		if (ferror(o.f) && !st)
-			st = zb_fail(&err, ZB_E_INPUT, "cannot write '%s': %s", tmp, strerror(errno));
-		if (fclose(o.f) != 0 && !st)
-			st = zb_fail(&err, ZB_E_INPUT, "cannot write '%s': %s", tmp, strerror(errno));
-		if (!st && !direct && rename(tmp, path) != 0)
-			st = zb_fail(&err, ZB_E_INPUT, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-		if (st && !direct)
-			unlink(tmp);
-	}
+	if (!st)
+		st = zb_outfile_commit(&file, &err);
+	zb_outfile_abort(&file);
 	zb_store_close(r.s);
-	free(tmp);
 	free_tracks(&o);
 	if (st)
 		return zb_report_error(&err);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cli/commands.h"
+#include "common/outfile.h"
 #include "cli/options.h"
 #include "cli/report.h"
 #include "analysis/dstune.h"
@@ -121,14 +122,18 @@ static zb_status write_tuned(const char *in, const char *out, const zb_ds_knobs 
 		return zb_fail(err, ZB_E_INPUT, "cannot read %s again: %s", in, je.text);
 	}
 	tuned_json(root, k);
-	char tmp[4096];
-	snprintf(tmp, sizeof tmp, "%s.tmp.%d", out, (int)getpid());
-	int bad = json_dump_file(root, tmp, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
-	json_decref(root);
-	if (bad || rename(tmp, out)) {
-		unlink(tmp);
-		return zb_fail(err, ZB_E_INPUT, "cannot write tuned config '%s'", out);
+	zb_outfile o;
+	zb_error e;
+	int bad = zb_outfile_open(&o, out, &e) != ZB_OK;
+	if (!bad && json_dumpf(root, o.f, JSON_INDENT(2) | JSON_REAL_PRECISION(12)) != 0) {
+		zb_outfile_abort(&o);
+		bad = 1;
+	} else if (!bad) {
+		bad = zb_outfile_commit(&o, &e) != ZB_OK;
 	}
+	json_decref(root);
+	if (bad)
+		return zb_fail(err, ZB_E_INPUT, "cannot write tuned config '%s'", out);
 	return ZB_OK;
 }
 

@@ -251,7 +251,7 @@ static zb_status open_log(const zb_peer_cmd *cmd, char *path, size_t n, int *fd,
 {
 	if (cmd->log_path) {
 		snprintf(path, n, "%s", cmd->log_path);
-		*fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		*fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644); /* never through a symlink */
 	} else {
 		const char *tmp = getenv("TMPDIR");
 		snprintf(path, n, "%s/zbench-peer-XXXXXX", tmp && *tmp ? tmp : "/tmp");
