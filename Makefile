@@ -105,7 +105,7 @@ all: cuda-note $(ZBENCH)
 # built position-independent, only InitializeInjection exported.
 ifneq ($(NVCC),)
 INJECT     := $(BUILD)/libzbench_inject.so
-INJECT_SRC := inject/inject.c inject/nvtx_steps.c profiler/trace.c profiler/cupti_cuda.c profiler/spool.c common/error.c common/outfile.c
+INJECT_SRC := inject/inject.c inject/nvtx_steps.c profiler/trace.c profiler/cupti_cuda.c profiler/spool.c common/error.c common/text.c common/outfile.c
 INJECT_OBJ := $(patsubst %.c,$(BUILD)/pic/%.o,$(INJECT_SRC))
 
 $(BUILD)/pic/%.o: %.c $(wildcard */*.h)

@@ -1,0 +1,322 @@
+/*
+ * test_hostile_cli.c - zbench as an attacker or a batch system drives it: names
+ * and paths that carry gnuplot commands, symlinks planted where zbench writes,
+ * oversized schemas, schedules too large to build, SIGTERM in a sweep, non-finite
+ * measured numbers, out-of-range stages and ranges, garbage trace timestamps,
+ * CSV cells with separators, and shards still being written. Each case runs the
+ * real binary ($ZBENCH, as tests/run.sh sets it) in a temporary directory, as
+ * a user would, and checks the one-line refusal or the correct result, and that
+ * nothing was executed or written outside the output asked for.
+ */
+#include "tests/harness.h"
+
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/plot_script.h"
+
+static char dir[256];
+static const char *zbench;
+static int have_gnuplot;
+
+typedef struct res {
+	int rc;
+	char *out, *err;
+} res;
+
+/* `zbench args` (shell syntax, printf-formatted) in dir. */
+static res zb(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static res zb(const char *fmt, ...)
+{
+	char args[8192], cmd[9000];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(args, sizeof args, fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof cmd, "cd '%s' && exec '%s' %s >stdout 2>stderr </dev/null", dir, zbench, args);
+	int st = system(cmd);
+	res r;
+	r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+	char p[600];
+	snprintf(p, sizeof p, "%s/stdout", dir);
+	r.out = zb_test_slurp(p, NULL);
+	snprintf(p, sizeof p, "%s/stderr", dir);
+	r.err = zb_test_slurp(p, NULL);
+	return r;
+}
+
+static void res_free(res *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+static int count_lines(const char *s)
+{
+	int n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+static const char *at(const char *name)
+{
+	static char p[4][700];
+	static int k;
+	char *b = p[k++ % 4];
+	snprintf(b, sizeof p[0], "%s/%s", dir, name);
+	return b;
+}
+
+static int exists(const char *name)
+{
+	struct stat st;
+	return lstat(at(name), &st) == 0;
+}
+
+static void put(const char *name, const char *text) { zb_test_write_file(at(name), text); }
+
+static char *get(const char *name) { return zb_test_slurp(at(name), NULL); }
+
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sh(const char *fmt, ...)
+{
+	char c[8192], cmd[9000];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(c, sizeof c, fmt, ap);
+	va_end(ap);
+	snprintf(cmd, sizeof cmd, "cd '%s' && { %s ; }", dir, c);
+	if (system(cmd) != 0) {
+		print_error("failed: %s\n", c);
+		fail();
+	}
+}
+
+static void expect_ok(res r, const char *what)
+{
+	if (r.rc != 0)
+		print_error("%s: exit %d\nstderr: %s\n", what, r.rc, r.err);
+	assert_int_equal(r.rc, 0);
+	res_free(&r);
+}
+
+/* exit 2 (or want), one line on stderr containing needle */
+static void expect_refused(res r, int want, const char *needle)
+{
+	if (r.rc != want || count_lines(r.err) != 1 || !strstr(r.err, needle))
+		print_error("exit %d (want %d), stderr (want one line with '%s'):\n%s\n", r.rc, want, needle, r.err);
+	assert_int_equal(r.rc, want);
+	assert_int_equal(count_lines(r.err), 1);
+	assert_contains(r.err, needle);
+	res_free(&r);
+}
+
+#define NEED_GNUPLOT()                                                                                      \
+	do {                                                                                                \
+		if (!have_gnuplot) {                                                                        \
+			print_message("skipped: gnuplot not installed (scripts/deps.sh installs gnuplot-nox)\n"); \
+			skip();                                                                             \
+			return;                                                                             \
+		}                                                                                           \
+	} while (0)
+
+static const char *const model_json =
+	"{\"name\":\"%s\",\"layers\":2,\"hidden\":64,\"heads\":2,\"ffn\":256,\"vocab\":100,\"max_seq\":1024,"
+	"\"gated_mlp\":0,\"bias\":1,\"tied_embeddings\":1}";
+
+static void put_model(const char *file, const char *name)
+{
+	char text[1024];
+	snprintf(text, sizeof text, model_json, name);
+	put(file, text);
+}
+
+/* ---- gnuplot: no text of an input runs ----------------------------------------- */
+
+/* The issue's reproducer: a model named m`touch pwned` through plot and sweep
+ * --plot, and the output path, --data folder and database path carrying commands
+ * too; none of the files the commands would create appears. */
+static void test_gnuplot_runs_no_input(void **state)
+{
+	NEED_GNUPLOT();
+	char name[600];
+	snprintf(name, sizeof name, "m`touch %s`", at("pwned-model"));
+	put_model("m.json", name);
+	expect_ok(zb("sweep --db inj.db --model-file m.json --ratio 0,1 --policy overlap"), "sweep");
+	expect_ok(zb("plot ratio --db inj.db -o inj.png"), "plot");
+	expect_ok(zb("plot ratio --db inj.db -o 'o`touch pwned-out`.svg' --data 'd`touch pwned-data`\"dir'"),
+		  "plot -o --data");
+	sh("cp inj.db \"$(printf 'nl\\n!touch pwned-db\\n.db')\"");
+	expect_ok(zb("plot memory --db \"$(printf 'nl\\n!touch pwned-db\\n.db')\" -o mem.svg"), "plot --db");
+	expect_ok(zb("sweep --db sw.db --model-file m.json --ratio 0,1 --policy overlap --plot 's`touch pwned-sweep`.png'"),
+		  "sweep --plot");
+	static const char *const never[] = { "pwned-model", "pwned-out", "pwned-data", "pwned-db", "pwned-sweep" };
+	for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
+		if (exists(never[i])) {
+			print_error("%s was created: an input ran as a gnuplot command\n", never[i]);
+			fail();
+		}
+	assert_true(exists("inj.png") && exists("o`touch pwned-out`.svg") && exists("mem.svg") &&
+		    exists("s`touch pwned-sweep`.png"));
+}
+
+/* Names with control characters are refused where they are read, in one line. */
+static void test_names_with_control_characters(void **state)
+{
+	put_model("nl.json", "a\\nb");
+	expect_refused(zb("predict --model-file nl.json --no-db"), 2, "control character");
+	put("hw-esc.json", "{\"preset\": \"h200-machine\", \"name\": \"h\\u001b[31m\"}");
+	expect_refused(zb("predict --hw ./hw-esc.json --no-db"), 2, "hardware name");
+	put("gpu-esc.json", "{\"preset\": \"h200-machine\", \"gpu\": {\"preset\": \"h200\", \"name\": \"g\\r\"}}");
+	expect_refused(zb("predict --hw ./gpu-esc.json --no-db"), 2, "gpu name");
+	put("hf.json", "{\"_name_or_path\": \"org/x\\ny\", \"model_type\": \"gpt2\", \"n_layer\": 2, \"n_embd\": 64,"
+		       " \"n_head\": 2, \"vocab_size\": 100, \"n_positions\": 1024}");
+	expect_refused(zb("predict --hf-config hf.json --no-db"), 2, "model name 'x\\x0ay'");
+	/* a model file without a name is named after its file */
+	sh("printf '{\"layers\":2,\"hidden\":64,\"heads\":2,\"ffn\":256,\"vocab\":100,\"max_seq\":1024,"
+	   "\"gated_mlp\":0,\"bias\":1,\"tied_embeddings\":1}' > \"$(printf 'f\\tx.json')\"");
+	expect_refused(zb("predict --model-file \"$(printf 'f\\tx.json')\" --no-db"), 2, "control character");
+}
+
+/* Scripts drawn from a database whose names hold every character gnuplot treats
+ * specially and from its twin (the same names with those bytes replaced): the
+ * same text outside quoted strings, the same number of lines in each data file. */
+static void test_script_has_no_input_outside_quotes(void **state)
+{
+	NEED_GNUPLOT();
+	expect_ok(zb("sweep --db base.db --pcie gen4,gen5 --ratio 0:1:0.5 --cores 8,16 --policy overlap"), "sweep");
+	static const char hostile[] = "a'b\"c`touch q`d\\e@f$g\nh'' ;!system(\"x\")\r#i'\n";
+	char twin[sizeof hostile];
+	plot_script_twin(hostile, twin, sizeof twin);
+	const char *names[2] = { hostile, twin };
+	static const char *const kinds[] = { "ratio", "hardware", "memory" };
+	for (int w = 0; w < 2; w++) {
+		char db[64], path[700];
+		snprintf(db, sizeof db, "names-%d.db", w);
+		sh("cp base.db %s", db);
+		snprintf(path, sizeof path, "%s/%s", dir, db);
+		sqlite3 *h;
+		sqlite3_stmt *st;
+		assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+		assert_int_equal(sqlite3_prepare_v2(h, "UPDATE configs SET model = ?1, hw = ?1 || 'h', gpu = ?1 || 'g'",
+						    -1, &st, NULL),
+				 SQLITE_OK);
+		sqlite3_bind_text(st, 1, names[w], -1, SQLITE_STATIC);
+		assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+		sqlite3_finalize(st);
+		sqlite3_close(h);
+		for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+			expect_ok(zb("plot %s --db %s -o %s-%d.svg --data kept-%s-%d", kinds[k], db, kinds[k], w, kinds[k],
+				     w),
+				  kinds[k]);
+	}
+	static const char *const data[] = { "throughput.dat", "hardware.dat", "memory.dat" };
+	for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+		char *bare[2], why[200], name[128];
+		for (int w = 0; w < 2; w++) {
+			snprintf(name, sizeof name, "kept-%s-%d/plot.gp", kinds[k], w);
+			char *script = get(name);
+			bare[w] = plot_script_bare(script, why, sizeof why);
+			if (!bare[w])
+				print_error("plot %s, %s names: %s\n%s\n", kinds[k], w ? "twin" : "hostile", why, script);
+			assert_non_null(bare[w]);
+			free(script);
+			assert_null(strstr(bare[w], "touch"));
+		}
+		if (strcmp(bare[0], bare[1]))
+			print_error("plot %s: the script outside quoted strings depends on the names\n%s\n----\n%s\n",
+				    kinds[k], bare[0], bare[1]);
+		assert_string_equal(bare[0], bare[1]);
+		free(bare[0]);
+		free(bare[1]);
+		snprintf(name, sizeof name, "kept-%s-0/%s", kinds[k], data[k]);
+		char *d0 = get(name);
+		snprintf(name, sizeof name, "kept-%s-1/%s", kinds[k], data[k]);
+		char *d1 = get(name);
+		assert_int_equal(count_lines(d0), count_lines(d1));
+		free(d0);
+		free(d1);
+	}
+}
+
+/* ---- symlinks planted where zbench writes ------------------------------------- */
+
+/* keep is intact and name is no longer a symlink to it */
+static void expect_unharmed(const char *victim, const char *link)
+{
+	char *v = get(victim);
+	if (strcmp(v, "keep\n"))
+		print_error("%s was written through the symlink %s: now '%.40s'\n", victim, link, v);
+	assert_string_equal(v, "keep\n");
+	free(v);
+}
+
+static void plant(const char *victim, const char *link)
+{
+	sh("echo keep > '%s' && ln -sfn '%s' '%s'", victim, victim, link);
+}
+
+static void test_symlinks_are_not_followed(void **state)
+{
+	expect_ok(zb("sweep --db s.db --pcie gen4,gen5 --ratio 0,1 --policy overlap --timeline"), "sweep");
+	/* export FILE.tmp */
+	plant("v-export", "exp.csv.tmp");
+	expect_ok(zb("export 1 --db s.db --format csv -o exp.csv"), "export");
+	expect_unharmed("v-export", "exp.csv.tmp");
+	char *csv = get("exp.csv");
+	assert_contains(csv, "predicted");
+	free(csv);
+	/* a profile written with OUT.tmp (zb_hw_save), and calibrate's OUT.probe */
+	plant("v-probe", "cal.json.probe");
+	plant("v-cal", "cal.json.tmp");
+	expect_ok(zb("calibrate --cpu-only --quick --out cal.json --db cal.db"), "calibrate --cpu-only");
+	expect_unharmed("v-probe", "cal.json.probe");
+	expect_unharmed("v-cal", "cal.json.tmp");
+	if (have_gnuplot) {
+		/* plot OUT.tmp, and --data DIR's plot.gp and data file */
+		plant("v-plot", "out.png.tmp");
+		sh("mkdir -p kd");
+		plant("v-gp", "kd/plot.gp");
+		plant("v-dat", "kd/throughput.dat");
+		plant("v-log", "kd/gnuplot.log");
+		expect_ok(zb("plot ratio --db s.db -o out.png --data kd"), "plot");
+		expect_unharmed("v-plot", "out.png.tmp");
+		expect_unharmed("v-gp", "kd/plot.gp");
+		expect_unharmed("v-dat", "kd/throughput.dat");
+		expect_unharmed("v-log", "kd/gnuplot.log");
+		char *gp = get("kd/plot.gp");
+		assert_contains(gp, "throughput.dat");
+		free(gp);
+	}
+	/* no temporary left behind */
+	sh("! ls -a . kd 2>/dev/null | grep -q '\\.tmp\\.'");
+}
+
+int main(void)
+{
+	if (zb_test_cli_setup(&zbench, dir, sizeof dir))
+		return 1;
+	if (zbench[0] != '/') {
+		static char abs[1024];
+		if (!getcwd(abs, sizeof abs - strlen(zbench) - 2))
+			return 1;
+		strcat(abs, "/");
+		strcat(abs, zbench);
+		zbench = abs;
+	}
+	have_gnuplot = system("command -v gnuplot >/dev/null 2>&1") == 0;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_gnuplot_runs_no_input),
+		cmocka_unit_test(test_names_with_control_characters),
+		cmocka_unit_test(test_script_has_no_input_outside_quotes),
+		cmocka_unit_test(test_symlinks_are_not_followed),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	zb_test_cli_teardown(dir);
+	return rc;
+}
