@@ -19,6 +19,9 @@
 #include <sqlite3.h>
 
 #define ZB_APP_ID 2053268328 /* PRAGMA application_id of a zbench database, as store.c */
+/* SQLite's smallest default limit of bound parameters (999 before 3.32): a row's
+ * columns are bound one each */
+#define MAX_COLUMNS 999
 
 enum { KEEP, RUN_ID, CONFIG_ID };
 
@@ -85,6 +88,8 @@ static zb_status open_input(ctx *c, const struct stat *out_st)
 			       c->in_path);
 	if (sqlite3_open_v2(c->in_path, &c->in, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
 		return fail_db(c, c->in, "open");
+	/* a quoted column name the input lacks is an error, not a string literal */
+	sqlite3_db_config(c->in, SQLITE_DBCONFIG_DQS_DML, 0, (int *)NULL);
 	sqlite3_busy_timeout(c->in, 2000);
 	int64_t app = 0, version = 0;
 	if (query_int(c, c->in, "PRAGMA application_id", &app, "read the application id"))
@@ -157,63 +162,93 @@ static zb_status check_duplicates(ctx *c)
 	return s;
 }
 
-/* The column names of table t in the output, as a list and as placeholders. */
-static zb_status columns(ctx *c, const char *t, char *names, size_t nn, char *marks, size_t nm, int *ncol,
-			 int kind[64])
+/* The columns of table t in the output: their quoted names as one list, as many
+ * placeholders, and which ids each holds. Built with sqlite3_str, which grows as
+ * needed (a column name may be of any length) and quotes a name's own double
+ * quotes (%w). */
+typedef struct collist {
+	char *names, *marks;
+	int *kind;
+	int n;
+} collist;
+
+static void collist_free(collist *l)
 {
-	char sql[128];
-	snprintf(sql, sizeof sql, "PRAGMA table_info(\"%s\")", t);
+	sqlite3_free(l->names);
+	sqlite3_free(l->marks);
+	free(l->kind);
+	memset(l, 0, sizeof *l);
+}
+
+static zb_status columns(ctx *c, const char *t, collist *l)
+{
+	memset(l, 0, sizeof *l);
+	char *sql = sqlite3_mprintf("PRAGMA table_info(\"%w\")", t);
 	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(c->out, sql, -1, &st, NULL) != SQLITE_OK)
+	int rc = sql ? sqlite3_prepare_v2(c->out, sql, -1, &st, NULL) : SQLITE_NOMEM;
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
 		return fail_db(c, c->out, "read the schema");
-	*ncol = 0;
-	names[0] = marks[0] = 0;
-	size_t ln = 0, lm = 0;
 	int which = -1;
 	for (size_t i = 0; i < NTABLES; i++)
 		if (!strcmp(tables[i].table, t))
 			which = (int)i;
-	while (sqlite3_step(st) == SQLITE_ROW && *ncol < 64) {
+	sqlite3_str *names = sqlite3_str_new(c->out), *marks = sqlite3_str_new(c->out);
+	int cap = 0;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		const char *name = (const char *)sqlite3_column_text(st, 1);
-		kind[*ncol] = KEEP;
-		for (int k = 0; k < 2 && tables[which].col[k]; k++)
-			if (!strcmp(tables[which].col[k], name))
-				kind[*ncol] = tables[which].kind[k];
-		ln += snprintf(names + ln, nn - ln, "%s\"%s\"", *ncol ? ", " : "", name);
-		lm += snprintf(marks + lm, nm - lm, "%s?", *ncol ? ", " : "");
-		(*ncol)++;
+		if (l->n == cap)
+			l->kind = zb_xrealloc(l->kind, sizeof *l->kind * (size_t)(cap = cap ? 2 * cap : 32));
+		l->kind[l->n] = KEEP;
+		for (int k = 0; k < 2 && which >= 0 && tables[which].col[k]; k++)
+			if (name && !strcmp(tables[which].col[k], name))
+				l->kind[l->n] = tables[which].kind[k];
+		sqlite3_str_appendf(names, "%s\"%w\"", l->n ? ", " : "", name ? name : "");
+		sqlite3_str_appendf(marks, "%s?", l->n ? ", " : "");
+		l->n++;
 	}
 	sqlite3_finalize(st);
-	if (ln >= nn || lm >= nm || *ncol == 0)
-		return zb_fail(c->err, ZB_E_INTERNAL, "table %s: cannot list its columns", t);
-	return ZB_OK;
+	int bad = sqlite3_str_errcode(names) || sqlite3_str_errcode(marks);
+	l->names = sqlite3_str_finish(names);
+	l->marks = sqlite3_str_finish(marks);
+	zb_status res = ZB_OK;
+	if (rc != SQLITE_DONE)
+		res = fail_db(c, c->out, "read the schema");
+	else if (bad || !l->names || !l->marks)
+		res = zb_fail(c->err, ZB_E_NOMEM, "table %s: cannot list its columns: out of memory", t);
+	else if (l->n == 0 || l->n > MAX_COLUMNS)
+		res = zb_fail(c->err, ZB_E_STORE, "table %s of '%s' has %d columns (1..%d merged)", t, c->out_path,
+			      l->n, MAX_COLUMNS);
+	if (res)
+		collist_free(l);
+	return res;
 }
 
-static zb_status copy_table(ctx *c, const char *t, int64_t *copied)
+/* Rows of table t from the input into the output, ids moved by the offsets. */
+static zb_status copy_rows(ctx *c, const char *t, const collist *l, int64_t *copied)
 {
-	char names[2048], marks[256], sql[2560];
-	int ncol, kind[64];
-	zb_status s = columns(c, t, names, sizeof names, marks, sizeof marks, &ncol, kind);
-	if (s)
-		return s;
 	sqlite3_stmt *sel = NULL, *ins = NULL;
-	snprintf(sql, sizeof sql, "SELECT %s FROM \"%s\"", names, t);
-	if (sqlite3_prepare_v2(c->in, sql, -1, &sel, NULL) != SQLITE_OK)
+	char *sql = sqlite3_mprintf("SELECT %s FROM \"%w\"", l->names, t);
+	int rc = sql ? sqlite3_prepare_v2(c->in, sql, -1, &sel, NULL) : SQLITE_NOMEM;
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK)
 		return fail_db(c, c->in, "read a table");
-	snprintf(sql, sizeof sql, "INSERT INTO \"%s\"(%s) VALUES(%s)", t, names, marks);
-	if (sqlite3_prepare_v2(c->out, sql, -1, &ins, NULL) != SQLITE_OK) {
+	sql = sqlite3_mprintf("INSERT INTO \"%w\"(%s) VALUES(%s)", t, l->names, l->marks);
+	rc = sql ? sqlite3_prepare_v2(c->out, sql, -1, &ins, NULL) : SQLITE_NOMEM;
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK) {
 		sqlite3_finalize(sel);
 		return fail_db(c, c->out, "insert rows");
 	}
-	int rc;
+	zb_status s = ZB_OK;
 	*copied = 0;
 	while (!s && (rc = sqlite3_step(sel)) == SQLITE_ROW) {
-		for (int i = 0; i < ncol; i++) {
-			if (kind[i] == KEEP || sqlite3_column_type(sel, i) == SQLITE_NULL)
+		for (int i = 0; i < l->n; i++) {
+			if (l->kind[i] == KEEP || sqlite3_column_type(sel, i) == SQLITE_NULL)
 				sqlite3_bind_value(ins, i + 1, sqlite3_column_value(sel, i));
 			else
 				sqlite3_bind_int64(ins, i + 1, sqlite3_column_int64(sel, i) +
-								(kind[i] == RUN_ID ? c->run_off : c->config_off));
+								(l->kind[i] == RUN_ID ? c->run_off : c->config_off));
 		}
 		if (sqlite3_step(ins) != SQLITE_DONE)
 			s = fail_db(c, c->out, "insert rows");
@@ -224,6 +259,17 @@ static zb_status copy_table(ctx *c, const char *t, int64_t *copied)
 		s = fail_db(c, c->in, "read a table");
 	sqlite3_finalize(sel);
 	sqlite3_finalize(ins);
+	return s;
+}
+
+static zb_status copy_table(ctx *c, const char *t, int64_t *copied)
+{
+	collist l;
+	zb_status s = columns(c, t, &l);
+	if (s)
+		return s;
+	s = copy_rows(c, t, &l, copied);
+	collist_free(&l);
 	return s;
 }
 
@@ -256,6 +302,7 @@ zb_status zb_store_merge(zb_store *out, const char *const *inputs, int n, zb_mer
 	if (s)
 		return s;
 	ctx c = { .out = zb_store_db(out), .out_path = zb_store_path(out), .err = err };
+	sqlite3_db_config(c.out, SQLITE_DBCONFIG_DQS_DML, 0, (int *)NULL);
 	for (int i = 0; i < n && !s; i++) {
 		c.in_path = inputs[i];
 		c.counts = per_input ? &per_input[i] : NULL;

@@ -297,6 +297,63 @@ static void test_symlinks_are_not_followed(void **state)
 	sh("! ls -a . kd 2>/dev/null | grep -q '\\.tmp\\.'");
 }
 
+/* ---- merge: column lists of any length ------------------------------------------ */
+
+static void sql_at(const char *name, const char *text)
+{
+	sqlite3 *h;
+	assert_int_equal(sqlite3_open(at(name), &h), SQLITE_OK);
+	char *msg = NULL;
+	if (sqlite3_exec(h, text, NULL, NULL, &msg) != SQLITE_OK) {
+		print_error("%s: %.200s: %s\n", name, text, msg);
+		fail();
+	}
+	sqlite3_close(h);
+}
+
+static long long count_rows(const char *name, const char *table)
+{
+	sqlite3 *h;
+	sqlite3_stmt *st;
+	long long n = -1;
+	char q[200];
+	snprintf(q, sizeof q, "SELECT count(*) FROM %s", table);
+	if (sqlite3_open_v2(at(name), &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(h, q, -1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			n = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(h);
+	return n;
+}
+
+/* An output whose runs table has a column with a 2 MB name (and one with a quote
+ * and 1 500 bytes, which used to overrun the stack silently): one line, exit 2,
+ * the output as it was. */
+static void test_merge_long_column_names(void **state)
+{
+	expect_ok(zb("sweep --db shard.db --ratio 0,1 --policy overlap"), "sweep");
+	static const size_t lens[] = { 2u << 20, 1500 };
+	for (size_t k = 0; k < 2; k++) {
+		char db[32];
+		snprintf(db, sizeof db, "wide-%zu.db", k);
+		expect_ok(zb("predict --db %s", db), "predict");
+		char *alter = malloc(lens[k] + 64), *p = alter;
+		p += sprintf(p, "ALTER TABLE runs ADD COLUMN \"q\"\"");
+		memset(p, 'x', lens[k]);
+		p += lens[k];
+		strcpy(p, "\" TEXT");
+		sql_at(db, alter);
+		free(alter);
+		res r = zb("merge %s shard.db", db);
+		if (strlen(r.err) > 600)
+			r.err[600] = 0;
+		expect_refused(r, 2, "no such column");
+		assert_int_equal(count_rows(db, "runs"), 1);
+	}
+}
+
 int main(void)
 {
 	if (zb_test_cli_setup(&zbench, dir, sizeof dir))
@@ -315,6 +372,7 @@ int main(void)
 		cmocka_unit_test(test_names_with_control_characters),
 		cmocka_unit_test(test_script_has_no_input_outside_quotes),
 		cmocka_unit_test(test_symlinks_are_not_followed),
+		cmocka_unit_test(test_merge_long_column_names),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	zb_test_cli_teardown(dir);
