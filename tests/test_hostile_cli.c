@@ -19,6 +19,11 @@
 
 #include "tests/plot_script.h"
 
+#include "core/graph.h"
+#include "core/limits.h"
+#include "inputs/presets.h"
+#include "schedules/framework.h"
+
 static char dir[256];
 static const char *zbench;
 static int have_gnuplot;
@@ -354,6 +359,80 @@ static void test_merge_long_column_names(void **state)
 	}
 }
 
+/* ---- the schedule's size, every framework ----------------------------------------- */
+
+/* zb_limits_tasks bounds what DeepSpeed's builder emits, and not loosely (so the
+ * limit refuses only schedules that are large), over every model preset, ZeRO
+ * stage, offload, Twin-Flow ratio, checkpointing, parameter offload and rank count
+ * the builder accepts. */
+static void test_ds_task_estimate_bounds_the_schedule(void **state)
+{
+	double worst = 0;
+	int built = 0;
+	zb_hw one, two;
+	zb_error err = { 0 };
+	zb_preset_default_hw(&one);
+	assert_int_equal(zb_preset_hw("h200-x2", &two, &err), ZB_OK);
+	for (int mi = 0; mi < zb_preset_count("model"); mi++)
+		for (int v = 0; v < 4 * 3 * 2 * 3 * 2 * 2; v++) {
+			int stage = v % 4, kind = v / 4 % 3, half = v / 12 % 2, ck = v / 24 % 3, op = v / 72 % 2;
+			int ranks = v / 144 % 2;
+			static const zb_policy_kind kinds[] = { ZB_POLICY_NONE, ZB_POLICY_OFFLOAD, ZB_POLICY_OVERLAP };
+			zb_config c;
+			memset(&c, 0, sizeof c);
+			c.hw = ranks ? two : one;
+			assert_int_equal(zb_preset_model(zb_preset_name("model", mi), &c.model, &err), ZB_OK);
+			zb_policy_defaults(&c.policy);
+			c.framework = ZB_FW_DEEPSPEED;
+			c.policy.kind = kinds[kind];
+			c.policy.zero_stage = stage;
+			c.policy.ratio = half ? 0.5 : 1.0;
+			c.policy.ckpt = (zb_ckpt)ck;
+			c.policy.offload_param = op;
+			c.policy.gpus = ranks ? 2 : 1;
+			c.policy.gas = 2;
+			c.policy.seq = 512;
+			c.policy.sub_group_size = 20000000;
+			c.steps = 2;
+			zb_graph g;
+			if (zb_graph_build(&g, &c, &err) != ZB_OK)
+				continue; /* a combination DeepSpeed refuses */
+			int64_t est = zb_limits_tasks(&c);
+			if (est < (int64_t)g.ntasks)
+				print_error("%s stage %d kind %d ratio %g ckpt %d oparam %d gpus %d: estimate %lld < %u tasks\n",
+					    c.model.name, stage, kind, c.policy.ratio, ck, op, c.policy.gpus, (long long)est,
+					    (unsigned)g.ntasks);
+			assert_true(est >= (int64_t)g.ntasks);
+			double ratio = (double)est / (double)g.ntasks;
+			worst = ratio > worst ? ratio : worst;
+			built++;
+			zb_graph_free(&g);
+		}
+	print_message("# %d DeepSpeed schedules: task estimate / tasks built at most %.2f\n", built, worst);
+	assert_true(built > 100);
+	assert_true(worst < 3.0);
+}
+
+/* Every command that builds a schedule refuses one too large in one line, at once
+ * (predict --framework deepspeed --gas 16384 used to allocate 10 GB and abort). */
+static void test_schedule_limit_everywhere(void **state)
+{
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	expect_refused(zb("predict --framework deepspeed --gas 4096 --no-db"), 2, "schedule too large");
+	expect_refused(zb("predict --framework deepspeed --gas 16384 --no-db"), 2, "schedule too large");
+	expect_refused(zb("sweep --framework deepspeed --gas 512 --no-db"), 2, "schedule too large");
+	put("ds.json", "{\"train_micro_batch_size_per_gpu\": 4, \"gradient_accumulation_steps\": 4,"
+		       " \"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\"}}}");
+	expect_refused(zb("tune --ds-config ds.json --model gpt2 --gas 4096"), 2, "schedule too large");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+	print_message("# four refusals in %.2f s\n", s);
+	assert_true(s < (getenv("ZB_SAN") ? 25.0 : 5.0));
+	/* a realistic long accumulation still predicts */
+	expect_ok(zb("predict --framework deepspeed --gas 64 --no-db"), "gas 64");
+}
+
 int main(void)
 {
 	if (zb_test_cli_setup(&zbench, dir, sizeof dir))
@@ -373,6 +452,8 @@ int main(void)
 		cmocka_unit_test(test_script_has_no_input_outside_quotes),
 		cmocka_unit_test(test_symlinks_are_not_followed),
 		cmocka_unit_test(test_merge_long_column_names),
+		cmocka_unit_test(test_ds_task_estimate_bounds_the_schedule),
+		cmocka_unit_test(test_schedule_limit_everywhere),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	zb_test_cli_teardown(dir);
