@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/stop.h"
 #include "cli/options.h"
 #include "cli/report.h"
 #include "cli/report_ranks.h"
@@ -185,9 +186,6 @@ static zb_status emit_row(void *ctx, const zb_sweep_row *row, zb_error *err)
 	return ZB_OK;
 }
 
-static volatile sig_atomic_t interrupted;
-static void on_sigint(int sig) { interrupted = 1; }
-
 static void print_head(const zb_options *o, const zb_sweep_grid *g, const sweep_flags *f, long long rows,
 		       const zb_config *first, const zb_sources *src)
 {
@@ -270,13 +268,10 @@ static int run_rows(const zb_options *o, const zb_sweep_grid *g, const sweep_fla
 	}
 	zb_sweep_opts so = { .jobs = f->jobs, .config_json = s->store != NULL, .pred_json = o->json,
 			     .timeline = o->timeline && s->store != NULL, .progress = 1 };
-	struct sigaction sa = { .sa_handler = on_sigint }, old;
-	sigemptyset(&sa.sa_mask);
-	interrupted = 0;
-	sigaction(SIGINT, &sa, &old);
+	zb_stop_catch(); /* Ctrl-C, SIGTERM, SIGHUP: stop after the current row */
 	long long done = 0;
-	zb_status st = zb_sweep_run(g, rows, &so, emit_row, &k, &interrupted, &done, &err);
-	sigaction(SIGINT, &old, NULL);
+	zb_status st = zb_sweep_run(g, rows, &so, emit_row, &k, &zb_stop_requested, &done, &err);
+	zb_stop_release();
 	if (st && st != ZB_E_INTERRUPTED) {
 		fflush(stdout);
 		zb_session_abort(s);
@@ -291,9 +286,9 @@ static int run_rows(const zb_options *o, const zb_sweep_grid *g, const sweep_fla
 		return zb_exit_code(k.store_err.status);
 	}
 	if (st) {
-		fprintf(stderr, "zbench: interrupted after %lld of %lld configurations (%s)\n", done, rows,
-			s->run_id ? "the rows so far are stored" : "nothing stored: --no-db");
-		return 130;
+		fprintf(stderr, "zbench: interrupted by %s after %lld of %lld configurations (%s)\n", zb_stop_name(),
+			done, rows, s->run_id ? "the rows so far are stored, the run marked interrupted" : "nothing stored: --no-db");
+		return zb_stop_exit_code();
 	}
 	return 0;
 }

@@ -433,6 +433,58 @@ static void test_schedule_limit_everywhere(void **state)
 	expect_ok(zb("predict --framework deepspeed --gas 64 --no-db"), "gas 64");
 }
 
+/* ---- signals a batch system sends ------------------------------------------------ */
+
+/* A sweep sent sig while it prints rows (a real child process, stdout to a file):
+ * it stops after the current row, stores every row it printed with the run marked
+ * interrupted, says so in one line, and exits 128 + sig. */
+static void sweep_stopped_by(int sig, const char *name)
+{
+	char out[64], err[64], db[64];
+	snprintf(out, sizeof out, "sig-%d.csv", sig);
+	snprintf(err, sizeof err, "sig-%d.err", sig);
+	snprintf(db, sizeof db, "sig-%d.db", sig);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (chdir(dir) || !freopen(out, "w", stdout) || !freopen(err, "w", stderr))
+			_exit(99);
+		execl(zbench, zbench, "sweep", "--ratio", "0:1:0.001", "--pcie", "gen3,gen4,gen5,gen6", "--cores",
+		      "4,8,16,32,64", "--policy", "offload,overlap,dpu", "-j", "1", "--csv", "--db", db, (char *)NULL);
+		_exit(98);
+	}
+	struct stat st;
+	for (int i = 0; i < 600 && (stat(at(out), &st) != 0 || st.st_size < 20000); i++) {
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	kill(pid, sig);
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	char *e = get(err), *o = get(out);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 128 + sig)
+		print_error("%s: status %d (want exit %d), stderr: %s\n", name, status, 128 + sig, e);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 128 + sig);
+	assert_int_equal(count_lines(e), 1);
+	assert_contains(e, name);
+	assert_contains(e, "stored");
+	long long printed = count_lines(o) - 1; /* the CSV header */
+	assert_true(printed > 0 && printed < 60060);
+	assert_int_equal(count_rows(db, "configs"), printed);
+	assert_int_equal(count_rows(db, "predictions"), printed);
+	assert_int_equal(count_rows(db, "runs WHERE status = 'interrupted'"), 1);
+	print_message("# %s after %lld rows: all stored\n", name, printed);
+	free(e);
+	free(o);
+}
+
+static void test_sweep_sigterm_and_sighup(void **state)
+{
+	sweep_stopped_by(SIGTERM, "SIGTERM");
+	sweep_stopped_by(SIGHUP, "SIGHUP");
+}
+
 int main(void)
 {
 	if (zb_test_cli_setup(&zbench, dir, sizeof dir))
@@ -454,6 +506,7 @@ int main(void)
 		cmocka_unit_test(test_merge_long_column_names),
 		cmocka_unit_test(test_ds_task_estimate_bounds_the_schedule),
 		cmocka_unit_test(test_schedule_limit_everywhere),
+		cmocka_unit_test(test_sweep_sigterm_and_sighup),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	zb_test_cli_teardown(dir);
