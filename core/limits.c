@@ -123,11 +123,18 @@ int64_t zb_limits_buckets(const zb_config *c)
 #define TASKS_PER_UNIT 47
 #define TASKS_PER_BUCKET 3
 
+/* Several ranks (ranks.c): per bucket and step a reduce-scatter, and below ZeRO-3
+ * an all-gather of the updated shard (dpu: also of the previous step's); ZeRO-3
+ * gathers each unit's parameters before its forward and its backward instead. */
 static int64_t zbench_tasks(const zb_config *c)
 {
+	const zb_policy *p = &c->policy;
+	int ranks = p->gpus * p->nodes > 1, zero3 = ranks && (p->zero_stage == 3 || p->offload_param);
+	int gathers = !ranks || zero3 ? 0 : p->kind == ZB_POLICY_DPU ? 2 : 1;
 	int64_t units = zb_model_units(&c->model), nb = zb_limits_buckets(c), per_step, total;
-	if (zb_mul3_64(units, TASKS_PER_UNIT, c->policy.gas, &per_step) ||
-	    zb_add64(per_step, nb * TASKS_PER_BUCKET, &per_step) || zb_mul64(per_step, c->steps, &total) ||
+	if (zb_mul3_64(units, TASKS_PER_UNIT + 2 * zero3, c->policy.gas, &per_step) ||
+	    zb_add64(per_step, nb * (TASKS_PER_BUCKET + ranks + gathers), &per_step) ||
+	    zb_mul64(per_step, c->steps, &total) ||
 	    zb_add64(total, nb, &total))
 		return INT64_MAX;
 	return total;

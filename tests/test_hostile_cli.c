@@ -361,56 +361,63 @@ static void test_merge_long_column_names(void **state)
 
 /* ---- the schedule's size, every framework ----------------------------------------- */
 
-/* zb_limits_tasks bounds what DeepSpeed's builder emits, and not loosely (so the
- * limit refuses only schedules that are large), over every model preset, ZeRO
- * stage, offload, Twin-Flow ratio, checkpointing, parameter offload and rank count
- * the builder accepts. */
-static void test_ds_task_estimate_bounds_the_schedule(void **state)
+/* zb_limits_tasks bounds what the builders emit, and not loosely (so the limit
+ * refuses only schedules that are large), over every model preset, ZeRO stage,
+ * offload, Twin-Flow ratio, checkpointing, parameter offload and rank count the
+ * builder accepts: DeepSpeed's schedule, and zbench's on two ranks (one rank:
+ * test_hostile.c). */
+static void test_task_estimate_bounds_every_schedule(void **state)
 {
-	double worst = 0;
-	int built = 0;
 	zb_hw one, two;
 	zb_error err = { 0 };
 	zb_preset_default_hw(&one);
 	assert_int_equal(zb_preset_hw("h200-x2", &two, &err), ZB_OK);
-	for (int mi = 0; mi < zb_preset_count("model"); mi++)
-		for (int v = 0; v < 4 * 3 * 2 * 3 * 2 * 2; v++) {
-			int stage = v % 4, kind = v / 4 % 3, half = v / 12 % 2, ck = v / 24 % 3, op = v / 72 % 2;
-			int ranks = v / 144 % 2;
-			static const zb_policy_kind kinds[] = { ZB_POLICY_NONE, ZB_POLICY_OFFLOAD, ZB_POLICY_OVERLAP };
-			zb_config c;
-			memset(&c, 0, sizeof c);
-			c.hw = ranks ? two : one;
-			assert_int_equal(zb_preset_model(zb_preset_name("model", mi), &c.model, &err), ZB_OK);
-			zb_policy_defaults(&c.policy);
-			c.framework = ZB_FW_DEEPSPEED;
-			c.policy.kind = kinds[kind];
-			c.policy.zero_stage = stage;
-			c.policy.ratio = half ? 0.5 : 1.0;
-			c.policy.ckpt = (zb_ckpt)ck;
-			c.policy.offload_param = op;
-			c.policy.gpus = ranks ? 2 : 1;
-			c.policy.gas = 2;
-			c.policy.seq = 512;
-			c.policy.sub_group_size = 20000000;
-			c.steps = 2;
-			zb_graph g;
-			if (zb_graph_build(&g, &c, &err) != ZB_OK)
-				continue; /* a combination DeepSpeed refuses */
-			int64_t est = zb_limits_tasks(&c);
-			if (est < (int64_t)g.ntasks)
-				print_error("%s stage %d kind %d ratio %g ckpt %d oparam %d gpus %d: estimate %lld < %u tasks\n",
-					    c.model.name, stage, kind, c.policy.ratio, ck, op, c.policy.gpus, (long long)est,
-					    (unsigned)g.ntasks);
-			assert_true(est >= (int64_t)g.ntasks);
-			double ratio = (double)est / (double)g.ntasks;
-			worst = ratio > worst ? ratio : worst;
-			built++;
-			zb_graph_free(&g);
-		}
-	print_message("# %d DeepSpeed schedules: task estimate / tasks built at most %.2f\n", built, worst);
-	assert_true(built > 100);
-	assert_true(worst < 3.0);
+	for (int fw = 0; fw < 2; fw++) {
+		double worst = 0;
+		int built = 0;
+		for (int mi = 0; mi < zb_preset_count("model"); mi++)
+			for (int v = 0; v < 4 * 4 * 2 * 3 * 2 * 2 * 2; v++) {
+				int stage = v % 4, kind = v / 4 % 4, half = v / 16 % 2, ck = v / 32 % 3, op = v / 96 % 2;
+				int ranks = fw == ZB_FW_ZBENCH || v / 192 % 2;
+				if ((fw == ZB_FW_ZBENCH && v / 192 % 2) || (fw == ZB_FW_DEEPSPEED && v / 384 % 2))
+					continue; /* the same as another (zbench: always two ranks; DeepSpeed: no buckets) */
+				zb_config c;
+				memset(&c, 0, sizeof c);
+				c.hw = ranks ? two : one;
+				assert_int_equal(zb_preset_model(zb_preset_name("model", mi), &c.model, &err), ZB_OK);
+				zb_policy_defaults(&c.policy);
+				c.framework = fw;
+				c.policy.kind = (zb_policy_kind)kind;
+				c.policy.zero_stage = stage;
+				c.policy.ratio = half ? 0.5 : 1.0;
+				c.policy.ckpt = (zb_ckpt)ck;
+				c.policy.offload_param = op;
+				c.policy.gpus = ranks ? 2 : 1;
+				c.policy.gas = 2;
+				c.policy.seq = 512;
+				c.policy.sub_group_size = 20000000;
+				c.policy.bucket_params = v / 384 % 2 ? 25000000 : 2000000; /* many small buckets too */
+				c.steps = 2;
+				zb_graph g;
+				if (zb_graph_build(&g, &c, &err) != ZB_OK)
+					continue; /* a combination the framework refuses */
+				int64_t est = zb_limits_tasks(&c);
+				if (est < (int64_t)g.ntasks)
+					print_error("%s framework %d stage %d kind %d ratio %g ckpt %d oparam %d gpus %d:"
+						    " estimate %lld < %u tasks\n",
+						    c.model.name, fw, stage, kind, c.policy.ratio, ck, op, c.policy.gpus,
+						    (long long)est, (unsigned)g.ntasks);
+				assert_true(est >= (int64_t)g.ntasks);
+				double ratio = (double)est / (double)g.ntasks;
+				worst = ratio > worst ? ratio : worst;
+				built++;
+				zb_graph_free(&g);
+			}
+		print_message("# %d %s schedules: task estimate / tasks built at most %.2f\n", built,
+			      fw ? "DeepSpeed" : "two-rank zbench", worst);
+		assert_true(built > 100);
+		assert_true(worst < 3.0);
+	}
 }
 
 /* Every command that builds a schedule refuses one too large in one line, at once
@@ -504,7 +511,7 @@ int main(void)
 		cmocka_unit_test(test_script_has_no_input_outside_quotes),
 		cmocka_unit_test(test_symlinks_are_not_followed),
 		cmocka_unit_test(test_merge_long_column_names),
-		cmocka_unit_test(test_ds_task_estimate_bounds_the_schedule),
+		cmocka_unit_test(test_task_estimate_bounds_every_schedule),
 		cmocka_unit_test(test_schedule_limit_everywhere),
 		cmocka_unit_test(test_sweep_sigterm_and_sighup),
 	};
