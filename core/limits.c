@@ -162,18 +162,22 @@ static int64_t ds_groups(const zb_config *c)
 }
 
 /* Per unit and micro-batch: each pass's hooks, fetch and all-gather (stage 3,
- * parameter offload, several ranks); a block's forward 13 tasks (eager attention
- * 3 of them), its backward 19, its recompute 13 with checkpointing, the activation
- * copies of CPU checkpointing, and the gradients' at most 6 (a bucket's reduction,
- * casts and two copies, the hooks). Per micro-batch the step's Python; per group and
- * step at most 7 (Python, unscale, Adam, cast and the copies up); per step 2. */
+ * parameter offload, several ranks); a block's forward 10 tasks and backward 14
+ * (eager attention, the profile's flash off: 2 and 4 more; rotary models: one
+ * more each), its recompute with checkpointing, the activation copies of CPU
+ * checkpointing, and the gradients' 4 (accumulation up, cast, copy down, hooks; 6
+ * on several ranks: a bucket's reduction and casts). Per micro-batch the step's
+ * Python; per group and step at most 7 (Python, unscale, Adam, cast and the copies
+ * up); per step 2. */
 static int64_t ds_tasks(const zb_config *c)
 {
 	const zb_policy *p = &c->policy;
 	int ranks = p->gpus * p->nodes > 1;
 	int pre = (ds_stage(p) == 3) + (p->offload_param != 0) + ranks;
-	int cpu_ckpt = p->ckpt == ZB_CKPT_CPU, recompute = p->ckpt != ZB_CKPT_NONE ? 13 : 0;
-	int64_t per_unit = (pre + 13 + cpu_ckpt) + (pre + cpu_ckpt + recompute + 19 + 6);
+	int eager = c->hw.ds.set && !c->hw.ds.flash, rotary = c->model.max_seq == 0;
+	int fwd = 10 + 2 * eager + rotary, bwd = 14 + 4 * eager + rotary;
+	int cpu_ckpt = p->ckpt == ZB_CKPT_CPU, recompute = p->ckpt != ZB_CKPT_NONE ? fwd : 0;
+	int64_t per_unit = (pre + fwd + cpu_ckpt) + (pre + cpu_ckpt + recompute + bwd + (ranks ? 6 : 4));
 	int64_t per_micro, per_step, total;
 	if (zb_mul64(per_unit, zb_model_units(&c->model), &per_micro) || zb_add64(per_micro, 1, &per_micro) ||
 	    zb_mul64(per_micro, p->gas, &per_step) || zb_add64(per_step, 7 * ds_groups(c) + 2, &per_step) ||
