@@ -296,10 +296,8 @@ int zb_calibrate_deepspeed(int argc, char **argv)
 	zb_ds_measured m = { 0 };
 	if (!st)
 		st = zb_ds_measured_load_many(files, nfiles, &base.model, &m, &err);
-	if (st) {
-		fprintf(stderr, "zbench: %s\n", err.msg);
-		return 1;
-	}
+	if (st)
+		return zb_report_error(&err); /* a bad table: exit 2, nothing written */
 	zb_policy_defaults(&base.policy);
 	base.framework = ZB_FW_DEEPSPEED;
 	base.steps = 4;

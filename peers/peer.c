@@ -2,6 +2,8 @@
  * read earlier measurements from a TSV; see peer.h. */
 #include "peers/peer.h"
 
+#include "common/number.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -359,7 +361,7 @@ static char *find_result_line(const char *output)
 static zb_status need_num(json_t *o, const char *key, double lo, double *out, zb_error *err)
 {
 	json_t *v = json_object_get(o, key);
-	if (!json_is_number(v) || !(json_number_value(v) >= lo) || !isfinite(json_number_value(v)))
+	if (!json_is_number(v) || !(json_number_value(v) >= lo) || !zb_number_ok(json_number_value(v)))
 		return zb_fail(err, ZB_E_INPUT, "harness result line: '%s' missing or not a number >= %g", key, lo);
 	*out = json_number_value(v);
 	return ZB_OK;
@@ -368,7 +370,7 @@ static zb_status need_num(json_t *o, const char *key, double lo, double *out, zb
 static double opt_num(json_t *o, const char *key)
 {
 	json_t *v = json_object_get(o, key);
-	return json_is_number(v) ? json_number_value(v) : NAN;
+	return json_is_number(v) && zb_number_ok(json_number_value(v)) ? json_number_value(v) : NAN; /* NaN: not measured */
 }
 
 static void opt_str(json_t *o, const char *key, char *out, size_t n)
@@ -387,7 +389,7 @@ static zb_status read_steps(json_t *o, zb_peer_run *r, zb_error *err)
 			       ZB_PEER_MAX_STEPS);
 	json_array_foreach(a, i, v)
 	{
-		if (!json_is_number(v) || !(json_number_value(v) > 0))
+		if (!json_is_number(v) || !(json_number_value(v) > 0) || !zb_number_ok(json_number_value(v)))
 			return zb_fail(err, ZB_E_INPUT, "harness result line: steps_ms[%zu] is not a positive number", i);
 		r->steps_ms[r->nsteps++] = json_number_value(v);
 	}

@@ -21,6 +21,7 @@
 
 #include "core/graph.h"
 #include "core/limits.h"
+#include "inputs/dsprofile.h"
 #include "inputs/presets.h"
 #include "schedules/framework.h"
 
@@ -379,8 +380,8 @@ static void test_task_estimate_bounds_every_schedule(void **state)
 			for (int v = 0; v < 4 * 4 * 2 * 3 * 2 * 2 * 2; v++) {
 				int stage = v % 4, kind = v / 4 % 4, half = v / 16 % 2, ck = v / 32 % 3, op = v / 96 % 2;
 				int ranks = fw == ZB_FW_ZBENCH || v / 192 % 2;
-				if ((fw == ZB_FW_ZBENCH && v / 192 % 2) || (fw == ZB_FW_DEEPSPEED && v / 384 % 2))
-					continue; /* the same as another (zbench: always two ranks; DeepSpeed: no buckets) */
+				if (fw == ZB_FW_ZBENCH && v / 192 % 2)
+					continue; /* the same as another (zbench: always two ranks) */
 				zb_config c;
 				memset(&c, 0, sizeof c);
 				c.hw = ranks ? two : one;
@@ -397,6 +398,11 @@ static void test_task_estimate_bounds_every_schedule(void **state)
 				c.policy.seq = 512;
 				c.policy.sub_group_size = 20000000;
 				c.policy.bucket_params = v / 384 % 2 ? 25000000 : 2000000; /* many small buckets too */
+				if (fw == ZB_FW_DEEPSPEED && v / 384 % 2) { /* a profile with eager attention */
+					zb_ds_profile_defaults(&c.hw.ds);
+					c.hw.ds.set = 1;
+					c.hw.ds.flash = 0;
+				}
 				c.steps = 2;
 				zb_graph g;
 				if (zb_graph_build(&g, &c, &err) != ZB_OK)
@@ -492,6 +498,105 @@ static void test_sweep_sigterm_and_sighup(void **state)
 	sweep_stopped_by(SIGHUP, "SIGHUP");
 }
 
+/* ---- measured files: plain decimals only --------------------------------------- */
+
+#define TSV_HEAD "config\tzero\tstep_ms\tsteps_ms\tgpu_peak_GiB\thost_rss_GiB\tgpu_busy_ms\n"
+
+/* A measured table whose row has `value` in column `col` (the others as measured). */
+static void put_table(const char *name, const char *col, const char *value)
+{
+	static const char *const cols[] = { "step_ms", "steps_ms", "gpu_peak_GiB", "host_rss_GiB", "gpu_busy_ms" };
+	static const char *const good[] = { "1570", "5348,1537,1478,1595,1570", "30.0", "61.7", "328" };
+	char row[1024];
+	int n = snprintf(row, sizeof row, TSV_HEAD "s2-off\tstage 2, offload_optimizer cpu, overlap_comm false");
+	for (int i = 0; i < 5; i++)
+		n += snprintf(row + n, sizeof row - (size_t)n, "\t%s", strcmp(cols[i], col) ? good[i] : value);
+	snprintf(row + n, sizeof row - (size_t)n, "\n");
+	put(name, row);
+}
+
+/* calibrate --deepspeed --measured and validate --deepspeed --from refuse a table
+ * with nan, inf, hex or an overflowing number in any numeric column, naming file,
+ * line, column and value, and write no profile. */
+static void test_measured_numbers(void **state)
+{
+	const char *calib = "calibrate --deepspeed --measured m.tsv --model gpt-2.5b --seq 2048 --micro-batch 4 "
+			    "--out prof.json";
+	put_table("m.tsv", "", "");
+	expect_ok(zb("%s", calib), "a good table");
+	assert_true(exists("prof.json"));
+	sh("rm prof.json");
+	static const struct { const char *col, *value, *shown; } bad[] = {
+		{ "step_ms", "nan", "bad step_ms 'nan'" },
+		{ "step_ms", "inf", "bad step_ms 'inf'" },
+		{ "step_ms", "-inf", "bad step_ms '-inf'" },
+		{ "step_ms", "1e308", "bad step_ms '1e308'" },
+		{ "step_ms", "1e400", "bad step_ms '1e400'" },
+		{ "step_ms", "0x10", "bad step_ms '0x10'" },
+		{ "step_ms", "12ms", "bad step_ms '12ms'" },
+		{ "gpu_peak_GiB", "1e300", "bad gpu_peak_GiB '1e300'" },
+		{ "host_rss_GiB", "NaN", "bad host_rss_GiB 'NaN'" },
+		{ "gpu_busy_ms", "0x1p8", "bad gpu_busy_ms '0x1p8'" },
+		{ "steps_ms", "5348,nan,1478", "bad steps_ms" },
+		{ "steps_ms", "5348,infinity", "bad steps_ms" },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		put_table("m.tsv", bad[i].col, bad[i].value);
+		char want[128];
+		snprintf(want, sizeof want, "m.tsv:2: %s", bad[i].shown);
+		expect_refused(zb("%s", calib), 2, want);
+		assert_false(exists("prof.json"));
+	}
+	/* the harness's JSON lines */
+	put("ds.json", "{\"zero_optimization\": {\"stage\": 2, \"offload_optimizer\": {\"device\": \"cpu\"}}}");
+	static const char *const line =
+		"{\"config\": \"a\", \"ds_config\": \"ds.json\", \"step_ms\": %s, \"gpu_peak_GiB\": %s, \"family\": \"gpt\","
+		" \"layers\": 2, \"hidden\": 64, \"heads\": 2, \"vocab\": 100, \"seq\": %s}\n";
+	static const char *const jbad[][3] = { { "1e308", "1", "64" }, { "100", "1e300", "64" }, { "100", "1", "1e12" },
+					       { "100", "1", "64.5" } };
+	for (size_t i = 0; i < sizeof jbad / sizeof jbad[0]; i++) {
+		char text[600];
+		snprintf(text, sizeof text, line, jbad[i][0], jbad[i][1], jbad[i][2]);
+		put("m.jsonl", text);
+		expect_refused(zb("calibrate --deepspeed --measured m.jsonl --out prof.json"), 2, "m.jsonl:1: bad ");
+		assert_false(exists("prof.json"));
+	}
+	/* the peer table of validate --deepspeed --from */
+	put_table("m.tsv", "steps_ms", "5348,1e308");
+	expect_refused(zb("validate --deepspeed --from m.tsv --no-db"), 2, "m.tsv:2: steps_ms");
+	put_table("m.tsv", "step_ms", "0x600");
+	expect_refused(zb("validate --deepspeed --from m.tsv --no-db"), 2, "m.tsv:2: step_ms '0x600'");
+}
+
+/* validate --published=FILE refuses a case whose numbers are not plain decimals,
+ * instead of printing it as not predicted and exiting 0. */
+static void test_published_numbers(void **state)
+{
+	static const char *const head = "id\tgen\tgpus\thw\tgpu\tshape\tpolicy\tratio\toparam\tckpt\tdtype\tmb\tgas\tseq\t"
+					"threads\tgpc\tmetric\tvalue\tcheck\tsource\tsetup\n";
+	static const char *const row = "c1\tv100\t%s\tdgx-2\t-\tlayers=28,hidden=2048,heads=16\toffload\t%s\t0\tgpu\tfp16\t"
+				       "%s\t64\t1024\t-\t1\ttflops\t%s\ttext\tsrc\tsetup\n";
+	static const char *const cases[][5] = {
+		{ "1", "nan", "8", "30", "bad ratio 'nan'" },   { "1", "inf", "8", "30", "bad ratio 'inf'" },
+		{ "1", "1", "0x8", "30", "bad mb '0x8'" },       { "1", "1", "8", "1e308", "bad value '1e308'" },
+		{ "1", "1", "8", "nan", "bad value 'nan'" },     { "nan", "1", "8", "30", "bad gpus 'nan'" },
+	};
+	char text[2048];
+	snprintf(text, sizeof text, "%s", head);
+	snprintf(text + strlen(text), sizeof text - strlen(text), row, "1", "1", "8", "30");
+	put("pub.tsv", text);
+	expect_ok(zb("validate --published=pub.tsv"), "a good case");
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		snprintf(text, sizeof text, "%s", head);
+		snprintf(text + strlen(text), sizeof text - strlen(text), row, cases[i][0], cases[i][1], cases[i][2],
+			 cases[i][3]);
+		put("pub.tsv", text);
+		char want[128];
+		snprintf(want, sizeof want, "pub.tsv:2: %s", cases[i][4]);
+		expect_refused(zb("validate --published=pub.tsv"), 2, want);
+	}
+}
+
 int main(void)
 {
 	if (zb_test_cli_setup(&zbench, dir, sizeof dir))
@@ -514,6 +619,8 @@ int main(void)
 		cmocka_unit_test(test_task_estimate_bounds_every_schedule),
 		cmocka_unit_test(test_schedule_limit_everywhere),
 		cmocka_unit_test(test_sweep_sigterm_and_sighup),
+		cmocka_unit_test(test_measured_numbers),
+		cmocka_unit_test(test_published_numbers),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	zb_test_cli_teardown(dir);
