@@ -126,6 +126,7 @@ static long long axis_limit(zb_axis a)
 	case ZB_AX_BUCKET: return ZB_MAX_BUCKET;
 	case ZB_AX_GPUS: return ZB_MAX_GPUS_PER_NODE;
 	case ZB_AX_NODES: return ZB_MAX_NODES;
+	case ZB_AX_ZERO_STAGE: return 3; /* ZeRO stages 1, 2, 3 */
 	default: return 2147483647LL;
 	}
 }

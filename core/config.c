@@ -183,6 +183,8 @@ zb_status zb_policy_validate(const zb_policy *p, const zb_model *m, zb_error *er
 	CHECK_NONNEG(p->cpu_threads >= 0, "cpu-threads", "%d", p->cpu_threads);
 	CHECK_POS(p->gpus > 0, "gpus", "%d", p->gpus);
 	CHECK_POS(p->nodes > 0, "nodes", "%d", p->nodes);
+	if (p->zero_stage < 0 || p->zero_stage > 3) /* 0: the framework's default */
+		return zb_fail(err, ZB_E_INPUT, "zero-stage %d out of range (ZeRO stages 1, 2, 3)", p->zero_stage);
 	/* Learned position tables have max_seq rows; rotary models (max_seq 0) have no limit. */
 	if (m && m->max_seq > 0 && p->seq > m->max_seq)
 		return zb_fail(err, ZB_E_INPUT,

@@ -597,6 +597,35 @@ static void test_published_numbers(void **state)
 	}
 }
 
+/* ---- ZeRO stages and ranges ---------------------------------------------------- */
+
+/* --zero-stage outside 1..3 is refused by name, with one rank or two, any framework;
+ * so is a stage outside 0..3 in a configuration built in code. */
+static void test_zero_stage_range(void **state)
+{
+	static const char *const bad[] = { "9", "16", "2147483647", "4294967298", "4" };
+	static const char *const extra[] = { "", "--gpus 2 --hw h200-x2", "--framework deepspeed",
+					     "--framework deepspeed --gpus 2 --hw h200-x2" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		for (size_t j = 0; j < sizeof extra / sizeof extra[0]; j++) {
+			char want[64];
+			snprintf(want, sizeof want, "--zero-stage %s", bad[i]);
+			expect_refused(zb("predict --zero-stage %s %s --no-db", bad[i], extra[j]), 2, want);
+		}
+	expect_refused(zb("sweep --zero-stage 1:9:1 --no-db"), 2, "--zero-stage 4");
+	expect_ok(zb("predict --zero-stage 3 --gpus 2 --hw h200-x2 --no-db"), "stage 3 on two GPUs");
+	zb_config c;
+	zb_error err;
+	memset(&c, 0, sizeof c);
+	zb_preset_default_hw(&c.hw);
+	assert_int_equal(zb_preset_model("gpt2", &c.model, &err), ZB_OK);
+	zb_policy_defaults(&c.policy);
+	c.steps = 2;
+	c.policy.zero_stage = 9;
+	assert_int_equal(zb_config_validate(&c, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "zero-stage 9");
+}
+
 int main(void)
 {
 	if (zb_test_cli_setup(&zbench, dir, sizeof dir))
@@ -621,6 +650,7 @@ int main(void)
 		cmocka_unit_test(test_sweep_sigterm_and_sighup),
 		cmocka_unit_test(test_measured_numbers),
 		cmocka_unit_test(test_published_numbers),
+		cmocka_unit_test(test_zero_stage_range),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	zb_test_cli_teardown(dir);
