@@ -626,6 +626,42 @@ static void test_zero_stage_range(void **state)
 	assert_contains(err.msg, "zero-stage 9");
 }
 
+static long long query_ll(const char *name, const char *q)
+{
+	sqlite3 *h;
+	sqlite3_stmt *st;
+	long long n = -1;
+	if (sqlite3_open_v2(at(name), &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+	    sqlite3_prepare_v2(h, q, -1, &st, NULL) == SQLITE_OK) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			n = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(h);
+	return n;
+}
+
+/* Integer ranges expand in integers: nothing rounds 12345678901 to 10 digits. */
+static void test_integer_ranges(void **state)
+{
+	expect_ok(zb("sweep --model gpt2 --policy overlap --bucket 12345678901:12345678901:1 --db rb.db"), "bucket");
+	assert_int_equal(query_ll("rb.db", "SELECT bucket_params FROM configs"), 12345678901LL);
+	expect_ok(zb("sweep --model gpt2 --policy overlap --bucket 10M:30M:10M --db rm.db"), "bucket M");
+	assert_int_equal(query_ll("rm.db", "SELECT sum(bucket_params) FROM configs"), 60000000LL);
+	res r = zb("sweep --model gpt2 --framework deepspeed --zero-stage 3 --ratio 0.5 --policy overlap"
+		   " --sub-group 12345678901:12345678903:2 --no-db --csv");
+	assert_int_equal(r.rc, 0);
+	assert_contains(r.out, ",12345678901\n");
+	assert_contains(r.out, ",12345678903\n");
+	res_free(&r);
+	expect_refused(zb("sweep --gas 1:4:1.5 --no-db"), 2, "invalid range '1:4:1.5'");
+	/* reals keep their short form */
+	r = zb("sweep --model gpt2 --policy overlap --ratio 0:1:0.1 --no-db --csv");
+	assert_int_equal(r.rc, 0);
+	assert_contains(r.out, ",0.3,");
+	res_free(&r);
+}
+
 int main(void)
 {
 	if (zb_test_cli_setup(&zbench, dir, sizeof dir))
@@ -651,6 +687,7 @@ int main(void)
 		cmocka_unit_test(test_measured_numbers),
 		cmocka_unit_test(test_published_numbers),
 		cmocka_unit_test(test_zero_stage_range),
+		cmocka_unit_test(test_integer_ranges),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	zb_test_cli_teardown(dir);
