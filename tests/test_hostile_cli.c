@@ -662,6 +662,93 @@ static void test_integer_ranges(void **state)
 	res_free(&r);
 }
 
+/* ---- import: timestamps and file names ----------------------------------------------- */
+
+/* The nsys fixture (tests/data/nsys-small.sql) as an export named name, with extra SQL. */
+static void put_export(const char *name, const char *extra)
+{
+	char *sql = zb_test_slurp("tests/data/nsys-small.sql", NULL);
+	assert_true(strlen(sql) > 1000);
+	unlink(at(name));
+	sqlite3 *h;
+	assert_int_equal(sqlite3_open_v2(at(name), &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL), SQLITE_OK);
+	char *msg = NULL;
+	if (sqlite3_exec(h, sql, NULL, NULL, &msg) != SQLITE_OK || (extra && sqlite3_exec(h, extra, NULL, NULL, &msg)))
+		fail_msg("fixture SQL: %s", msg);
+	sqlite3_close(h);
+	free(sql);
+}
+
+/* The "gpu" line of zbench analyze's table for the newest import in db. */
+static char *gpu_line(const char *db)
+{
+	res r = zb("analyze --db %s", db);
+	if (r.rc != 0)
+		print_error("analyze: %s\n", r.err);
+	assert_int_equal(r.rc, 0);
+	char *l = strstr(r.out, "\ngpu ");
+	assert_non_null(l);
+	char *line = strndup(l + 1, strcspn(l + 1, "\n"));
+	res_free(&r);
+	return line;
+}
+
+/* Rows whose end is before their start, or whose times are text, a blob or a real,
+ * are left out and counted; analyze then measures the trace as if they were not
+ * there (not 0.10 ms of GPU a step for a trace with 6.10). */
+static void test_import_bad_times(void **state)
+{
+	static const char *const rows =
+		"(SELECT rowid FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start LIMIT 3 OFFSET 5)";
+	char sql[800];
+	snprintf(sql, sizeof sql,
+		 "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start - 5000000 WHERE rowid = (SELECT min(rowid) FROM %s);"
+		 "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 'soon' WHERE rowid = (SELECT max(rowid) FROM %s);"
+		 "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET end = x'00ff' WHERE rowid = (SELECT min(rowid) FROM"
+		 " CUPTI_ACTIVITY_KIND_MEMCPY);"
+		 "UPDATE CUPTI_ACTIVITY_KIND_MEMSET SET end = end + 0.5 WHERE rowid = (SELECT min(rowid) FROM"
+		 " CUPTI_ACTIVITY_KIND_MEMSET);",
+		 rows, rows);
+	put_export("bad.sqlite", sql);
+	res r = zb("import bad.sqlite --db imp.db");
+	assert_int_equal(r.rc, 0);
+	assert_contains(r.out, "4 rows left out");
+	res_free(&r);
+	/* the same trace with those rows deleted */
+	char del[1200];
+	snprintf(del, sizeof del, "%s DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE NOT (typeof(start) = 'integer' AND"
+		 " end >= start); DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE typeof(end) != 'integer';"
+		 " DELETE FROM CUPTI_ACTIVITY_KIND_MEMSET WHERE typeof(end) != 'integer';", sql);
+	put_export("clean.sqlite", del);
+	expect_ok(zb("import clean.sqlite --db clean.db"), "import clean");
+	char *got = gpu_line("imp.db"), *want = gpu_line("clean.db");
+	print_message("# analyze with bad rows: %s\n#            rows deleted: %s\n", got, want);
+	assert_string_equal(got, want);
+	free(got);
+	free(want);
+	assert_int_equal(count_rows("imp.db", "CUPTI_ACTIVITY_KIND_KERNEL WHERE end < start"), 0);
+}
+
+/* '?', '#' and '%' in an export's name are part of the name, not URI syntax. */
+static void test_import_plain_names(void **state)
+{
+	static const char *const names[] = { "a?b.sqlite", "c#d.sqlite", "e%41f.sqlite", "file:g?mode=rwc.sqlite" };
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		put_export(names[i], NULL);
+		expect_ok(zb("import '%s' --db names-%zu.db", names[i], i), names[i]);
+		char db[32];
+		snprintf(db, sizeof db, "names-%zu.db", i);
+		assert_int_equal(count_rows(db, "CUPTI_ACTIVITY_KIND_KERNEL"), 13);
+	}
+	static const char *const never[] = { "a", "c", "e", "eAf.sqlite", "g" };
+	for (size_t i = 0; i < sizeof never / sizeof never[0]; i++)
+		if (exists(never[i])) {
+			print_error("import created '%s': the name was read as a URI\n", never[i]);
+			fail();
+		}
+	expect_refused(zb("import 'missing?x.sqlite' --db names-0.db"), 2, "missing?x.sqlite");
+}
+
 int main(void)
 {
 	if (zb_test_cli_setup(&zbench, dir, sizeof dir))
@@ -688,6 +775,8 @@ int main(void)
 		cmocka_unit_test(test_published_numbers),
 		cmocka_unit_test(test_zero_stage_range),
 		cmocka_unit_test(test_integer_ranges),
+		cmocka_unit_test(test_import_bad_times),
+		cmocka_unit_test(test_import_plain_names),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	zb_test_cli_teardown(dir);
