@@ -29,6 +29,7 @@
 
 
 #include "cli/commands.h"
+#include "common/csv.h"
 #include "common/outfile.h"
 #include "cli/flags.h"
 #include "results/query.h"
@@ -109,21 +110,7 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static void csv_str(FILE *f, const char *s)
-{
-	s = s ? s : "";
-	if (!strpbrk(s, ",\"\n\r")) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
+static void csv_str(FILE *f, const char *s) { zb_csv_field(f, s); } /* common/csv.h */
 
 static void meta(out *o, const char *what, int pid, int64_t tid, const char *key, const char *sval, int64_t ival);
 

@@ -26,6 +26,7 @@
 #include "cli/report_ranks.h"
 #include "cli/session.h"
 #include "cli/sweep_run.h"
+#include "common/csv.h"
 #include "plots/plot.h"
 #include "schedules/deepspeed.h"
 #include "schedules/framework.h"
@@ -80,9 +81,12 @@ static void print_row_fixed(FILE *f, const zb_sweep_row *p, int csv, double rati
 			    const char *eol)
 {
 	const zb_config *c = &p->cfg;
+	char q[4][ZB_CSV_CELL_MAX]; /* the names as CSV cells (common/csv.h) */
 	if (csv)
-		fprintf(f, "%s,%s,%s,%s,%d,%s,%.4g,%d,%d,%s,%s,%s,%s,%s,%.2f,%s,%s,%s,%s%s", c->model.name,
-			c->hw.link.name, c->hw.gpu.name, c->hw.cpu.name, c->hw.cpu.cores, zb_policy_name(c->policy.kind),
+		fprintf(f, "%s,%s,%s,%s,%d,%s,%.4g,%d,%d,%s,%s,%s,%s,%s,%.2f,%s,%s,%s,%s%s",
+			zb_csv_cell(c->model.name, q[0], sizeof q[0]), zb_csv_cell(c->hw.link.name, q[1], sizeof q[1]),
+			zb_csv_cell(c->hw.gpu.name, q[2], sizeof q[2]), zb_csv_cell(c->hw.cpu.name, q[3], sizeof q[3]),
+			c->hw.cpu.cores, zb_policy_name(c->policy.kind),
 			ratio, c->policy.micro_batch, c->policy.gas, step, tps, tfl, bn, bound, p->mem.gpu_bytes / GiB,
 			p->mem.fits ? "yes" : "no", zb_framework_name(c->framework), zero, sg, eol);
 	else
@@ -117,17 +121,14 @@ static void print_row(FILE *f, const zb_sweep_row *p, int csv)
 		fputc('\n', f);
 		return;
 	}
-	if (csv)
-		fprintf(f, "%s,%s,%s,%s,%d,%s,%.4g,%d,%d,%s,%s,%s,%s,%s,%.2f,%s,%s,%s,%s\n", c->model.name,
-			c->hw.link.name, c->hw.gpu.name, c->hw.cpu.name, c->hw.cpu.cores, zb_policy_name(c->policy.kind),
-			ratio, c->policy.micro_batch, c->policy.gas, step, tps, tfl, bn, bound, p->mem.gpu_bytes / GiB,
-			p->mem.fits ? "yes" : "no", zb_framework_name(c->framework), zero, sg);
-	else
-		fprintf(f, "%-12s %-10s %-9s %-13s %5d %-8s %5.2f %4d %4d %10s %10s %8s %-10s %10s %8.1f %-4s %-9s %4s %s\n",
-			c->model.name, c->hw.link.name, c->hw.gpu.name, c->hw.cpu.name, c->hw.cpu.cores,
-			zb_policy_name(c->policy.kind), ratio, c->policy.micro_batch, c->policy.gas, step, tps, tfl,
-			bn, bound, p->mem.gpu_bytes / GiB, p->mem.fits ? "yes" : "no", zb_framework_name(c->framework),
-			zero, sg);
+	if (csv) {
+		print_row_fixed(f, p, csv, ratio, step, tps, tfl, bound, bn, zero, sg, "\n");
+		return;
+	}
+	fprintf(f, "%-12s %-10s %-9s %-13s %5d %-8s %5.2f %4d %4d %10s %10s %8s %-10s %10s %8.1f %-4s %-9s %4s %s\n",
+		c->model.name, c->hw.link.name, c->hw.gpu.name, c->hw.cpu.name, c->hw.cpu.cores,
+		zb_policy_name(c->policy.kind), ratio, c->policy.micro_batch, c->policy.gas, step, tps, tfl, bn, bound,
+		p->mem.gpu_bytes / GiB, p->mem.fits ? "yes" : "no", zb_framework_name(c->framework), zero, sg);
 }
 
 /* What each row goes to. */

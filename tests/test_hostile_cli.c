@@ -749,6 +749,111 @@ static void test_import_plain_names(void **state)
 	expect_refused(zb("import 'missing?x.sqlite' --db names-0.db"), 2, "missing?x.sqlite");
 }
 
+/* ---- CSV cells ------------------------------------------------------------------ */
+
+/* The fields of one RFC 4180 record starting at *p (advanced past it and its
+ * newline), each malloc'd into f[]; returns their count. */
+static int csv_record(const char **p, char **f, int cap)
+{
+	int n = 0;
+	const char *s = *p;
+	for (;;) {
+		char *cell = malloc(strlen(s) + 1);
+		size_t j = 0;
+		if (*s == '"') {
+			for (s++; *s && !(*s == '"' && s[1] != '"'); s++) {
+				if (*s == '"')
+					s++;
+				cell[j++] = *s;
+			}
+			if (*s == '"')
+				s++;
+		} else {
+			while (*s && *s != ',' && *s != '\n')
+				cell[j++] = *s++;
+		}
+		cell[j] = 0;
+		if (n < cap)
+			f[n++] = cell;
+		else
+			free(cell);
+		if (*s != ',')
+			break;
+		s++;
+	}
+	if (*s == '\n')
+		s++;
+	*p = s;
+	return n;
+}
+
+static void csv_free(char **f, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(f[i]);
+}
+
+/* A model and a GPU named with a comma, quotes and a newline: sweep --csv keeps
+ * every row as many cells as its header, the names whole; ordinary values are
+ * written as they always were. */
+static void test_csv_cells(void **state)
+{
+	res r = zb("sweep --model gpt2 --policy overlap --ratio 0,1 --no-db --csv");
+	assert_int_equal(r.rc, 0);
+	assert_true(strncmp(r.out, "model,pcie,gpu,cpu,cores,policy,ratio,mb,gas,step_ms,tokens/s_1/s,TFLOP/s_per GPU,"
+				   "bottleneck,bound_ms,gpu_mem_GiB,fits,framework,zero,sub_group\ngpt2,gen5,h200,h200-machine,"
+				   "16,overlap,0,8,1,",
+				   strlen("model,pcie,gpu,cpu,cores,policy,ratio,mb,gas,step_ms,tokens/s_1/s,TFLOP/s_per GPU,"
+					  "bottleneck,bound_ms,gpu_mem_GiB,fits,framework,zero,sub_group\ngpt2,gen5,h200,"
+					  "h200-machine,16,overlap,0,8,1,")) == 0);
+	res_free(&r);
+	put_model("comma.json", "a,\\\"b\\\",c");
+	put("gpu.json", "{\"preset\": \"h200-machine\", \"gpu\": {\"preset\": \"h200\", \"name\": \"h200, \\\"sxm\\\"\"}}");
+	static const char *const extra[] = { "", "--gpus 1,2 --hw h200-x2" };
+	for (int e = 0; e < 2; e++) {
+		r = zb("sweep --model-file comma.json %s --policy overlap --ratio 0,1 --no-db --csv",
+		       e ? extra[e] : "--hw ./gpu.json");
+		if (r.rc != 0)
+			print_error("%s\n", r.err);
+		assert_int_equal(r.rc, 0);
+		const char *p = r.out;
+		char *f[64];
+		int head = csv_record(&p, f, 64);
+		csv_free(f, head);
+		int rows = 0;
+		while (*p) {
+			int n = csv_record(&p, f, 64);
+			assert_int_equal(n, head);
+			assert_string_equal(f[0], "a,\"b\",c");
+			if (!e)
+				assert_string_equal(f[2], "h200, \"sxm\"");
+			csv_free(f, n);
+			rows++;
+		}
+		assert_int_equal(rows, e ? 4 : 2);
+		res_free(&r);
+	}
+	/* export: a task name is one cell whatever it holds */
+	expect_ok(zb("sweep --db ex.db --model-file comma.json --steps 3 --timeline --pcie gen4 --policy overlap"), "sweep");
+	expect_ok(zb("export 1 --db ex.db --format csv -o ex.csv"), "export");
+	char *csv = get("ex.csv");
+	const char *p = csv;
+	char *f[32];
+	int head = csv_record(&p, f, 32), rows = 0;
+	csv_free(f, head);
+	while (*p) {
+		int n = csv_record(&p, f, 32);
+		assert_int_equal(n, head);
+		csv_free(f, n);
+		rows++;
+	}
+	assert_true(rows > 100);
+	free(csv);
+	/* '#' header lines stay single lines: no file name with a control character is read */
+	sh("cp comma.json \"$(printf 'nl\\nm.json')\"");
+	expect_refused(zb("sweep --model-file \"$(printf 'nl\\nm.json')\" --no-db"), 2, "file name 'nl\\x0am.json'");
+}
+
 int main(void)
 {
 	if (zb_test_cli_setup(&zbench, dir, sizeof dir))
@@ -777,6 +882,7 @@ int main(void)
 		cmocka_unit_test(test_integer_ranges),
 		cmocka_unit_test(test_import_bad_times),
 		cmocka_unit_test(test_import_plain_names),
+		cmocka_unit_test(test_csv_cells),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	zb_test_cli_teardown(dir);
