@@ -88,17 +88,28 @@ zb_status zb_outfile_open(zb_outfile *o, const char *path, zb_error *err)
 
 int zb_outfile_fd(const zb_outfile *o) { return o->f ? fileno(o->f) : -1; }
 
+const char *zb_outfile_release(zb_outfile *o)
+{
+	if (o->f)
+		fclose(o->f);
+	o->f = NULL;
+	return o->tmp;
+}
+
 zb_status zb_outfile_commit(zb_outfile *o, zb_error *err)
 {
-	if (!o->f)
+	if (!o->path || (!o->f && !o->tmp))
 		return zb_fail(err, ZB_E_INTERNAL, "output '%s' is not open", o->path ? o->path : "?");
-	int ok = fflush(o->f) == 0 && !ferror(o->f);
-	int e = errno;
-	if (ok && o->tmp && fsync(fileno(o->f)) != 0)
-		ok = 0, e = errno;
-	if (fclose(o->f) != 0 && ok)
-		ok = 0, e = errno;
-	o->f = NULL;
+	int ok = 1, e = 0;
+	if (o->f) { /* released: its writer flushed and synced the file itself */
+		ok = fflush(o->f) == 0 && !ferror(o->f);
+		e = errno;
+		if (ok && o->tmp && fsync(fileno(o->f)) != 0)
+			ok = 0, e = errno;
+		if (fclose(o->f) != 0 && ok)
+			ok = 0, e = errno;
+		o->f = NULL;
+	}
 	if (ok && o->tmp && rename(o->tmp, o->path) != 0)
 		ok = 0, e = errno;
 	zb_status st = ok ? ZB_OK : zb_fail(err, ZB_E_INPUT, "cannot write '%s': %s", o->path, strerror(e));

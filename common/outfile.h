@@ -38,6 +38,11 @@ zb_status zb_outfile_commit(zb_outfile *o, zb_error *err);
  * zb_outfile that was committed, aborted or never opened (zeroed). */
 void zb_outfile_abort(zb_outfile *o);
 
+/* The temporary's name, for a writer that opens it by name (SQLite), with zbench's
+ * FILE closed; zb_outfile_commit then renames what that writer left there (after
+ * it closed the file), zb_outfile_abort removes it. NULL when written in place. */
+const char *zb_outfile_release(zb_outfile *o);
+
 /* The file descriptor of the open file (for a child process's output). */
 int zb_outfile_fd(const zb_outfile *o);
 

@@ -9,16 +9,19 @@
  * change here.
  */
 #include "results/merge.h"
+#include "results/store_parts.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
-#define ZB_APP_ID 2053268328 /* PRAGMA application_id of a zbench database, as store.c */
+#include "common/outfile.h"
+
 /* SQLite's smallest default limit of bound parameters (999 before 3.32): a row's
  * columns are bound one each */
 #define MAX_COLUMNS 999
@@ -78,6 +81,43 @@ static zb_status query_int(ctx *c, sqlite3 *db, const char *sql, int64_t *out, c
 	return s;
 }
 
+/* A shard whose sweep still runs (or whose writer died) has a write-ahead log that
+ * is not empty: what it holds is not committed to the file yet, or not known to
+ * be. Its rows are not merged half-way. */
+static zb_status check_not_written(ctx *c)
+{
+	char *wal = sqlite3_mprintf("%s-wal", c->in_path);
+	struct stat st;
+	int hot = wal && stat(wal, &st) == 0 && st.st_size > 0;
+	sqlite3_free(wal);
+	if (hot)
+		return zb_fail(c->err, ZB_E_INPUT,
+			       "database '%s' is still being written (its write-ahead log '%s-wal' is not empty): merge it "
+			       "once its command has finished",
+			       c->in_path, c->in_path);
+	return ZB_OK;
+}
+
+/* Every run of the input finished (or was interrupted) and there is one at least. */
+static zb_status check_runs_finished(ctx *c)
+{
+	int64_t runs = 0, running = 0;
+	zb_status s = query_int(c, c->in, "SELECT count(*) FROM runs", &runs, "read runs");
+	if (!s)
+		s = query_int(c, c->in, "SELECT count(*) FROM runs WHERE status = 'running'", &running, "read runs");
+	if (s)
+		return s;
+	if (running)
+		return zb_fail(c->err, ZB_E_INPUT,
+			       "database '%s' has %lld run%s still running (status 'running'): merge it once its command "
+			       "has finished",
+			       c->in_path, (long long)running, running == 1 ? "" : "s");
+	if (!runs)
+		return zb_fail(c->err, ZB_E_INPUT, "database '%s' has no runs: nothing to merge (a shard not written yet?)",
+			       c->in_path);
+	return ZB_OK;
+}
+
 static zb_status open_input(ctx *c, const struct stat *out_st)
 {
 	struct stat st;
@@ -86,11 +126,16 @@ static zb_status open_input(ctx *c, const struct stat *out_st)
 	if (out_st && st.st_dev == out_st->st_dev && st.st_ino == out_st->st_ino)
 		return zb_fail(c->err, ZB_E_INPUT, "'%s' is the output database: merging it into itself is refused",
 			       c->in_path);
-	if (sqlite3_open_v2(c->in_path, &c->in, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
-		return fail_db(c, c->in, "open");
+	zb_status s = check_not_written(c);
+	if (s)
+		return s;
+	/* read-only, immutable in a read-only folder (results/store_parts.h) */
+	int rc = store_open_ro(c->in_path, 2000, &c->in);
+	if (rc != SQLITE_OK)
+		return zb_fail(c->err, ZB_E_INPUT, "cannot read database '%s': %s", c->in_path,
+			       c->in ? sqlite3_errmsg(c->in) : sqlite3_errstr(rc));
 	/* a quoted column name the input lacks is an error, not a string literal */
 	sqlite3_db_config(c->in, SQLITE_DBCONFIG_DQS_DML, 0, (int *)NULL);
-	sqlite3_busy_timeout(c->in, 2000);
 	int64_t app = 0, version = 0;
 	if (query_int(c, c->in, "PRAGMA application_id", &app, "read the application id"))
 		return zb_fail(c->err, ZB_E_INPUT, "not a zbench database: '%s' (%s)", c->in_path,
@@ -122,7 +167,7 @@ static zb_status open_input(ctx *c, const struct stat *out_st)
 				       " runs, configurations, predictions, tasks, events and steps)",
 				       c->in_path, not_merged[i]);
 	}
-	return ZB_OK;
+	return check_runs_finished(c);
 }
 
 /* A run of the input that is already in the output is refused. */
@@ -311,5 +356,53 @@ zb_status zb_store_merge(zb_store *out, const char *const *inputs, int n, zb_mer
 	if (!s)
 		return zb_store_commit(out, err);
 	zb_store_rollback(out);
+	return s;
+}
+
+/* A new output: a temporary beside it, renamed once every input is in, so a bad
+ * input leaves no empty database behind. */
+static zb_status merge_new(const char *out_path, const char *const *inputs, int n, zb_merge_counts *per_input,
+			   zb_error *err)
+{
+	zb_outfile o;
+	zb_status s = zb_outfile_open(&o, out_path, err);
+	if (s)
+		return s;
+	const char *tmp = zb_outfile_release(&o);
+	zb_store *out = NULL;
+	if (!tmp)
+		s = zb_fail(err, ZB_E_INPUT, "cannot merge into '%s': not a regular file", out_path);
+	if (!s)
+		s = zb_store_open(&out, tmp, ZB_STORE_WRITE_WAIT_MS, err);
+	if (!s)
+		s = zb_store_merge(out, inputs, n, per_input, err);
+	zb_store_close(out); /* the last connection: its write-ahead log checkpointed and removed */
+	if (!s)
+		s = zb_outfile_commit(&o, err);
+	if (s && tmp) {
+		char *side = sqlite3_mprintf("%s-wal", tmp);
+		if (side)
+			unlink(side);
+		sqlite3_free(side);
+		side = sqlite3_mprintf("%s-shm", tmp);
+		if (side)
+			unlink(side);
+		sqlite3_free(side);
+	}
+	zb_outfile_abort(&o);
+	return s;
+}
+
+zb_status zb_store_merge_into(const char *out_path, const char *const *inputs, int n, zb_merge_counts *per_input,
+			      zb_error *err)
+{
+	struct stat st;
+	if (stat(out_path, &st) != 0)
+		return merge_new(out_path, inputs, n, per_input, err);
+	zb_store *out;
+	zb_status s = zb_store_open(&out, out_path, ZB_STORE_WRITE_WAIT_MS, err);
+	if (!s)
+		s = zb_store_merge(out, inputs, n, per_input, err);
+	zb_store_close(out);
 	return s;
 }

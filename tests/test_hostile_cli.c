@@ -854,6 +854,109 @@ static void test_csv_cells(void **state)
 	expect_refused(zb("sweep --model-file \"$(printf 'nl\\nm.json')\" --no-db"), 2, "file name 'nl\\x0am.json'");
 }
 
+/* ---- merge: read-only shards, no half-made output, shards still written ----------- */
+
+/* zbench run as another user (nobody) when this test runs as root, so a folder
+ * mode 0555 is really read-only; 0 when that user cannot run it. */
+static int as_nobody(const char *args, int *rc)
+{
+	char cmd[4096];
+	snprintf(cmd, sizeof cmd, "cd '%s' && rm -f nobody.out nobody.err && exec '%s' %s >nobody.out 2>nobody.err </dev/null",
+		 dir, zbench, args);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+			_exit(126);
+		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	assert_true(waitpid(pid, &st, 0) == pid);
+	*rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+	return *rc != 126 && *rc != 127;
+}
+
+static void test_merge_read_only_shard(void **state)
+{
+	expect_ok(zb("sweep --ratio 0,1 --policy overlap --db ro-shard.db"), "sweep");
+	sh("mkdir -p rodir && cp ro-shard.db rodir/s.db && chmod 555 rodir && chmod 777 .");
+	int rc;
+	if (geteuid() == 0 && !as_nobody("version", &rc)) {
+		sh("chmod 755 rodir");
+		print_message("# skipped: running as root and user nobody cannot run %s\n", zbench);
+		skip();
+		return;
+	}
+	assert_true(as_nobody("merge ro-out.db rodir/s.db", &rc));
+	char *err = get("nobody.err");
+	if (rc != 0)
+		print_error("merge of a shard in a read-only folder: exit %d, %s\n", rc, err);
+	free(err);
+	sh("chmod 755 rodir");
+	assert_int_equal(rc, 0);
+	assert_int_equal(count_rows("ro-out.db", "configs"), 2);
+	sh("test ! -e rodir/s.db-wal && test ! -e rodir/s.db-shm");
+}
+
+/* no file 'name' and no temporary of it */
+static void expect_no_output(const char *name)
+{
+	if (exists(name))
+		print_error("'%s' left behind by a merge that failed\n", name);
+	assert_false(exists(name));
+	sh("! ls -a | grep -q '^%s\\.tmp\\.'", name);
+}
+
+static void test_merge_refuses_without_leftovers(void **state)
+{
+	expect_ok(zb("sweep --ratio 0,1 --policy overlap --db good.db"), "sweep");
+	put("junk.db", "not a database at all, but long enough to be read as one by a careless reader\n");
+	expect_refused(zb("merge new1.db good.db junk.db"), 2, "junk.db");
+	expect_no_output("new1.db");
+	expect_refused(zb("merge new2.db good.db missing.db"), 2, "missing.db");
+	expect_no_output("new2.db");
+	/* a shard with no runs, and one whose run is still 'running' */
+	expect_ok(zb("predict --db empty.db"), "predict");
+	sql_at("empty.db", "DELETE FROM predictions; DELETE FROM configs; DELETE FROM runs");
+	expect_refused(zb("merge new3.db empty.db"), 2, "has no runs");
+	expect_no_output("new3.db");
+	sh("cp good.db running.db");
+	sql_at("running.db", "UPDATE runs SET status = 'running'");
+	expect_refused(zb("merge new4.db good.db running.db"), 2, "still running");
+	expect_no_output("new4.db");
+	/* an existing output is left as it was */
+	expect_ok(zb("predict --db kept.db"), "predict");
+	expect_refused(zb("merge kept.db good.db junk.db"), 2, "junk.db");
+	assert_int_equal(count_rows("kept.db", "runs"), 1);
+}
+
+/* A sweep still writing its shard (a real child process): merging it is refused in
+ * one line instead of merging 0 runs with exit 0. */
+static void test_merge_refuses_a_shard_being_written(void **state)
+{
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (chdir(dir) || !freopen("live.csv", "w", stdout) || !freopen("/dev/null", "w", stderr))
+			_exit(99);
+		execl(zbench, zbench, "sweep", "--ratio", "0:1:0.001", "--pcie", "gen3,gen4,gen5,gen6", "--cores",
+		      "4,8,16,32,64", "--policy", "offload,overlap,dpu", "-j", "1", "--csv", "--db", "live.db", (char *)NULL);
+		_exit(98);
+	}
+	struct stat st;
+	for (int i = 0; i < 600 && (stat(at("live.csv"), &st) != 0 || st.st_size < 20000); i++) {
+		struct timespec ts = { 0, 50 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	res r = zb("merge live-out.db live.db");
+	kill(pid, SIGKILL);
+	int status;
+	waitpid(pid, &status, 0);
+	expect_refused(r, 2, "still being written");
+	expect_no_output("live-out.db");
+}
+
 int main(void)
 {
 	if (zb_test_cli_setup(&zbench, dir, sizeof dir))
@@ -883,6 +986,9 @@ int main(void)
 		cmocka_unit_test(test_import_bad_times),
 		cmocka_unit_test(test_import_plain_names),
 		cmocka_unit_test(test_csv_cells),
+		cmocka_unit_test(test_merge_read_only_shard),
+		cmocka_unit_test(test_merge_refuses_without_leftovers),
+		cmocka_unit_test(test_merge_refuses_a_shard_being_written),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	zb_test_cli_teardown(dir);
