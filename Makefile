@@ -55,7 +55,7 @@ LDLIBS  := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lsqlite3 -lm -pthread
 HOST_LDLIBS := $(LDLIBS)
 MODULES := common core inputs config schedules sim analysis exec profiler results plots bench peers cli
 ifeq ($(FUZZ),1)
-MODULES := common core inputs config schedules sim analysis cli # what the harnesses reach (options, parsers, model); no executor
+MODULES := common core inputs config schedules sim analysis profiler results plots peers cli # what the harnesses reach (options, parsers, model, database, plots); no executor
 endif
 
 ALL_C   := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
@@ -219,7 +219,7 @@ bench: $(ZBENCH)
 # builds them and runs each for FUZZ_SECONDS (scripts/fuzz.sh: corpus, limits, summary).
 FUZZ_BIN := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/fuzz_*.c))
 
-$(BUILD)/fuzz/%: fuzz/%.c fuzz/fuzz_common.h $(LIB)
+$(BUILD)/fuzz/%: fuzz/%.c $(wildcard fuzz/*.h) tests/plot_script.h $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ-CC $<")
 	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer $< -o $@ $(LIB) $(LDLIBS)

@@ -9,10 +9,14 @@
 zb_status zb_fail(zb_error *err, zb_status status, const char *fmt, ...)
 {
 	if (err) {
+		/* one line whatever the message quotes (a path, a name, SQLite's text of a
+		 * damaged schema): control characters as \xNN */
+		char raw[sizeof err->msg];
 		va_list ap;
 		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+		vsnprintf(raw, sizeof raw, fmt, ap);
 		va_end(ap);
+		zb_text_show(raw, err->msg, sizeof err->msg);
 		err->status = status;
 	}
 	return status;

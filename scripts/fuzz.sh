@@ -31,6 +31,10 @@ seed fuzz_dsconfig tests/data/ds-*.json
 seed fuzz_hfconfig tests/data/hf-*.json
 seed fuzz_options fuzz/seeds/options/*
 seed fuzz_range fuzz/seeds/range/*
+seed fuzz_ds_tasks fuzz/seeds/ds_tasks/*
+seed fuzz_plot fuzz/seeds/plot/*
+seed fuzz_measured fuzz/seeds/measured/*
+# fuzz_merge and fuzz_import write their seed databases into their corpus themselves
 
 failed=0 total=0
 for n in "${names[@]}"; do
