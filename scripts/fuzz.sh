@@ -43,6 +43,7 @@ for n in "${names[@]}"; do
 	dict=()
 	case $n in fuzz_hwfile | fuzz_modelfile | fuzz_dsconfig | fuzz_hfconfig) dict=(-dict=fuzz/json.dict) ;; esac
 	log=build-fuzz/logs/$n.log
+	mkdir -p build-fuzz/corpus/$n # (a harness may seed its own corpus: fuzz_merge, fuzz_import)
 	"$bin" build-fuzz/corpus/$n "${dict[@]}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=1024 \
 		-malloc_limit_mb=1024 -close_fd_mask=3 -print_final_stats=1 \
 		-artifact_prefix="build-fuzz/artifacts/$n-" >"$log" 2>&1
