@@ -102,11 +102,7 @@ zb_status zb_plot_check(const char *output, zb_error *err)
 	struct stat st;
 	if (stat(output, &st) == 0 && S_ISDIR(st.st_mode))
 		return zb_fail(err, ZB_E_INPUT, "plot output is a directory '%s'", output);
-	zb_error e;
-	if (zb_outfile_probe(output, &e))
-		return zb_fail(err, ZB_E_INPUT, "cannot write plot '%s': %s", output,
-			       strstr(e.msg, "': ") ? strstr(e.msg, "': ") + 3 : e.msg);
-	return ZB_OK;
+	return zb_outfile_probe(output, err); /* "cannot write 'FILE': why" */
 }
 
 /* ---- the scratch directory, the script and gnuplot ----------------------------- */
