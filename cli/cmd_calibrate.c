@@ -162,11 +162,7 @@ static int calibrate_deepspeed(int argc, char **argv)
 				   .sub_group = sg, .out = out, .no_fit = no_fit, .cross_validate = loo };
 	memcpy(o.files, files, (size_t)nfiles * sizeof *files);
 	zb_error err = { 0 };
-	if (zb_calibrate_deepspeed(&o, stdout, &err)) { /* exit 1 for every failure, input ones too */
-		fprintf(stderr, "zbench: %s\n", err.msg);
-		return 1;
-	}
-	return 0;
+	return zb_calibrate_deepspeed(&o, stdout, &err) ? zb_report_error(&err) : 0; /* a bad table: exit 2, nothing written */
 }
 
 /* ---- calibrate ------------------------------------------------------------------------------ */
