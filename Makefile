@@ -60,7 +60,7 @@ HOST_LDLIBS := $(LDLIBS)
 LAYERS  := common core inputs config schedules sim profiler inject exec results analysis bench peers report validate plots cli
 MODULES := $(filter-out inject,$(LAYERS))
 ifeq ($(FUZZ),1)
-MODULES := common core inputs config schedules sim analysis report cli # what the harnesses reach (options, parsers, model); no executor
+MODULES := common core inputs config schedules sim profiler results analysis peers report plots cli # what the harnesses reach (options, parsers, model, database, plots); no executor
 endif
 
 ALL_C   := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
@@ -114,7 +114,7 @@ all: cuda-note $(ZBENCH)
 # built position-independent, only InitializeInjection exported.
 ifneq ($(NVCC),)
 INJECT     := $(BUILD)/libzbench_inject.so
-INJECT_SRC := inject/inject.c inject/nvtx_steps.c profiler/trace.c profiler/cupti_cuda.c profiler/spool.c common/error.c
+INJECT_SRC := inject/inject.c inject/nvtx_steps.c profiler/trace.c profiler/cupti_cuda.c profiler/spool.c common/error.c common/text.c common/outfile.c
 INJECT_OBJ := $(patsubst %.c,$(BUILD)/pic/%.o,$(INJECT_SRC))
 
 $(BUILD)/pic/%.o: %.c $(wildcard */*.h)
@@ -239,7 +239,7 @@ bench: $(ZBENCH)
 # builds them and runs each for FUZZ_SECONDS (scripts/fuzz.sh: corpus, limits, summary).
 FUZZ_BIN := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/fuzz_*.c))
 
-$(BUILD)/fuzz/%: fuzz/%.c fuzz/fuzz_common.h $(LIB)
+$(BUILD)/fuzz/%: fuzz/%.c $(wildcard fuzz/*.h) tests/plot_script.h $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ-CC $<")
 	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer $< -o $@ $(LIB) $(LDLIBS)

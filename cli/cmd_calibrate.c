@@ -173,11 +173,7 @@ static int calibrate_deepspeed(int argc, char **argv)
 	memcpy(o.held, held, (size_t)nheld * sizeof *held);
 	o.nheld = nheld;
 	zb_error err = { 0 };
-	if (zb_calibrate_deepspeed(&o, stdout, &err)) { /* exit 1 for every failure, input ones too */
-		fprintf(stderr, "zbench: %s\n", err.msg);
-		return 1;
-	}
-	return 0;
+	return zb_calibrate_deepspeed(&o, stdout, &err) ? zb_report_error(&err) : 0; /* a bad table: exit 2, nothing written */
 }
 
 /* ---- calibrate ------------------------------------------------------------------------------ */

@@ -20,10 +20,12 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/stop.h"
 #include "cli/options.h"
 #include "report/report.h"
 #include "report/ranks.h"
 #include "cli/session.h"
+#include "common/csv.h"
 #include "plots/plot.h"
 #include "schedules/deepspeed.h"
 #include "sim/predict.h"
@@ -78,9 +80,12 @@ static void print_row_fixed(FILE *f, const zb_sweep_row *p, int csv, double rati
 			    const char *eol)
 {
 	const zb_config *c = &p->cfg;
+	char q[4][ZB_CSV_CELL_MAX]; /* the names as CSV cells (common/csv.h) */
 	if (csv)
-		fprintf(f, "%s,%s,%s,%s,%d,%s,%.4g,%d,%d,%s,%s,%s,%s,%s,%.2f,%s,%s,%s,%s%s", c->model.name,
-			c->hw.link.name, c->hw.gpu.name, c->hw.cpu.name, c->hw.cpu.cores, zb_policy_name(c->policy.kind),
+		fprintf(f, "%s,%s,%s,%s,%d,%s,%.4g,%d,%d,%s,%s,%s,%s,%s,%.2f,%s,%s,%s,%s%s",
+			zb_csv_cell(c->model.name, q[0], sizeof q[0]), zb_csv_cell(c->hw.link.name, q[1], sizeof q[1]),
+			zb_csv_cell(c->hw.gpu.name, q[2], sizeof q[2]), zb_csv_cell(c->hw.cpu.name, q[3], sizeof q[3]),
+			c->hw.cpu.cores, zb_policy_name(c->policy.kind),
 			ratio, c->policy.micro_batch, c->policy.gas, step, tps, tfl, bn, bound, p->mem.gpu_bytes / GiB,
 			p->mem.fits ? "yes" : "no", zb_framework_name(c->framework), zero, sg, eol);
 	else
@@ -115,17 +120,14 @@ static void print_row(FILE *f, const zb_sweep_row *p, int csv)
 		fputc('\n', f);
 		return;
 	}
-	if (csv)
-		fprintf(f, "%s,%s,%s,%s,%d,%s,%.4g,%d,%d,%s,%s,%s,%s,%s,%.2f,%s,%s,%s,%s\n", c->model.name,
-			c->hw.link.name, c->hw.gpu.name, c->hw.cpu.name, c->hw.cpu.cores, zb_policy_name(c->policy.kind),
-			ratio, c->policy.micro_batch, c->policy.gas, step, tps, tfl, bn, bound, p->mem.gpu_bytes / GiB,
-			p->mem.fits ? "yes" : "no", zb_framework_name(c->framework), zero, sg);
-	else
-		fprintf(f, "%-12s %-10s %-9s %-13s %5d %-8s %5.2f %4d %4d %10s %10s %8s %-10s %10s %8.1f %-4s %-9s %4s %s\n",
-			c->model.name, c->hw.link.name, c->hw.gpu.name, c->hw.cpu.name, c->hw.cpu.cores,
-			zb_policy_name(c->policy.kind), ratio, c->policy.micro_batch, c->policy.gas, step, tps, tfl,
-			bn, bound, p->mem.gpu_bytes / GiB, p->mem.fits ? "yes" : "no", zb_framework_name(c->framework),
-			zero, sg);
+	if (csv) {
+		print_row_fixed(f, p, csv, ratio, step, tps, tfl, bound, bn, zero, sg, "\n");
+		return;
+	}
+	fprintf(f, "%-12s %-10s %-9s %-13s %5d %-8s %5.2f %4d %4d %10s %10s %8s %-10s %10s %8.1f %-4s %-9s %4s %s\n",
+		c->model.name, c->hw.link.name, c->hw.gpu.name, c->hw.cpu.name, c->hw.cpu.cores,
+		zb_policy_name(c->policy.kind), ratio, c->policy.micro_batch, c->policy.gas, step, tps, tfl, bn, bound,
+		p->mem.gpu_bytes / GiB, p->mem.fits ? "yes" : "no", zb_framework_name(c->framework), zero, sg);
 }
 
 /* What each row goes to. */
@@ -193,9 +195,6 @@ static char *pred_json(const zb_sweep_row *row)
 	json_decref(j);
 	return text;
 }
-
-static volatile sig_atomic_t interrupted;
-static void on_sigint(int sig) { interrupted = 1; }
 
 static void print_head(const zb_options *o, const zb_sweep_grid *g, const sweep_flags *f, long long rows,
 		       const zb_config *first, const zb_sources *src)
@@ -279,13 +278,10 @@ static int run_rows(const zb_options *o, const zb_sweep_grid *g, const sweep_fla
 	}
 	zb_sweep_opts so = { .jobs = f->jobs, .config_json = s->store != NULL, .pred_json = o->json ? pred_json : NULL,
 			     .timeline = o->timeline && s->store != NULL, .progress = stderr };
-	struct sigaction sa = { .sa_handler = on_sigint }, old;
-	sigemptyset(&sa.sa_mask);
-	interrupted = 0;
-	sigaction(SIGINT, &sa, &old);
+	zb_stop_catch(); /* Ctrl-C, SIGTERM, SIGHUP: stop after the current row */
 	long long done = 0;
-	zb_status st = zb_sweep_run(g, rows, &so, emit_row, &k, &interrupted, &done, &err);
-	sigaction(SIGINT, &old, NULL);
+	zb_status st = zb_sweep_run(g, rows, &so, emit_row, &k, &zb_stop_requested, &done, &err);
+	zb_stop_release();
 	if (st && st != ZB_E_INTERRUPTED) {
 		fflush(stdout);
 		zb_session_abort(s);
@@ -300,9 +296,9 @@ static int run_rows(const zb_options *o, const zb_sweep_grid *g, const sweep_fla
 		return zb_exit_code(k.store_err.status);
 	}
 	if (st) {
-		fprintf(stderr, "zbench: interrupted after %lld of %lld configurations (%s)\n", done, rows,
-			s->run_id ? "the rows so far are stored" : "nothing stored: --no-db");
-		return 130;
+		fprintf(stderr, "zbench: interrupted by %s after %lld of %lld configurations (%s)\n", zb_stop_name(),
+			done, rows, s->run_id ? "the rows so far are stored, the run marked interrupted" : "nothing stored: --no-db");
+		return zb_stop_exit_code();
 	}
 	return 0;
 }

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/outfile.h"
 #include "inputs/fabric.h"
 #include "core/execprofile.h"
 #include "inputs/presets.h"
@@ -623,35 +624,14 @@ static zb_status save_atomic(const char *path, json_t *root, const wr *w, zb_err
 	if (!text)
 		return zb_fail(err, ZB_E_NOMEM, "cannot format %s: out of memory", path);
 
-	size_t n = strlen(path) + 5;
-	char *tmp = zb_xmalloc(n);
-	snprintf(tmp, n, "%s.tmp", path);
-	zb_status st = ZB_OK;
-	FILE *f = fopen(tmp, "w");
-	if (!f) {
-		st = zb_fail(err, ZB_E_INPUT, "cannot write %s: %s", tmp, strerror(errno));
-		goto done;
+	/* a temporary beside the file, renamed over it (a write error fails the commit) */
+	zb_outfile o;
+	zb_status st = zb_outfile_open(&o, path, err);
+	if (!st) {
+		fputs(text, o.f);
+		fputc('\n', o.f);
+		st = zb_outfile_commit(&o, err);
 	}
-	int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF && fflush(f) == 0 &&
-		 fsync(fileno(f)) == 0;
-	int saved_errno = errno;
-	if (fclose(f) != 0 && ok) {
-		ok = 0;
-		saved_errno = errno;
-	}
-	if (!ok) {
-		unlink(tmp);
-		st = zb_fail(err, ZB_E_INPUT, "cannot write %s: %s", tmp, strerror(saved_errno));
-		goto done;
-	}
-	if (rename(tmp, path) != 0) {
-		saved_errno = errno;
-		unlink(tmp);
-		st = zb_fail(err, ZB_E_INPUT, "cannot rename %s to %s: %s", tmp, path,
-			     strerror(saved_errno));
-	}
-done:
-	free(tmp);
 	free(text);
 	return st;
 }
