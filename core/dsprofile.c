@@ -89,6 +89,13 @@ static const struct {
 	    "the norm and the synchronizing overflow check a non-boundary micro-step skips (an upper "
 	    "bound); held until measured", 1, 1 },
 	  offsetof(zb_ds_profile, acc_hook_s), 2.8e-4 },
+	{ { "overflow_Bps", "B/s", 1e8, 1e12,
+	    "ds_counts' overflow_check_s of the Hugging Face runs, H200 host, 2026-12-01 "
+	    "(data/deepspeed-hf-h200-2026-12-01.jsonl: fp16 ZeRO-3 offload, llama-3.2-1b 982 / 1095 ms, "
+	    "qwen2.5-0.5b 424 / 425, pythia-1b 917, phi3-mini-16l 1759 ms a step): 0.86 ns a parameter pooled "
+	    "(0.79..0.91), 8 B/param at 9.3 GB/s: torch's isinf/isnan on half precision on the host, far below "
+	    "the unscale pass's 122; held", 1, 0 },
+	  offsetof(zb_ds_profile, overflow_Bps), 9.26e9 },
 };
 
 const zb_ds_param_info *zb_ds_param(int i)

@@ -44,12 +44,14 @@ typedef struct zb_ds_profile {
 	                         per-parameter work (streams, events, average) */
 	double acc_hook_s;    /* ZeRO-1/2 offload with gas > 1: host time per tensor at a micro-step
 	                         before the boundary (async_accumulate_grad_in_cpu_via_gpu) */
+	double overflow_Bps;  /* fp16, ZeRO-3 offload: has_overflow's isinf/isnan + any() over the
+	                         16-bit host gradient buffer, counted 8 B/param, B/s */
 	int flash;            /* attention by SDPA flash (no s x s score tensors) */
 } zb_ds_profile;
 
 /* Number of fitted parameters and their names/descriptions (for calibrate, tests,
  * and the JSON file: field names are the keys). */
-enum { ZB_DS_NPARAM = 15 };
+enum { ZB_DS_NPARAM = 16 };
 
 typedef struct zb_ds_param_info {
 	const char *key;      /* JSON key, as the struct field */

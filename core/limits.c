@@ -187,6 +187,17 @@ static int64_t ds_tasks(const zb_config *c)
 	int fwd = 10 + 2 * eager + rotary, bwd = 14 + 4 * eager + rotary;
 	int cpu_ckpt = p->ckpt == ZB_CKPT_CPU, recompute = p->ckpt != ZB_CKPT_NONE ? fwd : 0;
 	int64_t per_unit = (pre + fwd + cpu_ckpt) + (pre + cpu_ckpt + recompute + bwd + (ranks ? 6 : 4));
+	/* ZeRO-3 on one rank goes module by module (schedules/ds_trace.h): per unit a hook task
+	 * between every two segments, with offload_param a gather, a wait and a copy per
+	 * parameter, per gradient its hook, its bucket copy and its partition's up to 7 tasks
+	 * (measured on every preset: 101..190 a unit and micro-batch; transformers' trees a
+	 * little more) */
+	if (ds_stage(p) == 3 && !ranks)
+		per_unit = 170 + 50 * (p->offload_param != 0) + 40 * (p->ckpt != ZB_CKPT_NONE) + 2 * cpu_ckpt;
+	/* ZeRO-1/2 offload accumulating on one rank: each micro-step's copies down and up, the
+	 * add, the hooks (schedules/deepspeed.c stage2_accumulate) */
+	else if (!ranks && p->kind != ZB_POLICY_NONE && p->gas > 1)
+		per_unit += 6;
 	int64_t per_micro, per_step, total;
 	if (zb_mul64(per_unit, zb_model_units(&c->model), &per_micro) || zb_add64(per_micro, 1, &per_micro) ||
 	    zb_mul64(per_micro, p->gas, &per_step) || zb_add64(per_step, 7 * ds_groups(c) + 2, &per_step) ||

@@ -105,7 +105,7 @@ double zb_ds_host_task_s(const zb_task *t, const zb_config *c)
 	case ZB_OP_ACC_HOOK: return (double)t->params * f->acc_hook_s;
 	/* ZeRO-3: the hook and partition_grads, half each (not measured apart) */
 	case ZB_OP_GRAD_HOOK: return (double)t->params * (zb_ds_stage(c) == 3 ? 0.5 * f->z3_grad_s : f->grad_hook_s);
-	case ZB_OP_OVERFLOW: return t->bytes / f->unscale_Bps;
+	case ZB_OP_OVERFLOW: return t->bytes / f->overflow_Bps;
 	case ZB_OP_PYTHON: return t->bucket >= 0 ? f->subgroup_s : f->step_s; /* a sub-group's or the step's */
 	case ZB_OP_CAST: return t->bytes / f->cast_Bps;
 	case ZB_OP_FRESH_PAGES: return t->bytes / f->fresh_Bps;
