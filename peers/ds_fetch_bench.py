@@ -27,7 +27,7 @@ torch.cuda.synchronize() around them; the optimizer step is left out) against th
 Prints one JSON line per case and last a line {"costs": {...}} with the four values in
 seconds, the counts and the slopes they come from; peers/ds_fetch_bench.py --help says the
 flags. Takes ~3 minutes on the H200 machine (engine start-ups dominate). Run it with
-scripts/visit-ds-fetch.sh, which installs DeepSpeed from .whl/ and writes
+scripts/ds-fetch-bench.sh, which installs DeepSpeed from .whl/ and writes
 $OUT/ds-fetch-bench.jsonl.
 """
 import argparse

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # DeepSpeed ZeRO-3's host paths timed on the GPU machine (peers/ds_fetch_bench.py): the
 # unit costs hook_s, fetch_s, z3_grad_s and flush_s of the "deepspeed" profile, ~3 minutes
-# in one device call. DeepSpeed comes from the wheels in .whl/ (scripts/visit-deepspeed.sh
-# says how they are built) when the interpreter cannot import it.
+# on the GPU machine. DeepSpeed comes from the wheels in .whl/ (docs/gpu-suite.md says how they
+# are built) when the interpreter cannot import it.
 # Writes $OUT/ds-fetch-bench.jsonl (one line per case, the last {"costs": ...}) and
 # $OUT/ds-fetch-bench.log. Then, offline: put the costs into hw/h200-machine-deepspeed.json
 # (their "source" entries say "measured by peers/ds_fetch_bench.py" with the date).
