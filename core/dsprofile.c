@@ -28,12 +28,12 @@ static const struct {
 	    "s2-none: step 451 ms against 396 ms of kernels; fwd launch 16 ms (profiled host times)", 0, 0 },
 	  offsetof(zb_ds_profile, step_s), 0.035 },
 	{ { "hook_s", "s", 0, 0.01,
-	    "s3-off forward 123 ms on the host vs 30 ms for stage 2: ~93 ms over the 229 modules "
-	    "ds_step.py's 2.5 B GPT fires per pass (schedules/ds_trace.c; 323 was a count of HF-like "
-	    "modules, which gave 0.29 ms); a pre and a post hook half each, not measured apart; held: "
-	    "fitted to step times alone it took up other stage-3 host work (and gpt2-large's stage-3 "
-	    "forward, measured 109-118 ms, came out at 207)", 1, 0 },
-	  offsetof(zb_ds_profile, hook_s), 4.06e-4 },
+	    "measured: ds_counts of F05, F06 (data/deepspeed-hf-h200-2026-12-01.jsonl, steady steps; "
+	    "data/deepspeed-hf-unit-costs.tsv) per call: the pre- and post-module functions of the forward "
+	    "and backward (fetch_sub_module and release_sub_module in them) less the parameters' gathers, "
+	    "handle waits and releases, per module and pass: 192.1 / 211.9 us (was 0.406 ms, read off the "
+	    "2.5 B GPT's forward time with everything ZeRO-3 adds to it); held", 1, 0 },
+	  offsetof(zb_ds_profile, hook_s), 2.097e-4 },
 	{ { "grad_hook_s", "s", 0, 0.01,
 	    "ds_step.py --step-split, H200 host, 2026-12-01 (data/deepspeed-h200-2026-12-01-split.jsonl): "
 	    "copy_grads_in_partition 151.8 / 280.7 / 345.8 ms over 436 / 254 / 388 tensors (gpt2-large, "
@@ -73,29 +73,71 @@ static const struct {
 	    "2.652 B params (gpt2-large, Llama-3.2-3B, gpt-2.5b s2-off): 8 B/param at 122 GB/s; held", 1, 0 },
 	  offsetof(zb_ds_profile, unscale_Bps), 1.22e11 },
 	{ { "fetch_s", "s", 0, 0.01,
-	    "not measured (peers/ds_fetch_bench.py measures it): starts at one hook call's measured time "
-	    "(hook_s / 2), the same Python path on this host; held until measured", 1, 1 },
-	  offsetof(zb_ds_profile, fetch_s), 2.03e-4 },
+	    "measured: ds_counts of F05, F06 (data/deepspeed-hf-h200-2026-12-01.jsonl, steady steps; "
+	    "data/deepspeed-hf-unit-costs.tsv) per call: __all_gather_params' seconds over the parameters it "
+	    "gathers (their .to() copies issued, the in-flight registry): 109.5 / 118.1 us; held", 1, 0 },
+	  offsetof(zb_ds_profile, fetch_s), 1.171e-4 },
 	{ { "z3_grad_s", "s", 0, 0.01,
-	    "not measured (peers/ds_fetch_bench.py measures it): starts at one hook call's measured time "
-	    "(hook_s / 2); held until measured", 1, 1 },
-	  offsetof(zb_ds_profile, z3_grad_s), 2.03e-4 },
+	    "measured: ds_counts of F05, F06 (data/deepspeed-hf-unit-costs.tsv) per call: "
+	    "reduce_ready_partitions_and_remove_grads less the bucket reductions it runs (the gradient into "
+	    "the IPG bucket), per gradient hook: 120.5 / 132.0 us; held", 1, 0 },
+	  offsetof(zb_ds_profile, z3_grad_s), 1.307e-4 },
 	{ { "flush_s", "s", 0, 0.1,
-	    "not measured (peers/ds_fetch_bench.py measures it): starts at one hook call's measured time "
-	    "(hook_s / 2); held until measured", 1, 1 },
-	  offsetof(zb_ds_profile, flush_s), 2.03e-4 },
+	    "measured: ds_counts of F05, F06 (data/deepspeed-hf-unit-costs.tsv) per call: "
+	    "__reduce_and_partition_ipg_grads less its partition_grads, per bucket (events, the world-1 "
+	    "all_reduce call, the average): 401.5 / 441.2 us; held", 1, 0 },
+	  offsetof(zb_ds_profile, flush_s), 4.368e-4 },
 	{ { "acc_hook_s", "s", 0, 0.01,
-	    "not measured: starts at grad_hook_s, the boundary's measured per-tensor time, which also holds "
-	    "the norm and the synchronizing overflow check a non-boundary micro-step skips (an upper "
-	    "bound); held until measured", 1, 1 },
-	  offsetof(zb_ds_profile, acc_hook_s), 2.8e-4 },
+	    "measured on ZeRO-3's path that issues the same three copies (no fitting run has ZeRO-1/2 "
+	    "offload at gas > 1): ds_counts of F06 less F05 (data/deepspeed-hf-unit-costs.tsv), partition_grads "
+	    "per parameter at a micro-step after the first (partition up, add, down issued; the first "
+	    "micro-step's 121.0 us at F05's rate taken out); held", 1, 0 },
+	  offsetof(zb_ds_profile, acc_hook_s), 1.724e-4 },
 	{ { "overflow_Bps", "B/s", 1e8, 1e12,
-	    "ds_counts' overflow_check_s of the Hugging Face runs, H200 host, 2026-12-01 "
-	    "(data/deepspeed-hf-h200-2026-12-01.jsonl: fp16 ZeRO-3 offload, llama-3.2-1b 982 / 1095 ms, "
-	    "qwen2.5-0.5b 424 / 425, pythia-1b 917, phi3-mini-16l 1759 ms a step): 0.86 ns a parameter pooled "
-	    "(0.79..0.91), 8 B/param at 9.3 GB/s: torch's isinf/isnan on half precision on the host, far below "
-	    "the unscale pass's 122; held", 1, 0 },
-	  offsetof(zb_ds_profile, overflow_Bps), 9.26e9 },
+	    "measured: ds_counts of F05, F06 (data/deepspeed-hf-unit-costs.tsv) per byte: "
+	    "_overflow_check_and_loss_scale_update over the 16-bit host gradient buffer counted 8 B/param "
+	    "(isinf, isnan, each an any() over its bool copy): 10.1 / 9.0 GB/s, far below the unscale "
+	    "pass's 122; held", 1, 0 },
+	  offsetof(zb_ds_profile, overflow_Bps), 9.535e9 },
+	{ { "release_s", "s", 0, 0.01,
+	    "measured: ds_counts of F05, F06 (data/deepspeed-hf-unit-costs.tsv) per call: "
+	    "__release_param's seconds over the parameters it partitions again: 106.6 / 123.6 us; held", 1, 0 },
+	  offsetof(zb_ds_profile, release_s), 1.214e-4 },
+	{ { "z3_part_s", "s", 0, 0.01,
+	    "measured: ds_counts of F05, F06 (data/deepspeed-hf-unit-costs.tsv) per call: partition_grads "
+	    "less _offload_grad_partition_at_boundary, per parameter (its copies to and from the pinned "
+	    "gradient partition issued): 121.0 / 166.0 us; held", 1, 0 },
+	  offsetof(zb_ds_profile, z3_part_s), 1.610e-4 },
+	{ { "z3_offload_s", "s", 0, 0.01,
+	    "measured: ds_counts of F05, F06 (data/deepspeed-hf-unit-costs.tsv) per call: "
+	    "_offload_grad_partition_at_boundary (the partition's norm, its fp32 copy issued): "
+	    "196.3 / 188.6 us; held", 1, 0 },
+	  offsetof(zb_ds_profile, z3_offload_s), 1.924e-4 },
+	{ { "z2_hook_s", "s", 0, 0.01,
+	    "measured: ds_counts of F01, T01 (data/deepspeed-hf-unit-costs.tsv) per call: "
+	    "reduce_independent_p_g_buckets_and_remove_grads less the bucket reductions it runs: "
+	    "143.7 / 81.6 us; held", 1, 0 },
+	  offsetof(zb_ds_profile, z2_hook_s), 1.126e-4 },
+	{ { "z2_flush_s", "s", 0, 0.1,
+	    "measured: ds_counts of F01, T01 (data/deepspeed-hf-unit-costs.tsv) per call: reduce_ipg_grads "
+	    "less its copy_grads_in_partition, per bucket (average_tensor's world-1 all_reduce call and its "
+	    "per-tensor bookkeeping): 1483 us over F01's 3 buckets of ~49 tensors, 379.4 over T01's 130; "
+	    "pooled; held", 1, 0 },
+	  offsetof(zb_ds_profile, z2_flush_s), 4.043e-4 },
+	{ { "py_fwd_s", "s", 0, 0.01,
+	    "fitted: the forward phase (fwd_ms, host time of engine()) of F01, T01 (ZeRO-1/2: no DeepSpeed "
+	    "path in the forward) over its module calls, as ZeRO-3's pre-forward hooks count them on the same "
+	    "model (F05: 214) (data/deepspeed-hf-unit-costs.tsv): 121.6 / 93.5 us; held", 1, 0 },
+	  offsetof(zb_ds_profile, py_fwd_s), 1.075e-4 },
+	{ { "py_bwd_s", "s", 0, 0.01,
+	    "fitted: the backward phase of F01, T01 less its counted gradient hooks and epilogue, over its "
+	    "module calls (data/deepspeed-hf-unit-costs.tsv): 231.0 / 254.6 us; held", 1, 0 },
+	  offsetof(zb_ds_profile, py_bwd_s), 2.428e-4 },
+	{ { "wrap_s", "s", 0, 0.01,
+	    "fitted: the forward and backward phases of F05, F06 less every counted path in them and "
+	    "py_fwd_s, py_bwd_s, over their module calls (data/deepspeed-hf-unit-costs.tsv): 166.9 / 238.9 us; "
+	    "no counter wraps torch's hook dispatch or the autograd Functions; held", 1, 0 },
+	  offsetof(zb_ds_profile, wrap_s), 2.309e-4 },
 };
 
 const zb_ds_param_info *zb_ds_param(int i)
@@ -212,10 +254,13 @@ void *zb_ds_profile_to_json(const zb_ds_profile *p)
 	for (int i = 0; i < ZB_DS_NPARAM; i++)
 		json_object_set_new(o, params[i].info.key, json_real(zb_ds_param_get(p, i)));
 	json_object_set_new(o, "flash", json_boolean(p->flash));
+	/* where each value comes from: its documented source while it is the default, else the fit */
 	json_t *src = json_object();
 	for (int i = 0; i < ZB_DS_NPARAM; i++)
-		if (params[i].info.not_measured && fabs(zb_ds_param_get(p, i) / params[i].def - 1) < 1e-9)
-			json_object_set_new(src, params[i].info.key, json_string(params[i].info.source));
+		json_object_set_new(src, params[i].info.key,
+				    json_string(fabs(zb_ds_param_get(p, i) / params[i].def - 1) < 1e-9
+							? params[i].info.source
+							: "fitted by zbench calibrate --deepspeed to the step times it was given"));
 	if (json_object_size(src) > 0)
 		json_object_set_new(o, "source", src);
 	else

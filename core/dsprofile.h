@@ -42,16 +42,38 @@ typedef struct zb_ds_profile {
 	                         partition_grads' copies issued) */
 	double flush_s;       /* ZeRO-3: host time of one IPG bucket's reduction outside its
 	                         per-parameter work (streams, events, average) */
-	double acc_hook_s;    /* ZeRO-1/2 offload with gas > 1: host time per tensor at a micro-step
-	                         before the boundary (async_accumulate_grad_in_cpu_via_gpu) */
+	double acc_hook_s;    /* ZeRO-1/2 offload with gas > 1: host time per tensor and micro-step of
+	                         async_accumulate_grad_in_cpu_via_gpu (the copies up, the add, the
+	                         copy down issued) */
 	double overflow_Bps;  /* fp16, ZeRO-3 offload: has_overflow's isinf/isnan + any() over the
 	                         16-bit host gradient buffer, counted 8 B/param, B/s */
+	double release_s;     /* ZeRO-3: host time per parameter released (__release_param: partition) */
+	double z3_part_s;     /* ZeRO-3: host time per parameter of a reduced bucket in partition_grads
+	                         (its copies to or from the gradient partition issued), boundary aside */
+	double z3_offload_s;  /* ZeRO-3 offload_optimizer, boundary: host time per parameter of
+	                         _offload_grad_partition_at_boundary (norm, fp32 copy issued) */
+	double z2_hook_s;     /* ZeRO-1/2: host time of one gradient's hook outside its bucket's
+	                         reduction (reduce_independent_p_g_buckets_and_remove_grads) */
+	double z2_flush_s;    /* ZeRO-1/2: host time of one IPG bucket reduced (reduce_ipg_grads,
+	                         average_tensor), the per-tensor copies in it aside */
+	/* The three below are read off the phase times of Hugging Face runs (what no counter
+	 * holds, per module call) and apply to transformers' module trees only: ds_step.py's own
+	 * modules (the 2.5 B table) have none measured, and that table's fit carries them. */
+	double py_fwd_s;      /* eager PyTorch: host time of one module's forward call outside any
+	                         DeepSpeed path (the model's Python, its kernel launches); also per
+	                         module of a recompute */
+	double py_bwd_s;      /* eager PyTorch: host time per module of the backward outside DeepSpeed's
+	                         hooks (autograd's nodes, their launches) */
+	double wrap_s;        /* ZeRO-3: host time per module and pass outside the coordinator: torch's
+	                         dispatch of the module's four hooks and the two autograd Functions
+	                         parameter_offload.py wraps its inputs and outputs in (applied in the
+	                         forward, run in the backward) */
 	int flash;            /* attention by SDPA flash (no s x s score tensors) */
 } zb_ds_profile;
 
 /* Number of fitted parameters and their names/descriptions (for calibrate, tests,
  * and the JSON file: field names are the keys). */
-enum { ZB_DS_NPARAM = 16 };
+enum { ZB_DS_NPARAM = 24 };
 
 typedef struct zb_ds_param_info {
 	const char *key;      /* JSON key, as the struct field */

@@ -161,7 +161,9 @@ const char *zb_op_name(zb_op op)
 				   "grad_copy", "cast", "fresh_pages", "hook", "grad_hook", "python",
 				   "param_up_pageable", "attn",
 				   "reduce_scatter", "all_gather", "all_reduce", "unscale",
-				   "module_hook", "fetch", "flush", "acc_hook", "overflow", "grad_norm" };
+				   "module_hook", "fetch", "flush", "acc_hook", "overflow", "grad_norm",
+				   "release", "partition", "grad_offload", "bucket_hook", "bucket_flush",
+				   "module_py" };
 	_Static_assert(sizeof n / sizeof n[0] == ZB_OP_COUNT, "op names");
 	return op < ZB_OP_COUNT ? n[op] : "?";
 }

@@ -90,6 +90,13 @@ typedef enum zb_op {
 	ZB_OP_ACC_HOOK,     /* host: ZeRO-1/2 gradient hooks of a non-boundary micro-step, params = tensors */
 	ZB_OP_OVERFLOW,     /* fp16: inf/nan check of the gradient partition (host pass, bytes) */
 	ZB_OP_GRAD_NORM,    /* gradient norms for clipping, per parameter (GPU kernel) */
+	ZB_OP_RELEASE,      /* host: ZeRO-3 parameters released (partitioned again), params = parameters */
+	ZB_OP_PARTITION,    /* host: ZeRO-3 gradients partitioned (partition_grads), params = parameters */
+	ZB_OP_GRAD_OFFLOAD, /* host: ZeRO-3 boundary offload of gradient partitions, params = parameters */
+	ZB_OP_BUCKET_HOOK,  /* host: ZeRO-1/2 gradients added to the IPG bucket, params = tensors */
+	ZB_OP_BUCKET_FLUSH, /* host: ZeRO-1/2 IPG buckets reduced, params = buckets */
+	ZB_OP_MODULE_PY,    /* host: eager PyTorch's Python of module calls (forward, recompute, backward),
+	                       params = module calls */
 	ZB_OP_COUNT
 } zb_op;
 

@@ -103,8 +103,15 @@ double zb_ds_host_task_s(const zb_task *t, const zb_config *c)
 	case ZB_OP_FETCH: return (double)t->params * f->fetch_s;
 	case ZB_OP_FLUSH: return (double)t->params * f->flush_s;
 	case ZB_OP_ACC_HOOK: return (double)t->params * f->acc_hook_s;
-	/* ZeRO-3: the hook and partition_grads, half each (not measured apart) */
-	case ZB_OP_GRAD_HOOK: return (double)t->params * (zb_ds_stage(c) == 3 ? 0.5 * f->z3_grad_s : f->grad_hook_s);
+	case ZB_OP_GRAD_HOOK: return (double)t->params * (zb_ds_stage(c) == 3 ? f->z3_grad_s : f->grad_hook_s);
+	case ZB_OP_RELEASE: return (double)t->params * f->release_s;
+	case ZB_OP_PARTITION: return (double)t->params * f->z3_part_s;
+	case ZB_OP_GRAD_OFFLOAD: return (double)t->params * f->z3_offload_s;
+	case ZB_OP_BUCKET_HOOK: return (double)t->params * f->z2_hook_s;
+	case ZB_OP_BUCKET_FLUSH: return (double)t->params * f->z2_flush_s;
+	case ZB_OP_MODULE_PY: /* transformers' modules only (dsprofile.h); ZeRO-3's wrappers ride on each */
+		return (double)t->params * ((t->pass == ZB_PASS_BWD_DATA ? f->py_bwd_s : f->py_fwd_s) +
+					    (zb_ds_stage(c) == 3 ? f->wrap_s : 0));
 	case ZB_OP_OVERFLOW: return t->bytes / f->overflow_Bps;
 	case ZB_OP_PYTHON: return t->bucket >= 0 ? f->subgroup_s : f->step_s; /* a sub-group's or the step's */
 	case ZB_OP_CAST: return t->bytes / f->cast_Bps;
@@ -145,6 +152,7 @@ typedef struct dsb {
 	uint32_t *flush_done;        /* per bucket of the backward: its last task */
 	uint32_t rs_last;            /* the last task on the reduction stream (its order) */
 	int *umods, *utens;          /* per unit: modules whose hooks fire, parameter tensors */
+	int *uflush;                 /* ZeRO-1/2, one rank: per unit, the IPG buckets its gradients fill */
 } dsb;
 
 static void dep(dsb *b, uint32_t id) { zb_graph_add_dep(b->g, b->deps, &b->ndeps, id); }
@@ -325,6 +333,16 @@ static void block(dsb *b, ctx x, int unit, int backward)
 		segment(b, x, unit, order[i]);
 }
 
+/* Eager PyTorch's host time of the unit's module calls in this pass (ZeRO-3's come with
+ * its module trace). The thread dispatches a unit's operations one after the other while
+ * the GPU runs the first ones: its kernels wait for the thread's earlier work, the next
+ * unit's for this. */
+static void module_py(dsb *b, ctx x, int u)
+{
+	if (!b->z3 && b->umods[u] > 0 && b->m->modules != ZB_MODULES_OWN)
+		host(b, x, ZB_OP_MODULE_PY, u, b->umods[u], 0);
+}
+
 static void unit_compute(dsb *b, ctx x, int u, int backward)
 {
 	int L = b->m->layers;
@@ -335,6 +353,7 @@ static void unit_compute(dsb *b, ctx x, int u, int backward)
 			ctx r = x;
 			r.pass = ZB_PASS_RECOMPUTE;
 			block(b, r, u, 0);
+			module_py(b, r, u);
 		}
 		block(b, x, u, backward);
 	} else {
@@ -342,6 +361,7 @@ static void unit_compute(dsb *b, ctx x, int u, int backward)
 		segment(b, x, u, ZB_DSS_HEAD);
 		segment(b, x, u, ZB_DSS_LOSS);
 	}
+	module_py(b, x, u);
 }
 
 /* ---- per unit: hooks, fetches, gradients --------------------------------- */
@@ -483,6 +503,20 @@ static void grads_of_unit_ranks(dsb *b, ctx x, int u, int last_micro)
 		ipg_flush(b, o, last_micro);
 }
 
+/* ZeRO-1/2 on one rank, every micro-step: each gradient's hook adds it to the IPG
+ * bucket (reduce_independent_p_g_buckets_and_remove_grads), and a bucket that would
+ * overflow reduce_bucket_size is reduced first (reduce_ipg_grads, average_tensor): a
+ * count from the backward's tensor order (ds_trace.h's buckets), host work on the thread
+ * that launches the next unit's backward. */
+static void bucket_hooks(dsb *b, ctx x, int u)
+{
+	ctx o = x;
+	o.pass = ZB_PASS_BWD_WEIGHT;
+	host(b, o, ZB_OP_BUCKET_HOOK, u, b->utens[u], 0);
+	if (b->uflush[u] > 0)
+		host(b, o, ZB_OP_BUCKET_FLUSH, u, b->uflush[u], 0);
+}
+
 /* ZeRO-1/2 offload with gas > 1 (stage_1_and_2.py copy_grads_in_partition,
  * async_accumulate_grad_in_cpu_via_gpu): at every micro-step each tensor's gradient
  * goes down into a pinned host buffer of the model's dtype, after the first one
@@ -492,17 +526,23 @@ static void stage2_accumulate(dsb *b, ctx o, int u, int64_t n, int64_t lo, int l
 {
 	uint32_t gpu_done = b->last[ZB_RES_GPU];
 	kernel(b, o, ZB_OP_GRAD_COPY, u, 4.0 * n); /* into the IPG bucket */
+	/* each tensor's accumulate first waits for the copies the previous one recorded
+	 * (_wait_for_offload_copies: an event synchronize, cpu_offload's gradient safety),
+	 * then issues its own */
+	dep(b, b->last[ZB_RES_D2H]);
+	uint32_t issued = host(b, o, ZB_OP_ACC_HOOK, u, b->utens[u], 0);
 	if (o.micro > 0) {
 		dep(b, b->last[ZB_RES_GPU]);
+		dep(b, issued);
 		uint32_t up = copy(b, o, ZB_RES_H2D, ZB_OP_GRAD_COPY, u, n, lo, 2.0 * n);
 		if (!b->overlap)
 			b->copy_hold = up;
 		kernel(b, o, ZB_OP_GRAD_ACC, u, 6.0 * n);
 	}
 	dep(b, b->last[ZB_RES_GPU]);
+	dep(b, issued);
 	uint32_t down = copy(b, o, ZB_RES_D2H, ZB_OP_GRAD_COPY, u, n, lo, 2.0 * n);
 	b->copy_hold = b->overlap ? NONE : down;
-	host(b, o, ZB_OP_ACC_HOOK, u, b->utens[u], 0);
 	if (!last_micro)
 		return;
 	uint32_t cast = kernel(b, o, ZB_OP_GRAD_COPY, u, 6.0 * n); /* to fp32 */
@@ -569,11 +609,17 @@ static void grads_of_unit(dsb *b, ctx x, int u, int last_micro)
  * a pre-hook waits for the gather stream as it stood (wait_stream), so a module's
  * kernels never start before its parameters have landed. */
 
+/* The hook calls pending (calls[0]), the parameters their post-hooks released
+ * (calls[1]) and the module calls they belong to (calls[2]: one a pre-hook), as host work. */
 static void z3_hooks(dsb *b, ctx x, int u, int *calls)
 {
-	if (*calls > 0)
-		host(b, x, ZB_OP_MOD_HOOK, u, *calls, 0);
-	*calls = 0;
+	if (calls[2] > 0 && b->m->modules != ZB_MODULES_OWN)
+		host(b, x, ZB_OP_MODULE_PY, u, calls[2], 0);
+	if (calls[0] > 0)
+		host(b, x, ZB_OP_MOD_HOOK, u, calls[0], 0);
+	if (calls[1] > 0)
+		host(b, x, ZB_OP_RELEASE, u, calls[1], 0);
+	calls[0] = calls[1] = calls[2] = 0;
 }
 
 /* A host marker: the thread goes on once `id` is done (a synchronize). */
@@ -615,7 +661,7 @@ static uint32_t z3_partition(dsb *b, ctx o, int u, const zb_ds_tensor *t)
 {
 	int last = o.micro == b->p->gas - 1;
 	double E = (double)t->numel;
-	host(b, o, ZB_OP_GRAD_HOOK, u, 1, 0); /* its half of the per-parameter work */
+	host(b, o, ZB_OP_PARTITION, u, 1, 0);
 	dep(b, b->last[ZB_RES_CPU]);
 	dep(b, b->last[ZB_RES_GPU]); /* the reduction stream waited for the compute stream */
 	dep(b, b->rs_last);
@@ -636,6 +682,8 @@ static uint32_t z3_partition(dsb *b, ctx o, int u, const zb_ds_tensor *t)
 	if (!last)
 		return b->rs_last = id;
 	int64_t c = z3_cpu_elems(b, t);
+	host(b, o, ZB_OP_GRAD_OFFLOAD, u, 1, 0); /* _offload_grad_partition_at_boundary */
+	dep(b, b->last[ZB_RES_CPU]);
 	dep(b, id);
 	id = rkernel(b, o, ZB_OP_GRAD_NORM, u, 10.0 * E); /* _constant_buffered_norm2: .to(fp32).norm(2) */
 	dep(b, id);
@@ -683,12 +731,16 @@ static void z3_grad(dsb *b, ctx x, const zb_ds_item *it)
 
 static void z3_pre(dsb *b, ctx x, const zb_ds_item *it, int *calls)
 {
-	(*calls)++;
-	if (!b->oparam) /* the partitions are on the GPU: the fetch is bookkeeping (in hook_s) */
-		return;
+	calls[0]++;
+	calls[2]++;
 	const int32_t *g = b->tr.gathered + it->gath;
 	if (it->demand > 0 || it->wait || it->prefetch > 0)
 		z3_hooks(b, x, it->unit, calls);
+	if (!b->oparam) { /* the partitions on the GPU (one rank: whole): the gathers' Python, no copy */
+		if (it->demand + it->prefetch > 0)
+			host(b, x, ZB_OP_FETCH, it->unit, it->demand + it->prefetch, 0);
+		return;
+	}
 	z3_gather(b, x, it->unit, g, it->demand);
 	if (it->wait) /* the handle's wait synchronizes the gather stream */
 		z3_wait(b, x, it->unit, b->gather_last);
@@ -699,27 +751,30 @@ static void z3_pre(dsb *b, ctx x, const zb_ds_item *it, int *calls)
 /* Items [lo, hi) of the trace, in ctx x's step and micro-step. */
 static void z3_items(dsb *b, ctx x, int lo, int hi)
 {
-	int calls = 0;
+	int calls[3] = { 0, 0, 0 };
 	for (int i = lo; i < hi; i++) {
 		const zb_ds_item *it = &b->tr.it[i];
 		ctx y = x;
 		y.pass = it->pass;
 		switch (it->kind) {
-		case ZB_DSI_PRE: z3_pre(b, y, it, &calls); break;
-		case ZB_DSI_POST: calls++; break;
+		case ZB_DSI_PRE: z3_pre(b, y, it, calls); break;
+		case ZB_DSI_POST:
+			calls[0]++;
+			calls[1] += it->released;
+			break;
 		case ZB_DSI_SEG:
-			z3_hooks(b, y, it->unit, &calls);
+			z3_hooks(b, y, it->unit, calls);
 			segment(b, y, it->unit, it->seg);
 			break;
 		case ZB_DSI_GRAD:
-			z3_hooks(b, y, it->unit, &calls);
+			z3_hooks(b, y, it->unit, calls);
 			z3_grad(b, y, it);
 			break;
 		}
 	}
 	ctx y = x;
 	y.pass = hi > lo ? b->tr.it[hi - 1].pass : x.pass;
-	z3_hooks(b, y, hi > lo ? b->tr.it[hi - 1].unit : 0, &calls);
+	z3_hooks(b, y, hi > lo ? b->tr.it[hi - 1].unit : 0, calls);
 }
 
 static void z3_micro(dsb *b, int step, int micro)
@@ -799,6 +854,8 @@ static void micro_batch(dsb *b, int step, int micro)
 		}
 		unit_compute(b, bw, u, 1);
 		b->bwd_done[u] = b->last[ZB_RES_GPU];
+		if (b->ranks == 1)
+			bucket_hooks(b, bw, u);
 		if (b->offload || last)
 			grads_of_unit(b, bw, u, last);
 	}
@@ -1067,14 +1124,20 @@ zb_status zb_ds_graph_build(zb_graph *g, const zb_config *c, zb_error *err)
 	b.utens = b.umods + b.units;
 	unit_counts(b.m, b.umods, b.utens);
 	b.z3 = b.stage == 3 && b.ranks == 1;
-	if (b.z3) {
+	b.uflush = zb_xcalloc((size_t)b.units, sizeof *b.uflush);
+	if (b.ranks == 1) { /* the module trace: ZeRO-3's items, the IPG buckets of every stage */
 		zb_ds_trace_opts o;
 		zb_ds_trace_opts_of(c, &o);
 		if ((st = zb_ds_trace_build(b.m, &o, &b.tr, err))) {
 			free(b.umods);
+			free(b.uflush);
 			zb_graph_free(g);
 			return st;
 		}
+		for (int k = 0; k < b.tr.nflush; k++)
+			b.uflush[b.tr.flush[k].unit]++;
+	}
+	if (b.z3) {
 		b.flush_done = zb_xmalloc(sizeof *b.flush_done * (size_t)(b.tr.nflush + 1));
 		for (int k = 0; k <= b.tr.nflush; k++)
 			b.flush_done[k] = NONE;
@@ -1094,10 +1157,11 @@ zb_status zb_ds_graph_build(zb_graph *g, const zb_config *c, zb_error *err)
 	}
 	free(mem);
 	free(b.umods);
-	if (b.z3) {
+	free(b.uflush);
+	if (b.z3)
 		free(b.flush_done);
+	if (b.ranks == 1)
 		zb_ds_trace_free(&b.tr);
-	}
 	for (int r = 0; r < ZB_RES_COUNT; r++)
 		g->copy_bytes[r] /= c->steps;
 	return ZB_OK;
