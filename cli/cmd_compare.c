@@ -101,7 +101,7 @@ static int own_args(int argc, char **argv, int64_t *run, int64_t *cfg, zb_analyz
 			ao->cpu_threshold = strtod(argv[++i], &end);
 			if (*end || !(ao->cpu_threshold > 0)) {
 				fprintf(stderr, "zbench: invalid --cpu-threshold '%s' (expected cores, > 0)\n", argv[i]);
-				return 2;
+				return ZB_EXIT_INPUT;
 			}
 		} else if ((!strcmp(a, "--config") && more) || a[0] != '-') {
 			const char *v = a[0] != '-' ? a : argv[++i];
@@ -109,12 +109,12 @@ static int own_args(int argc, char **argv, int64_t *run, int64_t *cfg, zb_analyz
 			if (*end || x < 1) {
 				fprintf(stderr, "zbench: invalid %s '%s' (expected a positive integer)\n",
 					a[0] != '-' ? "run" : "--config", v);
-				return 2;
+				return ZB_EXIT_INPUT;
 			}
 			*(a[0] != '-' ? run : cfg) = x;
 		} else {
 			fprintf(stderr, "zbench: unknown or incomplete option '%s' for compare --predict\n", a);
-			return 2;
+			return ZB_EXIT_INPUT;
 		}
 	}
 	return 0;
@@ -197,7 +197,7 @@ static int compare_trace(int argc, char **argv)
 		fprintf(stderr, "zbench: the configuration to compare with does not fit: %s\n", p.mem.reason);
 		zb_prediction_free(&p);
 		zb_analysis_free(&a);
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	json_t *cmp = zb_trace_compare_json(&p, &a, cfg);
 	int64_t config_id = 0;
@@ -230,10 +230,10 @@ int cmd_compare(int argc, char **argv)
 	int json = co.json, warmup = co.warmup;
 	const char *db = co.db;
 	if (npos && parse_id(run, "run id", &run_id))
-		return 2;
+		return ZB_EXIT_INPUT;
 	if (access(db, F_OK) != 0) {
 		fprintf(stderr, "zbench: no database '%s' (run zbench run or validate first, or give --db)\n", db);
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	zb_error err = { 0 };
 	zb_store *s;

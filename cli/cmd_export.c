@@ -44,7 +44,7 @@ int cmd_export(int argc, char **argv)
 		return rc;
 	if (!npos) {
 		fprintf(stderr, "zbench: export needs a configuration id (zbench export --help)\n");
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	zb_error err = { 0 };
 	zb_export_format fmt;
@@ -52,11 +52,11 @@ int cmd_export(int argc, char **argv)
 		return zb_report_error(&err);
 	if (!path || !*path) {
 		fprintf(stderr, "zbench: export needs an output file (-o <file>)\n");
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	if (access(dbpath, F_OK) != 0) {
 		fprintf(stderr, "zbench: no database '%s' (zbench run stores into it; --db <path>)\n", dbpath);
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	zb_store *s;
 	if (zb_store_open_readonly(&s, dbpath, 2000, &err))

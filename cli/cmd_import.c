@@ -35,12 +35,12 @@ int cmd_import(int argc, char **argv)
 		} else {
 			fprintf(stderr, "zbench: unknown or incomplete option '%s' for import\n", argv[i]);
 			usage(stderr);
-			return 2;
+			return ZB_EXIT_INPUT;
 		}
 	}
 	if (!file) {
 		fprintf(stderr, "zbench: import needs an nsys SQLite export: zbench import <file.sqlite>\n");
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	zb_store *s;
 	zb_error err = { 0 };

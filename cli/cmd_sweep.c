@@ -302,7 +302,7 @@ static int run_rows(const zb_options *o, const zb_sweep_grid *g, const sweep_fla
 	if (st) {
 		fprintf(stderr, "zbench: interrupted after %lld of %lld configurations (%s)\n", done, rows,
 			s->run_id ? "the rows so far are stored" : "nothing stored: --no-db");
-		return 130;
+		return ZB_EXIT_INTERRUPTED;
 	}
 	return 0;
 }
@@ -324,7 +324,7 @@ int cmd_sweep(int argc, char **argv)
 	if (o.plot) { /* fail before the sweep runs, not after */
 		if (o.no_db) {
 			fprintf(stderr, "zbench: --plot draws from the database: drop --no-db (got --plot '%s')\n", o.plot);
-			return 2;
+			return ZB_EXIT_INPUT;
 		}
 		if (zb_plot_check(o.plot, &err))
 			return zb_report_error(&err);

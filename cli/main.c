@@ -49,7 +49,7 @@ static int finish_output(int rc)
 	int e = fflush(stdout) != 0 ? errno : 0;
 	if (e || ferror(stdout)) {
 		fprintf(stderr, "zbench: cannot write the output: %s\n", strerror(e ? e : EIO));
-		return rc ? rc : 2;
+		return rc ? rc : ZB_EXIT_INPUT;
 	}
 	return rc;
 }
@@ -58,7 +58,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	const char *name = argv[1];
 	if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
@@ -76,5 +76,5 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		fprintf(stderr, "%s %s", i ? "," : "", commands[i].name);
 	fprintf(stderr, ")\n");
-	return 2;
+	return ZB_EXIT_INPUT;
 }

@@ -198,7 +198,7 @@ static double extra_s(const zb_validate_opts *o)
 static zb_status plan(validation *v, zb_error *err)
 {
 	const zb_validate_opts *o = v->o;
-	zb_status st = zb_suite_find(o->suite, &v->suite, err);
+	zb_status st = zb_suite_open(o->suite, &v->suite, err);
 	if (st)
 		return st;
 	v->n = o->limit && o->limit < v->suite->n ? o->limit : v->suite->n;
@@ -908,6 +908,7 @@ void zb_validation_free(zb_validation *v)
 {
 	if (!v)
 		return;
+	zb_suite_close(v->suite);
 	free(v->it);
 	free(v);
 }
