@@ -53,7 +53,7 @@ endif
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I. -pthread \
            -DZB_VERSION='"$(VERSION)"' $(SANFLAGS)
-LDLIBS  := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lsqlite3 -lm -pthread
+LDLIBS  := -Wl,-Bstatic -ljansson -lz -Wl,-Bdynamic -lsqlite3 -lm -pthread
 HOST_LDLIBS := $(LDLIBS)
 # The layers, lowest first: a file includes its own folder and lower ones only
 # (scripts/check-layers.sh, `make check-layers`). inject/ is built on its own (below).

@@ -98,8 +98,9 @@ int cmd_analyze(int argc, char **argv)
 		st = zb_store_load_trace_input(s, cfg, &in, &err);
 	if (!st)
 		st = zb_analyze(&in, &ao, &a, &err);
-	if (!st)
-		st = zb_store_add_trace_steps(s, cfg, &a, &err);
+	if (!st && !(st = zb_store_add_trace_steps(s, cfg, &a, &err)))
+		fprintf(stderr, "zbench: stored %zu step%s of configuration %" PRId64 " (trace_steps) in %s\n", a.nsteps,
+			a.nsteps == 1 ? "" : "s", cfg, db);
 	if (!st) {
 		if (json) {
 			json_t *j = zb_analysis_json(&a, cfg);

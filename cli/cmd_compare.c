@@ -42,11 +42,11 @@ static const zb_flag flags[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: zbench compare [<run>] [--config <id>] [--warmup <n>] [--json] [--db <path>]\n\n"
+	fprintf(f, "usage: zbench compare [<run> | latest] [--config <id>] [--warmup <n>] [--json] [--db <path>]\n\n"
 		   "Predicted against measured for a run stored by zbench run or zbench validate: step\n"
 		   "time, busy time of each resource, overlap of the flows, critical path and each task\n"
 		   "class, with the error of each ((predicted - measured) / measured). <run> is a run id\n"
-		   "(runs.id); without it, the newest configuration with measured events. A run with\n"
+		   "(runs.id); without it or with latest, the newest configuration with measured events. A run with\n"
 		   "several configurations prints one line each (--config <id> for the detail; --json\n"
 		   "gives every detail). --warmup: steps left out of the steady state (default: the\n"
 		   "run's --warmup, else 2).\n"
@@ -72,7 +72,7 @@ static int parse_id(const char *s, const char *what, int64_t *out)
 
 static void usage_predict(FILE *f)
 {
-	fprintf(f, "usage: zbench compare [<run>] [--config <id>] [--step-range <name>] [--no-nvtx]\n"
+	fprintf(f, "usage: zbench compare [<run> | latest] [--config <id>] [--step-range <name>] [--no-nvtx]\n"
 		   "                     [--cpu-threshold <cores>] [--json] [--db <path>] --predict <options>\n\n"
 		   "A stored trace of another program (zbench trace, zbench import; <run> default: the newest)\n"
 		   "against zbench's prediction of the configuration given after --predict (predict's options,\n"
@@ -103,6 +103,8 @@ static int own_args(int argc, char **argv, int64_t *run, int64_t *cfg, zb_analyz
 				fprintf(stderr, "zbench: invalid --cpu-threshold '%s' (expected cores, > 0)\n", argv[i]);
 				return ZB_EXIT_INPUT;
 			}
+		} else if (!strcmp(a, "latest")) {
+			*run = 0; /* the newest trace, as without <run> */
 		} else if ((!strcmp(a, "--config") && more) || a[0] != '-') {
 			const char *v = a[0] != '-' ? a : argv[++i];
 			long long x = strtoll(v, &end, 10);
@@ -229,7 +231,7 @@ int cmd_compare(int argc, char **argv)
 	int64_t config_id = co.config_id, run_id = 0;
 	int json = co.json, warmup = co.warmup;
 	const char *db = co.db;
-	if (npos && parse_id(run, "run id", &run_id))
+	if (npos && strcmp(run, "latest") && parse_id(run, "run id", &run_id)) /* latest: as without <run> */
 		return ZB_EXIT_INPUT;
 	if (access(db, F_OK) != 0) {
 		fprintf(stderr, "zbench: no database '%s' (run zbench run or validate first, or give --db)\n", db);

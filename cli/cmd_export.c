@@ -27,8 +27,8 @@ static void usage(FILE *f)
 		   "perfetto (default) is Chrome Trace Event JSON for the Perfetto UI or chrome://tracing,\n"
 		   "one track per resource (predicted) and per CUDA stream and CPU thread (measured,\n"
 		   "from zbench run --trace); csv is one row per interval for spreadsheets.\n"
-		   "<config-id> is the configuration id `zbench run` prints and stores (latest: the\n"
-		   "newest configuration with measured events).\n\n"
+		   "<config-id> is the configuration id the storing command printed (latest: the newest\n"
+		   "configuration with a timeline: run, validate, predict --timeline, trace or import).\n\n"
 		   "options:\n");
 	zb_flags_usage(f, flags);
 }

@@ -151,6 +151,8 @@ static zb_status emit_row(void *ctx, const zb_sweep_row *row, zb_error *err)
 		const zb_sim_result *res = row->simulated ? &row->res : NULL;
 		zb_status st = zb_store_add_config(db, k->s->run_id, &row->cfg, row->config_json, &id, err);
 		if (!st)
+			zb_session_note_config(k->s, id);
+		if (!st)
 			st = zb_store_add_prediction(db, id, g, res, &row->mem, err);
 		if (!st && o->timeline && row->simulated) {
 			st = zb_store_add_tasks(db, id, row->graph, err);

@@ -27,7 +27,7 @@ static const zb_exit_row exit_table[] = {
 	{ ZB_E_CUDA, ZB_EXIT_GPU, "a CUDA, cuBLAS or CUPTI call failed" },
 	{ ZB_E_NOMEM, ZB_EXIT_NOFIT, "an allocation of GPU or host memory failed" },
 	{ ZB_E_INTERRUPTED, ZB_EXIT_INTERRUPTED, "stopped by a signal; what ran is stored" },
-	{ ZB_E_INTERNAL, ZB_EXIT_INTERNAL, "a bug in zbench" },
+	{ ZB_E_INTERNAL, ZB_EXIT_INTERNAL, "a bug in zbench, or a program it runs failed (gnuplot)" },
 };
 
 const zb_exit_row *zb_exit_codes(int *n)

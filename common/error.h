@@ -47,7 +47,7 @@ typedef enum zb_exit {
 	ZB_EXIT_INPUT = 2,        /* bad input: flags, names, files, a database that cannot be used */
 	ZB_EXIT_GPU = 3,          /* no GPU (or built without CUDA), or a CUDA, cuBLAS or CUPTI call failed */
 	ZB_EXIT_NOFIT = 4,        /* the configuration does not fit in GPU or host memory */
-	ZB_EXIT_INTERNAL = 5,     /* a bug in zbench: a broken invariant */
+	ZB_EXIT_INTERNAL = 5,     /* zbench could not finish otherwise: a bug, or a program it runs failed (gnuplot) */
 	ZB_EXIT_INTERRUPTED = 130 /* stopped by SIGINT or SIGTERM; what ran is stored */
 } zb_exit;
 
