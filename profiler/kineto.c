@@ -221,7 +221,7 @@ static void complete_event(walk *w, json_t *e)
 		w->k->n.other++;
 		return;
 	}
-	int step = !strncmp(name, "ProfilerStep#", 13);
+	int step = !strncmp(name, "ProfilerStep#", 13) && (!strcmp(cat, "cpu_op") || !strcmp(cat, "user_annotation"));
 	int known = step || !strcmp(cat, "kernel") || !strcmp(cat, "gpu_memcpy") || !strcmp(cat, "gpu_memset") ||
 		    !strcmp(cat, "cuda_runtime") || !strcmp(cat, "cuda_driver") || !strcmp(cat, "user_annotation") ||
 		    !strcmp(cat, "cpu_op") || !strcmp(cat, "gpu_user_annotation") || !strcmp(cat, "python_function");

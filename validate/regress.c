@@ -32,6 +32,7 @@
 
 #include "analysis/compare.h"
 #include "common/clock.h"
+#include "common/outfile.h"
 #include "common/stats.h"
 #include "common/version.h"
 #include "config/resolve.h"
@@ -253,7 +254,7 @@ static zb_status regress_load(regressing *g, zb_error *err)
 		return st;
 	if (!o->sim && !zb_exec_available(err))
 		return err->status;
-	return ZB_OK;
+	return o->junit ? zb_outfile_probe(o->junit, err) : ZB_OK; /* before minutes of work */
 }
 
 static void regress_header(const regressing *g)
