@@ -60,7 +60,7 @@ HOST_LDLIBS := $(LDLIBS)
 LAYERS  := common core inputs config schedules sim profiler inject exec results analysis bench peers report validate plots cli
 MODULES := $(filter-out inject,$(LAYERS))
 ifeq ($(FUZZ),1)
-MODULES := common core inputs config schedules sim analysis report cli # what the harnesses reach (options, parsers, model); no executor
+MODULES := common core inputs config schedules sim profiler analysis report cli # what the harnesses reach (options, parsers, model, traces); no executor
 endif
 
 ALL_C   := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))

@@ -31,13 +31,14 @@ seed fuzz_dsconfig tests/data/ds-*.json
 seed fuzz_hfconfig tests/data/hf-*.json
 seed fuzz_options fuzz/seeds/options/*
 seed fuzz_range fuzz/seeds/range/*
+seed fuzz_kineto fuzz/seeds/kineto/*
 
 failed=0 total=0
 for n in "${names[@]}"; do
 	bin=build-fuzz/fuzz/$n
 	[ -x "$bin" ] || { echo "fuzz: $n: not built (make FUZZ=1 fuzz-build)"; failed=1; continue; }
 	dict=()
-	case $n in fuzz_hwfile | fuzz_modelfile | fuzz_dsconfig | fuzz_hfconfig) dict=(-dict=fuzz/json.dict) ;; esac
+	case $n in fuzz_hwfile | fuzz_modelfile | fuzz_dsconfig | fuzz_hfconfig | fuzz_kineto) dict=(-dict=fuzz/json.dict) ;; esac
 	log=build-fuzz/logs/$n.log
 	"$bin" build-fuzz/corpus/$n "${dict[@]}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=1024 \
 		-malloc_limit_mb=1024 -close_fd_mask=3 -print_final_stats=1 \
