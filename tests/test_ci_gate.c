@@ -166,6 +166,13 @@ static void test_gate(void **state)
 	free(x);
 	write_ds(2);
 
+	/* validate takes the same file (--list: the plan, no GPU needed) */
+	r = zb("validate --suite %s --list --no-db", at("ci/suite.txt"));
+	assert_int_equal(r.rc, 0);
+	assert_contains(r.out, "(3 of 3 configurations)");
+	assert_contains(r.out, "llama1b-zero3");
+	zb_test_result_free(&r);
+
 	/* rerun the suite as it is now, with a fourth configuration: not judged */
 	FILE *f = fopen(at("ci/suite.txt"), "a");
 	fputs("--name new-one --model gpt2 --policy none\n", f);
