@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <jansson.h>
 
+#include "report/junit.h"
+
 static char dir[64];
 static const char *zbench;
 
@@ -166,6 +168,16 @@ static void test_gate(void **state)
 	free(x);
 	write_ds(2);
 
+	/* the database form of the same baseline: regress by tag reads the suite file again */
+	r = zb("baseline save main --sim --suite %s --db %s", at("ci/suite.txt"), at("ci.db"));
+	assert_int_equal(r.rc, 0);
+	assert_contains(r.out, "stored run 1, configurations 1-3");
+	zb_test_result_free(&r);
+	r = zb("regress --baseline main --sim --db %s", at("ci.db"));
+	assert_int_equal(r.rc, 0);
+	assert_contains(r.out, "0 of 3 configurations regressed");
+	zb_test_result_free(&r);
+
 	/* validate takes the same file (--list: the plan, no GPU needed) */
 	r = zb("validate --suite %s --list --no-db", at("ci/suite.txt"));
 	assert_int_equal(r.rc, 0);
@@ -232,11 +244,33 @@ static void test_refused(void **state)
 	zb_test_result_free(&r);
 }
 
+/* Names and messages are XML text: markup characters escaped, control characters XML
+ * cannot hold replaced. */
+static void test_junit_text(void **state)
+{
+	zb_junit_case c[2] = { { .name = "a<b>&\"c'", .outcome = ZB_JUNIT_FAILED }, { .name = "ok", .time_s = 1.5 } };
+	snprintf(c[0].message, sizeof c[0].message, "1 -> 2 \x01 done");
+	const char *const props[][2] = { { "k", "v&w" } };
+	zb_junit_suite s = { .name = "s", .classname = "zbench.t", .properties = props, .nproperties = 1, .cases = c, .n = 2 };
+	zb_error err = { 0 };
+	assert_int_equal(zb_junit_write(at("j.xml"), &s, &err), ZB_OK);
+	char *x = zb_test_slurp(at("j.xml"), NULL);
+	assert_contains(x, "name=\"a&lt;b&gt;&amp;&quot;c&apos;\"");
+	assert_contains(x, "message=\"1 -&gt; 2 ? done\"");
+	assert_contains(x, "value=\"v&amp;w\"");
+	assert_contains(x, "tests=\"2\" failures=\"1\" errors=\"0\" skipped=\"0\"");
+	assert_contains(x, "<testcase classname=\"zbench.t\" name=\"ok\" time=\"1.500\"/>");
+	free(x);
+	assert_int_equal(zb_junit_write(at("missing/j.xml"), &s, &err), ZB_E_INPUT);
+	assert_contains(err.msg, "missing/j.xml");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_gate),
 		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_junit_text),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
