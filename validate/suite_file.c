@@ -538,7 +538,8 @@ zb_status zb_suite_file_load(const char *path, zb_suite **out, zb_error *err)
 	if (!st && f->s.n == 0)
 		st = zb_fail(err, ZB_E_INPUT, "suite file '%s' holds no configuration", path);
 	if (st) {
-		zb_suite_file_free(&f->s);
+		if (f)
+			zb_suite_file_free(&f->s);
 		return st;
 	}
 	suite_describe(f, path);
