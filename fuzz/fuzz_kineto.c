@@ -18,8 +18,10 @@ static void to_input(const zb_kineto_trace *k, zb_trace_input *in)
 						   ZB_GOP_KERNEL, 0 };
 	for (size_t i = 0; i < t->nmemcpys; i++) {
 		const zb_tr_memcpy *m = &t->memcpys[i];
-		uint8_t kind = m->copy_kind == 1 ? ZB_GOP_H2D : m->copy_kind == 2 ? ZB_GOP_D2H : m->copy_kind == 8 ? ZB_GOP_D2D
-															: ZB_GOP_OTHER_COPY;
+		uint8_t kind = m->copy_kind == 1   ? ZB_GOP_H2D
+			       : m->copy_kind == 2 ? ZB_GOP_D2H
+			       : m->copy_kind == 8 ? ZB_GOP_D2D
+						   : ZB_GOP_OTHER_COPY;
 		in->ops[in->nops++] = (zb_gpu_op){ m->start, m->end, (int64_t)m->bytes, -1, kind,
 						   m->src_kind == 1 || m->dst_kind == 1 };
 	}

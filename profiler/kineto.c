@@ -31,6 +31,13 @@ int zb_kineto_sniff(const unsigned char *head, size_t n)
 
 /* ---- small readers of an event ------------------------------------------------------- */
 
+/* A string member, "" when it is not one. */
+static const char *text_of(json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? s : "";
+}
+
 static int number(json_t *v, double *out)
 {
 	if (!json_is_number(v))
@@ -303,7 +310,7 @@ static double origin(json_t *events)
 	json_t *e;
 	json_array_foreach(events, i, e)
 		if (json_is_object(e) && number(json_object_get(e, "ts"), &ts) && ts >= 0 && ts < lo &&
-		    !strcmp(json_string_value(json_object_get(e, "ph")) ? json_string_value(json_object_get(e, "ph")) : "", "X"))
+		    !strcmp(text_of(e, "ph"), "X"))
 			lo = ts;
 	return isfinite(lo) ? lo : 0;
 }
@@ -313,10 +320,10 @@ static void walk_events(walk *w, json_t *events)
 	size_t i;
 	json_t *e;
 	json_array_foreach(events, i, e) {
-		const char *ph = json_string_value(json_object_get(e, "ph"));
-		if (ph && !strcmp(ph, "X"))
+		const char *ph = text_of(e, "ph");
+		if (!strcmp(ph, "X"))
 			complete_event(w, e);
-		else if (ph && !strcmp(ph, "M") && !strcmp(json_string_value(json_object_get(e, "name")) ? json_string_value(json_object_get(e, "name")) : "", "thread_name"))
+		else if (!strcmp(ph, "M") && !strcmp(text_of(e, "name"), "thread_name"))
 			thread_name(w, e);
 		else
 			w->k->n.other++;

@@ -110,7 +110,8 @@ static void test_pair_relative(void **state)
 	snprintf(cmd, sizeof cmd, "mkdir -p %s/ci && cp tests/data/ds-zero3-offload.json tests/data/hf-llama3.2-1b.json %s/ci/",
 		 dir, dir);
 	assert_int_equal(system(cmd), 0);
-	const char *p = write_file("ci/suite.txt", "--name pair --hf-config hf-llama3.2-1b.json --ds-config ds-zero3-offload.json --seq 512\n");
+	const char *p = write_file("ci/suite.txt", "--name pair --hf-config hf-llama3.2-1b.json"
+						   " --ds-config ds-zero3-offload.json --seq 512\n");
 	zb_suite *s;
 	zb_error err = { 0 };
 	assert_int_equal(zb_suite_file_load(p, &s, &err), ZB_OK);

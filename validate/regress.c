@@ -167,9 +167,11 @@ static int first_diff(json_t *a, json_t *b, char *path, size_t n)
 			snprintf(path + used, n - used, "%s%s", used ? "." : "", k);
 			if (w && first_diff(v, w, path, n))
 				return 1;
-			char *x = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT), *y = w ? json_dumps(w, JSON_ENCODE_ANY | JSON_COMPACT) : NULL;
+			const size_t flags = JSON_ENCODE_ANY | JSON_COMPACT;
+			char *x = json_dumps(v, flags), *y = w ? json_dumps(w, flags) : NULL;
 			used = strlen(path);
-			snprintf(path + used, n - used, ": %.40s in the baseline, %.40s now", x ? x : "?", y ? y : "nothing");
+			snprintf(path + used, n - used, ": %.40s in the baseline, %.40s now", x ? x : "?",
+				 y ? y : "nothing");
 			free(x);
 			free(y);
 			return 1;
@@ -195,7 +197,8 @@ static zb_status check_hw(regressing *g, zb_error *err)
 	json_t *a = g->f.b.hw_json ? json_loads(g->f.b.hw_json, 0, NULL) : NULL, *b = json_loads(now, 0, NULL);
 	free(now);
 	char where[300] = "", was[128];
-	snprintf(was, sizeof was, "%s", json_string_value(json_object_get(a, "name")) ? json_string_value(json_object_get(a, "name")) : "?");
+	const char *name_was = json_string_value(json_object_get(a, "name"));
+	snprintf(was, sizeof was, "%s", name_was ? name_was : "?");
 	if (a && !json_equal(a, b)) {
 		json_t *a2 = json_deep_copy(a), *b2 = json_deep_copy(b);
 		json_object_del(a2, "name");
