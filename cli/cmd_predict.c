@@ -81,7 +81,7 @@ int cmd_predict(int argc, char **argv)
 	rc = 0;
 	if (!p.mem.fits) {
 		fprintf(stderr, "zbench: configuration does not fit: %s\n", p.mem.reason);
-		rc = 2;
+		rc = ZB_EXIT_NOFIT;
 	}
 	if (!stored) {
 		fprintf(stderr, "zbench: the prediction above was printed but NOT stored: %s\n", store_err.msg);

@@ -153,6 +153,8 @@ static zb_status emit_row(void *ctx, const zb_sweep_row *row, zb_error *err)
 		const zb_sim_result *res = row->simulated ? &row->res : NULL;
 		zb_status st = zb_store_add_config(db, k->s->run_id, &row->cfg, row->config_json, &id, err);
 		if (!st)
+			zb_session_note_config(k->s, id);
+		if (!st)
 			st = zb_store_add_prediction(db, id, g, res, &row->mem, err);
 		if (!st && o->timeline && row->simulated) {
 			st = zb_store_add_tasks(db, id, row->graph, err);
@@ -296,8 +298,13 @@ static int run_rows(const zb_options *o, const zb_sweep_grid *g, const sweep_fla
 		return zb_exit_code(k.store_err.status);
 	}
 	if (st) {
-		fprintf(stderr, "zbench: interrupted by %s after %lld of %lld configurations (%s)\n", zb_stop_name(),
-			done, rows, s->run_id ? "the rows so far are stored, the run marked interrupted" : "nothing stored: --no-db");
+		if (s->run_id)
+			fprintf(stderr, "zbench: interrupted by %s after %lld of %lld configurations (the rows so far are "
+				"stored as run %lld in %s, marked interrupted)\n", zb_stop_name(), done, rows,
+				(long long)s->run_id, s->path);
+		else
+			fprintf(stderr, "zbench: interrupted by %s after %lld of %lld configurations (nothing stored: "
+				"--no-db)\n", zb_stop_name(), done, rows);
 		return zb_stop_exit_code();
 	}
 	return 0;
@@ -320,7 +327,7 @@ int cmd_sweep(int argc, char **argv)
 	if (o.plot) { /* fail before the sweep runs, not after */
 		if (o.no_db) {
 			fprintf(stderr, "zbench: --plot draws from the database: drop --no-db (got --plot '%s')\n", o.plot);
-			return 2;
+			return ZB_EXIT_INPUT;
 		}
 		if (zb_plot_check(o.plot, &err))
 			return zb_report_error(&err);

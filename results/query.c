@@ -31,6 +31,10 @@ static const char *const sql[ZB_Q_COUNT] = {
 	[ZB_Q_RUN_LATEST_CONFIG_EVENTS] = "SELECT max(c.id) FROM configs c WHERE c.run_id = ?1"
 					  " AND EXISTS(SELECT 1 FROM events e WHERE e.config_id = c.id)",
 	[ZB_Q_LATEST_CONFIG_EVENTS] = "SELECT max(config_id) FROM events",
+	[ZB_Q_LATEST_CONFIG_TIMELINE] = "SELECT max(x) FROM (SELECT max(config_id) AS x FROM events"
+					" UNION ALL SELECT max(zbConfigId) FROM CUPTI_ACTIVITY_KIND_KERNEL"
+					" UNION ALL SELECT max(zbConfigId) FROM CUPTI_ACTIVITY_KIND_MEMCPY"
+					" UNION ALL SELECT max(zbConfigId) FROM NVTX_EVENTS)",
 
 	[ZB_Q_CONFIG_ROWS_OF_RUN] = CONFIG_ROWS " WHERE c.run_id = ?1 ORDER BY c.id",
 	[ZB_Q_CONFIG_ROW] = CONFIG_ROWS " WHERE c.id = ?1 ORDER BY c.id",

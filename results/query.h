@@ -37,6 +37,8 @@ typedef enum zb_query {
 	ZB_Q_LATEST_RUN_MEASURED,      /* the newest run with measured events (NULL: none) */
 	ZB_Q_RUN_LATEST_CONFIG_EVENTS, /* ?1 run: its newest configuration with events */
 	ZB_Q_LATEST_CONFIG_EVENTS,     /* the newest configuration with events */
+	ZB_Q_LATEST_CONFIG_TIMELINE,   /* the newest configuration with anything export writes: events of
+					* either source, or trace records (trace, import, run --trace) */
 
 	/* configuration rows with their predictions, by id. Columns: 0 id, 1 run_id, then
 	 * the configs columns hw, link, gpu, cpu, cpu_cores, model, policy, ratio,

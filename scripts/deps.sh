@@ -4,7 +4,7 @@
 # Usage: scripts/deps.sh [build|test|fuzz]   (test adds what the tests need; fuzz
 # adds clang and its libFuzzer runtime for `make fuzz`, on top of test)
 set -eu
-need=(build-essential make pkg-config libsqlite3-dev libjansson-dev gnuplot-nox)
+need=(build-essential make pkg-config libsqlite3-dev libjansson-dev zlib1g-dev gnuplot-nox)
 case "${1:-build}" in
 test) need+=(libcmocka-dev) ;;
 fuzz) need+=(libcmocka-dev clang libclang-rt-dev) ;;
