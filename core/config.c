@@ -125,6 +125,7 @@ zb_status zb_hw_validate(const zb_hw *hw, zb_error *err)
 	CHECK_NONNEG(nonnegative(f->intra_latency_s), "fabric.intra_latency_s", "%g", f->intra_latency_s);
 	CHECK_NONNEG(nonnegative(f->inter_bus_Bps), "fabric.inter_bus_Bps", "%g", f->inter_bus_Bps);
 	CHECK_NONNEG(nonnegative(f->inter_latency_s), "fabric.inter_latency_s", "%g", f->inter_latency_s);
+	CHECK_NONNEG(nonnegative(hw->price_per_hour), "price_per_hour", "%g", hw->price_per_hour);
 	return zb_limits_hw(hw, err);
 }
 
@@ -338,4 +339,12 @@ int zb_config_cpu_threads(const zb_config *c)
 double zb_config_gpu_flops(const zb_config *c)
 {
 	return c->policy.dtype == ZB_FP16 ? c->hw.gpu.fp16_flops : c->hw.gpu.bf16_flops;
+}
+
+void zb_config_profile(const zb_config *c, char *buf, size_t n)
+{
+	if (c->framework == ZB_FW_DEEPSPEED)
+		snprintf(buf, n, c->hw.ds.set ? "deepspeed:%s" : "deepspeed-defaults", c->hw.name);
+	else
+		snprintf(buf, n, c->hw.gpu.exec.set ? "executor:%s" : "first-principles", c->hw.name);
 }

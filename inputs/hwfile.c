@@ -44,6 +44,8 @@ typedef enum fkind {
 	F_INT_OPT,    /* int >= 0, optional, written only when not 0 (so files and stored
 	                 configurations without it read and write as before) */
 	F_STR,        /* char[ZB_NAME_MAX] */
+	F_FLAG_OPT,   /* int 0/1, optional, written (as true) only when set */
+	F_NONNEG_OPT, /* double >= 0, optional, written only when not 0 */
 } fkind;
 
 typedef struct field {
@@ -89,6 +91,7 @@ static const field cpu_fields[] = {
 	FLD(zb_cpu, task_latency_s, F_NONNEG, 1),
 	FLD(zb_cpu, sockets, F_INT_NONNEG, 0),
 	FLD(zb_cpu, xsocket_Bps, F_NONNEG, 0),
+	FLD(zb_cpu, hypothetical, F_FLAG_OPT, 0),
 };
 
 /* Several GPUs (issue 14): all optional, 0 = none (one GPU needs no fabric). */
@@ -146,11 +149,13 @@ static const char *kind_want(fkind k)
 	switch (k) {
 	case F_POS: return "a positive number";
 	case F_FRAC: return "a number in (0, 1]";
-	case F_NONNEG: return "a non-negative number";
+	case F_NONNEG:
+	case F_NONNEG_OPT: return "a non-negative number";
 	case F_INT_POS: return "a positive integer";
 	case F_INT_NONNEG:
 	case F_INT_OPT: return "a non-negative integer";
-	case F_FLAG: return "true, false, 0 or 1";
+	case F_FLAG:
+	case F_FLAG_OPT: return "true, false, 0 or 1";
 	default: return "a string of at most 63 characters";
 	}
 }
@@ -181,11 +186,12 @@ static zb_status read_field(rd *r, const char *key, const field *f, const json_t
 	case F_POS:
 	case F_FRAC:
 	case F_NONNEG:
+	case F_NONNEG_OPT:
 		if (!json_is_number(v))
 			return bad_value(r, key, kind_want(f->kind), v);
 		d = json_number_value(v);
 		if ((f->kind == F_POS && !(d > 0)) || (f->kind == F_FRAC && !(d > 0 && d <= 1)) ||
-		    (f->kind == F_NONNEG && !(d >= 0)) || !isfinite(d))
+		    ((f->kind == F_NONNEG || f->kind == F_NONNEG_OPT) && !(d >= 0)) || !isfinite(d))
 			return bad_value(r, key, kind_want(f->kind), v);
 		*(double *)p = d;
 		return ZB_OK;
@@ -197,6 +203,7 @@ static zb_status read_field(rd *r, const char *key, const field *f, const json_t
 		*(int *)p = (int)i;
 		return ZB_OK;
 	case F_FLAG:
+	case F_FLAG_OPT:
 		if (json_is_boolean(v)) {
 			*(int *)p = json_is_true(v);
 			return ZB_OK;
@@ -219,6 +226,17 @@ static zb_status read_field(rd *r, const char *key, const field *f, const json_t
 static void full_key(char *buf, size_t n, const char *prefix, const char *key)
 {
 	snprintf(buf, n, "%s%s%s", prefix, prefix[0] ? "." : "", key);
+}
+
+/* "name, h2d_Bps, ..." for an unknown-key message: the table's keys and the caller's. */
+static void known_keys(const field *fields, int nf, const char *const *extra, char *buf, size_t n)
+{
+	size_t len = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < nf && len < n; i++)
+		len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "", fields[i].key);
+	for (int i = 0; extra && extra[i] && len < n; i++)
+		len += (size_t)snprintf(buf + len, n - len, ", %s", extra[i]);
 }
 
 /* Fill base from obj by the field table. Keys in `skip` (NULL-terminated) belong to
@@ -244,8 +262,11 @@ static zb_status read_fields(rd *r, const json_t *obj, const char *prefix, const
 		for (i = 0; i < nf; i++)
 			if (strcmp(key, fields[i].key) == 0)
 				break;
-		if (i == nf)
-			return zb_fail(r->err, ZB_E_INPUT, "%s: unknown key '%s'", r->path, fk);
+		if (i == nf) {
+			char known[640];
+			known_keys(fields, nf, skip, known, sizeof known);
+			return zb_fail(r->err, ZB_E_INPUT, "%s: unknown key '%s' (known: %s)", r->path, fk, known);
+		}
 		zb_status st = read_field(r, fk, &fields[i], v, base);
 		if (st != ZB_OK)
 			return st;
@@ -350,7 +371,8 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 	const json_t *v;
 
 	static const char *const top_keys[] = {"name", "preset", "link", "gpu", "cpu",
-					       "gpus_per_link", "gpus_per_cpu", "deepspeed", "fabric", "executor", NULL};
+					       "gpus_per_link", "gpus_per_cpu", "deepspeed", "fabric", "executor",
+					       "price_per_hour", NULL};
 	const char *key;
 	json_t *jv;
 	json_object_foreach(root, key, jv) {
@@ -359,7 +381,11 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 			if (strcmp(key, top_keys[i]) == 0)
 				known = 1;
 		if (!known) {
-			st = zb_fail(err, ZB_E_INPUT, "%s: unknown key '%s'", path, key);
+			char list[400];
+			size_t len = 0;
+			for (int i = 0; top_keys[i] && len < sizeof list; i++)
+				len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", top_keys[i]);
+			st = zb_fail(err, ZB_E_INPUT, "%s: unknown key '%s' (known: %s)", path, key, list);
 			goto out;
 		}
 	}
@@ -426,8 +452,9 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 	static const field counts[] = {
 		FLD(zb_hw, gpus_per_link, F_INT_POS, 0),
 		FLD(zb_hw, gpus_per_cpu, F_INT_POS, 0),
+		FLD(zb_hw, price_per_hour, F_NONNEG_OPT, 0),
 	};
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		if ((v = json_object_get(root, counts[i].key)) &&
 		    (st = read_field(&r, counts[i].key, &counts[i], v, &hw)) != ZB_OK)
 			goto out;
@@ -545,6 +572,14 @@ static void put_fields(wr *w, json_t *obj, const field *fields, int nf, const vo
 		case F_FLAG:
 			json_object_set_new(obj, f->key, json_boolean(*(const int *)p));
 			break;
+		case F_FLAG_OPT:
+			if (*(const int *)p)
+				json_object_set_new(obj, f->key, json_true());
+			break;
+		case F_NONNEG_OPT:
+			if (*(const double *)p > 0)
+				json_object_set_new(obj, f->key, put_real(w, *(const double *)p));
+			break;
 		case F_INT_OPT:
 			if (*(const int *)p)
 				json_object_set_new(obj, f->key, json_integer(*(const int *)p));
@@ -570,6 +605,8 @@ static json_t *hw_json(wr *w, const zb_hw *hw)
 	json_object_set_new(o, "cpu", c);
 	json_object_set_new(o, "gpus_per_link", json_integer(hw->gpus_per_link));
 	json_object_set_new(o, "gpus_per_cpu", json_integer(hw->gpus_per_cpu));
+	if (hw->price_per_hour > 0) /* not priced: files and stored configurations as before */
+		json_object_set_new(o, "price_per_hour", put_real(w, hw->price_per_hour));
 	if (hw->fabric.intra_bus_Bps > 0 || hw->fabric.inter_bus_Bps > 0) { /* none: one-GPU files unchanged */
 		json_t *f = json_object();
 		put_fields(w, f, fabric_fields, NFIELDS(fabric_fields), &hw->fabric);

@@ -29,7 +29,8 @@
 static int hw_axis(int a)
 {
 	return a == ZB_AX_HW || a == ZB_AX_PCIE || a == ZB_AX_GPU || a == ZB_AX_CPU || a == ZB_AX_CORES ||
-	       a == ZB_AX_GPUS_PER_LINK;
+	       a == ZB_AX_GPUS_PER_LINK || a == ZB_AX_HOST_MEM || a == ZB_AX_DRAM_BW || a == ZB_AX_CPU_ADAM ||
+	       a == ZB_AX_PRICE;
 }
 
 zb_status zb_sweep_grid_init(zb_sweep_grid *g, const zb_config_inputs *in, int shard_k, int shard_n, int yes,

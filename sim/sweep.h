@@ -3,7 +3,8 @@
  * checked first, then simulated on threads and handed back in order, one row at a
  * time, so a sweep's memory stays flat whatever its size.
  *
- * Order: the hardware axes (--hw, --pcie, --gpu, --cpu, --cores, --gpus-per-link)
+ * Order: the hardware axes (--hw, --pcie, --gpu, --cpu, --cores, --gpus-per-link, --host-mem,
+ * --dram-bw, --cpu-adam, --price)
  * vary fastest, so consecutive rows share a schedule (the task graph depends on
  * the model, policy and steps, never on the hardware): each graph is built once
  * and simulated on every machine of the grid, then released. The order depends

@@ -224,7 +224,7 @@ static void test_interrupt_keeps_rows(void **state)
 		if (!freopen(out, "w", stdout) || !freopen("/dev/null", "w", stderr))
 			_exit(99);
 		execl(zbench, zbench, "sweep", "--ratio", "0:1:0.001", "--pcie", "gen3,gen4,gen5,gen6", "--cores",
-		      "4,8,16,32,64", "--policy", "offload,overlap,dpu", "-j", "1", "--csv", "--db", db, (char *)NULL);
+		      "4,8,16,32,64", "--hypothetical-cpu", "--policy", "offload,overlap,dpu", "-j", "1", "--csv", "--db", db, (char *)NULL);
 		_exit(98);
 	}
 	/* wait until rows come out (stdout to a file is written in blocks) */
