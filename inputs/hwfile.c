@@ -362,6 +362,18 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 	zb_status st = load_json(&r, &root);
 	if (st != ZB_OK)
 		return st;
+	st = zb_hw_from_json(root, path, out, err);
+	json_decref(root);
+	return st;
+}
+
+zb_status zb_hw_from_json(const void *obj, const char *path, zb_hw *out, zb_error *err)
+{
+	rd r = {path, err};
+	json_t *root = (json_t *)obj;
+	zb_status st;
+	if (!json_is_object(root))
+		return zb_fail(err, ZB_E_INPUT, "%s: hardware must be a JSON object", path);
 
 	zb_hw hw;
 	memset(&hw, 0, sizeof hw);
@@ -482,7 +494,6 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 	*out = hw;
 	st = ZB_OK;
 out:
-	json_decref(root);
 	return st;
 }
 
@@ -736,6 +747,65 @@ static json_t *policy_json(wr *w, const zb_config *c)
 		json_object_set_new(pol, "sub_group_size", json_integer((json_int_t)p->sub_group_size));
 	}
 	return pol;
+}
+
+/* The policy object of zb_config_to_json back into p (zb_policy_defaults first). */
+static zb_status policy_from_json(const json_t *o, zb_policy *p, zb_error *err)
+{
+	zb_policy_defaults(p);
+	if (!json_is_object(o))
+		return zb_fail(err, ZB_E_INPUT, "stored configuration: 'policy' must be an object");
+	const json_t *v;
+	zb_status st;
+	if ((v = json_object_get(o, "kind")) && (st = zb_policy_parse(json_string_value(v), &p->kind, err)))
+		return st;
+	if ((v = json_object_get(o, "ckpt")) && (st = zb_ckpt_parse(json_string_value(v), &p->ckpt, err)))
+		return st;
+	if ((v = json_object_get(o, "dtype")) && (st = zb_dtype_parse(json_string_value(v), &p->dtype, err)))
+		return st;
+	if ((v = json_object_get(o, "attention")))
+		p->attention = !strcmp(json_string_value(v) ? json_string_value(v) : "", "flash") ? ZB_ATTN_FLASH : ZB_ATTN_EAGER;
+	if ((v = json_object_get(o, "ratio")))
+		p->ratio = json_number_value(v);
+	if ((v = json_object_get(o, "link_rate_Bps")))
+		p->link_rate_Bps = json_number_value(v);
+	const struct { const char *k; int *f; } ints[] = {
+		{ "offload_param", &p->offload_param }, { "prefetch_layers", &p->prefetch_layers },
+		{ "gas", &p->gas }, { "micro_batch", &p->micro_batch }, { "seq", &p->seq },
+		{ "pageable", &p->pageable }, { "cpu_threads", &p->cpu_threads }, { "gpus", &p->gpus },
+		{ "nodes", &p->nodes }, { "zero_stage", &p->zero_stage },
+	};
+	for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+		if ((v = json_object_get(o, ints[i].k)))
+			*ints[i].f = json_is_boolean(v) ? json_is_true(v) : (int)json_integer_value(v);
+	if ((v = json_object_get(o, "bucket_params")))
+		p->bucket_params = json_integer_value(v);
+	if ((v = json_object_get(o, "sub_group_size")))
+		p->sub_group_size = json_integer_value(v);
+	return ZB_OK;
+}
+
+zb_status zb_config_from_json(const char *text, zb_config *out, zb_error *err)
+{
+	json_error_t je;
+	json_t *root = json_loads(text ? text : "", 0, &je);
+	if (!root)
+		return zb_fail(err, ZB_E_INPUT, "stored configuration: bad JSON (%s)", je.text);
+	zb_config c;
+	memset(&c, 0, sizeof c);
+	c.framework = json_object_get(root, "framework") ? ZB_FW_DEEPSPEED : ZB_FW_ZBENCH;
+	zb_status st = zb_hw_from_json(json_object_get(root, "hw"), "stored configuration", &c.hw, err);
+	if (!st)
+		st = zb_model_from_json(json_object_get(root, "model"), "stored model", &c.model, err);
+	if (!st)
+		st = policy_from_json(json_object_get(root, "policy"), &c.policy, err);
+	c.steps = (int)json_integer_value(json_object_get(root, "steps"));
+	json_decref(root);
+	if (!st)
+		st = zb_config_validate(&c, err);
+	if (!st)
+		*out = c;
+	return st;
 }
 
 char *zb_config_to_json(const zb_config *c)
