@@ -46,6 +46,7 @@ static void usage(FILE *f)
 	fprintf(f, "  %-26s %s\n", "", "combine the shards' databases with zbench merge");
 	fprintf(f, "  %-26s %s\n", "--yes", "run a sweep of more than 10^7 configurations");
 	fprintf(f, "  %-26s %s\n", "--tokens <n>", "the training run the cost columns price (default 1e10)");
+	fprintf(f, "  %-26s %s\n", "--no-other-schedule", "leave out the other framework's schedule (half the work)");
 	fprintf(f, "\nA sweep of several values of a hardware axis (--hw, --gpu, --pcie, --cpu, --cores, --host-mem,\n"
 		   "--dram-bw, --cpu-adam, --gpus-per-link) is a purchase question: it answers for DeepSpeed's schedule\n"
 		   "unless --framework zbench (or a --ds-config, or policy dpu) says otherwise. Every row also gives the\n"
@@ -54,6 +55,7 @@ static void usage(FILE *f)
 
 typedef struct sweep_flags {
 	int jobs, shard_k, shard_n, yes;
+	int one_schedule;   /* --no-other-schedule */
 	double tokens;      /* --tokens: the training run the cost columns price */
 } sweep_flags;
 
@@ -272,7 +274,8 @@ static int run_rows(const zb_options *o, const zb_sweep_grid *g, const sweep_fla
 	}
 	zb_sweep_opts so = { .jobs = f->jobs, .config_json = s->store != NULL, .pred_json = o->json ? pred_json : NULL,
 			     .timeline = o->timeline && s->store != NULL, .progress = stderr,
-			     .both = !o->timeline /* a second schedule per row would double a timeline's memory */ };
+			     .both = !o->timeline && !f->one_schedule /* a second schedule per row would double a
+								     timeline's memory */ };
 	struct sigaction sa = { .sa_handler = on_sigint }, old;
 	sigemptyset(&sa.sa_mask);
 	interrupted = 0;
@@ -314,6 +317,7 @@ int cmd_sweep(int argc, char **argv)
 		ZB_CALL("shard", &f, take_shard, "<k/n>", NULL),
 		ZB_SWITCH("yes", &f.yes, NULL),
 		ZB_REAL("tokens", &f.tokens, 1, 1e18, "<n>", NULL),
+		ZB_SWITCH("no-other-schedule", &f.one_schedule, NULL),
 		{ 0 },
 	};
 	int rc;

@@ -101,7 +101,8 @@
  *              the measured NCCL kernels do). 0: off (the fluid model alone)
  * `zbench calibrate --from-db` fits every factor from the executor's measured task
  * durations (analysis/kfit.h); zb_exec_profile_h200() holds the fit of the H200
- * machine's full validate suite, which the h200 GPU preset carries.
+ * machine's full validate suite, which a hardware file names ("executor": "h200"); no
+ * preset carries a profile (docs/hardware.md).
  */
 #ifndef ZB_EXECPROFILE_H
 #define ZB_EXECPROFILE_H
@@ -139,8 +140,8 @@ typedef struct zb_exec_profile {
 const char *zb_gemm_group_name(int g);  /* "dense", "batched", "unaligned", "flash" */
 const char *zb_exec_pass_name(int p);   /* "fwd", "bwd_data", "bwd_weight" */
 
-/* The fit of the H200 machine (the h200 GPU preset carries it, with set = 2: a preset's,
- * not written to files; 1: from a file or a fit, written). */
+/* The fit of the H200 machine (set = 2: the built-in fit, written to files by its name
+ * "h200"; 1: from a file or a fit, written in full). */
 void zb_exec_profile_h200(zb_exec_profile *p);
 /* Every factor 1, nothing set: the plain model (what a GPU without a profile gets). */
 void zb_exec_profile_neutral(zb_exec_profile *p);

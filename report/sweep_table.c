@@ -238,6 +238,24 @@ static const char *extra_csv_name(int a)
 	}
 }
 
+void zb_sweep_table_vary(zb_sweep_table *t, const zb_config *rows, int n)
+{
+	t->n_extra = 0;
+	for (int a = 0; a < ZB_AX_COUNT; a++) {
+		if (has_column(a))
+			continue;
+		char first[96], v[96];
+		extra_value(&rows[0], a, first, sizeof first);
+		for (int i = 1; i < n && first[0]; i++) {
+			extra_value(&rows[i], a, v, sizeof v);
+			if (strcmp(v, first)) {
+				t->extra[t->n_extra++] = a;
+				break;
+			}
+		}
+	}
+}
+
 /* "gpus-per-link" as "gpus_per_link". */
 static void snake(const char *s, char *b, size_t n)
 {

@@ -30,6 +30,9 @@ typedef struct zb_sweep_table {
 
 /* The columns of a sweep of grid g (the axes it varies). */
 void zb_sweep_table_init(zb_sweep_table *t, const zb_sweep_grid *g, int csv, int ranks, double tokens);
+/* The same for rows read back (no grid): an extra column for each axis whose value
+ * differs among the n configurations. */
+void zb_sweep_table_vary(zb_sweep_table *t, const zb_config *rows, int n);
 /* The header (table: names and units rows; CSV: one line). */
 void zb_sweep_table_head(FILE *f, const zb_sweep_table *t);
 /* One row. */
