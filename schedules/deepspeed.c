@@ -390,6 +390,14 @@ static void ipg_flush(dsb *b, ctx o, int last_micro)
 	if (slow == 0)
 		return;
 	dep(b, red);
+	if (b->offload && b->stage < 3 && o.micro > 0) {
+		/* each rank accumulates its partition through the host as one rank does
+		 * (copy_grads_in_partition -> async_accumulate_grad_in_cpu_via_gpu at gas > 1):
+		 * the accumulator comes up before the add, the slowest rank's part setting the
+		 * pace of the next reduction (accumulate_up) */
+		uint32_t up = accumulate_up(b, o, u, slow, lo);
+		dep(b, up);
+	}
 	uint32_t cast = kernel(b, o, ZB_OP_GRAD_COPY, u, 6.0 * slow); /* the partition to fp32 */
 	if (!b->offload)
 		return;
