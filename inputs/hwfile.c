@@ -367,6 +367,30 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 	return st;
 }
 
+/* An unknown key of a profile object: the message gets the keys it knows. */
+static void profile_keys(zb_error *err, const char *object)
+{
+	char want[64];
+	snprintf(want, sizeof want, "unknown key '%s.", object);
+	if (!err || !strstr(err->msg, want) || strstr(err->msg, "(known:"))
+		return;
+	char list[768];
+	size_t len = 0;
+	list[0] = 0;
+	if (!strcmp(object, "deepspeed")) {
+		for (int i = 0; i < ZB_DS_NPARAM && len < sizeof list; i++)
+			len += (size_t)snprintf(list + len, sizeof list - len, "%s, ", zb_ds_param(i)->key);
+		snprintf(list + len, sizeof list - len, "flash");
+	} else { /* core/execprofile.h documents each */
+		snprintf(list, sizeof list, "gemm_half_dim, gemm.<group>_<pass>, kernel.<op>_<fwd|bwd>, gpu_adam, launch_s, "
+			 "adam_thread, adam_mem, adam_task_s, starved, starved_s, paced_h2d, paced_d2h, paced_gpu, shared_gpu, "
+			 "shared_opt, h2d_queue, pageable_queue, adam_copy, comm_gpu, comm_opt, comm_wait, adam_launch, "
+			 "adam_gap_s");
+	}
+	size_t m = strlen(err->msg);
+	snprintf(err->msg + m, sizeof err->msg - m, " (known: %s)", list);
+}
+
 zb_status zb_hw_from_json(const void *obj, const char *path, zb_hw *out, zb_error *err)
 {
 	rd r = {path, err};
@@ -479,12 +503,16 @@ zb_status zb_hw_from_json(const void *obj, const char *path, zb_hw *out, zb_erro
 
 	/* the DeepSpeed framework profile (dsprofile.h), when calibrated */
 	if ((v = json_object_get(root, "deepspeed")) &&
-	    (st = zb_ds_profile_from_json(v, path, &hw.ds, err)) != ZB_OK)
+	    (st = zb_ds_profile_from_json(v, path, &hw.ds, err)) != ZB_OK) {
+		profile_keys(err, "deepspeed");
 		goto out;
+	}
 	/* the executor profile (execprofile.h), when calibrated */
 	if ((v = json_object_get(root, "executor")) &&
-	    (st = zb_exec_profile_from_json(v, path, &hw.gpu.exec, err)) != ZB_OK)
+	    (st = zb_exec_profile_from_json(v, path, &hw.gpu.exec, err)) != ZB_OK) {
+		profile_keys(err, "executor");
 		goto out;
+	}
 
 	zb_error e;
 	if ((st = zb_hw_validate(&hw, &e)) != ZB_OK) {

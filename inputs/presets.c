@@ -351,12 +351,13 @@ static const zb_cpu cpus[] = {
 		.cores = 128,
 		/* Estimate: Zen 2 has no AVX-512, so a SIMD Adam runs 256-bit AVX2: about half
 		 * the measured AVX-512 per-core rate, rounded up for the higher clocks. No
-		 * published CPU-Adam measurement of an EPYC 7742 was found; adam_Bps is not set,
-		 * so Adam's ceiling is dram_Bps below (an estimate). */
+		 * published CPU-Adam measurement of an EPYC 7742 was found; Adam's ceiling is the
+		 * law's ADAM_OF_DRAM of dram_Bps below (an estimate). */
 		.adam_params_per_core = 0.15e9,
 		/* 8 channels DDR4-3200 per socket (AMD EPYC 7742 spec): 2 x 204.8 GB/s peak,
 		 * x ACHIEVABLE_DRAM. */
 		.dram_Bps = 2 * 204.8 * GB * ACHIEVABLE_DRAM,
+		.adam_Bps = 2 * 204.8 * GB * ACHIEVABLE_DRAM * ADAM_OF_DRAM,
 		.mem_bytes = 2.0 * TIB,
 		.task_latency_s = 5e-6,    /* estimate: as h200-machine */
 		/* Two sockets (DGX A100 datasheet). xGMI: estimate, 4 links x16 at 16 GT/s
@@ -373,12 +374,13 @@ static const zb_cpu cpus[] = {
 		/* Estimate: Sapphire Rapids, the same AVX-512/AMX core generation as the
 		 * measured h200-machine, whose 16 threads run Adam at 4.4 Gparam/s, 0.275e9 each
 		 * (one thread alone: 0.71e9); the all-thread figure is taken. No published CPU-Adam measurement of a
-		 * Xeon 8480C was found; adam_Bps is not set, so Adam's ceiling is dram_Bps
+		 * Xeon 8480C was found; Adam's ceiling is the law's ADAM_OF_DRAM of dram_Bps
 		 * below (an estimate). */
 		.adam_params_per_core = 0.275e9,
 		/* 8 channels DDR5-4800 per socket (Intel ARK): 2 x 307.2 GB/s peak, x
 		 * ACHIEVABLE_DRAM. */
 		.dram_Bps = 2 * 307.2 * GB * ACHIEVABLE_DRAM,
+		.adam_Bps = 2 * 307.2 * GB * ACHIEVABLE_DRAM * ADAM_OF_DRAM,
 		.mem_bytes = 2.0 * TIB,
 		.task_latency_s = 5e-6,    /* estimate: as h200-machine */
 		/* Two sockets (DGX H100 datasheet). UPI 2.0: 4 links at 16 GT/s (Intel ARK,
@@ -747,16 +749,16 @@ void zb_presets_print(FILE *f)
 	}
 
 	fprintf(f, "\n# cpus\n");
-	fprintf(f, "#%-13s %6s %10s %9s %8s %8s %8s %7s %9s\n", "name", "cores", "adam/core", "adam max",
+	fprintf(f, "#%-15s %6s %10s %9s %8s %8s %8s %7s %9s\n", "name", "cores", "adam/core", "adam max",
 		"dram", "memory", "task", "sockets", "x-socket");
-	fprintf(f, "#%-13s %6s %10s %9s %8s %8s %8s %7s %9s\n", "", "", "Gparam/s", "Gparam/s", "GB/s",
+	fprintf(f, "#%-15s %6s %10s %9s %8s %8s %8s %7s %9s\n", "", "", "Gparam/s", "Gparam/s", "GB/s",
 		"GiB", "us", "", "GB/s");
 	for (int i = 0; i < COUNT(cpus); i++) {
 		const zb_cpu *c = &cpus[i];
 		/* the whole host: all cores, capped by Adam's memory ceiling (dram_Bps if unset) */
 		double all = c->cores * c->adam_params_per_core;
 		double cap = (c->adam_Bps > 0 ? c->adam_Bps : c->dram_Bps) / 28.0;
-		fprintf(f, " %-13s %6d %10.3f %9.2f %8.1f %8.0f %8.1f %7d %9.1f\n", c->name, c->cores,
+		fprintf(f, " %-15s %6d %10.3f %9.2f %8.1f %8.0f %8.1f %7d %9.1f\n", c->name, c->cores,
 			c->adam_params_per_core / 1e9, (all < cap ? all : cap) / 1e9, c->dram_Bps / GB,
 			c->mem_bytes / GIB, c->task_latency_s * 1e6, c->sockets > 1 ? c->sockets : 1,
 			c->xsocket_Bps / GB);
@@ -785,4 +787,7 @@ void zb_presets_print(FILE *f)
 			m->gpus_per_link, m->gpus_per_cpu);
 	}
 	zb_fabrics_print(f);
+	fprintf(f, "\n# sources (inputs/presets.c has each in full; docs/hardware.md the CPU law)\n");
+	for (size_t i = 0; i < sizeof sources / sizeof sources[0]; i++)
+		fprintf(f, " %-5s %-16s %s\n", sources[i].family, sources[i].name, sources[i].source);
 }
