@@ -218,7 +218,7 @@ zb_status zb_config_validate(const zb_config *c, zb_error *err)
 	if (c->policy.gpus > 1 && !(c->hw.fabric.intra_bus_Bps > 0))
 		return zb_fail(err, ZB_E_INPUT,
 			       "--gpus %d: machine '%s' has no fabric between its GPUs (machine presets with one: "
-			       "dgx-a100, dgx-h100, h200-x2; or \"fabric\" in a --hw file)",
+			       "dgx-2, dgx-a100, dgx-h100, h200-x2; or \"fabric\" in a --hw file)",
 			       c->policy.gpus, c->hw.name);
 	if (c->policy.nodes > 1 && !(c->hw.fabric.inter_bus_Bps > 0))
 		return zb_fail(err, ZB_E_INPUT,

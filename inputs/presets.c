@@ -515,11 +515,11 @@ static const hw_preset machines[] = {
 	{"h200-machine", "gen5", "h200", "h200-machine", 1, 1},
 	/* DGX-2 (NVIDIA DGX-2 datasheet): 16 V100 on gen3 behind PCIe switches, one 2-socket
 	 * host; gpus_per_cpu 16 is the full machine (3 threads per GPU), a one-GPU run as
-	 * in the ZeRO-Offload paper takes --gpus-per-cpu 1. Each GPU has
-	 * its own x16 to a switch, and pairs share the switch's uplink to the CPU; a
-	 * one-GPU run does not see that, so gpus_per_link stays 1 (set 2 to model all 16
-	 * GPUs offloading at once). */
-	{"dgx-2", "gen3", "v100", "dgx-2", 1, 16},
+	 * in the ZeRO-Offload paper takes --gpus-per-cpu 1. Each GPU has its own x16 to a
+	 * switch, and pairs share the switch's uplink to the CPU: gpus_per_link 2, which
+	 * divides the link only when --gpus puts two ranks behind a switch (sim/resources.h),
+	 * so a one-GPU run keeps its link. Fabric (fabric.c): NVSwitch, 8x EDR between nodes. */
+	{"dgx-2", "gen3", "v100", "dgx-2", 2, 16},
 	/* DGX A100 (640 GB) (NVIDIA DGX A100 datasheet): 8 A100-80GB on gen4, 2x EPYC 7742.
 	 * gpus_per_cpu 8: the full machine; a one-GPU run takes --gpus-per-cpu 1.
 	 * gpus_per_link 2: four PCIe gen4 switches, each with two GPUs and two HDR NICs

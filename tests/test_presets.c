@@ -215,7 +215,7 @@ static void test_defaults_and_measured_figures(void **state)
 	assert_string_equal(hw.link.name, "nvlink-c2c");
 	assert_int_equal(zb_preset_hw("dgx-2", &hw, NULL), ZB_OK);
 	assert_int_equal(hw.gpus_per_cpu, 16);
-	assert_int_equal(hw.gpus_per_link, 1);
+	assert_int_equal(hw.gpus_per_link, 2); /* pairs behind one PCIe switch uplink; divides only with --gpus */
 	assert_string_equal(hw.link.name, "gen3");
 	assert_int_equal(zb_preset_hw("dgx-a100", &hw, NULL), ZB_OK);
 	assert_true(hw.link.duplex_h2d < 0.5 && hw.link.duplex_d2h > 0.9);
