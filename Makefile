@@ -60,7 +60,7 @@ HOST_LDLIBS := $(LDLIBS)
 LAYERS  := common core inputs config schedules sim profiler inject exec results analysis bench peers report validate plots publish cli
 MODULES := $(filter-out inject,$(LAYERS))
 ifeq ($(FUZZ),1)
-MODULES := common core inputs config schedules sim analysis report cli # what the harnesses reach (options, parsers, model); no executor
+MODULES := common core inputs config schedules sim profiler results analysis peers report plots cli # what the harnesses reach (options, parsers, model, database, plots); no executor
 endif
 
 ALL_C   := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
@@ -83,14 +83,18 @@ LDLIBS    += $(CUDA_LDLIBS)
 # position-independent (build/gpu/): the same objects go into the shared GPU library
 GPU_OBJ   := $(patsubst %.c,$(BUILD)/gpu/%.o,$(CUDA_C)) $(patsubst %.cu,$(BUILD)/gpu/%.cu.o,$(CU_SRC))
 GPU_SO    := $(BUILD)/lib/libzbench_gpu.so
-HOST_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(PLAIN_C) $(SHIM_C))
+HOST_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(PLAIN_C) $(SHIM_C)) $(BUILD)/gen/h200_executor_json.o
 else
 NOCUDA_OBJ:= $(patsubst %.c,$(BUILD)/%.o,$(NOCUDA_C))
 GPU_OBJ   :=
 GPU_SO    :=
 endif
 
-LIB_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(PLAIN_C)) $(GPU_OBJ) $(NOCUDA_OBJ)
+# The h200 preset's executor profile is hw/h200-machine-executor.json's (inputs/execprofile.c):
+# the file becomes a C string at build time, so the preset and the file cannot differ.
+GEN_C    := $(BUILD)/gen/h200_executor_json.c
+GEN_OBJ  := $(BUILD)/gen/h200_executor_json.o
+LIB_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(PLAIN_C)) $(GPU_OBJ) $(NOCUDA_OBJ) $(GEN_OBJ)
 LIB      := $(BUILD)/libzbench.a
 ZBENCH   := $(BUILD)/zbench
 TEST_SRC := $(wildcard tests/test_*.c)
@@ -110,7 +114,7 @@ all: cuda-note $(ZBENCH)
 # built position-independent, only InitializeInjection exported.
 ifneq ($(NVCC),)
 INJECT     := $(BUILD)/libzbench_inject.so
-INJECT_SRC := inject/inject.c inject/nvtx_steps.c profiler/trace.c profiler/cupti_cuda.c profiler/spool.c common/error.c
+INJECT_SRC := inject/inject.c inject/nvtx_steps.c profiler/trace.c profiler/cupti_cuda.c profiler/spool.c common/error.c common/text.c common/outfile.c
 INJECT_OBJ := $(patsubst %.c,$(BUILD)/pic/%.o,$(INJECT_SRC))
 
 $(BUILD)/pic/%.o: %.c $(wildcard */*.h)
@@ -153,6 +157,17 @@ $(BUILD)/gpu/%.cu.o: %.cu $(wildcard */*.h) $(wildcard */*.cuh)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  NVCC    $<")
 	$(Q)$(NVCC) $(NVCCFLAGS) -Xcompiler -fPIC -c $< -o $@
+
+$(GEN_C): hw/h200-machine-executor.json
+	@mkdir -p $(dir $@)
+	@$(if $(Q),echo "  GEN     $@")
+	$(Q){ echo '/* generated from $< by the Makefile: do not edit */'; \
+	  echo 'const char zb_h200_executor_json[] ='; \
+	  sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; echo ';'; } > $@.tmp && mv $@.tmp $@
+
+$(GEN_OBJ): $(GEN_C)
+	@$(if $(Q),echo "  CC      $<")
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@$(if $(Q),echo "  AR      $@")
@@ -224,7 +239,7 @@ bench: $(ZBENCH)
 # builds them and runs each for FUZZ_SECONDS (scripts/fuzz.sh: corpus, limits, summary).
 FUZZ_BIN := $(patsubst fuzz/%.c,$(BUILD)/fuzz/%,$(wildcard fuzz/fuzz_*.c))
 
-$(BUILD)/fuzz/%: fuzz/%.c fuzz/fuzz_common.h $(LIB)
+$(BUILD)/fuzz/%: fuzz/%.c $(wildcard fuzz/*.h) tests/plot_script.h $(LIB)
 	@mkdir -p $(dir $@)
 	@$(if $(Q),echo "  FUZZ-CC $<")
 	$(Q)$(CC) $(CFLAGS) -fsanitize=fuzzer $< -o $@ $(LIB) $(LDLIBS)

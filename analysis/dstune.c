@@ -9,6 +9,8 @@
 
 #include <jansson.h>
 
+#include "common/outfile.h"
+
 #include "inputs/dsconfig.h"
 #include "sim/predict.h"
 #include "schedules/deepspeed.h"
@@ -242,13 +244,17 @@ zb_status zb_ds_tuned_write(const char *in, const char *out, const zb_ds_knobs *
 		return zb_fail(err, ZB_E_INPUT, "cannot read %s again: %s", in, je.text);
 	}
 	tuned_json(root, k);
-	char tmp[4096];
-	snprintf(tmp, sizeof tmp, "%s.tmp.%d", out, (int)getpid());
-	int bad = json_dump_file(root, tmp, JSON_INDENT(2) | JSON_REAL_PRECISION(12));
-	json_decref(root);
-	if (bad || rename(tmp, out)) {
-		unlink(tmp);
-		return zb_fail(err, ZB_E_INPUT, "cannot write tuned config '%s'", out);
+	zb_outfile o;
+	zb_error e;
+	int bad = zb_outfile_open(&o, out, &e) != ZB_OK;
+	if (!bad && json_dumpf(root, o.f, JSON_INDENT(2) | JSON_REAL_PRECISION(12)) != 0) {
+		zb_outfile_abort(&o);
+		bad = 1;
+	} else if (!bad) {
+		bad = zb_outfile_commit(&o, &e) != ZB_OK;
 	}
+	json_decref(root);
+	if (bad)
+		return zb_fail(err, ZB_E_INPUT, "cannot write tuned config '%s'", out);
 	return ZB_OK;
 }

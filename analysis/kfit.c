@@ -9,7 +9,6 @@
 #include "analysis/kfit_comm.h"
 #include "analysis/kfit_pageable.h"
 #include "analysis/kfit_starved.h"
-#include "analysis/kfit_starved_s.h"
 #include "sim/kernels.h"
 #include "sim/predict.h"
 
@@ -41,7 +40,7 @@ double zb_kfit_overlap(const zb_kfit_item *x, int r, double s, double e)
 
 /* ---- samples ------------------------------------------------------------------- */
 
-enum { NGEMM = ZB_GEMM_GROUPS * ZB_EXEC_PASSES, NKERN = ZB_EXEC_KOPS * 2, CL_ADAM = NGEMM + NKERN,
+enum { NGEMM = ZB_GEMM_GROUPS, NKERN = ZB_KERN_CLASSES, CL_ADAM = NGEMM + NKERN,
        NCLASS = CL_ADAM + 1 };
 
 typedef struct sample {
@@ -49,17 +48,18 @@ typedef struct sample {
 	const zb_config *c;
 	int cls;
 	double d;     /* measured seconds */
-	double x;     /* unit-factor seconds at the current half dimension */
+	double x;     /* unit-factor seconds */
+	double n;     /* kernels launched (kernels.h zb_exec_launches) */
 } sample;
 
 static int gpu_class(const zb_task *t)
 {
 	int g = zb_exec_gemm_group(t);
 	if (g >= 0)
-		return g * ZB_EXEC_PASSES + zb_exec_pass(t);
+		return g;
 	if (t->kind == ZB_TASK_GPU_ADAM)
 		return CL_ADAM;
-	return NGEMM + t->op * 2 + (zb_exec_pass(t) ? 1 : 0);
+	return NGEMM + zb_exec_kernel_class(t);
 }
 
 /* Steady-state tasks of the used items on resource set mask, measured > 0. */
@@ -71,8 +71,9 @@ static int in_window(const zb_kfit_set *s, const zb_kfit_item *x, size_t i)
 /* ---- GPU ------------------------------------------------------------------------- */
 
 /* Factors a[cls] (seconds per unit second) and launch L minimizing
- * sum (L + a x - d)^2 / d, exactly: for a given L each a_c = A_c - L B_c (weighted least
- * squares within its class), which leaves a quadratic in L. */
+ * sum (L n + a x - d)^2 / d, n the task's launches, exactly: for a given L each
+ * a_c = A_c - L B_c (weighted least squares within its class), which leaves a quadratic
+ * in L. */
 static void fit_gpu_classes(sample *sm, int n, double a[NCLASS], double *L, double *obj)
 {
 	double sxx[NCLASS] = { 0 }, sxd[NCLASS] = { 0 }, sx[NCLASS] = { 0 }, A[NCLASS], B[NCLASS];
@@ -80,15 +81,16 @@ static void fit_gpu_classes(sample *sm, int n, double a[NCLASS], double *L, doub
 		double w = 1 / sm[i].d;
 		sxx[sm[i].cls] += w * sm[i].x * sm[i].x;
 		sxd[sm[i].cls] += w * sm[i].x * sm[i].d;
-		sx[sm[i].cls] += w * sm[i].x;
+		sx[sm[i].cls] += w * sm[i].x * sm[i].n;
 	}
 	for (int c = 0; c < NCLASS; c++) {
-		A[c] = sxx[c] > 0 ? sxd[c] / sxx[c] : 1;
-		B[c] = sxx[c] > 0 ? sx[c] / sxx[c] : 0;
+		int fixed = c == ZB_GEMM_DENSE; /* the GPU's own curve (see fit_gpu) */
+		A[c] = sxx[c] > 0 && !fixed ? sxd[c] / sxx[c] : 1;
+		B[c] = sxx[c] > 0 && !fixed ? sx[c] / sxx[c] : 0;
 	}
 	double num = 0, den = 0;
 	for (int i = 0; i < n; i++) {
-		double w = 1 / sm[i].d, u = 1 - B[sm[i].cls] * sm[i].x, v = A[sm[i].cls] * sm[i].x - sm[i].d;
+		double w = 1 / sm[i].d, u = sm[i].n - B[sm[i].cls] * sm[i].x, v = A[sm[i].cls] * sm[i].x - sm[i].d;
 		num -= w * u * v;
 		den += w * u * u;
 	}
@@ -98,10 +100,10 @@ static void fit_gpu_classes(sample *sm, int n, double a[NCLASS], double *L, doub
 	if (*L > 50e-6)
 		*L = 50e-6;
 	for (int c = 0; c < NCLASS; c++)
-		a[c] = sxx[c] > 0 ? A[c] - *L * B[c] : 1;
+		a[c] = A[c] - *L * B[c];
 	double o = 0;
 	for (int i = 0; i < n; i++) {
-		double r = *L + a[sm[i].cls] * sm[i].x - sm[i].d;
+		double r = *L * sm[i].n + a[sm[i].cls] * sm[i].x - sm[i].d;
 		o += r * r / sm[i].d;
 	}
 	*obj = o;
@@ -111,7 +113,7 @@ static double rms_rel(const sample *sm, int n, const double a[NCLASS], double L)
 {
 	double s2 = 0, w = 0;
 	for (int i = 0; i < n; i++) {
-		double r = (L + a[sm[i].cls] * sm[i].x) / sm[i].d - 1;
+		double r = (L * sm[i].n + a[sm[i].cls] * sm[i].x) / sm[i].d - 1;
 		s2 += sm[i].d * r * r; /* time-weighted */
 		w += sm[i].d;
 	}
@@ -145,7 +147,8 @@ static int collect_gpu(const zb_kfit_set *s, const unsigned char *use, zb_config
 				cap = cap ? 2 * cap : 4096;
 				sm = zb_xrealloc(sm, (size_t)cap * sizeof *sm);
 			}
-			sm[n++] = (sample){ t, &cfgs[k], gpu_class(t), x->mend[i] - x->mstart[i], 0 };
+			sm[n++] = (sample){ t, &cfgs[k], gpu_class(t), x->mend[i] - x->mstart[i], 0,
+					    zb_exec_launches(t, &cfgs[k]) };
 		}
 	}
 	*out = sm;
@@ -204,35 +207,31 @@ static void fit_gpu(const zb_kfit_set *s, const unsigned char *use, zb_config *c
 		free(sm);
 		return;
 	}
-	double best = INFINITY, bh = hw->gpu.gemm_half_dim, a[NCLASS], L;
-	for (double h = 8; h <= 1024; h *= 1.15) {
-		set_x(sm, n, h);
-		double obj;
-		fit_gpu_classes(sm, n, a, &L, &obj);
-		if (obj < best)
-			best = obj, bh = h;
-	}
-	set_x(sm, n, bh);
-	double obj;
+	double a[NCLASS], L, obj; /* on the GPU's own GEMM curve (gpu.gemm_half_dim) */
+	set_x(sm, n, hw->gpu.gemm_half_dim);
 	fit_gpu_classes(sm, n, a, &L, &obj);
 	int seen[NCLASS] = { 0 };
 	for (int i = 0; i < n; i++)
 		seen[sm[i].cls]++;
 	zb_exec_profile *p = &hw->gpu.exec;
-	p->gemm_half_dim = bh;
 	p->launch_s = L;
 	for (int c = 0; c < NCLASS; c++) {
+		if (c == ZB_GEMM_DENSE) { /* dense GEMMs run at the GPU's own curve (bf16_flops,
+					   * gemm_half_dim: cuBLAS's shapes alone), 0.99-1.015 when fitted */
+			p->gemm[ZB_GEMM_DENSE] = 1;
+			continue;
+		}
 		if (seen[c] < 3 || !(a[c] > 0.1))
 			continue;
 		double f = 1 / a[c];
 		if (f > 10)
 			f = 10;
 		if (c < NGEMM)
-			p->gemm[c / ZB_EXEC_PASSES][c % ZB_EXEC_PASSES] = f;
+			p->gemm[c] = f;
 		else if (c == CL_ADAM)
 			p->gpu_adam = f;
 		else
-			p->kernel[(c - NGEMM) / 2][(c - NGEMM) % 2] = f;
+			p->kernel[c - NGEMM] = f;
 	}
 	st->gpu_rms = rms_rel(sm, n, a, L);
 	free(sm);
@@ -288,18 +287,16 @@ static int cpu_alone(const zb_kfit_set *s, const zb_kfit_item *x, size_t i)
 	       copy_overlap(x, x->mstart[i], x->mend[i]) < 0.1;
 }
 
-/* Task i's measured duration as if Adam had run alone, by hw's adam_launch (the base's: the
- * fit comes after the curve): where its threads hold every core, the part of it GPU compute
- * overlapped ran at (1 - adam_launch) of the rate (execprofile.h), so over a fraction f of
- * its time it did the work of T (1 - adam_launch f) alone. Tried and not kept: leaving those
- * tasks out (fid's 20-step reruns then had no 16-thread samples and the memory term came out
- * at a third), and refitting the curve with the fitted value (the curve's two terms traded
- * off and the next adam_launch fell to 0 on a timeline simulated with 0.1). */
+/* Task i's measured duration as if Adam had run alone: where its threads hold every core,
+ * the part of it GPU compute overlapped ran at kernels.h zb_exec_adam_launch's rate (a core
+ * to the launches), so over a fraction f of its time it did the work of T (1 - L f) alone. */
 static double cpu_alone_s(const zb_kfit_item *x, size_t i, const zb_hw *hw)
 {
-	double d = x->mend[i] - x->mstart[i], L = hw->gpu.exec.adam_launch;
-	if (!(L > 0) || !zb_kfit_adam_all_cores(x, hw))
+	double d = x->mend[i] - x->mstart[i];
+	if (!zb_kfit_adam_all_cores(x, hw) || hw->cpu.cores < 2)
 		return d;
+	int ranks = x->c.policy.gpus > 1 ? x->c.policy.gpus : 1;
+	double L = (double)ranks / hw->cpu.cores;
 	return d * (1 - L * zb_kfit_overlap(x, ZB_RES_GPU, x->mstart[i], x->mend[i]));
 }
 
@@ -570,89 +567,27 @@ static void fit_copies(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw
 	if (db > 0 && d > 0)
 		l->duplex_d2h = db / d > 1 ? 1 : db / d;
 	st->copy_samples = n1 + n2 + n3 + n4; /* the pageable ones: zb_kfit_pageable_fit */
-	/* --link-rate: achieved / asked, copies the other direction does not overlap */
-	for (int r = ZB_RES_D2H; r <= ZB_RES_H2D; r++) {
-		double got = 0, want = 0;
-		int other = r == ZB_RES_H2D ? ZB_RES_D2H : ZB_RES_H2D;
-		for (int k = 0; k < s->n; k++) {
-			const zb_kfit_item *x = &s->it[k];
-			double asked = x->c.policy.link_rate_Bps, native = r == ZB_RES_H2D ? l->h2d_Bps : l->d2h_Bps;
-			if ((use && !use[k]) || !(asked > 0))
-				continue;
-			if (asked > native)
-				asked = native;
-			for (size_t i = 0; i < x->g.ntasks; i++) {
-				const zb_task *t = &x->g.tasks[i];
-				if (t->resource != r || t->kind != ZB_TASK_COPY || !in_window(s, x, i) || t->bytes < (1 << 20) ||
-				    zb_kfit_overlap(x, other, x->mstart[i], x->mend[i]) > 0.1)
-					continue;
-				got += x->mend[i] - x->mstart[i] - lat; /* seconds measured */
-				want += t->bytes / asked;             /* seconds at the asked rate */
-			}
-		}
-		if (got > 0 && want > 0) {
-			double f = want / got;
-			if (r == ZB_RES_H2D)
-				hw->gpu.exec.paced_h2d = f > 2 ? 2 : f;
-			else
-				hw->gpu.exec.paced_d2h = f > 2 ? 2 : f;
-		}
-	}
 }
 
 /* ---- by simulation ---------------------------------------------------------------- */
 
-/* Mean absolute step-time error of the used items whose use2 flag is set, on hw. */
-static double sim_error(const zb_kfit_set *s, const unsigned char *use, const unsigned char *pick, const zb_hw *hw)
+/* The GPU's rate while Adam holds every core (execprofile.h starved): from the tasks of one
+ * rank (kfit_starved.h); with several ranks from the step times (the ranks' losses differ
+ * and the most starved sets the step). */
+static zb_status fit_starved(const zb_kfit_set *s, const unsigned char *use, const zb_config *cfgs, zb_hw *hw,
+			     zb_error *err)
 {
-	double sum = 0;
-	int n = 0;
-	for (int k = 0; k < s->n; k++) {
-		if ((use && !use[k]) || !pick[k])
-			continue;
-		zb_kfit_set one = *s;
-		one.it = &s->it[k];
-		one.n = 1;
-		zb_kfit_pred p;
-		zb_error e;
-		if (zb_kfit_predict(&one, hw, &p, &e) || !isfinite(p.step_s))
-			continue;
-		sum += fabs(p.step_s / s->it[k].meas_step_s - 1);
-		n++;
+	int n, ranks = 0;
+	for (int k = 0; k < s->n; k++)
+		ranks |= (!use || use[k]) && s->it[k].g.ranks > 1 && zb_kfit_adam_all_cores(&s->it[k], hw);
+	if (ranks) {
+		zb_kfit_starved_stats ss;
+		return zb_kfit_starved_steps(s, use, hw, &ss, err);
 	}
-	return n ? sum / n : NAN;
-}
-
-/* The GPU's rate while Adam holds every core (execprofile.h "starved"): measured from
- * the tasks, wall time from ready to end (kfit_starved.h); where too few tasks show it,
- * the step times of the configurations it applies to decide, over a grid. */
-static void fit_starved(const zb_kfit_set *s, const unsigned char *use, const zb_config *cfgs, zb_hw *hw)
-{
-	int n;
 	double r = zb_kfit_starved_rate(s, use, cfgs, hw, &n);
-	if (r > 0) {
+	if (r > 0) /* else the base's */
 		hw->gpu.exec.starved = r;
-		return;
-	}
-	unsigned char *pick = zb_xcalloc((size_t)s->n, 1);
-	int any = 0;
-	for (int k = 0; k < s->n; k++) {
-		const zb_kfit_item *x = &s->it[k];
-		pick[k] = zb_config_cpu_threads(&x->c) >= hw->cpu.cores && x->c.policy.kind != ZB_POLICY_NONE &&
-			  x->c.policy.ratio > 0;
-		any |= pick[k] && (!use || use[k]);
-	}
-	if (any) {
-		double best = INFINITY, bs = 1;
-		for (double f = 1.0; f > 0.05; f -= 0.05) {
-			hw->gpu.exec.starved = f;
-			double e = sim_error(s, use, pick, hw);
-			if (e < best - 1e-4)
-				best = e, bs = f;
-		}
-		hw->gpu.exec.starved = bs;
-	}
-	free(pick);
+	return ZB_OK;
 }
 
 /* ---- fit and predict ------------------------------------------------------------------ */
@@ -690,23 +625,7 @@ zb_status zb_kfit_fit(const zb_kfit_set *s, const unsigned char *use, const zb_h
 		int np; /* the pageable copies alone, and their queue beside Adam (kfit_pageable.h) */
 		zb_kfit_pageable_fit(s, use, &hw, &np);
 		stats->copy_samples += np;
-		fit_starved(s, use, cfgs, &hw);
-		if (!st && hw.gpu.exec.starved_s > 0) { /* the base's wait form (starved unused): refit it (kfit_starved_s.h) */
-			zb_kfit_starved_s_stats ss;
-			st = zb_kfit_starved_s_steps(s, use, &hw, &ss, err);
-		}
-		int ng; /* the GPU's wait per task beside Adam on fewer cores (kfit_starved.h) */
-		double gap = zb_kfit_adam_gap(s, use, &hw, &ng);
-		if (gap > 0) /* else the base's */
-			hw.gpu.exec.adam_gap_s = gap;
-		double pg = zb_kfit_paced_gpu(s, use, cfgs, &hw);
-		if (pg > 0) /* else the base's */
-			hw.gpu.exec.paced_gpu = pg;
-		/* on the rates fitted above, by the CPU busy time of whole steps */
-		int nl;
-		double al = st ? 0 : zb_kfit_adam_launch(s, use, &hw, &nl, &st, err);
-		if (!st && nl >= 2) /* else the base's */
-			hw.gpu.exec.adam_launch = al;
+		st = fit_starved(s, use, cfgs, &hw, err);
 		zb_kfit_comm_stats cs; /* several ranks: the collectives' factors on what was fitted */
 		if (!st)
 			st = zb_kfit_comm(s, use, &hw, &cs, err);

@@ -7,16 +7,16 @@
  *
  * What is fitted, each where it can be seen alone (steady-state steps only):
  *   GPU        every GPU compute and GPU-optimizer task not overlapped by the other GPU
- *              stream (> 10% of its time): duration = launch + unit time / factor of its
- *              class (kernels.h: GEMM group x pass, memory-bound op x direction, GPU
- *              Adam), one launch for all, weighted least squares on relative error;
- *              the GEMM half dimension by a search over a grid
+ *              stream (> 10% of its time): duration = launches x launch + unit time /
+ *              factor of its class (kernels.h: GEMM group, kind of memory-bound kernel,
+ *              GPU Adam; dense GEMMs on the GPU's own curve, no factor), one launch cost
+ *              for all, weighted least squares on relative error
  *   CPU Adam   duration = latency + params x (1 / (threads x thread rate) + 1 / memory
  *              rate): linear in (1, params / threads, params), same weighting
  *   copies     pinned H2D and D2H bandwidth and latency from copies the other direction
  *              does not overlap (< 10%), duplex fractions from those it overlaps
  *              (> 90%); pageable rates from the --pageable configurations; copies paced
- *              by --link-rate are left out
+ *              by --link-rate are left out (the pacer delivers the asked rate)
  * Unmeasured classes keep the base profile's values.
  *
  * Several ranks (a `zbench run --gpus N`): the 'measured' events are the slowest rank's,
@@ -58,7 +58,7 @@ typedef struct zb_kfit_set {
 	int skipped;             /* configurations without a usable measurement */
 } zb_kfit_set;
 
-/* The measured configurations of run_id (0: the newest run; < 0: of every run) in db,
+/* The measured configurations of run_id (0: the newest run with measured tasks; < 0: of every run) in db,
  * rebuilt on base. */
 zb_status zb_kfit_load(const char *db, int64_t run_id, int warmup, const zb_hw *base, zb_kfit_set *out,
 		       zb_error *err);
@@ -91,7 +91,7 @@ void zb_kfit_golden(double (*cost)(void *q, double v), void *q, const zb_status 
 		    int iters, double *best, double *cbest);
 
 /* Whether item x runs CPU Adam (a policy with a CPU share) with a thread, of all its ranks,
- * on every core of hw (execprofile.h starved, starved_s, adam_launch). */
+ * on every core of hw (execprofile.h starved; kernels.h zb_exec_adam_launch). */
 int zb_kfit_adam_all_cores(const zb_kfit_item *x, const zb_hw *hw);
 
 /* Bytes per second the copies of x moved during [s, e] (each copy's bytes spread evenly

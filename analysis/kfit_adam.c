@@ -83,48 +83,15 @@ static void adam_copy_item(const zb_kfit_set *s, const zb_kfit_item *x, const zb
 }
 
 
-static double launch_cost(void *q, double v)
-{
-	ctx *c = q;
-	c->hw.gpu.exec.adam_launch = v;
-	return zb_kfit_busy_cost(c);
-}
-
-double zb_kfit_adam_launch(const zb_kfit_set *s, const unsigned char *use, const zb_hw *hw, int *n, zb_status *st,
-			   zb_error *err)
-{
-	*n = 0;
-	*st = ZB_OK;
-	unsigned char *mine = zb_xcalloc((size_t)(s->n > 0 ? s->n : 1), 1);
-	for (int j = 0; j < s->n; j++) {
-		const zb_kfit_item *x = &s->it[j];
-		mine[j] = (!use || use[j]) && zb_kfit_adam_all_cores(x, hw) &&
-			  (x->c.policy.kind == ZB_POLICY_OVERLAP || x->c.policy.kind == ZB_POLICY_DPU);
-		*n += mine[j];
-	}
-	double best = 0;
-	if (*n >= 2 && hw->gpu.exec.adam_thread > 0) {
-		ctx q = { .s = s, .use = mine, .hw = *hw, .resource = ZB_RES_CPU, .err = err, .single = 1 };
-		double c0 = launch_cost(&q, 0);
-		if (!q.st && isfinite(c0)) {
-			double cbest = c0;
-			zb_kfit_golden(launch_cost, &q, &q.st, 0, 0.3, 25, &best, &cbest);
-		}
-		*st = q.st;
-	}
-	free(mine);
-	return *st ? 0 : best;
-}
-
 double zb_kfit_adam_copy(const zb_kfit_set *s, const unsigned char *use, const zb_hw *hw, int *n)
 {
 	*n = 0;
 	if (!(hw->cpu.dram_Bps > 0))
 		return 0;
 	/* Configurations whose Adam leaves a core free first: on every core a task's slowdown
-	 * against its configuration's Adam alone mixes in adam_launch's (the GPU runs beside
+	 * against its configuration's Adam alone mixes in the core lost to the launches (the GPU runs beside
 	 * some of either kind of task), which the slope then takes for less of the copies' (a
-	 * timeline simulated with 0.6 and adam_launch 0.1 gave 0.39). All of them where those
+	 * timeline simulated with 0.6 and a tenth of the cores lost gave 0.39). All of them where those
 	 * leave too few tasks. */
 	for (int pass = 0; pass < 2 && *n < 20; pass++) {
 		double sums[2] = { 0, 0 };

@@ -39,19 +39,8 @@ zb_status zb_kfit_adam_mem(const zb_kfit_set *s, const unsigned char *use, zb_hw
  * measured slowdown is concave in the copy rate, and the slope describes it by task as
  * measured (BENCHMARKS.md). Configurations whose Adam threads leave a core free only, where
  * they give 20 tasks: on every core the GPU's launches slow some tasks of both kinds
- * (adam_launch), which lowers the slope (0.39 for 0.6 on a simulated timeline; fid run E
- * 0.604 with them, 0.675 without). Returns 0 when fewer than 20 tasks have copies beside them. */
+ * (one core to them, kernels.h zb_exec_adam_launch), which lowers the slope (0.39 for 0.6 on a
+ * simulated timeline; fid run E 0.604 with them, 0.675 without). Returns 0 when fewer than 20 tasks have copies beside them. */
 double zb_kfit_adam_copy(const zb_kfit_set *s, const unsigned char *use, const zb_hw *hw, int *n);
-
-/* CPU Adam's rate lost beside GPU compute when its threads hold every core (execprofile.h
- * adam_launch): the value in [0, 0.3] whose re-simulated CPU busy time per step matches the
- * measured one best (least squares on the log ratio, golden section) over the items chosen by
- * use (NULL: all) whose Adam threads of all ranks cover the cores and run beside the GPU
- * (overlap and dpu policies, ratio > 0); *n of them. Fitted on the busy time, not on single
- * tasks: the tasks partly beside the GPU slow too, which a fit on the tasks GPU compute
- * overlaps > 90 % misses (BENCHMARKS.md, run E). Returns 0 (and sets *st on a simulation
- * error) with fewer than 2 such items. */
-double zb_kfit_adam_launch(const zb_kfit_set *s, const unsigned char *use, const zb_hw *hw, int *n, zb_status *st,
-			   zb_error *err);
 
 #endif

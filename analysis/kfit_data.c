@@ -284,10 +284,12 @@ zb_status zb_kfit_load(const char *db, int64_t run_id, int warmup, const zb_hw *
 	if (st)
 		return st;
 	int found = 1;
-	if (!run_id && (st = zb_query_int(s, ZB_Q_RUN_MAX, 0, &run_id, &found, err)))
+	/* 0: the newest run that measured something (a predict that upgraded the database's
+	 * schema adds a run of its own) */
+	if (!run_id && (st = zb_query_int(s, ZB_Q_LATEST_RUN_MEASURED, 0, &run_id, &found, err)))
 		goto done;
 	if (!found) {
-		st = zb_fail(err, ZB_E_INPUT, "database '%s' has no runs", db);
+		st = zb_fail(err, ZB_E_INPUT, "database '%s' has no run with measured tasks", db);
 		goto done;
 	}
 	out->run_id = run_id;

@@ -45,6 +45,7 @@ typedef struct point {
 	int n;
 	double meas, pred, meas_busy[ZB_RES_COUNT], pred_busy[ZB_RES_COUNT];
 	double meas_se; /* the mean's standard error over its rounds (0: one round) */
+	double noise;   /* relative: meas_se / meas, or with one round its steps' */
 } point;
 
 /* The points of s: items of one configuration in one run (validate --rounds) merged,
@@ -83,6 +84,7 @@ static int merge_points(const zb_kfit_set *s, const zb_kfit_pred *p, point *pt)
 		zb_spread r = zb_rounds_mean(m, se, c, ZB_ROUND_SE_FLOOR, w);
 		q->meas = r.mean;
 		q->meas_se = c > 1 && isfinite(r.se) ? r.se : 0;
+		q->noise = c > 1 ? q->meas_se / q->meas : s->it[idx[0]].meas_se_s / s->it[idx[0]].meas_step_s;
 		for (int j = 0; j < c; j++) {
 			const zb_kfit_item *x = &s->it[idx[j]];
 			q->pred += w[j] * p[idx[j]].step_s;
@@ -137,6 +139,10 @@ void zb_kfit_summarize(const zb_kfit_set *s, const zb_kfit_pred *p, zb_kfit_summ
 		m->within8 += e <= 0.08;
 		if (e > m->worst)
 			m->worst = e;
+		if (x->noise > ZB_KFIT_JUDGE_NOISE) /* NaN (not known): judged */
+			m->noisy++;
+		else if (e > m->worst_sure)
+			m->worst_sure = e;
 		if (x->meas_se / x->meas > m->noise_worst) {
 			m->noise_worst = x->meas_se / x->meas;
 			m->noise_worst_item = x->item;

@@ -28,7 +28,15 @@ typedef struct zb_kfit_summary {
 	int speed_miss_sure;     /* speedups off by > 5 % + 2 standard errors of the measured one */
 	double noise_worst;      /* the largest standard error of a configuration's mean, relative (0: one round each) */
 	int noise_worst_item;    /* an item of that configuration (-1: none) */
+	int noisy;               /* configurations measured less surely than ZB_KFIT_JUDGE_NOISE */
+	double worst_sure;       /* the worst error of the others */
 } zb_kfit_summary;
+
+/* A configuration whose measured mean is uncertain by more than this (relative standard
+ * error: of its rounds' mean, or of its steps with one round) cannot show a model error
+ * of the same size: the summary's worst_sure leaves it out (its error still counts in the
+ * MAPE and worst). */
+#define ZB_KFIT_JUDGE_NOISE 0.05
 
 /* Summary of predictions p (one per item of s; NaN steps left out). */
 void zb_kfit_summarize(const zb_kfit_set *s, const zb_kfit_pred *p, zb_kfit_summary *out);

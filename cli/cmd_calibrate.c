@@ -27,17 +27,19 @@ static zb_calibrate_db_opts o;
 
 static const zb_flag db_flags[] = {
 	ZB_STRING("from-db", &o.db, "<db>", "the validate database with measured tasks"),
-	ZB_ID("run", &o.run, "<id>", "its run (default: the newest)"),
+	ZB_ID("run", &o.run, "<id>", "its run (default: the newest with measured tasks)"),
 	ZB_SWITCH("all-runs", &o.all_runs, "every run's measured configurations (e.g. one `zbench run` each)"),
 	ZB_INT("warmup", &o.warmup, 0, 100, "<n>", "warm-up steps the run left out (default 2)"),
 	ZB_STRING("base", &o.base, "<machine|file>", "values not fitted (default h200-machine)"),
 	ZB_STRING("out", &o.out, "<file>", "the profile to write (default results/hw-executor.json)"),
 	ZB_STRING("name", &o.name, "<name>", "the profile's machine name (default executor-fit)"),
 	ZB_STRING("eval", &o.eval, "<machine|file>", "evaluate this profile on the run, fit nothing"),
-	ZB_STRING("holdout", &o.holdout, "<model>", "also fit without this model's configurations and predict them"),
+	ZB_STRING("holdout", &o.holdout, "<rule>", "also fit without the configurations the rule holds out and judge on them: "
+		  "model:NAME, policy:NAME, threads:N, paced, pageable, comma-separated (a bare NAME: model:NAME)"),
+	ZB_STRING("judge-db", &o.judge_db, "<db>", "with --holdout, also judge on this database's configurations (its newest measured run) the fit never saw"),
 	ZB_SWITCH("fit-comm", &o.fit_comm, "fit only comm_gpu and comm_opt over --base (several ranks), with half-out and leave-one-out"),
 	ZB_SWITCH("fit-adam", &o.fit_adam, "fit only CPU Adam's adam_mem over --base (several ranks), with half-out and leave-one-out"),
-	ZB_SWITCH("fit-starved", &o.fit_starved, "fit only starved_s, the GPU's wait per task beside Adam on every core, from the tasks, with half-out and leave-one-out"),
+	ZB_SWITCH("fit-starved", &o.fit_starved, "fit only starved, the GPU's rate beside Adam on every core, from the steps, with half-out and leave-one-out"),
 	ZB_SWITCH("fit-host", &o.fit_host, "fit only this host's CPU and memory scales over --base (a profile fitted on another machine), e.g. on `validate --suite anchor`"),
 	ZB_SWITCH("json", &o.json, "results as JSON"),
 	ZB_SWITCH("quiet", &o.quiet, "no per-configuration rows"),
@@ -48,14 +50,16 @@ static const zb_flag db_flags[] = {
 static void usage_db(FILE *f)
 {
 	fprintf(f, "usage: zbench calibrate --from-db <db> [--run <id> | --all-runs] [--warmup <n>] [--base <machine|file>]\n"
-		   "                        [--out <file>] [--eval <machine|file>] [--holdout <model>] [--fit-comm | --fit-adam | --fit-host]\n"
+		   "                        [--out <file>] [--eval <machine|file>] [--holdout <rule> [--judge-db <db>]]\n"
+		   "                        [--fit-comm | --fit-adam | --fit-host]\n"
 		   "                        [--json] [--quiet] [--busy]\n\n"
-		   "Fit the executor profile (per kernel class: GEMM groups and passes, memory-bound ops,\n"
+		   "Fit the executor profile (per kernel class: GEMM groups, kinds of memory-bound kernel,\n"
 		   "GPU Adam, launch; CPU Adam against threads; pinned and pageable copies) to the tasks\n"
 		   "a zbench validate run measured, write it over --base, and report the step-time error\n"
 		   "of every configuration re-simulated: base, fitted (in-sample), and fitted on half of\n"
-		   "the configurations predicting the other half (out-of-sample); --holdout: fitted without\n"
-		   "one model's configurations, predicting them.\n\noptions:\n");
+		   "the configurations predicting the other half; --holdout: fitted without the configurations a\n"
+		   "rule holds out (models, policies, regimes), judged on them and on --judge-db's\n"
+		   "configurations the fit never saw (held out), by model and by policy.\n\noptions:\n");
 	zb_flags_usage(f, db_flags);
 }
 
@@ -158,11 +162,7 @@ static int calibrate_deepspeed(int argc, char **argv)
 				   .sub_group = sg, .out = out, .no_fit = no_fit, .cross_validate = loo };
 	memcpy(o.files, files, (size_t)nfiles * sizeof *files);
 	zb_error err = { 0 };
-	if (zb_calibrate_deepspeed(&o, stdout, &err)) { /* exit 1 for every failure, input ones too */
-		fprintf(stderr, "zbench: %s\n", err.msg);
-		return 1;
-	}
-	return 0;
+	return zb_calibrate_deepspeed(&o, stdout, &err) ? zb_report_error(&err) : 0; /* a bad table: exit 2, nothing written */
 }
 
 /* ---- calibrate ------------------------------------------------------------------------------ */

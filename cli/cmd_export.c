@@ -15,7 +15,7 @@ static const zb_flag flags[] = {
 	{ .name = "format", .short_name = 'f', .kind = ZB_FLAG_STRING, .dest = &format, .arg = "<format>",
 	  .help = "perfetto (default) or csv" },
 	{ .name = "output", .short_name = 'o', .kind = ZB_FLAG_STRING, .dest = &path, .arg = "<file>",
-	  .help = "the file to write (written to <file>.tmp, then renamed)" },
+	  .help = "the file to write (through a fresh temporary beside it, then renamed)" },
 	ZB_STRING("db", &dbpath, "<path>", "results database (default " ZB_STORE_DEFAULT_PATH ")"),
 	{ 0 },
 };

@@ -48,12 +48,14 @@ int cmd_import(int argc, char **argv)
 		return zb_report_error(&err);
 	char *cmd = zb_command_line(argc, argv);
 	zb_run_info info = { .kind = "import", .command = cmd, .version = ZB_VERSION, .git_commit = ZB_GIT_COMMIT };
-	int64_t run = 0, cfg = 0;
-	zb_status st = zb_store_import_nsys(s, file, &info, &run, &cfg, &err);
+	int64_t run = 0, cfg = 0, left_out = 0;
+	zb_status st = zb_store_import_nsys(s, file, &info, &run, &cfg, &left_out, &err);
 	free(cmd);
 	zb_store_close(s);
 	if (st)
 		return zb_report_error(&err);
 	printf("imported %s as run %" PRId64 " (configuration %" PRId64 ") in %s\n", file, run, cfg, db);
+	if (left_out)
+		printf("# %" PRId64 " rows left out: their times are not integers or end before they start\n", left_out);
 	return 0;
 }

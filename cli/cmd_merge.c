@@ -36,18 +36,14 @@ int cmd_merge(int argc, char **argv)
 			return 2;
 		}
 	zb_error err = { 0 };
-	zb_store *out;
-	if (zb_store_open(&out, argv[1], ZB_STORE_WRITE_WAIT_MS, &err))
-		return zb_report_error(&err);
 	int n = argc - 2;
 	zb_merge_counts *counts = calloc((size_t)n, sizeof *counts);
 	if (!counts) {
-		zb_store_close(out);
 		fprintf(stderr, "zbench: out of memory\n");
 		return 1;
 	}
 	int rc = 0;
-	if (zb_store_merge(out, (const char *const *)argv + 2, n, counts, &err)) {
+	if (zb_store_merge_into(argv[1], (const char *const *)argv + 2, n, counts, &err)) {
 		rc = zb_report_error(&err);
 	} else {
 		zb_merge_counts sum = { 0 };
@@ -67,6 +63,5 @@ int cmd_merge(int argc, char **argv)
 		       (long long)sum.configs, (long long)sum.predictions, (long long)sum.tasks, (long long)sum.events);
 	}
 	free(counts);
-	zb_store_close(out);
 	return rc;
 }

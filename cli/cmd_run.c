@@ -3,6 +3,7 @@
  * simulate the very same graph, and store both timelines so every measured task
  * sits beside its prediction. Options are predict's, plus --steps/--warmup.
  */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "report/report.h"
 #include "report/run_json.h"
 #include "cli/session.h"
+#include "common/stats.h"
 #include "exec/executor.h"
 #include "profiler/spans.h"
 #include "profiler/trace.h"
@@ -27,7 +29,8 @@ static void usage(FILE *f)
 	fprintf(f, "usage: zbench run [options] [--warmup <n>] [--check] [--trace] [--quiet] [--json]\n\n"
 		   "Execute the schedule of one configuration on the GPU: cuBLAS GEMMs with the model's\n"
 		   "shapes, pinned PCIe copies, SIMD CPU Adam on pinned threads, GPU Adam. --steps counts\n"
-		   "the measured steps (default 4), --warmup the steps run before them (default 2).\n"
+		   "the measured steps (default 4), --warmup the steps run before them (default: until the\n"
+		   "prediction is steady, at least 2: dpu lets the GPU run two steps ahead of the CPU).\n"
 		   "--check replaces gradients by fixed synthetic ones and verifies the fp32 master\n"
 		   "weights against a double-precision Adam (1e-6 relative). Ctrl-C stops after the\n"
 		   "current step and stores what ran. --trace records the run with CUPTI (kernels,\n"
@@ -61,6 +64,7 @@ static void print_trace(const zb_trace *t, const zb_spans *spans, const zb_graph
 typedef struct run {
 	zb_options o;
 	int warmup, check, trace;
+	int settle;              /* the step the prediction is steady from (zb_predict_warmup) */
 	zb_config c;
 	zb_sources src;
 	int measured_steps;
@@ -99,6 +103,12 @@ static zb_status plan(run *x, zb_error *err)
 			       x->c.policy.gpus);
 	if (!x->o.axis[ZB_AX_STEPS])
 		x->c.steps = 4;
+	/* the steady state: warm-up until the prediction settles, unless --warmup says */
+	int w;
+	if ((st = zb_predict_warmup(&x->c, &w, &x->settle, err)))
+		return st;
+	if (x->warmup < 0)
+		x->warmup = w;
 	x->measured_steps = x->c.steps;
 	x->c.steps = x->warmup + x->measured_steps;
 	if (!zb_exec_available(err))
@@ -277,6 +287,9 @@ static void report_json(const run *x)
 	json_t *j = zb_run_json(&x->c, &x->p, x->predicted_step, r, zb_run_measured_json(r), x->warmup);
 	zb_sources_json(j, &x->c, &x->src);
 	json_object_set_new(j, "config_id", json_integer(x->config_id));
+	double drift = zb_step_drift(r->step_s, r->steps_done, x->warmup);
+	json_object_set_new(j, "steady", json_pack("{s:i, s:i, s:o}", "predicted_settle_step", x->settle, "warmup",
+						   x->warmup, "measured_drift", isnan(drift) ? json_null() : json_real(drift)));
 	if (x->check) {
 		json_object_set_new(j, "master_rel_err", json_real(r->master_rel_err));
 		json_object_set_new(j, "param16_mismatches", json_integer(r->param16_mismatches));
@@ -297,6 +310,10 @@ static void report_text(const run *x, int failed)
 	zb_sources_print(stdout, &x->c, &x->src, 0);
 	printf("# device %s, %d CPU threads (%s Adam), %d warm-up + %d measured steps%s\n", r->device, r->cpu_threads,
 	       r->adam_isa ? r->adam_isa : "?", x->warmup, x->measured_steps, r->interrupted ? " (interrupted)" : "");
+	double drift = zb_step_drift(r->step_s, r->steps_done, x->warmup);
+	printf("# steady state: the prediction settles at step %d%s; measured steps after %d: second half %+.1f %% on the "
+	       "first%s\n", x->settle, x->warmup + 1 < x->settle ? " (after the warm-up: --warmup is short)" : "",
+	       x->warmup, 100 * drift, isnan(drift) ? " (too few steps to tell)" : fabs(drift) > 0.05 ? ": NOT steady" : "");
 	if (x->nranks > 1)
 		print_ranks(x);
 	printf("# attention %s", zb_attention_name(x->c.policy.attention));
@@ -323,7 +340,7 @@ static void report_text(const run *x, int failed)
 int cmd_run(int argc, char **argv)
 {
 	run *x = zb_xcalloc(1, sizeof *x);
-	x->warmup = 2;
+	x->warmup = -1; /* zb_predict_warmup's, unless given */
 	const zb_flag extra[] = {
 		ZB_INT("warmup", &x->warmup, 0, 1000, "<n>", NULL),
 		ZB_SWITCH("check", &x->check, NULL),

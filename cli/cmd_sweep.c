@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
+#include "cli/stop.h"
 #include "cli/options.h"
 #include "report/report.h"
 #include "report/ranks.h"
@@ -181,9 +182,6 @@ static char *pred_json(const zb_sweep_row *row)
 	return text;
 }
 
-static volatile sig_atomic_t interrupted;
-static void on_sigint(int sig) { interrupted = 1; }
-
 static void print_head(const zb_options *o, const zb_sweep_grid *g, const sweep_flags *f, long long rows,
 		       const zb_config *first, const zb_sources *src, const zb_sweep_table *t, const char *why)
 {
@@ -276,13 +274,10 @@ static int run_rows(const zb_options *o, const zb_sweep_grid *g, const sweep_fla
 			     .timeline = o->timeline && s->store != NULL, .progress = stderr,
 			     .both = !o->timeline && !f->one_schedule /* a second schedule per row would double a
 								     timeline's memory */ };
-	struct sigaction sa = { .sa_handler = on_sigint }, old;
-	sigemptyset(&sa.sa_mask);
-	interrupted = 0;
-	sigaction(SIGINT, &sa, &old);
+	zb_stop_catch(); /* Ctrl-C, SIGTERM, SIGHUP: stop after the current row */
 	long long done = 0;
-	zb_status st = zb_sweep_run(g, rows, &so, emit_row, &k, &interrupted, &done, &err);
-	sigaction(SIGINT, &old, NULL);
+	zb_status st = zb_sweep_run(g, rows, &so, emit_row, &k, &zb_stop_requested, &done, &err);
+	zb_stop_release();
 	int rc = 0;
 	if (st && st != ZB_E_INTERRUPTED) {
 		fflush(stdout);
@@ -298,9 +293,9 @@ static int run_rows(const zb_options *o, const zb_sweep_grid *g, const sweep_fla
 		fprintf(stderr, "zbench: the %lld rows above were printed but NOT stored: %s\n", k.rows, k.store_err.msg);
 		rc = zb_exit_code(k.store_err.status);
 	} else if (st) {
-		fprintf(stderr, "zbench: interrupted after %lld of %lld configurations (%s)\n", done, rows,
-			s->run_id ? "the rows so far are stored" : "nothing stored: --no-db");
-		rc = 130;
+		fprintf(stderr, "zbench: interrupted by %s after %lld of %lld configurations (%s)\n", zb_stop_name(),
+			done, rows, s->run_id ? "the rows so far are stored, the run marked interrupted" : "nothing stored: --no-db");
+		rc = zb_stop_exit_code();
 	}
 out:
 	free(k.machines);

@@ -1,5 +1,6 @@
 /* error.c - formatting of zb_error and the allocation helpers of error.h. */
 #include "common/error.h"
+#include "common/text.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,10 +9,14 @@
 zb_status zb_fail(zb_error *err, zb_status status, const char *fmt, ...)
 {
 	if (err) {
+		/* one line whatever the message quotes (a path, a name, SQLite's text of a
+		 * damaged schema): control characters as \xNN */
+		char raw[sizeof err->msg];
 		va_list ap;
 		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+		vsnprintf(raw, sizeof raw, fmt, ap);
 		va_end(ap);
+		zb_text_show(raw, err->msg, sizeof err->msg);
 		err->status = status;
 	}
 	return status;
@@ -34,7 +39,9 @@ int zb_exit_code(zb_status status)
 
 int zb_report_error(const zb_error *err)
 {
-	fprintf(stderr, "zbench: %s\n", err->msg[0] ? err->msg : "unknown error");
+	/* one line whatever the message quotes (a path or name with a newline) */
+	char shown[4 * sizeof err->msg];
+	fprintf(stderr, "zbench: %s\n", err->msg[0] ? zb_text_show(err->msg, shown, sizeof shown) : "unknown error");
 	return zb_exit_code(err->status);
 }
 

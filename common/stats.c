@@ -79,6 +79,18 @@ zb_spread zb_step_spread(const double *step_s, int steps_done, int warmup)
 	return n > 0 ? zb_spread_of(step_s + w + 1, n) : zb_spread_of(step_s, 0);
 }
 
+double zb_step_drift(const double *step_s, int steps_done, int warmup)
+{
+	int w = warmup > steps_done - 2 ? steps_done - 2 : warmup;
+	if (w < 0)
+		w = 0;
+	int n = steps_done - 1 - w, h = n / 2;
+	if (n < 4)
+		return NAN;
+	zb_spread a = zb_spread_of(step_s + w + 1, h), b = zb_spread_of(step_s + steps_done - h, h);
+	return b.mean / a.mean - 1;
+}
+
 /* Round k's weight in zb_rounds_mean before they are made to sum to 1: 1 / e^2 with e
  * its own error, at least floor; 1 each when some round has neither; 0 when left out. */
 static double round_weight(const double *m, const double *se, int k, double floor, int equal)

@@ -47,6 +47,10 @@ zb_spread zb_spread_of(const double *v, int n);
  * zb_step_time_window measures: from the end of step `warmup` (clamped to
  * steps_done - 2, at least 0) to the end of the last, i.e. step_s[w+1 .. steps_done-1]. */
 zb_spread zb_step_spread(const double *step_s, int steps_done, int warmup);
+/* Whether that window is steady: the mean of its second half over the mean of its first,
+ * less 1 (an odd middle step in neither); NaN with fewer than 4 steps in the window. A
+ * queue that grew step by step would show here; a converged run gives the host's noise. */
+double zb_step_drift(const double *step_s, int steps_done, int warmup);
 
 /* One measurement repeated in n rounds (validate --rounds): round k's mean m[k] (NaN:
  * left out) and its standard error se[k] over its own steps (NaN or se NULL: not known).

@@ -130,6 +130,7 @@ static long long axis_limit(zb_axis a)
 	case ZB_AX_BUCKET: return ZB_MAX_BUCKET;
 	case ZB_AX_GPUS: return ZB_MAX_GPUS_PER_NODE;
 	case ZB_AX_NODES: return ZB_MAX_NODES;
+	case ZB_AX_ZERO_STAGE: return 3; /* ZeRO stages 1, 2, 3 */
 	default: return 2147483647LL;
 	}
 }
@@ -151,36 +152,75 @@ int zb_axis_int_field(const char *const v[ZB_AX_COUNT], zb_axis a, int *field, z
 
 /* ---- lists and ranges ------------------------------------------------------ */
 
+static int range_refused(const char *raw, zb_axis a, zb_error *err)
+{
+	zb_fail(err, ZB_E_INPUT, "invalid range '%s' for %s (need lo <= hi, step > 0, at most 10000 values)", raw,
+		zb_axis_flag(a));
+	return -1;
+}
+
+/* n values written by fmt into *storage, 32 bytes each. */
+static void range_storage(int n, char ***vals, char **storage)
+{
+	*storage = zb_xmalloc((size_t)n * 32);
+	*vals = zb_xmalloc((size_t)n * sizeof **vals);
+	for (int i = 0; i < n; i++)
+		(*vals)[i] = *storage + (size_t)i * 32;
+}
+
+/* An integer axis's range in integers: 12345678901:12345678901:1 is 12345678901, not
+ * the 10 significant digits a real's range keeps. */
+static int int_range(const char *raw, zb_axis a, char buf[3][64], char ***vals, char **storage, zb_error *err)
+{
+	long long lo, hi, step;
+	if (zb_axis_parse_int(buf[0], a, &lo, err) || zb_axis_parse_int(buf[1], a, &hi, err) ||
+	    zb_axis_parse_int(buf[2], a, &step, err)) {
+		zb_fail(err, ZB_E_INPUT, "invalid range '%s' for %s (expected lo:hi:step, integers)", raw, zb_axis_flag(a));
+		return -1;
+	}
+	if (hi < lo || (hi - lo) / step >= 10000)
+		return range_refused(raw, a, err);
+	int n = (int)((hi - lo) / step) + 1;
+	range_storage(n, vals, storage);
+	for (int i = 0; i < n; i++)
+		snprintf((*vals)[i], 32, "%lld", lo + (long long)i * step);
+	return n;
+}
+
+static int real_range(const char *raw, zb_axis a, char buf[3][64], char ***vals, char **storage, zb_error *err)
+{
+	double lo, hi, step;
+	if (zb_axis_parse_real(buf[0], a, &lo, err) || zb_axis_parse_real(buf[1], a, &hi, err) ||
+	    zb_axis_parse_real(buf[2], a, &step, err)) {
+		zb_fail(err, ZB_E_INPUT, "invalid range '%s' for %s (expected lo:hi:step)", raw, zb_axis_flag(a));
+		return -1;
+	}
+	if (step <= 0 || hi < lo || (hi - lo) / step > 10000)
+		return range_refused(raw, a, err);
+	int n = (int)floor((hi - lo) / step + 1e-9) + 1;
+	range_storage(n, vals, storage);
+	for (int i = 0; i < n; i++) {
+		double v = lo + i * step;
+		if (fabs(v) < 1e-12)
+			v = 0;
+		snprintf((*vals)[i], 32, "%.10g", v); /* 0.30000000000000004 as 0.3 */
+	}
+	return n;
+}
+
 int zb_axis_values(const char *raw, zb_axis a, char ***vals, char **storage, zb_error *err)
 {
 	*vals = NULL;
 	*storage = NULL;
 	/* a numeric range lo:hi:step */
 	if (axes[a].kind != ZB_AXK_NAME && strchr(raw, ':')) {
-		double lo, hi, step;
 		char buf[3][64];
-		if (sscanf(raw, "%63[^:]:%63[^:]:%63s", buf[0], buf[1], buf[2]) != 3 ||
-		    zb_axis_parse_real(buf[0], a, &lo, err) || zb_axis_parse_real(buf[1], a, &hi, err) ||
-		    zb_axis_parse_real(buf[2], a, &step, err)) {
+		if (sscanf(raw, "%63[^:]:%63[^:]:%63s", buf[0], buf[1], buf[2]) != 3) {
 			zb_fail(err, ZB_E_INPUT, "invalid range '%s' for %s (expected lo:hi:step)", raw, zb_axis_flag(a));
 			return -1;
 		}
-		if (step <= 0 || hi < lo || (hi - lo) / step > 10000) {
-			zb_fail(err, ZB_E_INPUT, "invalid range '%s' for %s (need lo <= hi, step > 0, at most 10000 values)",
-				raw, zb_axis_flag(a));
-			return -1;
-		}
-		int n = (int)floor((hi - lo) / step + 1e-9) + 1;
-		*storage = zb_xmalloc((size_t)n * 32);
-		*vals = zb_xmalloc((size_t)n * sizeof **vals);
-		for (int i = 0; i < n; i++) {
-			double v = lo + i * step;
-			if (fabs(v) < 1e-12)
-				v = 0;
-			(*vals)[i] = *storage + (size_t)i * 32;
-			snprintf((*vals)[i], 32, "%.10g", v);
-		}
-		return n;
+		return axes[a].kind == ZB_AXK_INT ? int_range(raw, a, buf, vals, storage, err)
+						  : real_range(raw, a, buf, vals, storage, err);
 	}
 	size_t len = strlen(raw);
 	*storage = zb_xmalloc(len + 1);

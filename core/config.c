@@ -8,6 +8,7 @@
  */
 #include "core/config.h"
 
+#include "common/text.h"
 #include "core/limits.h"
 
 #include <math.h>
@@ -112,6 +113,13 @@ static zb_status cpu_validate(const zb_cpu *c, zb_error *err)
 zb_status zb_hw_validate(const zb_hw *hw, zb_error *err)
 {
 	zb_status st;
+	/* names reach tables, CSV cells, plot labels: one line each */
+	if ((st = zb_text_check_name("hardware name", hw->name, err)) ||
+	    (st = zb_text_check_name("link name", hw->link.name, err)) ||
+	    (st = zb_text_check_name("gpu name", hw->gpu.name, err)) ||
+	    (st = zb_text_check_name("cpu name", hw->cpu.name, err)) ||
+	    (st = zb_text_check_name("fabric name", hw->fabric.name, err)))
+		return st;
 	if ((st = link_validate(&hw->link, err)) != ZB_OK)
 		return st;
 	if ((st = gpu_validate(&hw->gpu, err)) != ZB_OK)
@@ -131,6 +139,9 @@ zb_status zb_hw_validate(const zb_hw *hw, zb_error *err)
 
 zb_status zb_model_validate(const zb_model *m, zb_error *err)
 {
+	zb_status st = zb_text_check_name("model name", m->name, err);
+	if (st)
+		return st;
 	CHECK_POS(m->layers > 0, "layers", "%d", m->layers);
 	CHECK_POS(m->hidden > 0, "hidden", "%d", m->hidden);
 	CHECK_POS(m->heads > 0, "heads", "%d", m->heads);
@@ -190,6 +201,8 @@ zb_status zb_policy_validate(const zb_policy *p, const zb_model *m, zb_error *er
 	CHECK_NONNEG(p->cpu_threads >= 0, "cpu-threads", "%d", p->cpu_threads);
 	CHECK_POS(p->gpus > 0, "gpus", "%d", p->gpus);
 	CHECK_POS(p->nodes > 0, "nodes", "%d", p->nodes);
+	if (p->zero_stage < 0 || p->zero_stage > 3) /* 0: the framework's default */
+		return zb_fail(err, ZB_E_INPUT, "zero-stage %d out of range (ZeRO stages 1, 2, 3)", p->zero_stage);
 	/* Learned position tables have max_seq rows; rotary models (max_seq 0) have no limit. */
 	if (m && m->max_seq > 0 && p->seq > m->max_seq)
 		return zb_fail(err, ZB_E_INPUT,

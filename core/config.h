@@ -45,6 +45,9 @@ typedef struct zb_gpu {
 	double kernel_latency_s; /* launch plus tail of one kernel */
 	int sms;                 /* streaming multiprocessors (0: unknown); GEMM output tiles
 	                            run in waves of this many, zb_gemm_waves */
+	double l2_bytes;         /* L2 cache: an operand the task just before wrote is read from
+	                            it when it fits (schedule.c counts HBM bytes; 0: not known,
+	                            every byte from HBM) */
 	double flash_efficiency; /* fused attention's fraction of bf16_flops (0: the estimate
 	                            ZB_FLASH_EFFICIENCY, core/attention.h) */
 	char builtin_link[ZB_NAME_MAX]; /* non-empty: this GPU has its own CPU link preset

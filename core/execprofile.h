@@ -1,47 +1,43 @@
 /*
  * execprofile.h - the executor profile: how zbench's own executor's kernels run on a
  * machine, per kernel class, as factors on the first-principles model of the hardware
- * profile (issue 12). It travels inside the hardware profile (zb_hw.exec, the
+ * profile. It travels inside the hardware profile (zb_hw.exec, the
  * "executor" object of a --hw JSON file) and applies only to zbench's own schedule
  * (framework zbench): DeepSpeed's kernels have their own profile (dsprofile.h).
  *
  * Classes and what each factor multiplies (0 anywhere: the plain model):
- *   GEMMs      time = flops / (gpu peak x efficiency(m, n, k; half_dim) x gemm[group][pass])
- *              groups: dense (one matrix), batched (attention's QK^T and PV), unaligned
- *              (a dimension not a multiple of 8: GPT-2's 50257-word head, no 16-byte
- *              vector loads), flash (the fused attention; its base is the flash
- *              efficiency); passes: forward (and recompute), backward data, backward weight
- *   kernels    time = bytes / (hbm_Bps x kernel[op][fwd | bwd]): each memory-bound op's
- *              achieved fraction of HBM bandwidth
+ *   GEMMs      time = flops / (gpu peak x efficiency(m, n, k; gpu.gemm_half_dim) x gemm[group])
+ *              groups: dense (one matrix: the GPU's own curve, factor 1, not fitted),
+ *              batched (attention's QK^T and PV), unaligned (a dimension not a multiple
+ *              of 8: GPT-2's 50257-word head, no 16-byte vector loads), flash (the fused
+ *              attention; its base is the flash efficiency); one factor for every pass
+ *   kernels    time = HBM bytes (schedule.c: what the kernel moves) / (hbm_Bps x
+ *              kernel[class]): the achieved fraction of HBM bandwidth of each kind of
+ *              kernel: stream (16-byte vector loads through the data once: residual,
+ *              norms, activations, gradient accumulation), softmax_fwd, softmax_bwd
+ *              (one warp per row, exponentials), embed_fwd (a gather), embed_bwd (atomic
+ *              adds), loss (one block per vocabulary row, the scalar path for GPT-2's)
  *   GPU Adam   bytes / (hbm_Bps x gpu_adam)
- *   launch_s   the fixed part of every GPU task (launch and tail), instead of kernel_latency_s
+ *   launch_s   the fixed cost of every kernel launch (and tail) a GPU task makes (kernels.h
+ *              zb_exec_launches: 1 to 5), instead of kernel_latency_s
  *   CPU Adam   1 / rate(t) = 1 / (t x adam_thread x per-core rate) + 1 / (adam_mem x ceiling):
  *              per-thread compute and the memory system's cost add per parameter (no
  *              overlap), so the rate rises with threads t and bends towards the memory
  *              rate, instead of the CPU model's min(t x per-core rate, ceiling); factors on
  *              the CPU's own figures (cpu.adam_params_per_core, cpu.adam_Bps / 28), so one
  *              profile suits any CPU preset; 0: the CPU model
- *   starved    the GPU compute stream's rate while CPU Adam runs on every core: the thread
- *              that launches the kernels then waits for a core (~5 ms time slices measured on
- *              the H200 machine), so the GPU idles between launches (1: no effect)
- *   starved_s  > 0: the same starvation as a wait per GPU compute task (seconds) instead of a
- *              rate: the issuing thread waits for a core before each launch it cannot make
- *              ahead, so the GPU loses about the same time per kernel, short or long.
- *              Measured on 2 H200s (2 x 16 Adam workers on 32 cores, v2 runs): the gap from
- *              a backward task's ready time to its start was 3-4 us without Adam and
- *              14-38 us with it beside gpt2-large's ~0.1 ms kernels (rank 0), 4-8 us beside
- *              gpt-2.5b's 0.5-1 ms ones: a rate of 0.70 would make those 200-400 us.
- *              Replaces starved where set; 0: starved
- *   paced_gpu  --link-rate runs: the GPU compute stream's rate beside each paced copy (to the
- *              power of the paced copies running): the pacer's one-thread spin kernel stays resident
- *              on an SM while it waits for the next chunk's release, and a GEMM block that needs the
- *              whole SM cannot land there, so full-wave GEMMs lose an SM (exec/pacing.h). Measured on
- *              the H200 machine (fid run B, 8 threads, the same GEMMs as on the native link): x1.03-1.05
- *              beside one paced copy, x1.07-1.10 beside two; 0: 1
+ *   starved    the GPU compute stream's rate while CPU Adam's threads (of every rank) hold
+ *              every core: the thread that issues the kernels then shares a core with a pinned
+ *              Adam worker and is preempted for scheduler time slices, and the GPU idles once
+ *              the kernels it queued are done. Measured on the H200 machine (16 threads, from
+ *              each GPU task's ready time to its start): 2 us at the median, 12 us at the 90th
+ *              percentile, and 2-4 gaps of ~4 ms a step, which hold 75-90 % of the time lost
+ *              (gpt2-large and a Llama shape, dpu ratios 0.5 and 1): a loss in proportion to the
+ *              time the GPU is busy, 0.70-0.83 of its rate, not a wait per kernel (7-82 us
+ *              a task across those). Fitted from the tasks on one rank, from the steps on
+ *              several (kfit_starved.h). 0: none (1)
  *   shared_gpu, shared_opt  the rates of GPU compute and GPU Adam while both streams run
  *              (0: the plain model's 0.5 each; measured on the H200: compute ~0.7, Adam ~0.55)
- *   paced      --link-rate runs: the fraction of the asked rate the paced copies achieve,
- *              each direction (the GPU-timer pacing loses time per chunk; 0: 1)
  *   adam_task_s the fixed cost of one CPU Adam task (dispatch, first touch), instead of
  *              cpu.task_latency_s when > 0
  *   h2d_queue  host DRAM shared by CPU Adam and DMA as the executor measures it (sim/kernels.h
@@ -67,30 +63,14 @@
  *              beside 50-60, the same on 8 and 16 threads, where "Adam gets the rest" slows 16
  *              threads (127 GB/s of demand) 1.5-1.7x and 8 threads 1.25x. The copies keep the
  *              h2d_queue model. 0: Adam gets what is left
- *   adam_launch  CPU Adam's rate lost while the GPU compute stream runs and Adam's threads (of
- *              every rank) hold every core: the executor's launch thread then takes a core from
- *              Adam's pinned pool, as Adam takes one from it (starved, starved_s). rate x (1 -
- *              adam_launch). Measured on the H200 machine (fid run E, gpt2-large, 16 threads):
- *              Adam's tasks 0.198-0.209 ns/param alone, 0.227-0.241 beside the GPU's backward
- *              (x1.12-1.18) where 8 threads lose x1.06 (the copies' share, adam_copy);
- *              `calibrate --from-db` there: 0.061, about one core of 16. 0: none
- *   adam_gap_s  the wait of each GPU compute task that starts while CPU Adam runs on fewer
- *              than every core, at Adam's threads x ranks / cores = 1 (seconds; the wait
- *              scales with that share): the executor's issuing thread keeps a core, but
- *              Adam's threads stream through the caches and DRAM it uses, so it falls behind
- *              short kernels and the GPU idles before them. Measured on the H200 machine (fid
- *              run G, 4 rounds, from each task's ready time to its start): 0.3-0.45 us per task
- *              without Adam; 0.7 / 1.2-1.7 / 2.0-2.3 us beside Adam on 2 / 4 / 8 threads of 16
- *              (gpt2-medium and gpt2-large, dpu and overlap): 1.5-2 ms of a 75-230 ms step on
- *              8 threads, which the profile without it predicted 2-5 % fast. On every core
- *              starved / starved_s apply instead. 0: none
  *   comm_gpu, comm_opt  several ranks: the collectives' rate (on the fabric's busbw) while
  *              the GPU compute stream / GPU Adam run: NCCL's kernels share the SMs and HBM
  *              with them (0: 1). Measured on 2 H200s (large-none of 2026-11-30, 50 MB
  *              buckets): a reduce-scatter took 0.16 ms beside backward GEMMs, 0.31 beside
  *              GPU Adam, 0.12 alone (the ring model: 0.111)
- *   comm_wait  several ranks, 1: a collective whose inputs become ready while the rank's compute
- *              stream runs a GEMM with at least one output tile per SM (zb_gemm_fills) makes no
+ *   comm_wait  a model option, not a fitted factor (true | false; 0 or 1 reads the same):
+ *              several ranks, true: a collective whose inputs become ready while the rank's
+ *              compute stream runs a GEMM with at least one output tile per SM (zb_gemm_fills) makes no
  *              progress until that GEMM ends: the block scheduler hands out the blocks of the
  *              kernel already running before those of a kernel launched later on another stream
  *              (no preemption; stream priorities only order pending blocks: CUDA C++ Programming
@@ -98,11 +78,18 @@
  *              Measured on 2 H200s (gpt-2.5b, 50 MB buckets): a reduce-scatter issued as the fc2
  *              GEMM started ran beside it in 0.17 ms; the next two, issued while that 0.57 ms GEMM
  *              ran, ended 0.05-0.1 ms after it. The collective holds its stream while it waits (as
- *              the measured NCCL kernels do). 0: off (the fluid model alone)
+ *              the measured NCCL kernels do). false: off (the fluid model alone)
+ * The GEMM efficiency curve's half dimension is the GPU's (gpu.gemm_half_dim: one value per
+ * GPU, fitted to cuBLAS's shapes alone). CPU Adam beside the GPU's launches on every core
+ * loses one core to them (kernels.h zb_exec_adam_launch: a count, not a factor).
  * `zbench calibrate --from-db` fits every factor from the executor's measured task
- * durations (analysis/kfit.h); zb_exec_profile_h200() holds the fit of the H200
- * machine's full validate suite, which a hardware file names ("executor": "h200"); no
- * preset carries a profile (docs/hardware.md).
+ * durations (analysis/kfit.h); hw/h200-machine-executor.json is the H200 machine's fit
+ * (built in: zb_exec_profile_h200, which a hardware file names as "executor": "h200"); no
+ * preset carries a profile: it is an overlay the user names (docs/hardware.md).
+ * docs/model.md lists every term with its fitted value and the held-out error it buys. Keys
+ * of earlier files that are no longer factors (gemm_half_dim, starved_s, adam_launch, paced_*,
+ * adam_gap_s, per-pass GEMM keys) are refused by name, with what replaced them, and per-op
+ * kernel keys with the classes listed: a file does not silently lose a term it was fitted with.
  */
 #ifndef ZB_EXECPROFILE_H
 #define ZB_EXECPROFILE_H
@@ -110,38 +97,33 @@
 #include "common/error.h"
 
 enum { ZB_GEMM_DENSE, ZB_GEMM_BATCHED, ZB_GEMM_UNALIGNED, ZB_GEMM_FLASH, ZB_GEMM_GROUPS };
-enum { ZB_EXEC_PASSES = 3 };   /* forward (and recompute), backward data, backward weight */
-enum { ZB_EXEC_KOPS = 40 };    /* >= ZB_OP_COUNT (core/graph.h; checked in execprofile.c) */
+enum { ZB_KERN_STREAM, ZB_KERN_SOFTMAX_FWD, ZB_KERN_SOFTMAX_BWD, ZB_KERN_EMBED_FWD, ZB_KERN_EMBED_BWD, ZB_KERN_LOSS,
+       ZB_KERN_CLASSES };
 
 typedef struct zb_exec_profile {
 	int set;                                     /* 0: none (plain model), 1: given, 2: a preset's */
-	double gemm_half_dim;                        /* 0: gpu.gemm_half_dim */
-	double gemm[ZB_GEMM_GROUPS][ZB_EXEC_PASSES]; /* factor on the GEMM efficiency */
-	double kernel[ZB_EXEC_KOPS][2];              /* fraction of hbm_Bps, [op][0 fwd, 1 bwd] */
+	double gemm[ZB_GEMM_GROUPS];                 /* factor on the GEMM efficiency (dense: 1) */
+	double kernel[ZB_KERN_CLASSES];              /* fraction of hbm_Bps */
 	double gpu_adam;                             /* fraction of hbm_Bps */
 	double launch_s;                             /* 0: gpu.kernel_latency_s */
 	double adam_thread;                          /* CPU Adam: factor on cpu.adam_params_per_core */
 	double adam_mem;                             /* CPU Adam: factor on the memory ceiling */
 	double adam_task_s;                          /* 0: cpu.task_latency_s */
-	double starved;                              /* GPU compute rate while Adam holds every core (0: 1) */
-	double paced_h2d, paced_d2h;                 /* achieved / asked --link-rate (0: 1) */
-	double paced_gpu;                            /* GPU compute rate beside each paced copy (0: 1) */
 	double shared_gpu, shared_opt;               /* rates while both GPU streams run (0: 0.5) */
 	double h2d_queue;                            /* DMA reads' queueing under DRAM load (0: off) */
 	double pageable_queue;                       /* the same for pageable H2D copies (0: h2d_queue) */
 	double adam_copy;                            /* CPU Adam's latency slowdown beside DMA (0: budget share) */
 	double comm_gpu, comm_opt;                   /* collectives' rate beside compute / GPU Adam (0: 1) */
-	double comm_wait;                            /* 1: a collective waits for a GEMM that fills the SMs (0: off) */
-	double starved_s;                            /* > 0: starvation as a wait per GPU task instead of starved */
-	double adam_launch;                          /* CPU Adam's rate lost beside GPU compute on every core (0: none) */
-	double adam_gap_s;                           /* GPU task's wait beside Adam on fewer cores, per core share (0: none) */
+	int comm_wait;                               /* option, 1: a collective waits for a GEMM that fills the SMs */
+	double starved;                              /* GPU compute rate while Adam holds every core (0: 1) */
 } zb_exec_profile;
 
-const char *zb_gemm_group_name(int g);  /* "dense", "batched", "unaligned", "flash" */
-const char *zb_exec_pass_name(int p);   /* "fwd", "bwd_data", "bwd_weight" */
+const char *zb_gemm_group_name(int g);   /* "dense", "batched", "unaligned", "flash" */
+const char *zb_kernel_class_name(int k); /* "stream", "softmax_fwd", ..., "loss" */
 
-/* The fit of the H200 machine (set = 2: the built-in fit, written to files by its name
- * "h200"; 1: from a file or a fit, written in full). */
+/* The fit of the H200 machine: the "executor" object of hw/h200-machine-executor.json,
+ * built into the program (set = 2: the built-in fit, written to files by its name "h200";
+ * 1: from a file or a fit, written in full). No preset carries it. */
 void zb_exec_profile_h200(zb_exec_profile *p);
 /* Every factor 1, nothing set: the plain model (what a GPU without a profile gets). */
 void zb_exec_profile_neutral(zb_exec_profile *p);

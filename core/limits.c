@@ -33,6 +33,7 @@ static const hw_range hw_ranges[] = {
 	HWR(gpu, hbm_Bps, 1e3, 1e18),
 	HWR(gpu, gemm_half_dim, 0, 1e6),
 	HWR(gpu, kernel_latency_s, 0, 10),
+	HWR(gpu, l2_bytes, 0, 1e12),
 	HWR(cpu, adam_params_per_core, 1, 1e16),
 	HWR(cpu, dram_Bps, 1e3, 1e18),
 	HWR(cpu, mem_bytes, 1e6, 1e18),
@@ -131,14 +132,72 @@ int64_t zb_limits_buckets(const zb_config *c)
 #define TASKS_PER_UNIT 47
 #define TASKS_PER_BUCKET 3
 
-int64_t zb_limits_tasks(const zb_config *c)
+/* Several ranks (ranks.c): per bucket and step a reduce-scatter, and below ZeRO-3
+ * an all-gather of the updated shard (dpu: also of the previous step's); ZeRO-3
+ * gathers each unit's parameters before its forward and its backward instead. */
+static int64_t zbench_tasks(const zb_config *c)
 {
+	const zb_policy *p = &c->policy;
+	int ranks = p->gpus * p->nodes > 1, zero3 = ranks && (p->zero_stage == 3 || p->offload_param);
+	int gathers = !ranks || zero3 ? 0 : p->kind == ZB_POLICY_DPU ? 2 : 1;
 	int64_t units = zb_model_units(&c->model), nb = zb_limits_buckets(c), per_step, total;
-	if (zb_mul3_64(units, TASKS_PER_UNIT, c->policy.gas, &per_step) ||
-	    zb_add64(per_step, nb * TASKS_PER_BUCKET, &per_step) || zb_mul64(per_step, c->steps, &total) ||
+	if (zb_mul3_64(units, TASKS_PER_UNIT + 2 * zero3, c->policy.gas, &per_step) ||
+	    zb_add64(per_step, nb * (TASKS_PER_BUCKET + ranks + gathers), &per_step) ||
+	    zb_mul64(per_step, c->steps, &total) ||
 	    zb_add64(total, nb, &total))
 		return INT64_MAX;
 	return total;
+}
+
+/* DeepSpeed's schedule (schedules/deepspeed.c), at most, from the same shape.
+ * The stage as zb_ds_stage chooses it: the file's, else 3 with parameter offload
+ * or a Twin-Flow ratio, else 2. Optimizer groups: one below stage 3; ZeRO-3
+ * sub-groups close at >= sub_group_size parameters over whole tensors, so there are
+ * at most P / size + 1 of them and at most one per tensor (<= 18 a unit). */
+static int ds_stage(const zb_policy *p)
+{
+	if (p->zero_stage > 0)
+		return p->zero_stage;
+	return p->offload_param || (p->kind != ZB_POLICY_NONE && p->ratio < 1.0) ? 3 : 2;
+}
+
+static int64_t ds_groups(const zb_config *c)
+{
+	if (ds_stage(&c->policy) < 3)
+		return 1;
+	int64_t sg = c->policy.sub_group_size > 0 ? c->policy.sub_group_size : 1000000000;
+	int64_t by_size = zb_model_params(&c->model) / sg + 1, by_tensor = 18 * (int64_t)zb_model_units(&c->model);
+	return by_size < by_tensor ? by_size : by_tensor;
+}
+
+/* Per unit and micro-batch: each pass's hooks, fetch and all-gather (stage 3,
+ * parameter offload, several ranks); a block's forward 10 tasks and backward 14
+ * (eager attention, the profile's flash off: 2 and 4 more; rotary models: one
+ * more each), its recompute with checkpointing, the activation copies of CPU
+ * checkpointing, and the gradients' 4 (accumulation up, cast, copy down, hooks; 6
+ * on several ranks: a bucket's reduction and casts). Per micro-batch the step's
+ * Python; per group and step at most 7 (Python, unscale, Adam, cast and the copies
+ * up); per step 2. */
+static int64_t ds_tasks(const zb_config *c)
+{
+	const zb_policy *p = &c->policy;
+	int ranks = p->gpus * p->nodes > 1;
+	int pre = (ds_stage(p) == 3) + (p->offload_param != 0) + ranks;
+	int eager = c->hw.ds.set && !c->hw.ds.flash, rotary = c->model.max_seq == 0;
+	int fwd = 10 + 2 * eager + rotary, bwd = 14 + 4 * eager + rotary;
+	int cpu_ckpt = p->ckpt == ZB_CKPT_CPU, recompute = p->ckpt != ZB_CKPT_NONE ? fwd : 0;
+	int64_t per_unit = (pre + fwd + cpu_ckpt) + (pre + cpu_ckpt + recompute + bwd + (ranks ? 6 : 4));
+	int64_t per_micro, per_step, total;
+	if (zb_mul64(per_unit, zb_model_units(&c->model), &per_micro) || zb_add64(per_micro, 1, &per_micro) ||
+	    zb_mul64(per_micro, p->gas, &per_step) || zb_add64(per_step, 7 * ds_groups(c) + 2, &per_step) ||
+	    zb_mul64(per_step, c->steps, &total))
+		return INT64_MAX;
+	return total;
+}
+
+int64_t zb_limits_tasks(const zb_config *c)
+{
+	return c->framework == ZB_FW_DEEPSPEED ? ds_tasks(c) : zbench_tasks(c);
 }
 
 zb_status zb_limits_schedule(const zb_config *c, zb_error *err)
@@ -148,9 +207,12 @@ zb_status zb_limits_schedule(const zb_config *c, zb_error *err)
 	int64_t n = zb_limits_tasks(c);
 	if (n <= ZB_MAX_TASKS)
 		return ZB_OK;
+	int ds = c->framework == ZB_FW_DEEPSPEED;
+	int64_t groups = ds ? ds_groups(c) : zb_limits_buckets(c);
 	return zb_fail(err, ZB_E_INPUT,
-		       "schedule too large: ~%lld tasks (%d steps x %d micro-batches x %d units, %lld buckets) exceeds "
-		       "the limit %lld; lower --steps, --gas or --layers, or raise --bucket",
-		       (long long)n, c->steps, c->policy.gas, zb_model_units(&c->model),
-		       (long long)zb_limits_buckets(c), ZB_MAX_TASKS);
+		       "schedule too large: ~%lld tasks (%d steps x %d micro-batches x %d units, %lld %s%s) exceeds "
+		       "the limit %lld; lower --steps, --gas or --layers%s",
+		       (long long)n, c->steps, c->policy.gas, zb_model_units(&c->model), (long long)groups,
+		       ds ? "optimizer group" : "bucket", groups == 1 ? "" : "s", ZB_MAX_TASKS,
+		       !ds ? ", or raise --bucket" : groups > 1 ? ", or raise --sub-group" : "");
 }

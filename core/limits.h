@@ -55,7 +55,8 @@ zb_status zb_limits_policy(const zb_policy *p, const zb_model *m, zb_error *err)
 /* Gradient buckets of a configuration (validated), computed without building them. */
 int64_t zb_limits_buckets(const zb_config *c);
 
-/* An upper bound of the schedule's task count (>= what zb_graph_build emits). */
+/* An upper bound of the schedule's task count (>= what zb_graph_build emits), for
+ * the configuration's framework: zbench's schedule or DeepSpeed's. */
 int64_t zb_limits_tasks(const zb_config *c);
 
 /* ZB_E_INPUT naming the count and what to lower when the schedule would exceed

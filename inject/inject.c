@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/outfile.h"
 #include "inject/nvtx_steps.h"
 #include "profiler/spool.h"
 #include "profiler/trace_kinds.h"
@@ -59,10 +60,10 @@ static void write_error(const char *msg)
 {
 	char path[4096];
 	spool_path(path, sizeof path, ".err");
-	FILE *f = fopen(path, "w");
-	if (f) {
-		fprintf(f, "%s\n", msg);
-		fclose(f);
+	zb_outfile o;
+	if (zb_outfile_open(&o, path, NULL) == ZB_OK) {
+		fprintf(o.f, "%s\n", msg);
+		zb_outfile_commit(&o, NULL);
 	}
 	fprintf(stderr, "zbench inject: pid %ld: %s\n", (long)getpid(), msg);
 }

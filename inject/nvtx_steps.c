@@ -114,7 +114,7 @@ static void step_seen(void)
 		return;
 	char path[4096];
 	snprintf(path, sizeof path, "%s/%ld.steps", S.spool, (long)getpid());
-	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd >= 0) {
 		ssize_t w = write(fd, "s", 1);
 		(void)w;

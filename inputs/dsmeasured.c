@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/number.h"
+#include "common/text.h"
 #include "inputs/dsconfig.h"
 #include "inputs/hfconfig.h"
 #include "inputs/hwfile.h"
@@ -39,16 +41,8 @@ static int split_tabs(char *line, char **f, int cap)
 	return n;
 }
 
-static int parse_num(const char *s, double *out)
-{
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (end == s || *end || errno)
-		return -1;
-	*out = v;
-	return 0;
-}
+/* A measured number: a plain decimal (common/number.h: no nan, inf, hex or overflow). */
+static int parse_num(const char *s, double *out) { return zb_parse_decimal(s, out); }
 
 static zb_status bad(zb_error *err, const char *path, int line, const char *col, const char *v)
 {
@@ -79,7 +73,7 @@ static zb_status read_row(char **f, int nf, const int *col, const char *path, in
 	int warm = ZB_DS_DEFAULT_WARMUP;
 	if (col[C_WARM] >= 0 && col[C_WARM] < nf) {
 		double x;
-		if (parse_num(f[col[C_WARM]], &x) || x < 0 || x != floor(x))
+		if (parse_num(f[col[C_WARM]], &x) || x < 0 || x != floor(x) || x > ZB_DS_MAX_STEPS * 1000)
 			return bad(err, path, line, colnames[C_WARM], f[col[C_WARM]]);
 		warm = (int)x;
 	}
@@ -91,7 +85,11 @@ static zb_status read_row(char **f, int nf, const int *col, const char *path, in
 		const char *v = f[col[c]];
 		double x;
 		switch (c) {
-		case C_CONFIG: snprintf(r->name, sizeof r->name, "%s", v); break;
+		case C_CONFIG:
+			if (zb_text_control(v))
+				return bad(err, path, line, colnames[c], v);
+			snprintf(r->name, sizeof r->name, "%s", v);
+			break;
 		case C_ZERO: snprintf(r->zero, sizeof r->zero, "%s", v); break;
 		case C_MODEL: snprintf(r->model, sizeof r->model, "%s", v); break;
 		case C_WARM: break; /* read first */
@@ -114,6 +112,9 @@ static zb_status read_row(char **f, int nf, const int *col, const char *path, in
 			if (c == C_STEP) r->step_s = x / 1e3;
 			if (c == C_GPU) r->gpu_peak_B = x * GIB;
 			if (c == C_HOST) r->host_rss_B = x * GIB;
+			if ((c == C_SEQ || c == C_MB || c == C_SG) &&
+			    (x != floor(x) || x > (c == C_SG ? 1e15 : (double)INT32_MAX)))
+				return bad(err, path, line, colnames[c], v); /* a whole count */
 			if (c == C_SEQ) r->seq = (int)x;
 			if (c == C_MB) r->micro_batch = (int)x;
 			if (c == C_SG) r->sub_group_size = (int64_t)x;
@@ -252,9 +253,8 @@ zb_status zb_ds_row_config(const zb_ds_row *r, const char *path, const zb_config
 	c.policy.kind = !offload ? ZB_POLICY_NONE : overlap ? ZB_POLICY_OVERLAP : ZB_POLICY_OFFLOAD;
 	c.policy.ratio = 1.0;
 	if ((s = after(z, "ratio"))) {
-		char *end;
-		double x = strtod(s, &end);
-		if (end == s || x <= 0 || x > 1)
+		double x;
+		if (zb_parse_decimal_prefix(s, NULL, &x) || x <= 0 || x > 1)
 			return zb_fail(err, ZB_E_INPUT, "%s:%d: bad ratio in '%s'", path, r->line, r->zero);
 		c.policy.ratio = x;
 	}

@@ -2,11 +2,14 @@
 #include "inputs/dsmeasured_jsonl.h"
 
 #include <jansson.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/number.h"
+#include "common/text.h"
 #include "core/model.h"
 #include "inputs/presets.h"
 
@@ -28,6 +31,32 @@ static long long int_of(json_t *o, const char *key)
 {
 	json_t *v = json_object_get(o, key);
 	return json_is_integer(v) ? json_integer_value(v) : 0;
+}
+
+/* Every number of a result line: finite and of a measured size (common/number.h),
+ * counts whole and within int, else "path:line: bad key 'value'". */
+static zb_status check_numbers(json_t *o, const char *path, int ln, zb_error *err)
+{
+	static const char *const counts[] = { "layers", "hidden", "heads", "kv_heads", "ffn", "vocab", "seq",
+					      "micro_batch", "gas", "warmup_steps" };
+	const char *key;
+	json_t *v;
+	json_object_foreach(o, key, v) {
+		size_t i;
+		json_t *x;
+		json_array_foreach(json_is_array(v) ? v : NULL, i, x)
+			if (json_is_number(x) && !zb_number_ok(json_number_value(x)))
+				return zb_fail(err, ZB_E_INPUT, "%s:%d: bad %s[%zu] '%g'", path, ln, key, i, json_number_value(x));
+		if (!json_is_number(v))
+			continue;
+		double d = json_number_value(v);
+		int count = 0;
+		for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++)
+			count |= !strcmp(key, counts[k]);
+		if (!zb_number_ok(d) || (count && (!json_is_integer(v) || d < 0 || d > INT32_MAX)))
+			return zb_fail(err, ZB_E_INPUT, "%s:%d: bad %s '%g'", path, ln, key, d);
+	}
+	return ZB_OK;
 }
 
 /* The row's model from the shape keys; named like a preset of the same shape. */
@@ -102,6 +131,11 @@ static zb_status zero_of(const char *ds, const char *path, int ln, zb_ds_row *r,
 	if (pd && !strcmp(pd, "cpu"))
 		snprintf(r->zero + n, sizeof r->zero - (size_t)n, ", offload_param cpu");
 	json_t *sg = json_object_get(z, "sub_group_size");
+	if (json_is_number(sg) && !(json_number_value(sg) >= 0 && json_number_value(sg) <= ZB_NUMBER_MAX)) {
+		json_decref(root);
+		return zb_fail(err, ZB_E_INPUT, "%s:%d: ds_config '%s': bad sub_group_size '%g'", path, ln, ds,
+			       json_number_value(sg));
+	}
 	if (json_is_number(sg))
 		r->sub_group_size = (int64_t)json_number_value(sg);
 	json_decref(root);
@@ -112,6 +146,9 @@ static zb_status read_line(json_t *o, const char *path, int ln, zb_ds_row *r, zb
 {
 	memset(r, 0, sizeof *r);
 	r->line = ln;
+	zb_status bad = check_numbers(o, path, ln, err);
+	if (bad)
+		return bad;
 	const char *name = json_string_value(json_object_get(o, "config"));
 	const char *ds = json_string_value(json_object_get(o, "ds_config"));
 	json_t *step = json_object_get(o, "step_ms");
@@ -120,6 +157,8 @@ static zb_status read_line(json_t *o, const char *path, int ln, zb_ds_row *r, zb
 	if (int_of(o, "gas") > 1)
 		return zb_fail(err, ZB_E_INPUT, "%s:%d: gas %lld: measured rows are read with gas 1 only", path, ln,
 			       int_of(o, "gas"));
+	if (zb_text_control(name))
+		return zb_fail(err, ZB_E_INPUT, "%s:%d: bad config '%s'", path, ln, name);
 	snprintf(r->name, sizeof r->name, "%s", name);
 	r->step_s = json_number_value(step) / 1e3;
 	json_t *steps = json_object_get(o, "steps_ms"), *x;

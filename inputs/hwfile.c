@@ -28,6 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/outfile.h"
 #include "inputs/fabric.h"
 #include "core/execprofile.h"
 #include "inputs/presets.h"
@@ -76,6 +77,7 @@ static const field gpu_fields[] = {
 	FLD(zb_gpu, hbm_Bps, F_POS, 1),
 	FLD(zb_gpu, gemm_half_dim, F_NONNEG, 1),
 	FLD(zb_gpu, kernel_latency_s, F_NONNEG, 1),
+	FLD(zb_gpu, l2_bytes, F_NONNEG, 0),
 	FLD(zb_gpu, flash_efficiency, F_NONNEG, 0),
 	FLD(zb_gpu, sms, F_INT_NONNEG, 0),
 	FLD(zb_gpu, builtin_link, F_STR, 0),
@@ -382,10 +384,9 @@ static void profile_keys(zb_error *err, const char *object)
 			len += (size_t)snprintf(list + len, sizeof list - len, "%s, ", zb_ds_param(i)->key);
 		snprintf(list + len, sizeof list - len, "flash");
 	} else { /* core/execprofile.h documents each */
-		snprintf(list, sizeof list, "gemm_half_dim, gemm.<group>_<pass>, kernel.<op>_<fwd|bwd>, gpu_adam, launch_s, "
-			 "adam_thread, adam_mem, adam_task_s, starved, starved_s, paced_h2d, paced_d2h, paced_gpu, shared_gpu, "
-			 "shared_opt, h2d_queue, pageable_queue, adam_copy, comm_gpu, comm_opt, comm_wait, adam_launch, "
-			 "adam_gap_s");
+		snprintf(list, sizeof list, "gemm.<batched|unaligned|flash>, kernel.<class>, gpu_adam, launch_s, "
+			 "adam_thread, adam_mem, adam_task_s, starved, shared_gpu, shared_opt, h2d_queue, pageable_queue, "
+			 "adam_copy, comm_gpu, comm_opt, comm_wait");
 	}
 	size_t m = strlen(err->msg);
 	snprintf(err->msg + m, sizeof err->msg - m, " (known: %s)", list);
@@ -698,35 +699,14 @@ static zb_status save_atomic(const char *path, json_t *root, const wr *w, zb_err
 	if (!text)
 		return zb_fail(err, ZB_E_NOMEM, "cannot format %s: out of memory", path);
 
-	size_t n = strlen(path) + 5;
-	char *tmp = zb_xmalloc(n);
-	snprintf(tmp, n, "%s.tmp", path);
-	zb_status st = ZB_OK;
-	FILE *f = fopen(tmp, "w");
-	if (!f) {
-		st = zb_fail(err, ZB_E_INPUT, "cannot write %s: %s", tmp, strerror(errno));
-		goto done;
+	/* a temporary beside the file, renamed over it (a write error fails the commit) */
+	zb_outfile o;
+	zb_status st = zb_outfile_open(&o, path, err);
+	if (!st) {
+		fputs(text, o.f);
+		fputc('\n', o.f);
+		st = zb_outfile_commit(&o, err);
 	}
-	int ok = fputs(text, f) >= 0 && fputc('\n', f) != EOF && fflush(f) == 0 &&
-		 fsync(fileno(f)) == 0;
-	int saved_errno = errno;
-	if (fclose(f) != 0 && ok) {
-		ok = 0;
-		saved_errno = errno;
-	}
-	if (!ok) {
-		unlink(tmp);
-		st = zb_fail(err, ZB_E_INPUT, "cannot write %s: %s", tmp, strerror(saved_errno));
-		goto done;
-	}
-	if (rename(tmp, path) != 0) {
-		saved_errno = errno;
-		unlink(tmp);
-		st = zb_fail(err, ZB_E_INPUT, "cannot rename %s to %s: %s", tmp, path,
-			     strerror(saved_errno));
-	}
-done:
-	free(tmp);
 	free(text);
 	return st;
 }

@@ -1,6 +1,8 @@
 /* jsonfile.c - reading JSON input files; see jsonfile.h. */
 #include "inputs/jsonfile.h"
 
+#include "common/text.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +39,10 @@ void zb_json_show(const json_t *v, char *buf, size_t n)
 zb_status zb_json_load_object(const char *path, json_t **out, zb_error *err)
 {
 	*out = NULL;
+	/* its name is printed in '#' header lines and messages, one line each */
+	zb_status bad = zb_text_check_name("file name", path, err);
+	if (bad)
+		return bad;
 	FILE *f = fopen(path, "r");
 	if (!f)
 		return zb_fail(err, ZB_E_INPUT, "cannot open %s: %s", path, strerror(errno));

@@ -151,6 +151,7 @@ static const zb_gpu gpus[] = {
 		/* Estimate: the H200 figure. */
 		.kernel_latency_s = 4e-6,
 		.sms = 80, /* SMs (NVIDIA architecture whitepaper) */
+		.l2_bytes = 6.0 * MIB, /* L2 6 MiB (NVIDIA Tesla V100 architecture whitepaper) */
 	},
 	{
 		.name = "a100-40g",
@@ -163,6 +164,7 @@ static const zb_gpu gpus[] = {
 		.gemm_half_dim = 64,       /* estimate: the H200 figure */
 		.kernel_latency_s = 4e-6,  /* estimate: the H200 figure */
 		.sms = 108, /* SMs (NVIDIA architecture whitepaper) */
+		.l2_bytes = 40.0 * MIB, /* L2 40 MB (NVIDIA A100 datasheet; architecture whitepaper) */
 	},
 	{
 		.name = "a100-80g",
@@ -175,6 +177,7 @@ static const zb_gpu gpus[] = {
 		.gemm_half_dim = 64,       /* estimate: the H200 figure */
 		.kernel_latency_s = 4e-6,  /* estimate: the H200 figure */
 		.sms = 108, /* SMs (NVIDIA architecture whitepaper) */
+		.l2_bytes = 40.0 * MIB, /* L2 40 MB (NVIDIA A100 datasheet; architecture whitepaper) */
 	},
 	{
 		.name = "h100",
@@ -189,6 +192,7 @@ static const zb_gpu gpus[] = {
 		.gemm_half_dim = 64,       /* estimate: the H200 figure */
 		.kernel_latency_s = 4e-6,  /* estimate: the H200 figure */
 		.sms = 132, /* SMs (NVIDIA architecture whitepaper) */
+		.l2_bytes = 50.0 * MIB, /* L2 50 MB (NVIDIA H100 architecture whitepaper, SXM5) */
 	},
 	{
 		.name = "h200",
@@ -212,6 +216,7 @@ static const zb_gpu gpus[] = {
 		/* Estimate from the H200 machine: launch (~2-3 us) plus the tail of a kernel. */
 		.kernel_latency_s = 4e-6,
 		.sms = 132, /* SMs (NVIDIA architecture whitepaper) */
+		.l2_bytes = 50.0 * MIB, /* L2 50 MB: the H100 SXM5 die (NVIDIA H100 architecture whitepaper) */
 	},
 	{
 		.name = "b200",
@@ -237,6 +242,7 @@ static const zb_gpu gpus[] = {
 		.gemm_half_dim = 64,       /* estimate: the H200 figure */
 		.kernel_latency_s = 4e-6,  /* estimate: the H200 figure */
 		.sms = 132, /* SMs (NVIDIA architecture whitepaper) */
+		.l2_bytes = 50.0 * MIB, /* L2 50 MB: the H100 die (NVIDIA H100 architecture whitepaper) */
 		.builtin_link = "nvlink-c2c",
 	},
 };

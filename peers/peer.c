@@ -2,6 +2,8 @@
  * read earlier measurements from a TSV; see peer.h. */
 #include "peers/peer.h"
 
+#include "common/number.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -281,7 +283,7 @@ static zb_status open_log(const zb_peer_cmd *cmd, char *path, size_t n, int *fd,
 {
 	if (cmd->log_path) {
 		snprintf(path, n, "%s", cmd->log_path);
-		*fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		*fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644); /* never through a symlink */
 	} else {
 		const char *tmp = getenv("TMPDIR");
 		snprintf(path, n, "%s/zbench-peer-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -389,7 +391,7 @@ static char *find_result_line(const char *output)
 static zb_status need_num(json_t *o, const char *key, double lo, double *out, zb_error *err)
 {
 	json_t *v = json_object_get(o, key);
-	if (!json_is_number(v) || !(json_number_value(v) >= lo) || !isfinite(json_number_value(v)))
+	if (!json_is_number(v) || !(json_number_value(v) >= lo) || !zb_number_ok(json_number_value(v)))
 		return zb_fail(err, ZB_E_INPUT, "harness result line: '%s' missing or not a number >= %g", key, lo);
 	*out = json_number_value(v);
 	return ZB_OK;
@@ -398,7 +400,7 @@ static zb_status need_num(json_t *o, const char *key, double lo, double *out, zb
 static double opt_num(json_t *o, const char *key)
 {
 	json_t *v = json_object_get(o, key);
-	return json_is_number(v) ? json_number_value(v) : NAN;
+	return json_is_number(v) && zb_number_ok(json_number_value(v)) ? json_number_value(v) : NAN; /* NaN: not measured */
 }
 
 static void opt_str(json_t *o, const char *key, char *out, size_t n)
@@ -417,7 +419,7 @@ static zb_status read_steps(json_t *o, zb_peer_run *r, zb_error *err)
 			       ZB_PEER_MAX_STEPS);
 	json_array_foreach(a, i, v)
 	{
-		if (!json_is_number(v) || !(json_number_value(v) > 0))
+		if (!json_is_number(v) || !(json_number_value(v) > 0) || !zb_number_ok(json_number_value(v)))
 			return zb_fail(err, ZB_E_INPUT, "harness result line: steps_ms[%zu] is not a positive number", i);
 		r->steps_ms[r->nsteps++] = json_number_value(v);
 	}

@@ -2,6 +2,8 @@
  * framework runs (data/deepspeed-h200-2026-11-30.tsv), by column name. */
 #include "peers/peer.h"
 
+#include "common/number.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
@@ -80,10 +82,8 @@ static zb_status field_num(const tsv *t, char **f, int c, double lo, double *out
 	*out = NAN;
 	if (t->col[c] < 0 || !*f[t->col[c]])
 		return ZB_OK;
-	char *end;
-	errno = 0;
-	double v = strtod(f[t->col[c]], &end);
-	if (end == f[t->col[c]] || *end || errno || !isfinite(v) || v < lo)
+	double v;
+	if (zb_parse_decimal(f[t->col[c]], &v) || v < lo) /* plain decimals (common/number.h) */
 		return zb_fail(err, ZB_E_INPUT, "%s:%d: %s '%s' is not a number >= %g", t->path, t->line, col_names[c],
 			       f[t->col[c]], lo);
 	*out = v;
@@ -96,9 +96,10 @@ static zb_status field_steps(const tsv *t, char **f, zb_peer_run *r, zb_error *e
 		return ZB_OK;
 	const char *p = f[t->col[COL_STEPS]];
 	while (*p) {
-		char *end;
-		double v = strtod(p, &end);
-		if (end == p || !(v > 0) || (*end && *end != ',') || r->nsteps == ZB_PEER_MAX_STEPS)
+		const char *end;
+		double v;
+		if (zb_parse_decimal_prefix(p, &end, &v) || !(v > 0) || (*end && *end != ',') ||
+		    r->nsteps == ZB_PEER_MAX_STEPS)
 			return zb_fail(err, ZB_E_INPUT, "%s:%d: steps_ms '%s' is not a comma list of positive numbers",
 				       t->path, t->line, f[t->col[COL_STEPS]]);
 		r->steps_ms[r->nsteps++] = v;

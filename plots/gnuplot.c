@@ -2,14 +2,27 @@
  * gnuplot.c - the gnuplot driver behind every plot (plots/parts.h).
  *
  * Every plot goes through one plot_ctx: a private scratch directory (mkdtemp, or the
- * caller's keep_dir) holding *.dat files and plot.gp; gnuplot is started with
- * posix_spawn (no shell, so no quoting of paths), its output goes to gnuplot.log,
- * and its image to FILE.tmp, renamed to FILE after gnuplot exited 0 and left a
- * non-empty file. User text reaches the script only through plot_gq(), which writes
- * a double-quoted gnuplot string with its escapes; the terminals run "noenhanced" so
- * names like pcie_d2h print as they are rather than as subscripts.
+ * caller's keep_dir) holding *.dat files and plot.gp, each written through a fresh
+ * temporary renamed into place (common/outfile.h). gnuplot is started with
+ * posix_spawn (no shell) in that directory, so the script names its data files by
+ * fixed relative names; it writes the image to its standard output, which is a
+ * temporary beside FILE renamed to FILE after gnuplot exited 0 and left a
+ * non-empty file; its messages go to gnuplot.log.
+ *
+ * No user text is script text. Names from the database reach the script only
+ * through plot_gq(), as single-quoted gnuplot strings: inside those gnuplot expands
+ * nothing (no backquote command substitution, no @macros, no backslash escapes).
+ * A quote cannot be written inside one (gnuplot's '' escape is not reliable:
+ * 5.4 ends the string at a second '' in a row), so the text is split there and the
+ * pieces joined with the constants "'" and "\n": 'it'."'".'s'. Control characters
+ * are left out.
+ * Neither the database path nor the output path appears in the script. The
+ * terminals run "noenhanced" so names like pcie_d2h print as they are rather than
+ * as subscripts.
  */
 #include "plots/parts.h"
+
+#include "common/outfile.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -84,44 +97,64 @@ zb_status zb_plot_check(const char *output, zb_error *err)
 	char exe[PATH_MAX];
 	if (find_gnuplot(exe, sizeof exe))
 		return zb_fail(err, ZB_E_INPUT, "gnuplot not found (%s)", INSTALL_HINT);
-	char tmp[PATH_MAX];
-	if (snprintf(tmp, sizeof tmp, "%s.tmp", output) >= (int)sizeof tmp)
+	if (strlen(output) + 16 >= PATH_MAX)
 		return zb_fail(err, ZB_E_INPUT, "plot output path too long '%.64s...'", output);
 	struct stat st;
 	if (stat(output, &st) == 0 && S_ISDIR(st.st_mode))
 		return zb_fail(err, ZB_E_INPUT, "plot output is a directory '%s'", output);
-	FILE *f = fopen(tmp, "w");
-	if (!f)
-		return zb_fail(err, ZB_E_INPUT, "cannot write plot '%s': %s", output, strerror(errno));
-	fclose(f);
-	unlink(tmp);
-	return ZB_OK;
+	return zb_outfile_probe(output, err); /* "cannot write 'FILE': why" */
 }
 
 /* ---- the scratch directory, the script and gnuplot ----------------------------- */
 
 
-/* s as a double-quoted gnuplot string ("\" and '"' escaped, newlines as \n). The
- * result lives until eight more plot_gq() calls. */
+/* s as a gnuplot string expression of single-quoted pieces (see the top of this
+ * file): 'it'."'".'s'. The result lives until eight more plot_gq() calls. */
 const char *plot_gq(plot_ctx *c, const char *s)
 {
 	char *b = c->qbuf[c->qi++ % 8];
 	size_t n = sizeof c->qbuf[0], j = 0;
-	b[j++] = '"';
-	for (; *s && j < n - 4; s++) {
-		if (*s == '\\' || *s == '"') {
-			b[j++] = '\\';
-			b[j++] = *s;
-		} else if (*s == '\n') {
-			b[j++] = '\\';
-			b[j++] = 'n';
-		} else if ((unsigned char)*s >= 0x20) {
-			b[j++] = *s;
+	int open = 0, pieces = 0;
+	for (; *s && j + 16 < n; s++) { /* room for the longest piece and the closing quote */
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '\'' || ch == '\n') {
+			if (open)
+				b[j++] = '\'';
+			open = 0;
+			if (pieces++)
+				b[j++] = '.';
+			memcpy(b + j, ch == '\'' ? "\"'\"" : "\"\\n\"", ch == '\'' ? 3 : 4);
+			j += ch == '\'' ? 3 : 4;
+		} else if (ch >= 0x20 && ch != 0x7f) {
+			if (!open) {
+				if (pieces++)
+					b[j++] = '.';
+				b[j++] = '\'';
+				open = 1;
+			}
+			b[j++] = (char)ch;
 		}
 	}
-	b[j++] = '"';
+	if (open)
+		b[j++] = '\'';
+	if (!pieces) {
+		b[j++] = '\'';
+		b[j++] = '\'';
+	}
 	b[j] = 0;
 	return b;
+}
+
+/* s as the text of a data file's comment or quoted field: its control characters
+ * and double quotes left out, so it cannot end the line or the field. */
+const char *plot_data_text(const char *s, char *buf, size_t n)
+{
+	size_t j = 0;
+	for (; *s && j + 1 < n; s++)
+		if ((unsigned char)*s >= 0x20 && *s != 0x7f && *s != '"')
+			buf[j++] = *s;
+	buf[j] = 0;
+	return buf;
 }
 
 __attribute__((format(printf, 2, 3))) void plot_gp(plot_ctx *c, const char *fmt, ...)
@@ -132,22 +165,23 @@ __attribute__((format(printf, 2, 3))) void plot_gp(plot_ctx *c, const char *fmt,
 	va_end(ap);
 }
 
-/* A data file in the scratch directory; its path goes to path. NULL with err set. */
+/* A data file in the scratch directory; the name the script uses for it (relative:
+ * gnuplot runs in that directory) goes to path. NULL with err set. */
 FILE *plot_data_open(plot_ctx *c, const char *name, char *path, size_t n)
 {
-	snprintf(path, n, "%s/%s", c->dir, name);
-	FILE *f = fopen(path, "w");
-	if (!f)
-		zb_fail(c->err, ZB_E_INPUT, "cannot write plot data '%s': %s", path, strerror(errno));
-	return f;
+	char full[PATH_MAX + 64];
+	snprintf(path, n, "%s", name);
+	snprintf(full, sizeof full, "%s/%s", c->dir, name);
+	if (c->data.f)
+		zb_outfile_abort(&c->data);
+	return zb_outfile_open(&c->data, full, c->err) ? NULL : c->data.f;
 }
 
 zb_status plot_data_close(plot_ctx *c, FILE *f, const char *path)
 {
-	int bad = ferror(f);
-	if (fclose(f) || bad)
-		return zb_fail(c->err, ZB_E_INPUT, "cannot write plot data '%s'", path);
-	return ZB_OK;
+	(void)f;
+	(void)path;
+	return zb_outfile_commit(&c->data, c->err);
 }
 
 static void remove_dir(const char *dir)
@@ -171,7 +205,6 @@ zb_status plot_ctx_open(plot_ctx *c)
 {
 	const zb_plot_request *r = c->req;
 	c->svg = output_is_svg(r->output) == 1;
-	snprintf(c->out_tmp, sizeof c->out_tmp, "%s.tmp", r->output);
 	if (r->keep_dir) {
 		if (mkdir(r->keep_dir, 0755) && errno != EEXIST)
 			return zb_fail(c->err, ZB_E_INPUT, "cannot create plot data directory '%s': %s", r->keep_dir,
@@ -187,18 +220,22 @@ zb_status plot_ctx_open(plot_ctx *c)
 	}
 	char path[PATH_MAX + 16];
 	snprintf(path, sizeof path, "%s/plot.gp", c->dir);
-	c->gp = fopen(path, "w");
-	if (!c->gp)
-		return zb_fail(c->err, ZB_E_INPUT, "cannot write plot script '%s': %s", path, strerror(errno));
-	plot_gp(c, "# zbench %s: plot %s from %s (generated; rerun with: gnuplot plot.gp)\n", ZB_VERSION,
-	   zb_plot_kind_name(r->kind), c->dbpath);
+	zb_error e;
+	if (zb_outfile_open(&c->script, path, &e))
+		return zb_fail(c->err, ZB_E_INPUT, "cannot write plot script: %s", e.msg);
+	c->gp = c->script.f;
+	/* no path in the script, not even in a comment */
+	plot_gp(c, "# zbench %s: plot %s (generated; rerun in this folder: gnuplot plot.gp > plot.%s)\n", ZB_VERSION,
+		zb_plot_kind_name(r->kind), c->svg ? "svg" : "png");
 	return ZB_OK;
 }
 
 void plot_ctx_close(plot_ctx *c)
 {
-	if (c->gp)
-		fclose(c->gp);
+	zb_outfile_abort(&c->script);
+	zb_outfile_abort(&c->data);
+	zb_outfile_abort(&c->out);
+	zb_outfile_abort(&c->log);
 	c->gp = NULL;
 	if (!c->keep && c->dir[0])
 		remove_dir(c->dir);
@@ -218,7 +255,6 @@ void plot_begin(plot_ctx *c, int width, int height, const char *title, const cha
 		plot_gp(c, "set terminal pngcairo size %d,%d noenhanced font 'Sans,11' background rgb 'white'\n", width,
 		   height);
 	plot_gp(c, "set encoding utf8\n");
-	plot_gp(c, "set output %s\n", plot_gq(c, c->out_tmp));
 	plot_gp(c, "set datafile missing 'NaN'\n");
 	plot_gp(c, "set border 3 lw 1.2 lc rgb '#444444'\n");
 	plot_gp(c, "set tics nomirror out\n");
@@ -252,61 +288,69 @@ static void log_tail(const char *path, char *out, size_t n)
 	fclose(f);
 }
 
-/* Run gnuplot on the finished script and move FILE.tmp to FILE. */
-zb_status plot_render(plot_ctx *c)
+/* gnuplot on plot.gp in the scratch directory: image to out, messages to log. */
+static zb_status spawn_gnuplot(plot_ctx *c, const char *exe, int *status)
 {
-	plot_gp(c, "unset output\n");
-	int bad = ferror(c->gp);
-	if (fclose(c->gp) || bad) {
-		c->gp = NULL;
-		return zb_fail(c->err, ZB_E_INPUT, "cannot write plot script in '%s'", c->dir);
-	}
-	c->gp = NULL;
-
-	char exe[PATH_MAX], script[PATH_MAX + 16], logp[PATH_MAX + 16];
-	if (find_gnuplot(exe, sizeof exe))
-		return zb_fail(c->err, ZB_E_INPUT, "gnuplot not found (%s)", INSTALL_HINT);
-	snprintf(script, sizeof script, "%s/plot.gp", c->dir);
-	snprintf(logp, sizeof logp, "%s/gnuplot.log", c->dir);
-
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 1, logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	posix_spawn_file_actions_adddup2(&fa, 1, 2);
-	char *argv[] = { "gnuplot", script, NULL };
+	posix_spawn_file_actions_adddup2(&fa, zb_outfile_fd(&c->out), 1);
+	posix_spawn_file_actions_adddup2(&fa, zb_outfile_fd(&c->log), 2);
+	posix_spawn_file_actions_addchdir_np(&fa, c->dir);
+	char *argv[] = { "gnuplot", "plot.gp", NULL };
 	pid_t pid;
 	int rc = posix_spawn(&pid, exe, &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc)
 		return zb_fail(c->err, ZB_E_INPUT, "cannot start gnuplot '%s': %s (%s)", exe, strerror(rc),
 			       INSTALL_HINT);
-	int st;
-	while (waitpid(pid, &st, 0) < 0)
+	while (waitpid(pid, status, 0) < 0)
 		if (errno != EINTR)
 			return zb_fail(c->err, ZB_E_INTERNAL, "waiting for gnuplot: %s", strerror(errno));
+	return ZB_OK;
+}
 
+/* Run gnuplot on the finished script; its image replaces the output once complete. */
+zb_status plot_render(plot_ctx *c)
+{
+	plot_gp(c, "unset output\n");
+	c->gp = NULL;
+	zb_error e;
+	if (zb_outfile_commit(&c->script, &e))
+		return zb_fail(c->err, ZB_E_INPUT, "cannot write plot script: %s", e.msg);
+	if (c->req->script_only)
+		return ZB_OK;
+
+	char found[PATH_MAX], exe[PATH_MAX], logp[PATH_MAX + 16];
+	if (find_gnuplot(found, sizeof found) || !realpath(found, exe)) /* absolute: gnuplot runs in c->dir */
+		return zb_fail(c->err, ZB_E_INPUT, "gnuplot not found (%s)", INSTALL_HINT);
+	snprintf(logp, sizeof logp, "%s/gnuplot.log", c->dir);
+	if (zb_outfile_open(&c->out, c->req->output, c->err) || zb_outfile_open(&c->log, logp, c->err))
+		return c->err->status;
+	int st = 0;
+	zb_status s = spawn_gnuplot(c, exe, &st);
+	if (s)
+		return s;
 	struct stat sb;
-	int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && stat(c->out_tmp, &sb) == 0 && sb.st_size > 0;
+	int ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && fstat(zb_outfile_fd(&c->out), &sb) == 0 &&
+		 (sb.st_size > 0 || !S_ISREG(sb.st_mode));
+	zb_outfile_commit(&c->log, &e); /* gnuplot.log, which explains a failure */
 	if (!ok) {
 		char last[512];
 		log_tail(logp, last, sizeof last);
-		unlink(c->out_tmp);
+		zb_outfile_abort(&c->out);
 		c->keep = 1; /* the script and data explain the failure */
 		if (strstr(last, "unknown or ambiguous terminal"))
 			return zb_fail(c->err, ZB_E_INPUT, "gnuplot has no %s terminal (%s)",
 				       c->svg ? "svg" : "pngcairo", INSTALL_HINT);
 		if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-			return zb_fail(c->err, ZB_E_INTERNAL, "gnuplot wrote no image '%s' (script kept in %s)",
-				       c->out_tmp, c->dir);
+			return zb_fail(c->err, ZB_E_INTERNAL, "gnuplot wrote no image for '%s' (script kept in %s)",
+				       c->req->output, c->dir);
 		return zb_fail(c->err, ZB_E_INTERNAL, "gnuplot failed: %s (script kept in %s)",
 			       last[0] ? last : "no message", c->dir);
 	}
-	if (rename(c->out_tmp, c->req->output)) {
-		int e = errno;
-		unlink(c->out_tmp);
-		return zb_fail(c->err, ZB_E_INPUT, "cannot write plot '%s': %s", c->req->output, strerror(e));
-	}
+	if (zb_outfile_commit(&c->out, &e))
+		return zb_fail(c->err, ZB_E_INPUT, "cannot write plot '%s': %s", c->req->output, e.msg);
 	return ZB_OK;
 }
 

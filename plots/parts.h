@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/outfile.h"
 #include "core/config.h"
 #include "plots/plot.h"
 #include "results/query.h"
@@ -31,25 +32,33 @@ typedef struct plot_ctx {
 	int keep;            /* leave dir in place */
 	int svg;
 	int width, height;   /* pixels */
-	char out_tmp[PATH_MAX];
-	FILE *gp;            /* plot.gp being written */
-	char qbuf[8][1024];  /* plot_gq()'s results, used round-robin within one plot_gp() call */
+	zb_outfile script;   /* plot.gp being written (gp is its FILE) */
+	zb_outfile data;     /* the data file being written */
+	zb_outfile out, log; /* gnuplot's standard output (the image) and error */
+	FILE *gp;
+	char qbuf[8][4096];  /* plot_gq()'s results, used round-robin within one plot_gp() call */
 	int qi;
 } plot_ctx;
 
 zb_status plot_ctx_open(plot_ctx *c);
 void plot_ctx_close(plot_ctx *c);
-/* s as a double-quoted gnuplot string ("\" and '"' escaped, newlines as \n). The
- * result lives until eight more plot_gq() calls. */
+/* s as a gnuplot string expression of single-quoted pieces, in which nothing
+ * expands, joined by the constants "'" and "\n" where s has a quote or a newline
+ * ('it'."'".'s'); control characters left out. The result lives until eight more
+ * plot_gq() calls. All user text reaches the script this way. */
 const char *plot_gq(plot_ctx *c, const char *s);
+/* s for a data file's comment or quoted field: no control characters, no '"'. */
+const char *plot_data_text(const char *s, char *buf, size_t n);
 /* printf into the script. */
 void plot_gp(plot_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* A data file in the scratch directory; its path goes to path. NULL with err set. */
+/* A data file in the scratch directory (one at a time); the relative name the script
+ * uses goes to path. NULL with err set. */
 FILE *plot_data_open(plot_ctx *c, const char *name, char *path, size_t n);
 zb_status plot_data_close(plot_ctx *c, FILE *f, const char *path);
 /* Terminal, output, the look every plot shares, the title and its subtitle. */
 void plot_begin(plot_ctx *c, int width, int height, const char *title, const char *sub);
-/* Run gnuplot on the finished script and move FILE.tmp to FILE. */
+/* Run gnuplot on the finished script; its image replaces the output once complete
+ * (with req->script_only: only the script and data are written). */
 zb_status plot_render(plot_ctx *c);
 /* 84554 -> "84,554" */
 const char *plot_thousands(double v, char *buf, size_t n);

@@ -60,9 +60,11 @@ zb_status zb_plot_kind_parse(const char *name, zb_plot_kind *out, zb_error *err)
 zb_status zb_plot_make(zb_store *s, const zb_plot_request *req, zb_plot_info *info, zb_error *err)
 {
 	memset(info, 0, sizeof *info);
-	zb_status st = zb_plot_check(req->output, err);
+	zb_status st = req->script_only ? ZB_OK : zb_plot_check(req->output, err);
 	if (st)
 		return st;
+	if (req->script_only && !req->keep_dir)
+		return zb_fail(err, ZB_E_INTERNAL, "a plot script without a folder to keep it in");
 	if (req->kind >= ZB_PLOT_KIND_COUNT)
 		return zb_fail(err, ZB_E_INPUT, "unknown plot kind %d", (int)req->kind);
 	plot_ctx c;

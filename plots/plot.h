@@ -58,6 +58,7 @@ typedef struct zb_plot_request {
 	int64_t config_id;    /* 0: none; timeline: default latest config with events */
 	const char *output;   /* FILE.png or FILE.svg */
 	const char *keep_dir; /* NULL: scratch directory removed; else data and script written there and kept */
+	int script_only;      /* write data and script into keep_dir, run no gnuplot (tests, fuzzing) */
 } zb_plot_request;
 
 /* What was drawn, for the command's one-line report. */

@@ -90,12 +90,13 @@ static zb_status write_data(plot_ctx *c, acc_plot *a)
 {
 	const rowset *rs = &a->rs;
 	const double *meas = a->meas;
+	char line[512];
 	FILE *f = plot_data_open(c, "accuracy.dat", a->path, sizeof a->path);
 	if (!f)
 		return c->err->status;
 	fprintf(f, "# predicted_ms measured_ms config_id error_pct; one block per policy\n");
 	for (int s = 0; s < a->pol.n; s++) {
-		fprintf(f, "# %s\n", a->pol.s[s]);
+		fprintf(f, "# %s\n", plot_data_text(a->pol.s[s], line, sizeof line));
 		for (int i = 0; i < rs->n; i++)
 			if (meas[i] > 0 && !strcmp(rs->r[i].val[A_POLICY], a->pol.s[s]))
 				fprintf(f, "%.9g %.9g %lld %.4g\n", rs->r[i].step_time_s * 1e3, meas[i] * 1e3,

@@ -141,6 +141,7 @@ static void fill_cells(hw_plot *p)
 
 static zb_status write_data(plot_ctx *c, hw_plot *p)
 {
+	char line[512];
 	FILE *f = plot_data_open(c, "hardware.dat", p->path, sizeof p->path);
 	if (!f)
 		return c->err->status;
@@ -150,7 +151,7 @@ static zb_status write_data(plot_ctx *c, hw_plot *p)
 	p->ymax = 1.0;
 	for (int bb = 0; bb < nb; bb++) {
 		int b = p->border[bb];
-		fprintf(f, "# %s\n", p->bs.s[b]);
+		fprintf(f, "# %s\n", plot_data_text(p->bs.s[b], line, sizeof line));
 		for (int xi = 0; xi < p->nx; xi++) {
 			double v = p->best[xi * nb + b];
 			double pos = xi + (bb - (nb - 1) / 2.0) * p->width;
@@ -164,7 +165,8 @@ static zb_status write_data(plot_ctx *c, hw_plot *p)
 			int show_pol = (p->tuned & (1u << A_POLICY)) != 0;
 			snprintf(lab, sizeof lab, "%s%s%s", show_pol ? r->val[A_POLICY] : "", show_pol && show_ratio ? ", " : "",
 				 show_ratio ? r->val[A_RATIO] : "");
-			fprintf(f, "%.6g %.9g %.9g \"%.2f×\" \"%s\"\n", pos, v / p->base, v, v / p->base, lab);
+			fprintf(f, "%.6g %.9g %.9g \"%.2f×\" \"%s\"\n", pos, v / p->base, v, v / p->base,
+				plot_data_text(lab, line, sizeof line));
 			p->ymax = fmax(p->ymax, v / p->base);
 		}
 		fprintf(f, "\n\n");

@@ -153,13 +153,14 @@ static void collect_points(ratio_plot *p)
 
 static zb_status write_data(plot_ctx *c, ratio_plot *p)
 {
+	char line[512];
 	FILE *f = plot_data_open(c, "throughput.dat", p->path, sizeof p->path);
 	if (!f)
 		return c->err->status;
 	fprintf(f, "# run %lld: x = %s, y = tokens/s; one block per line\n", (long long)p->run, plot_attrs[p->x].col);
 	p->flat = zb_xcalloc((size_t)p->series.n, sizeof *p->flat); /* a 'none' series: one value for any ratio */
 	for (int s = 0, i = 0; s < p->series.n; s++) {
-		fprintf(f, "# %s\n", p->series.s[s]);
+		fprintf(f, "# %s\n", plot_data_text(p->series.s[s], line, sizeof line));
 		int first = i, count = 0;
 		for (; i < p->np && p->pts[i].series == s; i++, count++)
 			fprintf(f, "%.9g %.9g\n", p->pts[i].x, p->pts[i].y);

@@ -172,6 +172,7 @@ static void collect(scaling_plot *p)
 /* Per line: its points, then linear scaling from its first point. */
 static zb_status write_data(plot_ctx *c, scaling_plot *p)
 {
+	char line[512];
 	FILE *f = plot_data_open(c, "scaling.dat", p->path, sizeof p->path);
 	if (!f)
 		return c->err->status;
@@ -179,10 +180,11 @@ static zb_status write_data(plot_ctx *c, scaling_plot *p)
 		(long long)p->run);
 	for (int s = 0, i = 0; s < p->series.n; s++) {
 		int first = i;
-		fprintf(f, "# %s\n", p->series.s[s]);
+		fprintf(f, "# %s\n", plot_data_text(p->series.s[s], line, sizeof line));
 		for (; i < p->np && p->pts[i].series == s; i++)
 			fprintf(f, "%.9g %.9g\n", p->pts[i].gpus, p->pts[i].y);
-		fprintf(f, "\n\n# %s: linear from %g GPUs\n", p->series.s[s], p->pts[first].gpus);
+		fprintf(f, "\n\n# %s: linear from %g GPUs\n", plot_data_text(p->series.s[s], line, sizeof line),
+			p->pts[first].gpus);
 		for (int j = first; j < i; j++)
 			fprintf(f, "%.9g %.9g\n", p->pts[j].gpus, p->pts[first].y * p->pts[j].gpus / p->pts[first].gpus);
 		fprintf(f, "\n\n");

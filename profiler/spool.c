@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/outfile.h"
+
 #define MAGIC "ZBSPOOL1"
 #define FORMAT 2 /* 2: kinds, cupti_tid, parse_ns */
 
@@ -44,12 +46,10 @@ static uint32_t method_id(const char *m)
 
 zb_status zb_spool_write(const zb_trace *t, const char *path, zb_error *err)
 {
-	char tmp[4096];
-	if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-		return zb_fail(err, ZB_E_INPUT, "spool path too long: '%s'", path);
-	FILE *f = fopen(tmp, "wb");
-	if (!f)
-		return zb_fail(err, ZB_E_INPUT, "cannot create spool file '%s': %s", tmp, strerror(errno));
+	zb_outfile o;
+	if (zb_outfile_open(&o, path, err))
+		return err->status;
+	FILE *f = o.f;
 	spool_head h;
 	memset(&h, 0, sizeof h);
 	memcpy(h.magic, MAGIC, 8);
@@ -77,14 +77,11 @@ zb_status zb_spool_write(const zb_trace *t, const char *path, zb_error *err)
 		uint32_t len = (uint32_t)strlen(t->strings[i]);
 		ok = fwrite(&len, sizeof len, 1, f) == 1 && (len == 0 || fwrite(t->strings[i], len, 1, f) == 1);
 	}
-	if (fclose(f) != 0)
-		ok = 0;
-	if (!ok || rename(tmp, path) != 0) {
-		zb_status st = zb_fail(err, ZB_E_INPUT, "cannot write spool file '%s': %s", path, strerror(errno));
-		remove(tmp);
-		return st;
+	if (!ok) {
+		zb_outfile_abort(&o);
+		return zb_fail(err, ZB_E_INPUT, "cannot write spool file '%s': %s", path, strerror(errno));
 	}
-	return ZB_OK;
+	return zb_outfile_commit(&o, err);
 }
 
 static zb_status bad(zb_error *err, const char *path, const char *what)

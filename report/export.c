@@ -18,6 +18,8 @@
 
 #include <jansson.h>
 
+#include "common/csv.h"
+#include "common/outfile.h"
 #include "results/query.h"
 
 enum { FMT_PERFETTO = ZB_EXPORT_PERFETTO, FMT_CSV = ZB_EXPORT_CSV };
@@ -101,21 +103,7 @@ static void put(out *o, json_t *v)
 	json_decref(v);
 }
 
-static void csv_str(FILE *f, const char *s)
-{
-	s = s ? s : "";
-	if (!strpbrk(s, ",\"\n\r")) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
+static void csv_str(FILE *f, const char *s) { zb_csv_field(f, s); } /* common/csv.h */
 
 static void meta(out *o, const char *what, int pid, int64_t tid, const char *key, const char *sval, int64_t ival);
 
@@ -470,19 +458,6 @@ zb_status zb_export_format_parse(const char *s, zb_export_format *out, zb_error 
 	return ZB_OK;
 }
 
-/* The file to write: path itself when it is a device or pipe (/dev/stdout: renaming a
- * temporary file over it would replace the device node), else path.tmp, renamed at
- * the end. Caller frees. */
-static char *target(const char *path, int *direct)
-{
-	struct stat sb;
-	*direct = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
-	size_t n = strlen(path) + 5;
-	char *tmp = zb_xmalloc(n);
-	snprintf(tmp, n, *direct ? "%s" : "%s.tmp", path);
-	return tmp;
-}
-
 zb_status zb_export(zb_store *s, const char *which, zb_export_format fmt, const char *path, zb_export_result *res,
 		    zb_error *err)
 {
@@ -492,24 +467,16 @@ zb_status zb_export(zb_store *s, const char *which, zb_export_format fmt, const 
 	zb_status st = find_config(&r, which, err);
 	if (st)
 		return st;
-	int direct;
-	char *tmp = target(path, &direct);
-	o.f = fopen(tmp, "w");
-	if (!o.f)
-		st = zb_fail(err, ZB_E_INPUT, "cannot write '%s': %s", tmp, strerror(errno));
+	/* a fresh temporary beside the file, renamed over it when complete (a device or
+	 * pipe such as /dev/stdout is written in place) */
+	zb_outfile file = { 0 };
+	if (!(st = zb_outfile_open(&file, path, err)))
+		o.f = file.f;
 	if (!st)
 		st = export_all(&r, &o);
-	if (o.f) {
-		if (ferror(o.f) && !st)
-			st = zb_fail(err, ZB_E_INPUT, "cannot write '%s': %s", tmp, strerror(errno));
-		if (fclose(o.f) != 0 && !st)
-			st = zb_fail(err, ZB_E_INPUT, "cannot write '%s': %s", tmp, strerror(errno));
-		if (!st && !direct && rename(tmp, path) != 0)
-			st = zb_fail(err, ZB_E_INPUT, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-		if (st && !direct)
-			unlink(tmp);
-	}
-	free(tmp);
+	if (!st)
+		st = zb_outfile_commit(&file, err);
+	zb_outfile_abort(&file);
 	free_tracks(&o);
 	res->config_id = r.cid;
 	res->rows = o.rows;

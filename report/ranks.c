@@ -85,7 +85,7 @@ void zb_ranks_sweep_head(FILE *f, int csv, int units_row)
 	const char *const *v = units_row ? runits : rcols;
 	for (int i = 0; i < 9; i++) {
 		if (csv)
-			zb_csv_field(f, rcsv[i], 0);
+			zb_csv_put(f, rcsv[i], 0);
 		else
 			fprintf(f, i < 2 ? " %5s" : i == 2 ? " %10s" : " %8s", v[i]);
 	}
@@ -102,7 +102,7 @@ void zb_ranks_sweep_row(FILE *f, int csv, const zb_config *c, const zb_graph *he
 	if (!r || !head) {
 		for (int i = 2; i < 9; i++)
 			if (csv)
-				zb_csv_field(f, NULL, 0);
+				zb_csv_put(f, NULL, 0);
 			else
 				fprintf(f, i == 2 ? " %10s" : " %8s", "-");
 		return;

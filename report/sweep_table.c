@@ -269,7 +269,7 @@ static void snake(const char *s, char *b, size_t n)
 static void cell_h(FILE *f, const col *k, const char *v, int first, int csv, int hdr)
 {
 	if (csv) {
-		zb_csv_field(f, v, first);
+		zb_csv_put(f, v, first);
 		return;
 	}
 	const char *s = v && *v ? v : hdr ? "" : "-";

@@ -50,8 +50,11 @@ zb_status zb_store_add_trace_steps(zb_store *s, int64_t config_id, const struct 
 /* Import an Nsight Systems SQLite export (nsys export --type sqlite) as a new run
  * of kind "import": kernels, memcpys, memsets, runtime/driver API calls,
  * synchronization and NVTX events, with their strings re-numbered into this
- * store's StringIds. All or nothing. ZB_E_INPUT when path is not such an export. */
+ * store's StringIds. path is a plain file name (no URI syntax). Rows whose times
+ * are not integers or end before they start are left out; *left_out (may be
+ * NULL) counts them (also kept as ZB_IMPORT_BAD_TIMES_LEFT_OUT in META_DATA_EXPORT).
+ * All or nothing. ZB_E_INPUT when path is not such an export. */
 zb_status zb_store_import_nsys(zb_store *s, const char *path, const zb_run_info *info, int64_t *run_id,
-			       int64_t *config_id, zb_error *err);
+			       int64_t *config_id, int64_t *left_out, zb_error *err);
 
 #endif

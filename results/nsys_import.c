@@ -7,6 +7,7 @@
  * from its session start).
  */
 #include "results/foreign.h"
+#include "results/store_parts.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,17 +78,50 @@ static const struct copy {
 	  " text, globalTid, endGlobalTid, " MAP("textId") ", domainId, ?CFG, 'program' FROM nsys.NVTX_EVENTS" },
 };
 
-static zb_status copy_table(zb_store *s, const struct copy *c, int64_t cfg, zb_error *err)
+/* A row's times as the export writes them: integer ns, the end not before the
+ * start; an NVTX mark (a point, not a range) has no end. Rows with text, blobs,
+ * reals or an end before the start would give analyze negative or garbage
+ * durations: they are left out and counted. */
+#define GOOD_TIMES "typeof(start) = 'integer' AND typeof(end) = 'integer' AND end >= start"
+#define GOOD_TIMES_NVTX "typeof(start) = 'integer' AND (end IS NULL OR (typeof(end) = 'integer' AND end >= start))"
+
+static const char *good_times(const struct copy *c)
 {
+	return strcmp(c->table, "NVTX_EVENTS") ? GOOD_TIMES : GOOD_TIMES_NVTX;
+}
+
+/* Rows of the export's table whose times are not good. */
+static zb_status count_bad_times(zb_store *s, const struct copy *c, int64_t *bad, zb_error *err)
+{
+	char *sql = sqlite3_mprintf("SELECT count(*) FROM nsys.\"%w\" WHERE NOT (%s)", c->table, good_times(c));
+	sqlite3_stmt *q = NULL;
+	int rc = sql ? sqlite3_prepare_v2(zb_store_db(s), sql, -1, &q, NULL) : SQLITE_NOMEM;
+	sqlite3_free(sql);
+	if (rc == SQLITE_OK)
+		rc = sqlite3_step(q);
+	*bad = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+	sqlite3_finalize(q);
+	if (rc != SQLITE_ROW)
+		return zb_fail(err, ZB_E_INPUT, "cannot read %s of the export: %s", c->table, sqlite3_errmsg(zb_store_db(s)));
+	return ZB_OK;
+}
+
+static zb_status copy_table(zb_store *s, const struct copy *c, int64_t cfg, int64_t *left_out, zb_error *err)
+{
+	int64_t bad;
+	zb_status st = count_bad_times(s, c, &bad, err);
+	if (st)
+		return st;
+	*left_out += bad;
 	char num[32];
 	snprintf(num, sizeof num, "%lld", (long long)cfg);
 	const char *at = strstr(c->sql, "?CFG");
-	size_t n = strlen(c->sql) + 32;
+	size_t n = strlen(c->sql) + 32 + strlen(GOOD_TIMES_NVTX) + 16;
 	char *sql = zb_xmalloc(n);
-	snprintf(sql, n, "%.*s%s%s", (int)(at - c->sql), c->sql, num, at + 4);
+	snprintf(sql, n, "%.*s%s%s WHERE %s", (int)(at - c->sql), c->sql, num, at + 4, good_times(c));
 	char doing[96];
 	snprintf(doing, sizeof doing, "import %s", c->table);
-	zb_status st = run_sql(s, sql, doing, err);
+	st = run_sql(s, sql, doing, err);
 	free(sql);
 	return st;
 }
@@ -112,7 +146,7 @@ static char *import_json(const char *path)
 }
 
 static zb_status import_body(zb_store *s, const char *path, const zb_run_info *info, int64_t *run_id,
-			     int64_t *cfg, zb_error *err)
+			     int64_t *cfg, int64_t *left_out, zb_error *err)
 {
 	if (!has_table(s, "CUPTI_ACTIVITY_KIND_KERNEL") && !has_table(s, "CUPTI_ACTIVITY_KIND_MEMCPY"))
 		return zb_fail(err, ZB_E_INPUT,
@@ -136,11 +170,16 @@ static zb_status import_body(zb_store *s, const char *path, const zb_run_info *i
 			     "INSERT INTO temp.zb_idmap SELECT n.id, m.id FROM nsys.StringIds n JOIN main.StringIds m"
 			     " ON m.value = n.value;",
 			     "map the export's strings", err);
+	*left_out = 0;
 	for (size_t i = 0; i < sizeof copies / sizeof copies[0] && !st; i++)
 		if (has_table(s, copies[i].table))
-			st = copy_table(s, &copies[i], *cfg, err);
+			st = copy_table(s, &copies[i], *cfg, left_out, err);
 	if (!st)
 		st = zb_store_add_trace_meta(s, *cfg, "ZB_IMPORTED_FROM", path, err);
+	char n[32];
+	snprintf(n, sizeof n, "%lld", (long long)*left_out);
+	if (!st && *left_out)
+		st = zb_store_add_trace_meta(s, *cfg, "ZB_IMPORT_BAD_TIMES_LEFT_OUT", n, err);
 	if (!st)
 		st = zb_store_finish_run(s, *run_id, "ok", err);
 	(void)run_sql(s, "DROP TABLE IF EXISTS temp.zb_idmap", "drop the string map", NULL);
@@ -148,12 +187,18 @@ static zb_status import_body(zb_store *s, const char *path, const zb_run_info *i
 }
 
 zb_status zb_store_import_nsys(zb_store *s, const char *path, const zb_run_info *info, int64_t *run_id,
-			       int64_t *config_id, zb_error *err)
+			       int64_t *config_id, int64_t *left_out, zb_error *err)
 {
+	int64_t ignored;
+	if (!left_out)
+		left_out = &ignored;
+	*left_out = 0;
 	if (access(path, R_OK) != 0)
 		return zb_fail(err, ZB_E_INPUT, "cannot read nsys export '%s'", path);
 	sqlite3 *db = zb_store_db(s);
-	char *uri = sqlite3_mprintf("file:%s?mode=ro", path);
+	char *uri = store_uri(path, "mode=ro"); /* '?', '#', '%' in the name are its own */
+	if (!uri)
+		return zb_fail(err, ZB_E_NOMEM, "cannot attach '%s': out of memory", path);
 	sqlite3_stmt *q;
 	zb_status st = ZB_OK;
 	if (sqlite3_prepare_v2(db, "ATTACH DATABASE ?1 AS nsys", -1, &q, NULL) != SQLITE_OK) {
@@ -173,7 +218,7 @@ zb_status zb_store_import_nsys(zb_store *s, const char *path, const zb_run_info 
 	if (!st)
 		st = zb_store_begin(s, err);
 	if (!st) {
-		st = import_body(s, path, info, run_id, config_id, err);
+		st = import_body(s, path, info, run_id, config_id, left_out, err);
 		if (!st)
 			st = zb_store_commit(s, err);
 		if (st)

@@ -35,6 +35,7 @@ typedef enum zb_query {
 	ZB_Q_LATEST_SWEEP_RUN,         /* the newest sweep run that has configurations */
 	ZB_Q_LATEST_SWEEP_RUN_PREDICTED, /* the newest sweep run with predictions */
 	ZB_Q_LATEST_RUN_PREDICTED,     /* the newest run with predictions */
+	ZB_Q_LATEST_RUN_MEASURED,      /* the newest run with measured events (NULL: none) */
 	ZB_Q_RUN_LATEST_CONFIG_EVENTS, /* ?1 run: its newest configuration with events */
 	ZB_Q_LATEST_CONFIG_EVENTS,     /* the newest configuration with events */
 

@@ -49,6 +49,7 @@
  */
 #include "results/store_parts.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -462,9 +463,13 @@ zb_status zb_store_open_version(zb_store **out, const char *path, int busy_timeo
 
 	/* NOMUTEX: a zb_store is used by one thread at a time (store.h), so SQLite's
 	 * per-call connection mutex is pure cost on bulk inserts. */
-	int rc = sqlite3_open_v2(path, &s->db,
-				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-				 NULL);
+	/* the path as a URI of exactly that file: SQLite built with URIs on would read
+	 * "file:x?mode=..." as one */
+	char *uri = store_uri(path, NULL);
+	int rc = uri ? sqlite3_open_v2(uri, &s->db,
+				       SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL)
+		     : SQLITE_NOMEM;
+	sqlite3_free(uri);
 	if (rc != SQLITE_OK) {
 		int e = s->db ? sqlite3_system_errno(s->db) : 0;
 		st = zb_fail(err, ZB_E_STORE, "cannot open database '%s': %s%s%s%s", path,
@@ -573,21 +578,55 @@ static int read_header(sqlite3 *db, int64_t *v, int64_t *app, int64_t *ntables)
 	return rc;
 }
 
-/* Open read-only; immutable: also when the directory cannot hold the WAL index
- * (read-only directory or mount), where there can be no writer either. */
-static int open_ro(zb_store *s, int immutable)
+char *store_uri(const char *path, const char *query)
 {
-	char *uri = sqlite3_mprintf("file:%s?mode=ro%s", s->path, immutable ? "&immutable=1" : "");
-	/* a path with URI syntax characters is opened as a plain path */
-	int plain = strpbrk(s->path, "?#%") != NULL;
-	int rc = sqlite3_open_v2(plain ? s->path : uri, &s->db,
-				 SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | (plain ? 0 : SQLITE_OPEN_URI), NULL);
+	sqlite3_str *u = sqlite3_str_new(NULL);
+	sqlite3_str_appendall(u, path[0] == '/' ? "file://" : "file:"); /* an empty authority before an absolute path */
+	for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
+		if (isalnum(*c) || strchr("/._-~", *c))
+			sqlite3_str_appendchar(u, 1, (char)*c);
+		else
+			sqlite3_str_appendf(u, "%%%02X", *c);
+	}
+	if (query)
+		sqlite3_str_appendf(u, "?%s", query);
+	return sqlite3_str_finish(u);
+}
+
+/* Read-only with the given URI parameters. */
+static int open_ro_uri(const char *path, const char *query, int busy_ms, sqlite3 **db)
+{
+	char *uri = store_uri(path, query);
+	if (!uri) {
+		*db = NULL;
+		return SQLITE_NOMEM;
+	}
+	int rc = sqlite3_open_v2(uri, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, NULL);
 	sqlite3_free(uri);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_extended_result_codes(s->db, 1);
+		rc = sqlite3_extended_result_codes(*db, 1);
 	if (rc == SQLITE_OK)
-		rc = sqlite3_busy_timeout(s->db, s->busy_ms);
+		rc = sqlite3_busy_timeout(*db, busy_ms);
+	/* the first read tells whether the folder can hold the WAL index */
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(*db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
 	return rc;
+}
+
+int store_open_ro(const char *path, int busy_ms, sqlite3 **db)
+{
+	int rc = open_ro_uri(path, "mode=ro", busy_ms, db);
+	if ((rc & 0xff) != SQLITE_CANTOPEN && (rc & 0xff) != SQLITE_READONLY)
+		return rc;
+	/* a WAL database whose directory is read-only: without a -wal file its content
+	 * is all in the main file, so immutable reads it exactly */
+	char *wal = sqlite3_mprintf("%s-wal", path);
+	int has_wal = !wal || access(wal, F_OK) == 0;
+	sqlite3_free(wal);
+	if (has_wal)
+		return rc;
+	sqlite3_close_v2(*db);
+	return open_ro_uri(path, "mode=ro&immutable=1", busy_ms, db);
 }
 
 zb_status zb_store_open_readonly(zb_store **out, const char *path, int busy_timeout_ms, zb_error *err)
@@ -606,23 +645,9 @@ zb_status zb_store_open_readonly(zb_store **out, const char *path, int busy_time
 	s->busy_ms = busy_timeout_ms < 0 ? 0 : busy_timeout_ms;
 	zb_status st;
 	int64_t v = 0, app = 0, ntables = 0;
-	int rc = open_ro(s, 0);
+	int rc = store_open_ro(path, s->busy_ms, &s->db);
 	if (rc == SQLITE_OK)
 		rc = read_header(s->db, &v, &app, &ntables);
-	if ((rc & 0xff) == SQLITE_CANTOPEN || (rc & 0xff) == SQLITE_READONLY) {
-		/* a WAL database whose directory is read-only: without a -wal file
-		 * its content is all in the main file, so immutable reads it exactly */
-		char *wal = sqlite3_mprintf("%s-wal", path);
-		int has_wal = access(wal, F_OK) == 0;
-		sqlite3_free(wal);
-		if (!has_wal) {
-			sqlite3_close_v2(s->db);
-			s->db = NULL;
-			rc = open_ro(s, 1);
-			if (rc == SQLITE_OK)
-				rc = read_header(s->db, &v, &app, &ntables);
-		}
-	}
 	if (rc != SQLITE_OK) {
 		st = store_sql_fail(s, rc, "read the schema version", err);
 		goto fail;

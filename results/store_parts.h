@@ -62,5 +62,15 @@ zb_status store_wbegin(zb_store *s, int *own, const char *doing, zb_error *err);
 zb_status store_wend(zb_store *s, int own, zb_status st, const char *doing, zb_error *err);
 /* "predicted" or "measured", else ZB_E_INPUT. */
 zb_status store_check_source(const char *source, zb_error *err);
+/* path as an SQLite URI naming exactly that file ("file:" and the path with every
+ * byte but letters, digits and "/._-~" percent-encoded, so '?', '#' and '%' in a
+ * name are its own), then "?query" when query is not NULL. For sqlite3_open_v2
+ * with SQLITE_OPEN_URI and for ATTACH. sqlite3_free() it; NULL when out of memory. */
+char *store_uri(const char *path, const char *query);
+/* Open path read-only (SQLITE_OPEN_READONLY, the URI of store_uri); immutable when
+ * its folder cannot hold the WAL index (read-only folder or mount) and it has no
+ * -wal file, so then no writer either. An SQLite result code; *db is set (close it
+ * with sqlite3_close_v2) even on failure. */
+int store_open_ro(const char *path, int busy_ms, sqlite3 **db);
 
 #endif

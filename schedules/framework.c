@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "core/limits.h"
 #include "schedules/deepspeed.h"
 
 static const zb_framework_ops table[ZB_FW_COUNT] = {
@@ -21,6 +22,14 @@ zb_status zb_graph_build(zb_graph *g, const zb_config *cfg, zb_error *err)
 	if (!o) {
 		memset(g, 0, sizeof *g);
 		return zb_fail(err, ZB_E_INPUT, "framework %d out of range", cfg->framework);
+	}
+	/* every builder, before it allocates: the schedule's size from the shape alone */
+	zb_status st = zb_config_validate(cfg, err);
+	if (!st)
+		st = zb_limits_schedule(cfg, err);
+	if (st) {
+		memset(g, 0, sizeof *g);
+		return st;
 	}
 	return o->build(g, cfg, err);
 }

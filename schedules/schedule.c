@@ -107,28 +107,94 @@ static uint32_t linear(builder *b, ctx x, int op, int unit, int64_t out, int64_t
 
 static double act_bytes(const builder *b, int64_t width) { return (double)b->tokens * width * b->grad_bytes; }
 
+/* ---- HBM bytes of the memory-bound kernels -------------------------------------
+ * What zbench's executor's kernels (exec/kernels.cu, embed_loss.cu) read from and write
+ * to device memory, so that a kernel's time is bytes / (its fraction of hbm_Bps): a row
+ * re-read inside one kernel (norms, softmax, cross-entropy) comes from L1/L2 and counts
+ * once; the residual add's second operand is the output of the task just before it (a
+ * GEMM's or a norm's backward), read from L2 when it fits (gpu.l2_bytes). */
+
+/* residual add, out = a + b: a and out from and to HBM, b from L2 when it fits */
+static double resid_bytes(const builder *b)
+{
+	double x = act_bytes(b, b->m->hidden), l2 = b->c->hw.gpu.l2_bytes;
+	return l2 > 0 && x <= l2 ? 2 * x : 3 * x;
+}
+
+/* LayerNorm / RMSNorm: forward reads x, writes y and the row statistics (8 B a row);
+ * backward: the weight gradients read dout and x (norm_param_grad), the input gradient
+ * reads them again and writes dx, the statistics twice */
+static double norm_bytes(const builder *b, int bwd)
+{
+	double x = act_bytes(b, b->m->hidden), T = (double)b->tokens;
+	return bwd ? 5 * x + 16 * T : 2 * x + 8 * T;
+}
+
+/* causal softmax over the scores in place: the valid part of each row, (s + 1) / 2 of s
+ * on average, is read (forward) or read twice (probabilities and their gradient), every
+ * element written */
+static double softmax_bytes(const builder *b, double scores, int bwd)
+{
+	double s = b->p->seq, valid = (s + 1) / (2 * s);
+	return scores * ((bwd ? 2 : 1) * valid + 1);
+}
+
+/* GeLU: forward reads h, writes a; backward reads dout and h, writes dh. SwiGLU: the gate
+ * and up halves (2 f) in, f out; backward reads both halves and dout, writes both halves */
+static double act_kernel_bytes(const builder *b, int bwd)
+{
+	int64_t f = zb_model_mlp_width(b->m);
+	if (b->m->gated_mlp)
+		return act_bytes(b, (bwd ? 5 : 3) * f);
+	return act_bytes(b, (bwd ? 3 : 2) * f);
+}
+
+/* embedding: forward gathers T rows of wte (and of wpe, which stay in L2: one table's
+ * worth), writes x, reads the token ids; backward reads dout and adds into wte's rows
+ * (a read and a write of each, atomics) and wpe's, after zeroing wte's gradient unless a
+ * tied head's weight gradient already wrote it */
+static double embed_bytes(const builder *b, int bwd)
+{
+	const zb_model *m = b->m;
+	double x = act_bytes(b, m->hidden), T = (double)b->tokens;
+	double wpe = m->max_seq > 0 ? (double)b->p->seq * m->hidden * b->grad_bytes : 0;
+	if (!bwd)
+		return 2 * x + 4 * T + wpe;
+	double zero = m->tied_embeddings ? 0 : (double)zb_model_unit_params(m, 0) * b->grad_bytes;
+	return 3 * x + 4 * T + 2 * wpe + zero;
+}
+
+/* fp32 accumulation of n 16-bit gradients: acc read and written, the gradient read; the
+ * last micro-batch then casts the sum to 16 bits (reads acc, writes the gradient) and
+ * zeroes acc */
+static double grad_acc_bytes(const builder *b, double n, int last)
+{
+	double g = b->grad_bytes;
+	return n * (g + 8) + (last ? n * (4 + g + 4) : 0);
+}
+
 static void block_forward(builder *b, ctx x, int unit)
 {
 	const zb_model *m = b->m;
 	int64_t h = m->hidden, q = zb_model_q_dim(m), kv = zb_model_kv_dim(m), f = zb_model_mlp_width(m), s = b->p->seq;
 	int64_t bh = (int64_t)b->p->micro_batch * m->heads, d = zb_model_head_dim(m);
 	double scores = (double)bh * s * s * b->grad_bytes;
-	kernel(b, x, ZB_OP_NORM1, unit, 2 * act_bytes(b, h));
+	kernel(b, x, ZB_OP_NORM1, unit, norm_bytes(b, 0));
 	linear(b, x, ZB_OP_QKV, unit, q + 2 * kv, h);
 	if (b->p->attention == ZB_ATTN_FLASH) {
 		emit(b, zb_flash_task(b->c, x.pass, x.step, x.micro, unit));
 	} else {
 		gemm(b, x, ZB_OP_SCORES, unit, s, s, d, bh);        /* S = K^T Q per head */
-		kernel(b, x, ZB_OP_SOFTMAX, unit, 2 * scores);
+		kernel(b, x, ZB_OP_SOFTMAX, unit, softmax_bytes(b, scores, 0));
 		gemm(b, x, ZB_OP_CONTEXT, unit, d, s, s, bh);       /* O = V P per head */
 	}
 	linear(b, x, ZB_OP_PROJ, unit, h, q);
-	kernel(b, x, ZB_OP_RESID, unit, 3 * act_bytes(b, h));
-	kernel(b, x, ZB_OP_NORM2, unit, 2 * act_bytes(b, h));
+	kernel(b, x, ZB_OP_RESID, unit, resid_bytes(b));
+	kernel(b, x, ZB_OP_NORM2, unit, norm_bytes(b, 0));
 	linear(b, x, ZB_OP_FC1, unit, zb_model_fc1_out(m), h); /* with experts: routed, and the router */
-	kernel(b, x, ZB_OP_ACT, unit, act_bytes(b, (m->gated_mlp ? 3 : 2) * f));
+	kernel(b, x, ZB_OP_ACT, unit, act_kernel_bytes(b, 0));
 	linear(b, x, ZB_OP_FC2, unit, h, f);
-	kernel(b, x, ZB_OP_RESID, unit, 3 * act_bytes(b, h));
+	kernel(b, x, ZB_OP_RESID, unit, resid_bytes(b));
 }
 
 static void block_backward(builder *b, ctx x, int unit)
@@ -138,24 +204,24 @@ static void block_backward(builder *b, ctx x, int unit)
 	int64_t bh = (int64_t)b->p->micro_batch * m->heads, d = zb_model_head_dim(m);
 	double scores = (double)bh * s * s * b->grad_bytes;
 	x.pass = ZB_PASS_BWD_DATA;
-	kernel(b, x, ZB_OP_RESID, unit, 3 * act_bytes(b, h));
+	kernel(b, x, ZB_OP_RESID, unit, resid_bytes(b));
 	linear(b, x, ZB_OP_FC2, unit, h, f);
-	kernel(b, x, ZB_OP_ACT, unit, act_bytes(b, (m->gated_mlp ? 4 : 3) * f));
+	kernel(b, x, ZB_OP_ACT, unit, act_kernel_bytes(b, 1));
 	linear(b, x, ZB_OP_FC1, unit, zb_model_fc1_out(m), h); /* with experts: routed, and the router */
-	kernel(b, x, ZB_OP_NORM2, unit, 3 * act_bytes(b, h));
-	kernel(b, x, ZB_OP_RESID, unit, 3 * act_bytes(b, h));
+	kernel(b, x, ZB_OP_NORM2, unit, norm_bytes(b, 1));
+	kernel(b, x, ZB_OP_RESID, unit, resid_bytes(b));
 	linear(b, x, ZB_OP_PROJ, unit, h, q);
 	if (b->p->attention == ZB_ATTN_FLASH) {
 		emit(b, zb_flash_task(b->c, x.pass, x.step, x.micro, unit));
 	} else {
 		gemm(b, x, ZB_OP_CONTEXT, unit, s, s, d, bh);       /* dP = V^T dO */
 		gemm(b, x, ZB_OP_CONTEXT, unit, d, s, s, bh);       /* dV = dO P^T */
-		kernel(b, x, ZB_OP_SOFTMAX, unit, 3 * scores);
+		kernel(b, x, ZB_OP_SOFTMAX, unit, softmax_bytes(b, scores, 1));
 		gemm(b, x, ZB_OP_SCORES, unit, d, s, s, bh);        /* dQ = K dS */
 		gemm(b, x, ZB_OP_SCORES, unit, d, s, s, bh);        /* dK = Q dS^T */
 	}
 	linear(b, x, ZB_OP_QKV, unit, q + 2 * kv, h);
-	kernel(b, x, ZB_OP_NORM1, unit, 3 * act_bytes(b, h));
+	kernel(b, x, ZB_OP_NORM1, unit, norm_bytes(b, 1));
 }
 
 /* ---- parameter and activation movement --------------------------------- */
@@ -269,13 +335,15 @@ static void micro_batch(builder *b, int step, int micro)
 			params_current(b, step, u);
 		sched_dep(b, b->fetch[u]);
 		if (u == 0) {
-			kernel(b, f, ZB_OP_EMBED, u, act_bytes(b, h) * 2);
+			kernel(b, f, ZB_OP_EMBED, u, embed_bytes(b, 0));
 		} else if (u <= L) {
 			block_forward(b, f, u);
 		} else {
-			kernel(b, f, ZB_OP_NORMF, u, 2 * act_bytes(b, h));
+			kernel(b, f, ZB_OP_NORMF, u, norm_bytes(b, 0));
 			gemm(b, f, ZB_OP_LMHEAD, u, V, T, e, 1);
-			kernel(b, f, ZB_OP_LOSS, u, 2.0 * T * V * b->grad_bytes);
+			/* cross-entropy: the logits read (their second pass from L2) and
+			 * their gradient written in place, a loss per row */
+			kernel(b, f, ZB_OP_LOSS, u, 2.0 * T * V * b->grad_bytes + 8.0 * T);
 		}
 		b->fwd_done[u] = b->last_gpu;
 	}
@@ -296,7 +364,7 @@ static void micro_batch(builder *b, int step, int micro)
 		if (u == U - 1) {
 			linear(b, bw, ZB_OP_LMHEAD, u, V, e);
 			guard_grad_write(b, bw, u);
-			kernel(b, bw, ZB_OP_NORMF, u, 3 * act_bytes(b, h));
+			kernel(b, bw, ZB_OP_NORMF, u, norm_bytes(b, 1));
 		} else if (u >= 1) {
 			if (recompute) {
 				ctx r = { step, micro, ZB_PASS_RECOMPUTE };
@@ -306,14 +374,14 @@ static void micro_batch(builder *b, int step, int micro)
 		} else {
 			/* embedding backward: scatter-add of the input gradient */
 			guard_grad_write(b, bw, 0);
-			kernel(b, bw, ZB_OP_EMBED, u, act_bytes(b, h) * 2 + (double)V * e * b->grad_bytes);
+			kernel(b, bw, ZB_OP_EMBED, u, embed_bytes(b, 1));
 		}
 		b->bwd_done[u] = b->last_gpu;
 		if (p->gas > 1) {
 			/* fp32 accumulation of this micro-batch's gradients; the last one
 			 * also writes the 16-bit gradient that is sent or applied */
 			double n = (double)zb_model_unit_params(m, u);
-			kernel(b, bw, ZB_OP_GRAD_ACC, u, n * (b->grad_bytes + 8 + (last ? b->grad_bytes : 0)));
+			kernel(b, bw, ZB_OP_GRAD_ACC, u, grad_acc_bytes(b, n, last));
 		}
 		b->grad_ready[u] = b->last_gpu;
 		if (last)

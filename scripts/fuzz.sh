@@ -31,6 +31,10 @@ seed fuzz_dsconfig tests/data/ds-*.json
 seed fuzz_hfconfig tests/data/hf-*.json
 seed fuzz_options fuzz/seeds/options/*
 seed fuzz_range fuzz/seeds/range/*
+seed fuzz_ds_tasks fuzz/seeds/ds_tasks/*
+seed fuzz_plot fuzz/seeds/plot/*
+seed fuzz_measured fuzz/seeds/measured/*
+# fuzz_merge and fuzz_import write their seed databases into their corpus themselves
 
 failed=0 total=0
 for n in "${names[@]}"; do
@@ -39,6 +43,7 @@ for n in "${names[@]}"; do
 	dict=()
 	case $n in fuzz_hwfile | fuzz_modelfile | fuzz_dsconfig | fuzz_hfconfig) dict=(-dict=fuzz/json.dict) ;; esac
 	log=build-fuzz/logs/$n.log
+	mkdir -p build-fuzz/corpus/$n # (a harness may seed its own corpus: fuzz_merge, fuzz_import)
 	"$bin" build-fuzz/corpus/$n "${dict[@]}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=1024 \
 		-malloc_limit_mb=1024 -close_fd_mask=3 -print_final_stats=1 \
 		-artifact_prefix="build-fuzz/artifacts/$n-" >"$log" 2>&1

@@ -106,7 +106,6 @@ typedef struct memo {
 	unsigned long serial;
 	int dtype;
 	zb_gpu gpu;
-	double starved_s;
 	double fixed[ZB_RES_COUNT];
 	double rates[NSETS][ZB_RES_COUNT];
 	zb_sim_result res;  /* start, end NULL */
@@ -146,7 +145,6 @@ typedef struct sim {
 	size_t nevents;
 	uint64_t events;                   /* completion times scheduled (the result's events) */
 	int comm_wait;                     /* execprofile.h comm_wait applies (see comm_blocked) */
-	double starved_s;                  /* execprofile.h starved_s (kernels.h zb_exec_starved_s) */
 	/* rate of each resource per busy set, the rows of ix->sets only; last: the
 	 * rest of the struct is cleared, not this */
 	double rates[NSETS][ZB_RES_COUNT];
@@ -395,7 +393,7 @@ static memo *memo_find(const sim *s)
 	const zb_sim_scratch *w = s->w;
 	for (int i = 0; i < w->memo_n; i++) {
 		memo *m = &w->memo[i];
-		if (m->serial == s->ix->serial && m->dtype == (int)s->c->policy.dtype && m->starved_s == s->starved_s &&
+		if (m->serial == s->ix->serial && m->dtype == (int)s->c->policy.dtype &&
 		    !memcmp(m->fixed, s->fixed, sizeof m->fixed) && same_rates(s, m) &&
 		    !memcmp(&m->gpu, &s->c->hw.gpu, sizeof m->gpu))
 			return m;
@@ -413,7 +411,6 @@ static void memo_add(const sim *s)
 	m->serial = s->ix->serial;
 	m->dtype = (int)s->c->policy.dtype;
 	m->gpu = s->c->hw.gpu;
-	m->starved_s = s->starved_s; /* set by the threads as well as the profile */
 	memcpy(m->fixed, s->fixed, sizeof m->fixed);
 	for (unsigned i = 0; i < s->ix->nsets; i++)
 		memcpy(m->rates[s->ix->sets[i]], s->rates[s->ix->sets[i]], sizeof m->rates[0]);
@@ -484,15 +481,6 @@ static double comm_blocked(const sim *s)
 	return left > 0 && isfinite(left) ? left : 0;
 }
 
-/* execprofile.h starved_s: a GPU compute task starting while CPU Adam runs waits for its
- * issuing thread to get a core. */
-static double starved_wait(const sim *s)
-{
-	if (!(s->busy & (1u << ZB_RES_CPU)))
-		return 0;
-	return s->ix->g->tasks[s->flows[ZB_RES_CPU].task].kind == ZB_TASK_CPU_ADAM ? s->starved_s : 0;
-}
-
 static inline __attribute__((always_inline)) void start_ready(sim *s)
 {
 	const zb_sim_index *ix = s->ix;
@@ -507,8 +495,6 @@ static inline __attribute__((always_inline)) void start_ready(sim *s)
 		f->fixed_left = ix->any_host && ix->host[id] ? host_s(s, id) : s->fixed[res];
 		if (res == ZB_RES_COMM)
 			f->fixed_left += comm_blocked(s);
-		else if (res == ZB_RES_GPU && s->starved_s > 0)
-			f->fixed_left += starved_wait(s);
 		f->work_left = w->work[id];
 		s->cls |= ix->cls[id];
 		f->task = id;
@@ -655,6 +641,20 @@ double zb_step_time_window(const zb_graph *g, const double *end, int warm)
 			step = pace;
 	}
 	return step;
+}
+
+int zb_settle_step(const zb_graph *g, const double *end, double tol)
+{
+	int n = g->steps;
+	if (n < 3)
+		return 0;
+	double *b = step_ends(g, end);
+	double pace = (b[n - 1] - b[n - 3]) / 2;
+	int s = n - 1;
+	while (s > 0 && fabs((b[s - 1] - (s >= 2 ? b[s - 2] : 0)) / pace - 1) <= tol)
+		s--;
+	free(b);
+	return s;
 }
 
 double zb_steady_step_time(const zb_graph *g, const double *end)
@@ -858,7 +858,6 @@ zb_status zb_simulate_indexed(const zb_sim_index *ix, zb_sim_scratch *w, const z
 		zb_exec_profile scratch;
 		s.comm_wait = zb_exec_profile_of(&c->hw.gpu.exec, &scratch)->comm_wait > 0;
 	}
-	s.starved_s = zb_exec_starved_s(c);
 	/* host durations come from the framework profile, which the memo does not key on */
 	int memo_on = w->memo_on && c->framework == ZB_FW_ZBENCH;
 	if (memo_on) {

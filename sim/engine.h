@@ -68,6 +68,13 @@ double zb_steady_step_time(const zb_graph *g, const double *end);
 /* The same with an explicit warm-up: the mean step time from the end of step
  * `warm` to the end of the last step (the whole run for one step). */
 double zb_step_time_window(const zb_graph *g, const double *end, int warm);
+/* The first step from which every step's time (between step boundaries, zb_step_boundaries)
+ * is within tol of the last two steps' pace: where a timeline's steady state begins. With
+ * dpu and a CPU slower than the GPU the GPU first uses up its slack (it may run two steps
+ * ahead of the CPU's updates), so the first steps are short: gpt-2.5b, seq 2048, dpu ratio
+ * 1 on the H200 machine settles at step 5 predicted (421, 508, 520, 520, 579, then 614 ms),
+ * at step 3 measured (466, 356, 466, then 619-678 ms over 23 steps). 0 with < 3 steps. */
+int zb_settle_step(const zb_graph *g, const double *end, double tol);
 
 /* Busy time per step of each resource inside the steady-state window (warm < 0:
  * the default warm-up), from any timeline of g: predicted or measured. */

@@ -25,6 +25,17 @@ int zb_exec_gemm_group(const zb_task *t)
 	return t->batch > 1 ? ZB_GEMM_BATCHED : ZB_GEMM_DENSE;
 }
 
+int zb_exec_kernel_class(const zb_task *t)
+{
+	int bwd = zb_exec_pass(t) != 0;
+	switch (t->op) {
+	case ZB_OP_SOFTMAX: return bwd ? ZB_KERN_SOFTMAX_BWD : ZB_KERN_SOFTMAX_FWD;
+	case ZB_OP_EMBED: return bwd ? ZB_KERN_EMBED_BWD : ZB_KERN_EMBED_FWD;
+	case ZB_OP_LOSS: return ZB_KERN_LOSS;
+	default: return ZB_KERN_STREAM;
+	}
+}
+
 int zb_exec_pass(const zb_task *t)
 {
 	return t->pass == ZB_PASS_BWD_DATA ? 1 : t->pass == ZB_PASS_BWD_WEIGHT ? 2 : 0;
@@ -48,20 +59,45 @@ double zb_exec_unit_s(const zb_task *t, const zb_config *c, double half_dim)
 	return mem;
 }
 
+int zb_exec_launches(const zb_task *t, const zb_config *c)
+{
+	int bias = c->model.bias != 0, bwd = zb_exec_pass(t) != 0;
+	if (t->kind == ZB_TASK_GEMM)
+		return t->op == ZB_OP_ATTN && bwd ? 4 : 1; /* flash backward: zero dQ, dot, kernel, cast */
+	if (t->kind != ZB_TASK_KERNEL)
+		return 1;
+	switch (t->op) {
+	case ZB_OP_NORM1:
+	case ZB_OP_NORM2:
+	case ZB_OP_NORMF: /* backward: zero the weight gradients, their kernel, dx, a cast of each */
+		return bwd ? 4 + bias : 1;
+	case ZB_OP_LOSS: /* cross-entropy, then the mean of the losses */
+		return 2;
+	case ZB_OP_EMBED: /* backward: zero wte's gradient unless the tied head wrote it */
+		return bwd && !c->model.tied_embeddings ? 2 : 1;
+	case ZB_OP_GRAD_ACC: /* the last micro-batch also casts the sum and zeroes it */
+		return t->micro == c->policy.gas - 1 ? 3 : 1;
+	default:
+		return 1;
+	}
+}
+
 void zb_exec_gpu_flow(const zb_task *t, const zb_config *c, const zb_exec_profile *p, double *fixed_s,
 		      double *work)
 {
-	double h = p->gemm_half_dim > 0 ? p->gemm_half_dim : c->hw.gpu.gemm_half_dim;
-	double s = zb_exec_unit_s(t, c, h), f = 1;
+	double s = zb_exec_unit_s(t, c, c->hw.gpu.gemm_half_dim), f = 1;
 	int g = zb_exec_gemm_group(t);
 	if (g >= 0)
-		f = p->gemm[g][zb_exec_pass(t)];
+		f = p->gemm[g];
 	else if (t->kind == ZB_TASK_GPU_ADAM)
 		f = p->gpu_adam;
-	else if (t->op < ZB_EXEC_KOPS)
-		f = p->kernel[t->op][zb_exec_pass(t) ? 1 : 0];
-	*fixed_s = p->launch_s > 0 ? p->launch_s : c->hw.gpu.kernel_latency_s;
-	*work = f > 0 ? s / f : s;
+	else
+		f = p->kernel[zb_exec_kernel_class(t)];
+	double launch = p->launch_s > 0 ? p->launch_s : c->hw.gpu.kernel_latency_s;
+	/* the engine keeps one fixed cost per resource (the first launch); a task's further
+	 * launches are seconds of its work, with a profile (the plain model: one a task) */
+	*fixed_s = launch;
+	*work = (f > 0 ? s / f : s) + (p->set ? zb_exec_launches(t, c) - 1 : 0) * launch;
 }
 
 double zb_exec_adam_Pps(const zb_config *c, const zb_exec_profile *p, double threads, double share)
@@ -91,49 +127,19 @@ double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_CO
 {
 	if (!adam_on_every_core(c) || !adam_running(active))
 		return 1;
-	zb_exec_profile scratch;
-	const zb_exec_profile *p = zb_exec_profile_of(&c->hw.gpu.exec, &scratch);
-	if (p->starved_s > 0) /* a wait per task instead (zb_exec_starved_s, the engine adds it) */
-		return 1;
+	const zb_exec_profile *p = zb_exec_profile_of(&c->hw.gpu.exec, NULL);
 	return p->starved > 0 && p->starved < 1 ? p->starved : 1;
-}
-
-double zb_exec_starved_s(const zb_config *c)
-{
-	if (c->framework != ZB_FW_ZBENCH)
-		return 0;
-	zb_exec_profile scratch;
-	const zb_exec_profile *p = zb_exec_profile_of(&c->hw.gpu.exec, &scratch);
-	if (adam_on_every_core(c))
-		return p->starved_s > 0 ? p->starved_s : 0;
-	/* fewer cores: the issuing thread has one, but shares the caches and DRAM that Adam's
-	 * threads stream through (adam_gap_s, per share of the cores Adam holds) */
-	int ranks = c->policy.gpus > 1 ? c->policy.gpus : 1;
-	double share = (double)zb_config_cpu_threads(c) * ranks / (c->hw.cpu.cores > 0 ? c->hw.cpu.cores : 1);
-	return p->adam_gap_s > 0 ? p->adam_gap_s * share : 0;
 }
 
 double zb_exec_adam_launch(const zb_config *c, const zb_task *const active[ZB_RES_COUNT])
 {
-	if (!adam_on_every_core(c) || !active[ZB_RES_GPU] || !adam_running(active))
+	if (!adam_on_every_core(c) || !active[ZB_RES_GPU] || !adam_running(active) || c->hw.cpu.cores < 2 ||
+	    !zb_exec_profile_of(&c->hw.gpu.exec, NULL)->set) /* the executor's: with its profile */
 		return 1;
-	const zb_exec_profile *p = zb_exec_profile_of(&c->hw.gpu.exec, NULL);
-	return p->adam_launch > 0 && p->adam_launch < 1 ? 1 - p->adam_launch : 1;
-}
-
-double zb_exec_paced_gpu(const zb_config *c, const zb_task *const active[ZB_RES_COUNT])
-{
-	if (c->framework != ZB_FW_ZBENCH || !(c->policy.link_rate_Bps > 0) || !active[ZB_RES_GPU])
-		return 1;
-	const zb_exec_profile *p = zb_exec_profile_of(&c->hw.gpu.exec, NULL);
-	if (!(p->paced_gpu > 0) || !(p->paced_gpu < 1))
-		return 1;
-	double f = 1;
-	if (active[ZB_RES_D2H])
-		f *= p->paced_gpu;
-	if (active[ZB_RES_H2D])
-		f *= p->paced_gpu;
-	return f;
+	/* each rank's launch thread takes one core of the node's from Adam's pinned pool */
+	int ranks = c->policy.gpus > 1 ? c->policy.gpus : 1;
+	double lost = (double)ranks / c->hw.cpu.cores;
+	return lost < 1 ? 1 - lost : 1;
 }
 
 void zb_exec_shares(const zb_config *c, const zb_task *const active[ZB_RES_COUNT], double rate[ZB_RES_COUNT])

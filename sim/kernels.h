@@ -14,9 +14,12 @@
  * (another framework's schedule). */
 const zb_exec_profile *zb_exec_profile_for(const zb_config *c, zb_exec_profile *scratch);
 
-/* Class of a GPU task: GEMM group (ZB_GEMM_*, -1 for other kinds) and pass slot. */
+/* Class of a GPU task: GEMM group (ZB_GEMM_*, -1 for other kinds) and pass. */
 int zb_exec_gemm_group(const zb_task *t);
 int zb_exec_pass(const zb_task *t);       /* 0 forward/recompute, 1 bwd data, 2 bwd weight */
+/* Class of a memory-bound kernel task (ZB_KERN_*, execprofile.h): softmax and embedding
+ * each way, the loss, every other op a streaming kernel. */
+int zb_exec_kernel_class(const zb_task *t);
 
 /* A GPU-side task's seconds of work with every factor 1 (half_dim as given):
  * GEMMs and fused attention the larger of flops / (peak x efficiency) (the flash
@@ -24,7 +27,14 @@ int zb_exec_pass(const zb_task *t);       /* 0 forward/recompute, 1 bwd data, 2 
  * bytes / hbm_Bps. */
 double zb_exec_unit_s(const zb_task *t, const zb_config *c, double half_dim);
 
-/* The fixed part and standalone work of a GPU or GPU-optimizer task under p. */
+/* The kernels zbench's executor launches for GPU task t (exec/tasks_cuda.c): 1 for most,
+ * a norm's backward 4 (5 with a bias), the loss 2, the last micro-batch's gradient
+ * accumulation 3, an untied embedding's backward 2, fused attention's backward 4. */
+int zb_exec_launches(const zb_task *t, const zb_config *c);
+
+/* The fixed part (one launch_s) and standalone work of a GPU or GPU-optimizer task under
+ * p: with a profile set, the work holds the task's further launches, (zb_exec_launches - 1)
+ * x launch_s (the neutral profile, the plain model, counts one launch a task). */
 void zb_exec_gpu_flow(const zb_task *t, const zb_config *c, const zb_exec_profile *p, double *fixed_s,
 		      double *work);
 
@@ -33,24 +43,15 @@ void zb_exec_gpu_flow(const zb_task *t, const zb_config *c, const zb_exec_profil
  * not set it. */
 double zb_exec_adam_Pps(const zb_config *c, const zb_exec_profile *p, double threads, double share);
 
-/* The GPU compute stream's rate factor now (execprofile.h "starved"): below 1 only
- * for zbench's schedule while CPU Adam runs with a thread on every core. (GPU Adam,
- * a few long kernels, measured no such loss.) */
+/* The GPU compute stream's rate factor now (execprofile.h starved): below 1 only for
+ * zbench's schedule while CPU Adam runs with its threads (of every rank) on every core.
+ * (GPU Adam, a few long kernels, measured no such loss.) */
 double zb_exec_starved(const zb_config *c, const zb_task *const active[ZB_RES_COUNT]);
-/* The wait each GPU compute task starting beside CPU Adam adds in zbench's executor:
- * execprofile.h starved_s when Adam's threads (of every rank of the node) cover the
- * cores (0: none, or the rate form, zb_exec_starved); with fewer, adam_gap_s x Adam's
- * threads x ranks / cores. The engine adds it to the task's fixed cost. */
-double zb_exec_starved_s(const zb_config *c);
-/* CPU Adam's rate factor now (execprofile.h adam_launch): below 1 only in zbench's
- * executor while the GPU compute stream runs and Adam's threads of every rank hold every
- * core, so the launch thread takes one of theirs; else 1. */
+/* CPU Adam's rate factor now: below 1 only in zbench's executor (with an executor profile)
+ * while the GPU compute stream runs and Adam's threads of every rank hold every core, so each rank's launch
+ * thread takes one of their cores: 1 - ranks / cores (a count, not a fitted factor;
+ * the fit it replaces gave 0.059 on the 16-core H200 machine, 1/16 = 0.0625); else 1. */
 double zb_exec_adam_launch(const zb_config *c, const zb_task *const active[ZB_RES_COUNT]);
-
-/* The GPU compute stream's rate factor beside the paced copies running now
- * (execprofile.h paced_gpu: to the power of their number; 1 unless --link-rate paces
- * zbench's copies). */
-double zb_exec_paced_gpu(const zb_config *c, const zb_task *const active[ZB_RES_COUNT]);
 
 /* While both GPU streams run: rate[GPU] and rate[GPU_OPT] from the profile's
  * shared_gpu and shared_opt where set (zbench's schedule only). */

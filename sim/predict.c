@@ -77,6 +77,21 @@ zb_status zb_predict_even_if_too_big(zb_prediction *p, const zb_config *c, zb_er
 	return predict(p, c, 1, err);
 }
 
+zb_status zb_predict_warmup(const zb_config *c, int *warmup, int *settle, zb_error *err)
+{
+	zb_config long_run = *c;
+	if (long_run.steps < ZB_SETTLE_STEPS)
+		long_run.steps = ZB_SETTLE_STEPS;
+	zb_prediction p;
+	zb_status st = zb_predict(&p, &long_run, err);
+	if (st)
+		return st;
+	*settle = p.simulated ? zb_settle_step(&p.graph, p.res.end, ZB_SETTLE_TOL) : 0;
+	*warmup = *settle - 1 > 2 ? *settle - 1 : 2;
+	zb_prediction_free(&p);
+	return ZB_OK;
+}
+
 void zb_prediction_free(zb_prediction *p)
 {
 	if (p->simulated)

@@ -26,6 +26,14 @@ zb_status zb_predict(zb_prediction *p, const zb_config *c, zb_error *err);
 zb_status zb_predict_even_if_too_big(zb_prediction *p, const zb_config *c, zb_error *err);
 void zb_prediction_free(zb_prediction *p);
 
+/* The warm-up steps a run of c needs before its measured ones are steady: c predicted
+ * over at least ZB_SETTLE_STEPS steps, its zb_settle_step (within ZB_SETTLE_TOL) less one
+ * (a measured window begins after step `warmup`), at least 2 (the engine's and the
+ * executor's own warm-up). *settle gets the step. */
+#define ZB_SETTLE_STEPS 12
+#define ZB_SETTLE_TOL 0.02
+zb_status zb_predict_warmup(const zb_config *c, int *warmup, int *settle, zb_error *err);
+
 /* Free the schedule's tasks and the per-task times, keeping every summary figure
  * (the graph's counts, parameters and copy bytes, the result's times): what a
  * sweep without --timeline keeps of each row, so its memory does not grow with the

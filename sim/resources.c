@@ -42,13 +42,6 @@ static double copy_Bps(const zb_config *c, int resource)
 	int pageable = c->policy.pageable;
 	double bw = resource == ZB_RES_H2D ? (pageable ? l->pageable_h2d_Bps : l->h2d_Bps)
 					   : (pageable ? l->pageable_d2h_Bps : l->d2h_Bps);
-	if (c->policy.link_rate_Bps > 0) { /* paced copies: what the executor's pacing achieves */
-		zb_exec_profile scratch;
-		const zb_exec_profile *ep = zb_exec_profile_for(c, &scratch);
-		double f = !ep ? 0 : resource == ZB_RES_H2D ? ep->paced_h2d : ep->paced_d2h;
-		if (f > 0)
-			bw *= f;
-	}
 	return bw / zb_link_sharers(c);
 }
 
@@ -165,7 +158,6 @@ void zb_resource_rates(const zb_config *c, const zb_task *const active[ZB_RES_CO
 	rate[ZB_RES_GPU_OPT] = share;
 	zb_exec_shares(c, active, rate); /* zbench's executor: the measured shares (kernels.h) */
 	rate[ZB_RES_GPU] *= zb_exec_starved(c, active); /* its launches wait for a core (kernels.h) */
-	rate[ZB_RES_GPU] *= zb_exec_paced_gpu(c, active); /* the pacer's spin kernels hold SMs (kernels.h) */
 
 	/* PCIe: duplex slowdown when both directions are busy */
 	int both = active[ZB_RES_H2D] && active[ZB_RES_D2H];

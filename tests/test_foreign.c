@@ -521,7 +521,7 @@ static void test_import_fixture(void **state)
 	OK(zb_store_open(&s, tmp("import.db"), 1000, &err_));
 	zb_run_info info = { .kind = "import", .command = "test", .version = "t" };
 	int64_t run, cfg;
-	OK(zb_store_import_nsys(s, file, &info, &run, &cfg, &err_));
+	OK(zb_store_import_nsys(s, file, &info, &run, &cfg, NULL, &err_));
 	assert_int_equal(count(s, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL"), 13);
 	assert_int_equal(count(s, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY"), 8);
 	assert_int_equal(count(s, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMSET"), 4);
@@ -577,14 +577,14 @@ static void test_import_fixture(void **state)
 	assert_int_equal(sqlite3_open(tmp("other.sqlite"), &other), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(other, "CREATE TABLE t(x); INSERT INTO t VALUES(1);", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(other);
-	assert_int_equal(zb_store_import_nsys(s, tmp("other.sqlite"), &info, &run, &cfg, &err), ZB_E_INPUT);
+	assert_int_equal(zb_store_import_nsys(s, tmp("other.sqlite"), &info, &run, &cfg, NULL, &err), ZB_E_INPUT);
 	assert_contains(err.msg, "not an Nsight Systems SQLite export");
 	FILE *f = fopen(tmp("text.sqlite"), "w");
 	fputs("just text, long enough to not be an empty database file ......................................", f);
 	fclose(f);
-	assert_int_equal(zb_store_import_nsys(s, tmp("text.sqlite"), &info, &run, &cfg, &err), ZB_E_INPUT);
+	assert_int_equal(zb_store_import_nsys(s, tmp("text.sqlite"), &info, &run, &cfg, NULL, &err), ZB_E_INPUT);
 	assert_contains(err.msg, "text.sqlite");
-	assert_int_equal(zb_store_import_nsys(s, tmp("none.sqlite"), &info, &run, &cfg, &err), ZB_E_INPUT);
+	assert_int_equal(zb_store_import_nsys(s, tmp("none.sqlite"), &info, &run, &cfg, NULL, &err), ZB_E_INPUT);
 	assert_contains(err.msg, "none.sqlite");
 	assert_int_equal(access(tmp("none.sqlite"), F_OK), -1);
 	assert_int_equal(count(s, "SELECT count(*) FROM runs"), runs);

@@ -28,11 +28,10 @@
 #include "sim/resources.h"
 
 /* The fixture's accuracy with the h200-machine preset (BENCHMARKS.md, issue 12), with margin. */
-#define MAPE_PRESET 0.045 /* measured 3.98% (3.33% before adam_copy: the dpu 0.5 configuration, the one
-			   * with Adam beside copies, is now 2.6 points faster than measured; the Llama
-			   * shape's Adam runs 4-9% slower than gpt2's on the same threads, alone too
-			   * (fid run C: offload 0.231 against 0.222 ns/param; BENCHMARKS.md)) */
-#define WORST_PRESET 0.11 /* measured 10.52% (the flash configuration) */
+#define MAPE_PRESET 0.065 /* measured 5.96 % with the profile fitted on another day's fid suite
+			   * (3.98 % with the one fitted on this fixture's own day: the host behind the
+			   * machine moves, kfit_host.h) */
+#define WORST_PRESET 0.09 /* measured 8.05 % */
 
 /* A profile given in a file survives save and load; the preset's reads back by name. */
 static void test_round_trip(void **state)
@@ -52,9 +51,10 @@ static void test_round_trip(void **state)
 	free(text);
 	zb_exec_profile_neutral(&hw.gpu.exec);
 	hw.gpu.exec.set = 1;
-	hw.gpu.exec.gemm[ZB_GEMM_UNALIGNED][1] = 0.25;
-	hw.gpu.exec.kernel[ZB_OP_SOFTMAX][0] = 0.5;
+	hw.gpu.exec.gemm[ZB_GEMM_UNALIGNED] = 0.25;
+	hw.gpu.exec.kernel[ZB_KERN_SOFTMAX_FWD] = 0.5;
 	hw.gpu.exec.starved = 0.75;
+	hw.gpu.exec.comm_wait = 1;
 	hw.gpu.exec.adam_thread = 1.25;
 	assert_int_equal(zb_hw_save(path, &hw, &err), ZB_OK);
 	assert_int_equal(zb_hw_load(path, &back, &err), ZB_OK);
@@ -77,8 +77,11 @@ static void bad(const char *json, const char *want)
 
 static void test_bad_files(void **state)
 {
-	bad("{\"gemm\": {\"dense_fwd\": 11}}", "executor.gemm.dense_fwd 11 out of range");
-	bad("{\"gemm\": {\"sparse_fwd\": 1}}", "unknown key 'executor.gemm.sparse_fwd'");
+	bad("{\"gemm\": {\"dense\": 11}}", "executor.gemm.dense 11 out of range");
+	bad("{\"gemm\": {\"sparse\": 1}}", "unknown key 'executor.gemm.sparse' (known: dense, batched");
+	bad("{\"gemm\": {\"dense_fwd\": 1}}", "'executor.gemm.dense_fwd' is no longer a factor (now one per group");
+	bad("{\"kernel\": {\"norm1_fwd\": 1}}", "unknown key 'executor.kernel.norm1_fwd' (known: stream,");
+	bad("{\"comm_wait\": 0.5}", "'executor.comm_wait' must be true or false");
 	bad("{\"kernel\": {\"softmax_fwd\": \"fast\"}}", "'executor.kernel.softmax_fwd' must be a number");
 	bad("{\"starved\": 2}", "executor.starved 2 out of range");
 	bad("{\"warp\": 1}", "unknown key 'executor.warp'");
@@ -98,7 +101,7 @@ static void test_class_factors(void **state)
 	c.hw.gpu.exec.set = 1;
 	double fixed, plain, slow;
 	zb_task_flow(&gemm, &c, &fixed, &plain);
-	c.hw.gpu.exec.gemm[ZB_GEMM_UNALIGNED][1] = 0.25;
+	c.hw.gpu.exec.gemm[ZB_GEMM_UNALIGNED] = 0.25;
 	c.hw.gpu.exec.launch_s = 7e-6;
 	zb_task_flow(&gemm, &c, &fixed, &slow);
 	assert_close(slow, 4 * plain, 1e-12);
@@ -259,7 +262,9 @@ static void test_replay_fixture(void **state)
 		      100 * mp.mape, 100 * mp.worst, 100 * mf.mape, 100 * mf.worst);
 	assert_int_equal(mp.n, 4);
 	assert_true(mp.mape < MAPE_PRESET && mp.worst < WORST_PRESET);
-	assert_true(mf.mape <= mp.mape + 1e-9 && mf.mape < 0.025); /* measured 1.86% */
+	/* measured 3.09 % (1.86 % with the per-op and per-pass factors of before: fewer terms fit
+	 * these four configurations less closely, and predict held-out ones better, docs/model.md) */
+	assert_true(mf.mape <= mp.mape + 1e-9 && mf.mape < 0.035);
 	zb_kfit_free(&set);
 }
 
@@ -273,10 +278,9 @@ static void test_fit_recovers(void **state)
 	zb_exec_profile *p = &truth.gpu.exec;
 	zb_exec_profile_neutral(p);
 	p->set = 1;
-	p->gemm_half_dim = truth.gpu.gemm_half_dim;
-	for (int q = 0; q < ZB_EXEC_PASSES; q++)
-		p->gemm[ZB_GEMM_DENSE][q] = 0.8, p->gemm[ZB_GEMM_UNALIGNED][q] = 0.2;
-	p->kernel[ZB_OP_SOFTMAX][0] = 0.5;
+	p->gemm[ZB_GEMM_UNALIGNED] = 0.2; /* dense: the GPU's own curve, not a factor */
+	p->kernel[ZB_KERN_SOFTMAX_FWD] = 0.5;
+	p->kernel[ZB_KERN_STREAM] = 0.8;
 	p->launch_s = 5e-6;
 	char db[128];
 	snprintf(db, sizeof db, "%s/m.db", dir);
@@ -307,9 +311,13 @@ static void test_fit_recovers(void **state)
 	assert_int_equal(zb_kfit_fit(&set, NULL, &base, &fit, &st, &err), ZB_OK);
 	assert_true(st.gpu_samples > 100);
 	assert_close(fit.gpu.exec.launch_s, 5e-6, 0.02);
-	assert_close(fit.gpu.exec.gemm[ZB_GEMM_DENSE][0], 0.8, 0.05);
-	assert_close(fit.gpu.exec.kernel[ZB_OP_SOFTMAX][0], 0.5, 0.02);
-	assert_close(fit.gpu.exec.gemm[ZB_GEMM_UNALIGNED][0], 0.2, 0.1);
+	printf("fit: launch %.3g s, stream %.4f, softmax_fwd %.4f, unaligned %.4f (simulated with 5e-6, 0.8, 0.5, 0.2)\n",
+	       fit.gpu.exec.launch_s, fit.gpu.exec.kernel[ZB_KERN_STREAM], fit.gpu.exec.kernel[ZB_KERN_SOFTMAX_FWD],
+	       fit.gpu.exec.gemm[ZB_GEMM_UNALIGNED]);
+	assert_true(fit.gpu.exec.gemm[ZB_GEMM_DENSE] == 1);
+	assert_close(fit.gpu.exec.kernel[ZB_KERN_STREAM], 0.8, 0.02);
+	assert_close(fit.gpu.exec.kernel[ZB_KERN_SOFTMAX_FWD], 0.5, 0.02);
+	assert_close(fit.gpu.exec.gemm[ZB_GEMM_UNALIGNED], 0.2, 0.1);
 	zb_kfit_pred pred[2], plain[2];
 	assert_int_equal(zb_kfit_predict(&set, &fit, pred, &err), ZB_OK);
 	assert_int_equal(zb_kfit_predict(&set, &base, plain, &err), ZB_OK);
@@ -376,58 +384,6 @@ static void test_starved_measured(void **state)
 	unsigned char free_core[3] = { 0, 0, 1 };
 	assert_true(zb_kfit_starved_rate(&set, free_core, cfgs, &measure, &n) == 0);
 	assert_int_equal(n, 0);
-	zb_kfit_free(&set);
-}
-
-/* paced_gpu (execprofile.h): the GPU rate beside each paced copy, squared beside two;
- * timelines simulated with 0.9 at a 12 GB/s link and half the cores give 0.9 back. */
-static void test_paced_gpu(void **state)
-{
-	zb_hw truth;
-	zb_preset_default_hw(&truth);
-	zb_exec_profile *p = &truth.gpu.exec;
-	zb_exec_profile_neutral(p);
-	p->set = 1;
-	p->paced_gpu = 0.9;
-	zb_config c;
-	memset(&c, 0, sizeof c);
-	c.hw = truth;
-	zb_error err;
-	assert_int_equal(zb_preset_model("gpt2", &c.model, &err), ZB_OK);
-	zb_policy_defaults(&c.policy);
-	assert_int_equal(zb_policy_parse("dpu", &c.policy.kind, &err), ZB_OK);
-	c.policy.micro_batch = 2;
-	c.policy.seq = 256;
-	c.policy.ratio = 1;
-	c.policy.cpu_threads = truth.cpu.cores / 2;
-	c.steps = 4;
-	const zb_task *active[ZB_RES_COUNT] = { 0 };
-	zb_task k = zb_task_blank(ZB_TASK_KERNEL, ZB_RES_GPU, ZB_OP_SOFTMAX, ZB_PASS_FWD, 0, 0, 1);
-	zb_task d = zb_task_blank(ZB_TASK_COPY, ZB_RES_D2H, ZB_OP_GRAD_DOWN, ZB_PASS_OPT, 0, 0, 1);
-	zb_task h = zb_task_blank(ZB_TASK_COPY, ZB_RES_H2D, ZB_OP_PARAM_UP, ZB_PASS_OPT, 0, 0, 1);
-	active[ZB_RES_GPU] = &k, active[ZB_RES_D2H] = &d;
-	assert_close(zb_exec_paced_gpu(&c, active), 1, 1e-12); /* not paced */
-	zb_config paced = c;
-	assert_int_equal(zb_link_rate_apply(&paced, 12e9, &err), ZB_OK);
-	assert_close(zb_exec_paced_gpu(&paced, active), 0.9, 1e-12);
-	active[ZB_RES_H2D] = &h;
-	assert_close(zb_exec_paced_gpu(&paced, active), 0.81, 1e-12);
-
-	char db[128];
-	snprintf(db, sizeof db, "%s/paced.db", dir);
-	zb_store *s;
-	int64_t run;
-	zb_test_open_run(db, &s, &run);
-	zb_test_store_measured(s, run, &paced);
-	assert_int_equal(zb_store_commit(s, &err), ZB_OK);
-	zb_store_close(s);
-	zb_kfit_set set;
-	assert_int_equal(zb_kfit_load(db, 0, 2, &truth, &set, &err), ZB_OK);
-	zb_config cfg;
-	assert_int_equal(zb_kfit_config(&set.it[0], &truth, &cfg, &err), ZB_OK);
-	double g = zb_kfit_paced_gpu(&set, NULL, &cfg, &truth);
-	printf("paced_gpu measured: %.3f (simulated with 0.9)\n", g);
-	assert_close(g, 0.9, 0.01);
 	zb_kfit_free(&set);
 }
 
@@ -573,7 +529,7 @@ int main(void)
 		cmocka_unit_test(test_class_factors), cmocka_unit_test(test_adam_curve),
 		cmocka_unit_test(test_fit_recovers), cmocka_unit_test(test_dram_queue),
 		cmocka_unit_test(test_replay_fixture), cmocka_unit_test(test_starved_measured),
-		cmocka_unit_test(test_paced_gpu),     cmocka_unit_test(test_rounds_merge),
+		cmocka_unit_test(test_rounds_merge),
 		cmocka_unit_test(test_noise),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

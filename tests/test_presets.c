@@ -8,6 +8,7 @@
 #include "common/error.h"
 #include "core/config.h"
 #include "core/model.h"
+#include "inputs/hwfile.h"
 #include "inputs/presets.h"
 
 static const char *const families[] = {"pcie", "gpu", "cpu", "model", "hw"};
@@ -423,10 +424,33 @@ static void test_derived_figures(void **state)
 	assert_true(c.hw.gpu.fp16_flops > 5 * c.hw.gpu.bf16_flops); /* no bf16 tensor cores */
 }
 
+/* One source for the H200 machine's executor profile: the built-in fit ("executor": "h200")
+ * is exactly the "executor" object of hw/h200-machine-executor.json (built in by the
+ * Makefile; a build whose copy did not read would leave the neutral profile), and no
+ * preset carries it: the h200 GPU is first principles like every GPU. */
+static void test_h200_profile_is_the_file(void **state)
+{
+	(void)state;
+	zb_gpu g;
+	zb_hw file;
+	zb_error err;
+	zb_exec_profile fit;
+	assert_int_equal(zb_preset_gpu("h200", &g, &err), ZB_OK);
+	assert_int_equal(g.exec.set, 0);
+	assert_int_equal(zb_hw_load("hw/h200-machine-executor.json", &file, &err), ZB_OK);
+	zb_exec_profile_h200(&fit);
+	assert_int_equal(fit.set, 2);
+	assert_int_equal(file.gpu.exec.set, 1);
+	file.gpu.exec.set = 2;
+	assert_memory_equal(&fit, &file.gpu.exec, sizeof fit);
+	assert_true(fit.launch_s > 0 && fit.starved > 0); /* not the neutral profile */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_preset_loads_and_validates),
+		cmocka_unit_test(test_h200_profile_is_the_file),
 		cmocka_unit_test(test_required_names_exist),
 		cmocka_unit_test(test_param_counts_match_published),
 		cmocka_unit_test(test_param_counts_exact),

@@ -421,13 +421,16 @@ static void fake_run_make(fake_run *f, int traced)
 		int64_t a = f->t0 + (int64_t)(f->ms[i] * 1e9), b = f->t0 + (int64_t)(f->me[i] * 1e9);
 		if (tk->resource != ZB_RES_GPU || tk->kind == ZB_TASK_COPY || b - a < 8000)
 			continue;
-		int64_t d = (b - a) / 8;
-		zb_tr_kernel k = { .start = a + d, .end = a + 3 * d, .context = 1, .stream = 13 + ZB_RES_GPU,
+		/* beside the task's own kernel [lo, hi) (the loop above): one from before lo to
+		 * its middle, one from lo to its middle, so that the second nests in it whatever
+		 * the rounding of the task's length */
+		int64_t lo = a + (b - a) / 4, hi = b - (b - a) / 4, d = (hi - lo) / 4;
+		zb_tr_kernel k = { .start = lo - d, .end = lo + d, .context = 1, .stream = 13 + ZB_RES_GPU,
 				   .correlation = 999999, .mangled = names[1][0], .demangled = names[1][1],
 				   .short_name = names[1][2] };
 		zb_trace_add_kernel(t, &k);
-		k.start = a + 2 * d;
-		k.end = a + 4 * d;
+		k.start = lo;
+		k.end = lo + 2 * d;
 		zb_trace_add_kernel(t, &k);
 		f->kernel_ns += 4 * d;
 		f->overlapping = 2;

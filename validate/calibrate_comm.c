@@ -9,14 +9,13 @@
 #include "analysis/kfit_comm.h"
 #include "analysis/kfit_eval.h"
 #include "analysis/kfit_starved.h"
-#include "analysis/kfit_starved_s.h"
 #include "report/report.h"
 #include "inputs/hwfile.h"
 
 enum { BASE, IN, HALF, LOO, NPRED };
 static const char *const label[NPRED] = { "base", "in-sample", "half-out", "leave-one-out" };
 
-static int adam; /* 1: --fit-adam (adam_mem), 2: --fit-starved (starved_s), 0: --fit-comm (comm_gpu, comm_opt) */
+static int adam; /* 1: --fit-adam (adam_mem), 2: --fit-starved (starved), 0: --fit-comm (comm_gpu, comm_opt) */
 static FILE *out; /* the report */
 
 /* The fit asked for on hw; *n: configurations used, *rms, *opt: comm_opt fitted. */
@@ -24,9 +23,9 @@ static zb_status fit(const zb_kfit_set *s, const unsigned char *use, zb_hw *hw, 
 		     zb_error *err)
 {
 	zb_status rc = ZB_OK;
-	if (adam == 2) { /* fitted to the steps (kfit_starved_s.h); the tasks' reading is printed beside */
-		zb_kfit_starved_s_stats st;
-		rc = zb_kfit_starved_s_steps(s, use, hw, &st, err);
+	if (adam == 2) { /* fitted to the steps (kfit_starved.h); the tasks' reading is printed beside */
+		zb_kfit_starved_stats st;
+		rc = zb_kfit_starved_steps(s, use, hw, &st, err);
 		*n = st.n, *rms = st.rms, *opt = 0;
 		return rc;
 	}
@@ -52,8 +51,8 @@ static zb_status fit_predict(const zb_kfit_set *s, const unsigned char *use, con
 	zb_status rc = fit(s, use, &hw, &n, &rms, &opt, err);
 	if (!rc)
 		rc = zb_kfit_predict(s, &hw, out, err);
-	f[0] = adam == 2 ? hw.gpu.exec.starved_s : adam ? hw.gpu.exec.adam_mem : hw.gpu.exec.comm_gpu;
-	f[1] = adam == 2 ? hw.gpu.exec.starved_s : adam ? hw.gpu.exec.adam_mem : hw.gpu.exec.comm_opt;
+	f[0] = adam == 2 ? hw.gpu.exec.starved : adam ? hw.gpu.exec.adam_mem : hw.gpu.exec.comm_gpu;
+	f[1] = adam == 2 ? hw.gpu.exec.starved : adam ? hw.gpu.exec.adam_mem : hw.gpu.exec.comm_opt;
 	return rc;
 }
 
@@ -108,15 +107,15 @@ static void print_rows(const zb_kfit_set *s, zb_kfit_pred *const pr[NPRED], int 
 	}
 }
 
-/* The wait per task the stored timelines show (kfit_starved.h), for the report. */
-static double tasks_wait(const zb_kfit_set *s, const zb_hw *base, int *tasks)
+/* The rate the stored timelines show (kfit_starved.h), for the report. */
+static double tasks_rate(const zb_kfit_set *s, const zb_hw *base, int *tasks)
 {
 	zb_config *cfgs = zb_xcalloc((size_t)s->n, sizeof *cfgs);
 	zb_status rc = ZB_OK;
 	zb_error e;
 	for (int k = 0; k < s->n && !rc; k++)
 		rc = zb_kfit_config(&s->it[k], base, &cfgs[k], &e);
-	double w = rc ? NAN : zb_kfit_starved_wait(s, NULL, cfgs, base, tasks);
+	double w = rc ? NAN : zb_kfit_starved_rate(s, NULL, cfgs, base, tasks);
 	free(cfgs);
 	return w;
 }
@@ -151,13 +150,12 @@ zb_status zb_calibrate_comm(const zb_kfit_set *s, const zb_hw *base, const char 
 	}
 	if (!rc && adam == 2) {
 		int tasks = 0;
-		double w = tasks_wait(s, base, &tasks);
+		double w = tasks_rate(s, base, &tasks);
 		fprintf(out, "# zbench calibrate --fit-starved over %s: %d configurations with several ranks and Adam on every "
-			"core; starved_s %.1f us in-sample (rms log error of the step %.1f%%; base: starved_s %.1f us, "
-			"starved %.3f); leave-one-out fits %.1f..%.1f us; read from the %d tasks of the stored "
-			"timelines instead: %.1f us\n",
-			base_name, n, 1e6 * fitted.gpu.exec.starved_s, 100 * rms, 1e6 * base->gpu.exec.starved_s,
-			base->gpu.exec.starved, 1e6 * range[0][0], 1e6 * range[0][1], tasks, 1e6 * w);
+			"core; starved %.3f in-sample (rms log error of the step %.1f%%; base: starved %.3f); "
+			"leave-one-out fits %.3f..%.3f; read from the %d tasks of the stored timelines instead: %.3f\n",
+			base_name, n, fitted.gpu.exec.starved, 100 * rms, base->gpu.exec.starved, range[0][0], range[0][1],
+			tasks, w);
 	} else if (!rc && adam) {
 		fprintf(out, "# zbench calibrate --fit-adam over %s: %d configurations with several ranks; adam_mem %.4f in-sample "
 			"(base %.4f; rms log error of CPU busy %.1f%%); leave-one-out fits %.4f..%.4f\n",

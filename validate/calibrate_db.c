@@ -3,7 +3,8 @@
  * measured tasks of a validate run (analysis/kfit.h), written as a hardware profile,
  * and how well it predicts: the step time of every measured configuration re-simulated
  * on the base and on the fitted profile (in-sample), and on profiles fitted on half of
- * the configurations predicting the other half (out-of-sample: what a user gets).
+ * the configurations predicting the other half, and with --holdout fitted on what a split
+ * rule leaves in and judged on what it holds out (analysis/kfit_split.h).
  * --eval FILE instead evaluates a given profile on the run without fitting.
  */
 #include "validate/calibrate_db.h"
@@ -19,6 +20,7 @@
 #include "analysis/kfit.h"
 #include "analysis/kfit_eval.h"
 #include "analysis/kfit_host.h"
+#include "analysis/kfit_split.h"
 #include "validate/calibrate_comm.h"
 #include "report/report.h"
 #include "inputs/hwfile.h"
@@ -48,6 +50,9 @@ static void print_summary(const char *label, const zb_kfit_summary *m)
 	fprintf(out, "%-34s beyond the noise (2 standard errors of the rounds): %d speedup%s off by more than 5%%, %d of "
 		"%d pairs swapped\n",
 		"", m->speed_miss_sure, m->speed_miss_sure == 1 ? "" : "s", m->order_swaps_sure, m->order_pairs_sure);
+	if (m->noisy) /* only then: the line of every other run stays as it was */
+		fprintf(out, "%-34s measured to %.0f %%: worst %.2f%% (%d configuration%s measured less surely left out)\n",
+			"", 100 * ZB_KFIT_JUDGE_NOISE, 100 * m->worst_sure, m->noisy, m->noisy == 1 ? "" : "s");
 	fprintf(out, "%-34s busy-time MAPE:", "");
 	for (int r = 0; r < ZB_RES_COUNT; r++)
 		if (isfinite(m->busy_mape[r]))
@@ -114,30 +119,13 @@ static zb_status run_fit_jobs(fit_job *jobs, int n, zb_error *err)
 	return ZB_OK;
 }
 
-/* use of a fit without the configurations of model `name` (its preset name, e.g.
- * gpt2-xl), to predict those: out of the model family, a harder test than alternate
- * halves. *n gets their count; ZB_E_INPUT when none or all are of that model. */
-static zb_status holdout_use(const zb_kfit_set *s, const char *name, unsigned char *use, int *n, zb_error *err)
-{
-	*n = 0;
-	for (int i = 0; i < s->n; i++) {
-		use[i] = strcmp(s->it[i].c.model.name, name) != 0;
-		*n += !use[i];
-	}
-	if (*n == 0 || *n == s->n)
-		return zb_fail(err, ZB_E_INPUT, "--holdout %s: %s", name,
-			       *n ? "every configuration is of that model" : "no configuration of that model");
-	return ZB_OK;
-}
-
 /* The fits of a --from-db run at once: with `fit`, in-sample (*fitted, *stats and its
- * predictions in pf) and each half predicting the other (px); with a holdout model, the fit
- * without it predicting it (*ph, NaN for the others; the caller frees it). */
-static zb_status fit_all(const zb_kfit_set *s, const zb_hw *base, int fit, const char *holdout_model, zb_hw *fitted,
-			 zb_kfit_stats *stats, zb_kfit_pred *pf, zb_kfit_pred *px, zb_kfit_pred **ph, zb_error *err)
+ * predictions in pf) and each half predicting the other (px). */
+static zb_status fit_all(const zb_kfit_set *s, const zb_hw *base, int fit, zb_hw *fitted, zb_kfit_stats *stats,
+			 zb_kfit_pred *pf, zb_kfit_pred *px, zb_error *err)
 {
-	fit_job jobs[4];
-	int njobs = 0, nh;
+	fit_job jobs[3];
+	int njobs = 0;
 	zb_status st = ZB_OK;
 	if (fit) {
 		fit_job_init(&jobs[njobs++], s, base, 0);
@@ -151,12 +139,7 @@ static zb_status fit_all(const zb_kfit_set *s, const zb_hw *base, int fit, const
 		}
 		free(point);
 	}
-	if (holdout_model) {
-		fit_job *j = &jobs[njobs++];
-		fit_job_init(j, s, base, 1);
-		st = holdout_use(s, holdout_model, j->use, &nh, err);
-	}
-	if (!st)
+	if (njobs)
 		st = run_fit_jobs(jobs, njobs, err);
 	if (!st && fit) {
 		*fitted = jobs[0].fitted;
@@ -166,15 +149,6 @@ static zb_status fit_all(const zb_kfit_set *s, const zb_hw *base, int fit, const
 			for (int i = 0; i < s->n; i++)
 				if (!jobs[half].use[i])
 					px[i] = jobs[half].pred[i];
-	}
-	if (!st && holdout_model) {
-		const fit_job *j = &jobs[njobs - 1];
-		*ph = zb_xcalloc((size_t)s->n, sizeof **ph);
-		for (int i = 0; i < s->n; i++) {
-			(*ph)[i] = j->pred[i];
-			if (j->use[i])
-				(*ph)[i].step_s = NAN; /* only the held-out ones count */
-		}
 	}
 	for (int i = 0; i < njobs; i++)
 		fit_job_free(&jobs[i]);
@@ -228,17 +202,76 @@ static void print_comm(const zb_kfit_set *s, const zb_kfit_pred *pb, const zb_kf
 
 static json_t *num(double x) { return isfinite(x) ? json_real(x) : json_null(); }
 
+static json_t *summary_json_plain(const zb_kfit_summary *m, json_t *b);
+
 static json_t *summary_json(const zb_kfit_summary *m)
 {
 	json_t *b = json_object();
 	for (int r = 0; r < ZB_RES_COUNT; r++)
 		json_object_set_new(b, zb_resource_name((zb_resource)r), num(m->busy_mape[r]));
+	json_t *o2 = summary_json_plain(m, b);
+	if (m->noisy) { /* only then: the object of every other run stays as it was */
+		json_object_set_new(o2, "noisy_configs", json_integer(m->noisy));
+		json_object_set_new(o2, "max_abs_err_measured_to_5pct", num(m->worst_sure));
+	}
+	return o2;
+}
+
+static json_t *summary_json_plain(const zb_kfit_summary *m, json_t *b)
+{
 	return json_pack("{s:i, s:o, s:o, s:i, s:i, s:i, s:i, s:o, s:i, s:i, s:i, s:i, s:i, s:o}", "configs", m->n,
 			 "mape", num(m->mape), "max_abs_err", num(m->worst), "within_3pct", m->within3, "within_8pct",
 			 m->within8, "speedups", m->nspeed, "speedups_within_5pct", m->speed_ok, "speedup_worst",
 			 num(m->speed_worst), "order_pairs", m->order_pairs, "order_swaps", m->order_swaps,
 			 "order_pairs_beyond_noise", m->order_pairs_sure, "order_swaps_beyond_noise", m->order_swaps_sure,
 			 "speedup_misses_beyond_noise", m->speed_miss_sure, "busy_mape", b);
+}
+
+/* --holdout: the held-out fit's predictions of the held-out and judged configurations, and its
+ * errors, in-sample and held out, by model and by policy. */
+static void print_holdout_rows(const zb_kfit_set *s, const zb_kfit_set *j, const zb_kfit_holdout *h)
+{
+	fprintf(out, "# --holdout %s: fitted on %d configurations, judged on %d held out and %d of %s the fit never saw\n"
+		"%3s  %-52s %9s %9s %7s\n", o.holdout, h->fit_n, h->held_n, h->judge_n, o.judge_db ? o.judge_db : "-",
+		"#", "configuration", "measured", "held-out", "err");
+	for (int side = 0; side < 2; side++)
+		for (int i = 0; i < (side ? (j ? j->n : 0) : s->n); i++) {
+			const zb_kfit_item *x = side ? &j->it[i] : &s->it[i];
+			double m = x->meas_step_s, p = (side ? h->jpred : h->pred)[i].step_s;
+			if ((side ? h->judged : h->held)[i])
+				fprintf(out, "%3d%c %-52s %9.2f %9.2f %+7.1f\n", i + 1, side ? 'j' : ' ', x->key, m * 1e3,
+					p * 1e3, 100 * (p / m - 1));
+		}
+}
+
+static void print_holdout(const zb_kfit_holdout *h)
+{
+	char label[96];
+	snprintf(label, sizeof label, "held-out fit, in-sample (%d)", h->fit_n);
+	print_summary(label, &h->in_sample);
+	snprintf(label, sizeof label, "held out (%d + %d judged)", h->held_n, h->judge_n);
+	print_summary(label, &h->held_out);
+	for (int f = 0; f < h->nfam; f++) {
+		const zb_kfit_summary *m = &h->fam[f].sum;
+		fprintf(out, "  held out, %-24s MAPE %6.2f%%  worst %6.2f%%  configurations %d\n", h->fam[f].name,
+			100 * m->mape, 100 * m->worst, m->n);
+	}
+}
+
+static json_t *holdout_json(const zb_kfit_set *j, const zb_kfit_holdout *h)
+{
+	json_t *fam = json_object(), *judged = json_array();
+	for (int f = 0; f < h->nfam; f++)
+		json_object_set_new(fam, h->fam[f].name, summary_json(&h->fam[f].sum));
+	for (int i = 0; j && i < j->n; i++)
+		if (h->judged[i])
+			json_array_append_new(judged, json_pack("{s:s, s:I, s:o, s:o}", "key", j->it[i].key, "config_id",
+								(json_int_t)j->it[i].config_id, "measured_step_s",
+								num(j->it[i].meas_step_s), "holdout_step_s", num(h->jpred[i].step_s)));
+	return json_pack("{s:s, s:o, s:i, s:i, s:i, s:o, s:o, s:o, s:o}", "rule", o.holdout, "judge_db",
+			 o.judge_db ? json_string(o.judge_db) : json_null(), "fit_configs", h->fit_n, "held_out_configs",
+			 h->held_n, "judged_configs", h->judge_n, "in_sample", summary_json(&h->in_sample), "held_out",
+			 summary_json(&h->held_out), "families", fam, "judged", judged);
 }
 
 /* --fit-host warns when a configuration's mean is less sure than this (its rounds' spread) */
@@ -319,6 +352,8 @@ static zb_status check_opts(zb_error *err)
 	}
 	if (o.fit_host && (o.eval || o.holdout))
 		return zb_fail(err, ZB_E_INPUT, "--fit-host with --%s: give one of them", o.eval ? "eval" : "holdout");
+	if (o.judge_db && !o.holdout)
+		return zb_fail(err, ZB_E_INPUT, "--judge-db %s: needs --holdout", o.judge_db);
 	return ZB_OK;
 }
 
@@ -327,11 +362,17 @@ zb_status zb_calibrate_from_db(const zb_calibrate_db_opts *opts, FILE *f, zb_err
 	o = *opts;
 	out = f;
 	zb_hw base, eval;
-	zb_kfit_set s;
+	zb_kfit_set s, judge = { 0 };
+	zb_kfit_rule rule;
 	zb_status st;
-	if ((st = check_opts(err)) || (st = load_hw(o.base, &base, err)) || (o.eval && (st = load_hw(o.eval, &eval, err))) ||
+	if ((st = check_opts(err)) || (o.holdout && (st = zb_kfit_rule_parse(o.holdout, &rule, err))) ||
+	    (st = load_hw(o.base, &base, err)) || (o.eval && (st = load_hw(o.eval, &eval, err))) ||
 	    (st = zb_kfit_load(o.db, o.all_runs ? -1 : o.run, o.warmup, &base, &s, err)))
 		return st;
+	if (o.judge_db && (st = zb_kfit_load(o.judge_db, 0, o.warmup, &base, &judge, err))) { /* its newest run */
+		zb_kfit_free(&s);
+		return st;
+	}
 	if (o.fit_host) {
 		st = fit_host(&s, &base, err);
 		zb_kfit_free(&s);
@@ -350,21 +391,21 @@ zb_status zb_calibrate_from_db(const zb_calibrate_db_opts *opts, FILE *f, zb_err
 	st = zb_kfit_predict(&s, &base, pb, err);
 	if (!st && o.eval)
 		st = zb_kfit_predict(&s, &eval, pf, err);
-	zb_kfit_pred *ph = NULL;
+	zb_kfit_holdout ho = { 0 };
 	if (!st)
-		st = fit_all(&s, &base, !o.eval, o.holdout, &fitted, &stats, pf, px, &ph, err);
-	if (!st && !o.eval) {
-		snprintf(fitted.name, sizeof fitted.name, "%s", o.name ? o.name : "executor-fit");
-		st = zb_hw_save(o.out, &fitted, err);
+		st = fit_all(&s, &base, !o.eval, &fitted, &stats, pf, px, err);
+	if (!st && o.holdout) /* fitted on what the rule leaves in (kfit_split.h) */
+		st = zb_kfit_holdout_run(&s, o.judge_db ? &judge : NULL, &rule, &base, &ho, err);
+	if (!st && !o.eval) { /* with --holdout the profile its held-out errors describe */
+		zb_hw *w = o.holdout ? &ho.fitted : &fitted;
+		snprintf(w->name, sizeof w->name, "%s", o.name ? o.name : "executor-fit");
+		st = zb_hw_save(o.out, w, err);
 	}
 	if (st) {
-		zb_kfit_free(&s);
-		free(pb), free(pf), free(px), free(ph);
+		zb_kfit_free(&s), zb_kfit_free(&judge), zb_kfit_holdout_free(&ho);
+		free(pb), free(pf), free(px);
 		return st;
 	}
-	zb_kfit_summary mh;
-	if (ph)
-		zb_kfit_summarize(&s, ph, &mh);
 	zb_kfit_summary mb, mf, mx;
 	zb_kfit_summarize(&s, pb, &mb);
 	zb_kfit_summarize(&s, pf, &mf);
@@ -377,9 +418,8 @@ zb_status zb_calibrate_from_db(const zb_calibrate_db_opts *opts, FILE *f, zb_err
 		json_object_set_new(root, "skipped", json_integer(s.skipped));
 		json_object_set_new(root, "base", summary_json(&mb));
 		json_object_set_new(root, o.eval ? "eval" : "fitted", summary_json(&mf));
-		if (ph)
-			json_object_set_new(root, "holdout", json_pack("{s:s, s:o}", "model", o.holdout, "summary",
-								      summary_json(&mh)));
+		if (o.holdout)
+			json_object_set_new(root, "holdout", holdout_json(&judge, &ho));
 		if (!o.eval) {
 			json_object_set_new(root, "half_out", summary_json(&mx));
 			json_object_set_new(root, "profile", json_string(o.out));
@@ -393,6 +433,10 @@ zb_status zb_calibrate_from_db(const zb_calibrate_db_opts *opts, FILE *f, zb_err
 					      (json_int_t)s.it[i].config_id, "measured_step_s", num(s.it[i].meas_step_s),
 					      "base_step_s", num(pb[i].step_s), o.eval ? "eval_step_s" : "fitted_step_s",
 					      num(pf[i].step_s), "half_out_step_s", num(o.eval ? NAN : px[i].step_s));
+			if (o.holdout) { /* the held-out fit's prediction, and whether this one was held out */
+				json_object_set_new(c, "held_out", json_boolean(ho.held[i]));
+				json_object_set_new(c, "holdout_step_s", num(ho.pred[i].step_s));
+			}
 			if (s.it[i].g.ranks > 1) /* the collectives: transfer, stream occupancy, predicted */
 				json_object_set_new(c, "comm_s", json_pack("{s:o, s:o, s:o, s:o}", "measured",
 									  num(s.it[i].meas_busy_s[ZB_RES_COMM]), "raw",
@@ -424,20 +468,20 @@ zb_status zb_calibrate_from_db(const zb_calibrate_db_opts *opts, FILE *f, zb_err
 		}
 		print_summary(o.base ? o.base : "base h200-machine", &mb);
 		print_summary(o.eval ? o.eval : "fitted (in-sample)", &mf);
-		if (ph) {
-			char label[96];
-			snprintf(label, sizeof label, "fitted without %.40s, on it", o.holdout);
-			print_summary(label, &mh);
+		if (o.holdout) {
+			if (!o.quiet)
+				print_holdout_rows(&s, &judge, &ho);
+			print_holdout(&ho);
 		}
 		if (!o.eval) {
 			print_summary("fitted on half, other half", &mx);
 			fprintf(out, "# fit: %d GPU task samples (time-weighted rms %.1f%%), %d CPU Adam (rms %.1f%%), %d copies; "
-				"wrote %s\n",
+				"wrote %s%s\n",
 				stats.gpu_samples, 100 * stats.gpu_rms, stats.cpu_samples, 100 * stats.cpu_rms,
-				stats.copy_samples, o.out);
+				stats.copy_samples, o.out, o.holdout ? " (the held-out fit: the configurations left in)" : "");
 		}
 	}
-	zb_kfit_free(&s);
-	free(pb), free(pf), free(px), free(ph);
+	zb_kfit_free(&s), zb_kfit_free(&judge), zb_kfit_holdout_free(&ho);
+	free(pb), free(pf), free(px);
 	return ZB_OK;
 }

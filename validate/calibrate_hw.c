@@ -38,6 +38,7 @@
 #include <jansson.h>
 
 #include "bench/calibrate.h"
+#include "common/outfile.h"
 #include "common/clock.h"
 #include "common/stats.h"
 #include "common/version.h"
@@ -279,13 +280,9 @@ static zb_status plan(calib *k, zb_error *err)
 		return zb_fail(err, err->status, "%s (zbench calibrate --cpu-only measures the CPU alone)", msg);
 	}
 	/* the output must be writable before minutes of measuring */
-	char probe[1024];
-	snprintf(probe, sizeof probe, "%s.probe", k->out_path);
-	FILE *f = fopen(probe, "w");
-	if (!f)
-		return zb_fail(err, ZB_E_INPUT, "cannot write the profile next to %s", k->out_path);
-	fclose(f);
-	unlink(probe);
+	zb_error pe;
+	if (zb_outfile_probe(k->out_path, &pe))
+		return zb_fail(err, ZB_E_INPUT, "cannot write the profile next to %s (%s)", k->out_path, pe.msg);
 	if (k->threads <= 0) {
 		long nc = sysconf(_SC_NPROCESSORS_ONLN);
 		k->threads = nc > 0 ? (int)nc : 1;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/number.h"
 #include "config/resolve.h"
 #include "core/graph.h"
 #include "sim/predict.h"
@@ -74,10 +75,7 @@ static int shape_axes(char *shape, const char *v[ZB_AX_COUNT], double *params)
 			return -1;
 		*eq = '\0';
 		if (strcmp(tok, "params") == 0) {
-			char *end;
-			errno = 0;
-			*params = strtod(eq + 1, &end);
-			if (errno || *end || !(*params > 0))
+			if (zb_parse_decimal(eq + 1, params) || !(*params > 0))
 				return -1;
 			continue;
 		}
@@ -232,13 +230,23 @@ static zb_status load(const char *path, pcase *cs, int *n, char **buf, zb_error 
 		char *s = *buf + (uintptr_t)pc->f[0];
 		if (split(s, pc->f, C_COUNT) != C_COUNT)
 			return bad(err, path, pc->line, "expected 21 tab-separated fields in case", s);
-		char *end;
-		pc->gpus = (int)strtol(pc->f[C_GPUS], &end, 10);
-		if (*end || pc->gpus < 1)
+		/* every number a plain decimal (common/number.h): no nan, inf, hex or overflow;
+		 * a ratio may also be "tuned" (the source's own choice: not predicted) */
+		static const struct { int col; const char *what; } nums[] = {
+			{ C_GPUS, "bad gpus" }, { C_RATIO, "bad ratio" }, { C_MB, "bad mb" }, { C_GAS, "bad gas" },
+			{ C_SEQ, "bad seq" }, { C_THREADS, "bad threads" }, { C_GPC, "bad gpc" }, { C_VALUE, "bad value" },
+		};
+		for (size_t k = 0; k < sizeof nums / sizeof nums[0]; k++) {
+			double x;
+			if (given(pc->f[nums[k].col]) && zb_parse_decimal(pc->f[nums[k].col], &x) &&
+			    !(nums[k].col == C_RATIO && !strcmp(pc->f[C_RATIO], "tuned")))
+				return bad(err, path, pc->line, nums[k].what, pc->f[nums[k].col]);
+		}
+		int64_t gpus;
+		if (zb_parse_whole(pc->f[C_GPUS], 1, 1 << 20, &gpus))
 			return bad(err, path, pc->line, "bad gpus", pc->f[C_GPUS]);
-		errno = 0;
-		pc->value = strtod(pc->f[C_VALUE], &end);
-		if (errno || *end || !(pc->value > 0) || !isfinite(pc->value))
+		pc->gpus = (int)gpus;
+		if (zb_parse_decimal(pc->f[C_VALUE], &pc->value) || !(pc->value > 0))
 			return bad(err, path, pc->line, "bad value", pc->f[C_VALUE]);
 		size_t m;
 		for (m = 0; m < sizeof metrics / sizeof metrics[0]; m++)
@@ -400,11 +408,11 @@ static zb_status check(FILE *out, const char *path, const pcase *cs, int n, int 
 	*worse = 0;
 	while (fgets(line, sizeof line, f)) {
 		ln++;
-		char id[128];
+		char id[128], num[64];
 		double rec;
 		if (line[0] == '#' || line[0] == '\n')
 			continue;
-		if (sscanf(line, "%127s %lf", id, &rec) != 2) {
+		if (sscanf(line, "%127s %63s", id, num) != 2 || zb_parse_decimal(num, &rec)) {
 			fclose(f);
 			line[strcspn(line, "\n")] = '\0';
 			return bad(err, path, ln, "expected 'id error%' in", line);
