@@ -22,6 +22,7 @@ int cmd_validate_deepspeed(int argc, char **argv); /* validate --deepspeed (cmd_
 int cmd_baseline(int argc, char **argv);
 int cmd_regress(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_import(int argc, char **argv);

@@ -24,6 +24,7 @@ static const struct command {
 	{ "analyze", cmd_analyze, "a trace's steps and per-step GPU, copy and CPU optimizer time" },
 	{ "export", cmd_export, "write a stored run's timelines as Perfetto (Chrome trace) JSON or CSV" },
 	{ "plot", cmd_plot, "draw a plot of the results database (gnuplot: PNG or SVG)" },
+	{ "report", cmd_report, "a stored sweep as one self-contained HTML report for a buyer" },
 	{ "tune", cmd_tune, "the fastest DeepSpeed settings for a model on this machine; writes the tuned config" },
 	{ "calibrate", cmd_calibrate, "measure this machine and fit a hardware profile (--hw FILE)" },
 	{ "compare", cmd_compare, "predicted against measured for a stored run, with the error of each part" },

@@ -17,6 +17,7 @@
 static const char *const sql[ZB_Q_COUNT] = {
 	[ZB_Q_RUN_ID] = "SELECT id FROM runs WHERE id = ?1",
 	[ZB_Q_RUN_MAX] = "SELECT max(id) FROM runs",
+	[ZB_Q_RUN_INFO] = "SELECT kind, started_at, version, git_commit, command, status FROM runs WHERE id = ?1",
 	[ZB_Q_LATEST_RUN_MEASURED] = "SELECT max(c.run_id) FROM configs c WHERE EXISTS(SELECT 1 FROM events e"
 	" WHERE e.config_id = c.id AND e.source = 'measured')",
 	[ZB_Q_CONFIG_ID] = "SELECT id FROM configs WHERE id = ?1",

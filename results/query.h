@@ -27,6 +27,7 @@ typedef enum zb_query {
 	/* runs and configurations; ?1 an id where named. One column. */
 	ZB_Q_RUN_ID,                   /* ?1 run: its id, or no row */
 	ZB_Q_RUN_MAX,                  /* the largest run id (NULL: none) */
+	ZB_Q_RUN_INFO,                 /* ?1 run: 0 kind, 1 started_at, 2 version, 3 git_commit, 4 command, 5 status */
 	ZB_Q_CONFIG_ID,                /* ?1 config: its id, or no row */
 	ZB_Q_CONFIG_MAX,               /* the largest config id */
 	ZB_Q_CONFIG_COUNT,             /* ?1 config: 1 when it exists, else 0 */
