@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "inputs/config_text.h"
+#include "sim/predict.h"
 
 #define ITEM_ROWS 256
 #define SLOTS_PER_JOB 4
@@ -222,6 +223,30 @@ static void row_clear(zb_sweep_row *row)
 	row->config_json = row->pred_json = NULL;
 }
 
+/* DeepSpeed at long gas (predict.h's shortcut): three short schedules simulated on
+ * their own instead of one of every micro-step shared across machines, which would be
+ * about gas/5 times larger. res gets the figures (no per-task times), head (may be
+ * NULL) the graph's summary without its tasks. */
+static zb_status predict_summary(const zb_config *c, zb_sim_result *res, zb_graph *head, int *simulated,
+				 zb_error *err)
+{
+	zb_prediction p;
+	zb_status st = zb_predict(&p, c, err);
+	*simulated = !st && p.simulated;
+	if (*simulated) {
+		*res = p.res;
+		res->start = res->end = NULL;
+		if (head) {
+			*head = p.graph;
+			head->tasks = NULL;
+			head->deps = NULL;
+			head->buckets = NULL;
+		}
+	}
+	zb_prediction_free(&p);
+	return st;
+}
+
 /* Row r under the other framework's schedule into row->alt_*: resolved again with
  * --framework set, so DeepSpeed's own rules (ZeRO-3 sub-groups for a ratio) apply. A
  * configuration that schedule cannot run (dpu under DeepSpeed) is state 3, not an error. */
@@ -240,6 +265,13 @@ static int alt_run(worker *w, const zb_sweep_grid *g, long long r, zb_sweep_row 
 	if (!row->alt_mem.fits)
 		return 0;
 	row->alt_state = 3;
+	if (zb_predict_shortcut(&row->alt_cfg)) {
+		int simulated;
+		if (predict_summary(&row->alt_cfg, &row->alt_res, NULL, &simulated, &e))
+			return e.status == ZB_E_INPUT ? 0 : (*err = e, -1);
+		row->alt_state = simulated ? 1 : 3;
+		return 0;
+	}
 	if (sched_get(&w->alt, &row->alt_cfg, &e)) /* the builder refuses what its framework cannot run */
 		return e.status == ZB_E_INPUT ? 0 : (*err = e, -1);
 	/* a grid of one machine per schedule shares one scratch: one schedule's memory at a time */
@@ -262,7 +294,10 @@ static int row_run(worker *w, const zb_sweep_grid *g, const zb_sweep_opts *so, l
 	if (use <= 0)
 		return use;
 	zb_memory_estimate(&row->cfg, &row->mem);
-	if (row->mem.fits) {
+	if (row->mem.fits && !so->timeline && zb_predict_shortcut(&row->cfg)) {
+		if (predict_summary(&row->cfg, &row->res, &row->head, &row->simulated, err))
+			return -1;
+	} else if (row->mem.fits) {
 		if (sched_get(&w->main, &row->cfg, err))
 			return -1;
 		if (zb_simulate_indexed(w->main.ix, w->scratch, &row->cfg, &row->res, err))
