@@ -53,14 +53,14 @@ endif
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -I. -pthread \
            -DZB_VERSION='"$(VERSION)"' $(SANFLAGS)
-LDLIBS  := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lsqlite3 -lm -pthread
+LDLIBS  := -Wl,-Bstatic -ljansson -lz -Wl,-Bdynamic -lsqlite3 -lm -pthread
 HOST_LDLIBS := $(LDLIBS)
 # The layers, lowest first: a file includes its own folder and lower ones only
 # (scripts/check-layers.sh, `make check-layers`). inject/ is built on its own (below).
-LAYERS  := common core inputs config schedules sim profiler inject exec results analysis bench peers report validate plots cli
+LAYERS  := common core inputs config schedules sim profiler inject exec results analysis bench peers report validate plots publish cli
 MODULES := $(filter-out inject,$(LAYERS))
 ifeq ($(FUZZ),1)
-MODULES := common core inputs config schedules sim profiler results analysis peers report plots cli # what the harnesses reach (options, parsers, model, database, plots); no executor
+MODULES := common core inputs config schedules sim profiler results analysis peers report plots cli # what the harnesses reach (options, parsers, model, database, plots, traces); no executor
 endif
 
 ALL_C   := $(foreach m,$(MODULES),$(wildcard $(m)/*.c))

@@ -18,12 +18,12 @@
 
 #include "bench/cases.h"
 
-#define GRID_1260 "--ratio 0:1:0.05 --pcie gen3,gen4,gen5,gen6 --cores 4,8,16,32,64 --policy offload,overlap,dpu"
+#define GRID_1260 "--ratio 0:1:0.05 --pcie gen3,gen4,gen5,gen6 --cores 4,8,16,32,64 --hypothetical-cpu --policy offload,overlap,dpu"
 /* x 5 GPUs x 2 micro-batches, ratios in steps of 0.006: 100 200 configurations */
-#define GRID_100K "--ratio 0:1:0.006 --pcie gen3,gen4,gen5,gen6 --cores 4,8,16,32,64 --policy offload,overlap,dpu" \
+#define GRID_100K "--ratio 0:1:0.006 --pcie gen3,gen4,gen5,gen6 --cores 4,8,16,32,64 --hypothetical-cpu --policy offload,overlap,dpu" \
 		  " --gpu a100-80g,h100,h200,b200,gh200 --micro-batch 4,8"
 /* ratios in steps of 0.001 and gas 1, 2: 1 201 200 configurations */
-#define GRID_1M "--ratio 0:1:0.001 --pcie gen3,gen4,gen5,gen6 --cores 4,8,16,32,64 --policy offload,overlap,dpu" \
+#define GRID_1M "--ratio 0:1:0.001 --pcie gen3,gen4,gen5,gen6 --cores 4,8,16,32,64 --hypothetical-cpu --policy offload,overlap,dpu" \
 		" --gpu a100-80g,h100,h200,b200,gh200 --micro-batch 4,8 --gas 1,2"
 
 /* Run `zbench sweep <grid> --db <dir>/sweep.db` once; its wall time, CPU time

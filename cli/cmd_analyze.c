@@ -66,23 +66,23 @@ int cmd_analyze(int argc, char **argv)
 			ao.step_range = argv[++i];
 		} else if (!strcmp(a, "--config") && more) {
 			if (parse_pos(argv[++i], "--config", &cfg))
-				return 2;
+				return ZB_EXIT_INPUT;
 		} else if (!strcmp(a, "--cpu-threshold") && more) {
 			char *end;
 			ao.cpu_threshold = strtod(argv[++i], &end);
 			if (*end || !(ao.cpu_threshold > 0 && ao.cpu_threshold <= 4096)) {
 				fprintf(stderr, "zbench: invalid --cpu-threshold '%s' (expected cores, > 0)\n", argv[i]);
-				return 2;
+				return ZB_EXIT_INPUT;
 			}
 		} else if (!strcmp(a, "latest")) {
 			run = 0; /* the newest trace, as without <run> (export accepts it too) */
 		} else if (a[0] != '-' && !run) {
 			if (parse_pos(a, "run", &run))
-				return 2;
+				return ZB_EXIT_INPUT;
 		} else {
 			fprintf(stderr, "zbench: unknown or incomplete option '%s' for analyze\n", a);
 			usage(stderr);
-			return 2;
+			return ZB_EXIT_INPUT;
 		}
 	}
 	zb_store *s;
@@ -98,8 +98,9 @@ int cmd_analyze(int argc, char **argv)
 		st = zb_store_load_trace_input(s, cfg, &in, &err);
 	if (!st)
 		st = zb_analyze(&in, &ao, &a, &err);
-	if (!st)
-		st = zb_store_add_trace_steps(s, cfg, &a, &err);
+	if (!st && !(st = zb_store_add_trace_steps(s, cfg, &a, &err)))
+		fprintf(stderr, "zbench: stored %zu step%s of configuration %" PRId64 " (trace_steps) in %s\n", a.nsteps,
+			a.nsteps == 1 ? "" : "s", cfg, db);
 	if (!st) {
 		if (json) {
 			json_t *j = zb_analysis_json(&a, cfg);

@@ -87,10 +87,10 @@ int cmd_bench(int argc, char **argv)
 	if (!matched) {
 		fprintf(stderr, "zbench: no benchmark case matches '%s' (zbench bench --list)\n", filter);
 		json_decref(all);
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	if (json)
 		zb_json_print(stdout, all);
 	json_decref(all);
-	return failed ? 1 : 0;
+	return failed ? ZB_EXIT_VERDICT : 0;
 }

@@ -136,7 +136,7 @@ static int calibrate_deepspeed(int argc, char **argv)
 		case 'M':
 			if (nfiles == 8) {
 				fprintf(stderr, "zbench: --measured: at most 8 files\n");
-				return 2;
+				return ZB_EXIT_INPUT;
 			}
 			measured = files[nfiles++] = optarg;
 			break;
@@ -148,24 +148,24 @@ static int calibrate_deepspeed(int argc, char **argv)
 		case 'H':
 			if (nheld == 8) {
 				fprintf(stderr, "zbench: --held-out: at most 8 files\n");
-				return 2;
+				return ZB_EXIT_INPUT;
 			}
 			held[nheld++] = optarg;
 			break;
-		case 's': if (pos_int(optarg, "--seq", &seq)) return 2; break;
-		case 'B': if (pos_int(optarg, "--micro-batch", &mb)) return 2; break;
-		case 'g': if (pos_int(optarg, "--sub-group", &sg)) return 2; break;
+		case 's': if (pos_int(optarg, "--seq", &seq)) return ZB_EXIT_INPUT; break;
+		case 'B': if (pos_int(optarg, "--micro-batch", &mb)) return ZB_EXIT_INPUT; break;
+		case 'g': if (pos_int(optarg, "--sub-group", &sg)) return ZB_EXIT_INPUT; break;
 		case 'h': usage_ds(stdout); return 0;
-		default: usage_ds(stderr); return 2;
+		default: usage_ds(stderr); return ZB_EXIT_INPUT;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "zbench: unexpected argument '%s'\n", argv[optind]);
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	if (!measured) {
 		fprintf(stderr, "zbench: calibrate --deepspeed needs --measured FILE.tsv\n");
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	zb_calibrate_ds_opts o = { .nfiles = nfiles, .hw = hw_name, .model = model, .seq = seq, .micro_batch = mb,
 				   .sub_group = sg, .out = out, .no_fit = no_fit, .cross_validate = loo };

@@ -42,11 +42,11 @@ static const zb_flag flags[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: zbench compare [<run>] [--config <id>] [--warmup <n>] [--json] [--db <path>]\n\n"
+	fprintf(f, "usage: zbench compare [<run> | latest] [--config <id>] [--warmup <n>] [--json] [--db <path>]\n\n"
 		   "Predicted against measured for a run stored by zbench run or zbench validate: step\n"
 		   "time, busy time of each resource, overlap of the flows, critical path and each task\n"
 		   "class, with the error of each ((predicted - measured) / measured). <run> is a run id\n"
-		   "(runs.id); without it, the newest configuration with measured events. A run with\n"
+		   "(runs.id); without it or with latest, the newest configuration with measured events. A run with\n"
 		   "several configurations prints one line each (--config <id> for the detail; --json\n"
 		   "gives every detail). --warmup: steps left out of the steady state (default: the\n"
 		   "run's --warmup, else 2).\n"
@@ -72,7 +72,7 @@ static int parse_id(const char *s, const char *what, int64_t *out)
 
 static void usage_predict(FILE *f)
 {
-	fprintf(f, "usage: zbench compare [<run>] [--config <id>] [--step-range <name>] [--no-nvtx]\n"
+	fprintf(f, "usage: zbench compare [<run> | latest] [--config <id>] [--step-range <name>] [--no-nvtx]\n"
 		   "                     [--cpu-threshold <cores>] [--json] [--db <path>] --predict <options>\n\n"
 		   "A stored trace of another program (zbench trace, zbench import; <run> default: the newest)\n"
 		   "against zbench's prediction of the configuration given after --predict (predict's options,\n"
@@ -101,20 +101,22 @@ static int own_args(int argc, char **argv, int64_t *run, int64_t *cfg, zb_analyz
 			ao->cpu_threshold = strtod(argv[++i], &end);
 			if (*end || !(ao->cpu_threshold > 0)) {
 				fprintf(stderr, "zbench: invalid --cpu-threshold '%s' (expected cores, > 0)\n", argv[i]);
-				return 2;
+				return ZB_EXIT_INPUT;
 			}
+		} else if (!strcmp(a, "latest")) {
+			*run = 0; /* the newest trace, as without <run> */
 		} else if ((!strcmp(a, "--config") && more) || a[0] != '-') {
 			const char *v = a[0] != '-' ? a : argv[++i];
 			long long x = strtoll(v, &end, 10);
 			if (*end || x < 1) {
 				fprintf(stderr, "zbench: invalid %s '%s' (expected a positive integer)\n",
 					a[0] != '-' ? "run" : "--config", v);
-				return 2;
+				return ZB_EXIT_INPUT;
 			}
 			*(a[0] != '-' ? run : cfg) = x;
 		} else {
 			fprintf(stderr, "zbench: unknown or incomplete option '%s' for compare --predict\n", a);
-			return 2;
+			return ZB_EXIT_INPUT;
 		}
 	}
 	return 0;
@@ -197,7 +199,7 @@ static int compare_trace(int argc, char **argv)
 		fprintf(stderr, "zbench: the configuration to compare with does not fit: %s\n", p.mem.reason);
 		zb_prediction_free(&p);
 		zb_analysis_free(&a);
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	json_t *cmp = zb_trace_compare_json(&p, &a, cfg);
 	int64_t config_id = 0;
@@ -229,11 +231,11 @@ int cmd_compare(int argc, char **argv)
 	int64_t config_id = co.config_id, run_id = 0;
 	int json = co.json, warmup = co.warmup;
 	const char *db = co.db;
-	if (npos && parse_id(run, "run id", &run_id))
-		return 2;
+	if (npos && strcmp(run, "latest") && parse_id(run, "run id", &run_id)) /* latest: as without <run> */
+		return ZB_EXIT_INPUT;
 	if (access(db, F_OK) != 0) {
 		fprintf(stderr, "zbench: no database '%s' (run zbench run or validate first, or give --db)\n", db);
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	zb_error err = { 0 };
 	zb_store *s;

@@ -27,8 +27,8 @@ static void usage(FILE *f)
 		   "perfetto (default) is Chrome Trace Event JSON for the Perfetto UI or chrome://tracing,\n"
 		   "one track per resource (predicted) and per CUDA stream and CPU thread (measured,\n"
 		   "from zbench run --trace); csv is one row per interval for spreadsheets.\n"
-		   "<config-id> is the configuration id `zbench run` prints and stores (latest: the\n"
-		   "newest configuration with measured events).\n\n"
+		   "<config-id> is the configuration id the storing command printed (latest: the newest\n"
+		   "configuration with a timeline: run, validate, predict --timeline, trace or import).\n\n"
 		   "options:\n");
 	zb_flags_usage(f, flags);
 }
@@ -44,7 +44,7 @@ int cmd_export(int argc, char **argv)
 		return rc;
 	if (!npos) {
 		fprintf(stderr, "zbench: export needs a configuration id (zbench export --help)\n");
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	zb_error err = { 0 };
 	zb_export_format fmt;
@@ -52,11 +52,11 @@ int cmd_export(int argc, char **argv)
 		return zb_report_error(&err);
 	if (!path || !*path) {
 		fprintf(stderr, "zbench: export needs an output file (-o <file>)\n");
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	if (access(dbpath, F_OK) != 0) {
 		fprintf(stderr, "zbench: no database '%s' (zbench run stores into it; --db <path>)\n", dbpath);
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	zb_store *s;
 	if (zb_store_open_readonly(&s, dbpath, 2000, &err))

@@ -27,5 +27,5 @@ int cmd_list(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "zbench: unknown list '%s' (known: presets, policies)\n", what);
-	return 2;
+	return ZB_EXIT_INPUT;
 }

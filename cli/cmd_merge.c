@@ -28,19 +28,19 @@ int cmd_merge(int argc, char **argv)
 	}
 	if (argc < 3) {
 		usage(stderr);
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	for (int i = 1; i < argc; i++)
 		if (argv[i][0] == '-') {
 			fprintf(stderr, "zbench: merge takes no options (got '%s')\n", argv[i]);
-			return 2;
+			return ZB_EXIT_INPUT;
 		}
 	zb_error err = { 0 };
 	int n = argc - 2;
 	zb_merge_counts *counts = calloc((size_t)n, sizeof *counts);
 	if (!counts) {
 		fprintf(stderr, "zbench: out of memory\n");
-		return 1;
+		return zb_exit_code(ZB_E_NOMEM);
 	}
 	int rc = 0;
 	if (zb_store_merge_into(argv[1], (const char *const *)argv + 2, n, counts, &err)) {

@@ -55,19 +55,19 @@ int cmd_plot(int argc, char **argv)
 		return rc;
 	if (!npos) {
 		fprintf(stderr, "zbench: missing plot kind (known: ratio, hardware, accuracy, timeline, memory, scaling)\n");
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	if (zb_plot_kind_parse(kind, &req.kind, &err))
 		return zb_report_error(&err);
 	if (req.run_id && req.config_id) {
 		fprintf(stderr, "zbench: --run and --config exclude each other (got run %lld and config %lld)\n",
 			(long long)req.run_id, (long long)req.config_id);
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	if (access(db, F_OK) != 0) {
 		fprintf(stderr, "zbench: no database '%s' (zbench sweep or predict creates it; --db <path> for another)\n",
 			db);
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	if (zb_plot_check(req.output, &err))
 		return zb_report_error(&err);

@@ -5,6 +5,7 @@
 #include "cli/commands.h"
 #include "cli/options.h"
 #include "report/report.h"
+#include "report/sweep_table.h"
 #include "cli/session.h"
 #include "sim/predict.h"
 
@@ -15,6 +16,31 @@ static void usage(FILE *f)
 		   "time, step time, tokens/s, TFLOP/s, bottleneck and lower bound, memory and whether it\n"
 		   "fits. --timeline prints every task's predicted start and end and stores them.\n\n");
 	zb_options_usage(f);
+	fprintf(f, "  %-26s %s\n", "--tokens <n>", "the training run the cost lines price (default 1e10)");
+	fprintf(f, "\nThe schedule is zbench's own unless --framework deepspeed or a --ds-config; either way the other\n"
+		   "schedule's throughput follows: what DeepSpeed gets on this box, what the hardware allows.\n");
+}
+
+/* The same configuration under the other framework's schedule, for "DeepSpeed gets X
+ * on this box; the hardware allows Y": into r's alt fields (state 3 when that schedule
+ * cannot run it, 2 when it does not fit). */
+static void other_schedule(const zb_options *o, zb_sweep_row *r)
+{
+	zb_config_inputs in;
+	zb_options_inputs(o, &in);
+	in.value[ZB_AX_FRAMEWORK] = r->cfg.framework == ZB_FW_DEEPSPEED ? "zbench" : "deepspeed";
+	zb_error e;
+	zb_prediction p;
+	r->alt_state = 3;
+	if (zb_config_resolve(&in, &r->alt_cfg, NULL, &e) || zb_predict(&p, &r->alt_cfg, &e))
+		return;
+	r->alt_mem = p.mem;
+	r->alt_state = p.simulated ? 1 : 2;
+	if (p.simulated) {
+		r->alt_res = p.res;
+		r->alt_res.start = r->alt_res.end = NULL;
+	}
+	zb_prediction_free(&p);
 }
 
 int cmd_predict(int argc, char **argv)
@@ -22,7 +48,12 @@ int cmd_predict(int argc, char **argv)
 	zb_options o = { 0 };
 	zb_error err = { 0 };
 	int rc;
-	if (!zb_options_parse(argc, argv, NULL, usage, &o, &rc))
+	double tokens = 1e10;
+	const zb_flag extra[] = {
+		ZB_REAL("tokens", &tokens, 1, 1e18, "<n>", NULL),
+		{ 0 },
+	};
+	if (!zb_options_parse(argc, argv, extra, usage, &o, &rc))
 		return rc;
 	zb_config c;
 	zb_sources src;
@@ -51,8 +82,13 @@ int cmd_predict(int argc, char **argv)
 		stored = 0;
 	}
 
+	zb_sweep_row both = { .cfg = c, .mem = p.mem, .simulated = p.simulated };
+	if (p.simulated)
+		both.res = p.res;
+	other_schedule(&o, &both);
 	if (o.json) {
 		json_t *j = zb_prediction_json(&c, &p.graph, p.simulated ? &p.res : NULL, &p.mem);
+		zb_sweep_row_json(j, &both, tokens);
 		zb_sources_json(j, &c, &src);
 		if (o.timeline && p.simulated) {
 			json_t *tl = json_array();
@@ -73,6 +109,7 @@ int cmd_predict(int argc, char **argv)
 		zb_print_header(stdout, "predict", &c);
 		zb_sources_print(stdout, &c, &src, 0);
 		zb_prediction_print(stdout, &c, &p.graph, p.simulated ? &p.res : NULL, &p.mem);
+		zb_sweep_row_summary(stdout, &both, tokens);
 		if (o.timeline && p.simulated) {
 			printf("\n");
 			zb_timeline_print(stdout, &p.graph, p.res.start, p.res.end);
@@ -81,7 +118,7 @@ int cmd_predict(int argc, char **argv)
 	rc = 0;
 	if (!p.mem.fits) {
 		fprintf(stderr, "zbench: configuration does not fit: %s\n", p.mem.reason);
-		rc = 2;
+		rc = ZB_EXIT_NOFIT;
 	}
 	if (!stored) {
 		fprintf(stderr, "zbench: the prediction above was printed but NOT stored: %s\n", store_err.msg);

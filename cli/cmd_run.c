@@ -252,7 +252,7 @@ static int precision_failed(const run *x)
 	fprintf(stderr, "zbench: precision check failed: master weights differ from the double reference by "
 			"%.3g (relative, limit 1e-6), %lld 16-bit parameters not the rounded master, nan %s\n",
 		r->master_rel_err, (long long)r->param16_mismatches, r->nan_found ? "found" : "none");
-	return 1;
+	return ZB_EXIT_VERDICT;
 }
 
 /* Several GPUs: each rank's measured summary; "slowest" is the rank reported. */

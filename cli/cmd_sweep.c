@@ -24,8 +24,8 @@
 #include "cli/options.h"
 #include "report/report.h"
 #include "report/ranks.h"
+#include "report/sweep_table.h"
 #include "cli/session.h"
-#include "common/csv.h"
 #include "plots/plot.h"
 #include "schedules/deepspeed.h"
 #include "sim/predict.h"
@@ -46,10 +46,18 @@ static void usage(FILE *f)
 	fprintf(f, "  %-26s %s\n", "--shard <k/n>", "only the k-th of n slices of the grid (1 <= k <= n);");
 	fprintf(f, "  %-26s %s\n", "", "combine the shards' databases with zbench merge");
 	fprintf(f, "  %-26s %s\n", "--yes", "run a sweep of more than 10^7 configurations");
+	fprintf(f, "  %-26s %s\n", "--tokens <n>", "the training run the cost columns price (default 1e10)");
+	fprintf(f, "  %-26s %s\n", "--no-other-schedule", "leave out the other framework's schedule (half the work)");
+	fprintf(f, "\nA sweep of several values of a hardware axis (--hw, --gpu, --pcie, --cpu, --cores, --host-mem,\n"
+		   "--dram-bw, --cpu-adam, --gpus-per-link) is a purchase question: it answers for DeepSpeed's schedule\n"
+		   "unless --framework zbench (or a --ds-config, or policy dpu) says otherwise. Every row also gives the\n"
+		   "other schedule's tokens/s: what DeepSpeed gets, what the hardware allows (zbench's).\n");
 }
 
 typedef struct sweep_flags {
 	int jobs, shard_k, shard_n, yes;
+	int one_schedule;   /* --no-other-schedule */
+	double tokens;      /* --tokens: the training run the cost columns price */
 } sweep_flags;
 
 /* --shard k/n */
@@ -65,82 +73,52 @@ static zb_status take_shard(void *dest, const char *arg, zb_error *err)
 	return ZB_OK;
 }
 
-static const char *cols[] = { "model", "pcie", "gpu", "cpu", "cores", "policy", "ratio", "mb", "gas",
-			      "step", "tokens/s", "TFLOP/s", "bottleneck", "bound", "gpu_mem", "fits", "framework", "zero",
-			      "sub_group" };
-static const char *units[] = { "", "", "", "", "", "", "", "", "", "ms", "1/s", "per GPU", "", "ms", "GiB", "", "", "", "" };
-static const char *fmt_head = "%-12s %-10s %-9s %-13s %5s %-8s %5s %4s %4s %10s %10s %8s %-10s %10s %8s %-4s %-9s %4s %s\n";
-
-/* --gpus or --nodes given: the per-rank columns of report_ranks.h follow */
-static int rank_cols;
-
-/* A row's common columns without the newline (eol ""), for the rank columns to follow. */
-static void print_row_fixed(FILE *f, const zb_sweep_row *p, int csv, double ratio, const char *step, const char *tps,
-			    const char *tfl, const char *bound, const char *bn, const char *zero, const char *sg,
-			    const char *eol)
-{
-	const zb_config *c = &p->cfg;
-	char q[4][ZB_CSV_CELL_MAX]; /* the names as CSV cells (common/csv.h) */
-	if (csv)
-		fprintf(f, "%s,%s,%s,%s,%d,%s,%.4g,%d,%d,%s,%s,%s,%s,%s,%.2f,%s,%s,%s,%s%s",
-			zb_csv_cell(c->model.name, q[0], sizeof q[0]), zb_csv_cell(c->hw.link.name, q[1], sizeof q[1]),
-			zb_csv_cell(c->hw.gpu.name, q[2], sizeof q[2]), zb_csv_cell(c->hw.cpu.name, q[3], sizeof q[3]),
-			c->hw.cpu.cores, zb_policy_name(c->policy.kind),
-			ratio, c->policy.micro_batch, c->policy.gas, step, tps, tfl, bn, bound, p->mem.gpu_bytes / GiB,
-			p->mem.fits ? "yes" : "no", zb_framework_name(c->framework), zero, sg, eol);
-	else
-		fprintf(f, "%-12s %-10s %-9s %-13s %5d %-8s %5.2f %4d %4d %10s %10s %8s %-10s %10s %8.1f %-4s %-9s %4s %-10s%s",
-			c->model.name, c->hw.link.name, c->hw.gpu.name, c->hw.cpu.name, c->hw.cpu.cores,
-			zb_policy_name(c->policy.kind), ratio, c->policy.micro_batch, c->policy.gas, step, tps, tfl,
-			bn, bound, p->mem.gpu_bytes / GiB, p->mem.fits ? "yes" : "no", zb_framework_name(c->framework),
-			zero, sg, eol);
-}
-
-static void print_row(FILE *f, const zb_sweep_row *p, int csv)
-{
-	const zb_config *c = &p->cfg;
-	double ratio = c->policy.kind == ZB_POLICY_NONE ? 0.0 : c->policy.ratio;
-	char step[32] = "-", tps[32] = "-", tfl[32] = "-", bound[32] = "-";
-	const char *bn = "-";
-	if (p->simulated) {
-		snprintf(step, sizeof step, "%.2f", p->res.step_time_s * 1e3);
-		snprintf(tps, sizeof tps, "%.0f", p->res.tokens_per_s);
-		snprintf(tfl, sizeof tfl, "%.1f", p->res.tflops_per_gpu);
-		snprintf(bound, sizeof bound, "%.2f", p->res.lower_bound_s * 1e3);
-		bn = zb_resource_name(p->res.bottleneck);
-	}
-	char zero[8] = "-", sg[24] = "-";
-	if (c->framework == ZB_FW_DEEPSPEED) {
-		snprintf(zero, sizeof zero, "%d", zb_ds_stage(c));
-		snprintf(sg, sizeof sg, "%lld", (long long)zb_ds_sub_group(c));
-	}
-	if (rank_cols) { /* the same columns, then the ranks' */
-		print_row_fixed(f, p, csv, ratio, step, tps, tfl, bound, bn, zero, sg, "");
-		zb_ranks_sweep_row(f, csv, c, p->simulated ? &p->head : NULL, p->simulated ? &p->res : NULL);
-		fputc('\n', f);
-		return;
-	}
-	if (csv) {
-		print_row_fixed(f, p, csv, ratio, step, tps, tfl, bound, bn, zero, sg, "\n");
-		return;
-	}
-	fprintf(f, "%-12s %-10s %-9s %-13s %5d %-8s %5.2f %4d %4d %10s %10s %8s %-10s %10s %8.1f %-4s %-9s %4s %s\n",
-		c->model.name, c->hw.link.name, c->hw.gpu.name, c->hw.cpu.name, c->hw.cpu.cores,
-		zb_policy_name(c->policy.kind), ratio, c->policy.micro_batch, c->policy.gas, step, tps, tfl, bn, bound,
-		p->mem.gpu_bytes / GiB, p->mem.fits ? "yes" : "no", zb_framework_name(c->framework), zero, sg);
-}
+/* The best row of each machine (its hardware), for the ranking by cost. */
+#define RANK_MACHINES 1024
+typedef struct machine_best {
+	zb_config cfg;
+	zb_row_cost cost;
+	double tps;
+} machine_best;
 
 /* What each row goes to. */
 typedef struct sink {
 	const zb_options *o;
+	const zb_sweep_table *table;
 	zb_session *s;
 	long long rows;
 	int have_best;
 	zb_config best;
 	zb_sim_result best_res;
+	zb_row_cost best_cost;
+	machine_best *machines; /* [RANK_MACHINES] */
+	int nmachines;
 	int unstored;       /* storing failed (locked, damaged, disk full): rows are still printed */
 	zb_error store_err; /* ... why */
 } sink;
+
+static int same_machine(const zb_hw *a, const zb_hw *b)
+{
+	return !strcmp(a->name, b->name) && !strcmp(a->link.name, b->link.name) && !strcmp(a->gpu.name, b->gpu.name) &&
+	       !strcmp(a->cpu.name, b->cpu.name) && a->cpu.cores == b->cpu.cores && a->cpu.mem_bytes == b->cpu.mem_bytes &&
+	       a->cpu.dram_Bps == b->cpu.dram_Bps && a->price_per_hour == b->price_per_hour;
+}
+
+/* Keep the row if it is its machine's most tokens per dollar so far. */
+static void rank_machine(sink *k, const zb_sweep_row *row, const zb_row_cost *cost)
+{
+	int i;
+	for (i = 0; i < k->nmachines && !same_machine(&k->machines[i].cfg.hw, &row->cfg.hw); i++)
+		;
+	if (i == k->nmachines) {
+		if (k->nmachines == RANK_MACHINES)
+			return; /* beyond that many machines the ranking lists the first ones */
+		k->nmachines++;
+	} else if (k->machines[i].cost.tokens_per_dollar >= cost->tokens_per_dollar) {
+		return;
+	}
+	k->machines[i] = (machine_best){ .cfg = row->cfg, .cost = *cost, .tps = row->res.tokens_per_s };
+}
 
 static zb_status emit_row(void *ctx, const zb_sweep_row *row, zb_error *err)
 {
@@ -152,6 +130,8 @@ static zb_status emit_row(void *ctx, const zb_sweep_row *row, zb_error *err)
 		const zb_graph *g = row->simulated ? &row->head : NULL;
 		const zb_sim_result *res = row->simulated ? &row->res : NULL;
 		zb_status st = zb_store_add_config(db, k->s->run_id, &row->cfg, row->config_json, &id, err);
+		if (!st)
+			zb_session_note_config(k->s, id);
 		if (!st)
 			st = zb_store_add_prediction(db, id, g, res, &row->mem, err);
 		if (!st && o->timeline && row->simulated) {
@@ -175,76 +155,91 @@ static zb_status emit_row(void *ctx, const zb_sweep_row *row, zb_error *err)
 				fputs("  ", stdout);
 		}
 	} else {
-		print_row(stdout, row, o->csv);
+		zb_sweep_table_row(stdout, k->table, row);
 	}
+	zb_row_cost cost;
+	zb_sweep_row_cost(row, k->table->tokens, &cost);
 	if (row->simulated && (!k->have_best || row->res.tokens_per_s > k->best_res.tokens_per_s)) {
 		k->have_best = 1;
 		k->best = row->cfg;
 		k->best_res = row->res;
+		k->best_cost = cost;
 	}
+	if (row->simulated && cost.tokens_per_dollar >= 0)
+		rank_machine(k, row, &cost);
 	k->rows++;
 	return ZB_OK;
 }
+
+static double json_tokens = 1e10; /* --tokens, for pred_json (set before the threads start) */
 
 /* --json: the row's prediction, formatted on the sweep's threads */
 static char *pred_json(const zb_sweep_row *row)
 {
 	json_t *j = zb_prediction_json(&row->cfg, row->simulated ? &row->head : NULL, row->simulated ? &row->res : NULL,
 				       &row->mem);
+	zb_sweep_row_json(j, row, json_tokens);
 	char *text = json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(10));
 	json_decref(j);
 	return text;
 }
 
 static void print_head(const zb_options *o, const zb_sweep_grid *g, const sweep_flags *f, long long rows,
-		       const zb_config *first, const zb_sources *src)
+		       const zb_config *first, const zb_sources *src, const zb_sweep_table *t, const char *why)
 {
 	if (o->json)
 		return;
-	rank_cols = o->axis[ZB_AX_GPUS] || o->axis[ZB_AX_NODES];
 	if (o->csv) {
-		for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
-			printf("%s%s%s%s", i ? "," : "", cols[i], units[i][0] ? "_" : "", units[i]);
-		if (rank_cols)
-			zb_ranks_sweep_head(stdout, 1, 0);
-		printf("\n");
+		zb_sweep_table_head(stdout, t);
 		return;
 	}
 	if (rows)
 		zb_print_header(stdout, "sweep", first);
+	if (why)
+		printf("# %s\n", why);
 	if (rows)
 		zb_sources_print(stdout, first, src, 1);
 	if (f->shard_n)
 		printf("# shard %d/%d: rows %lld to %lld of %lld\n", f->shard_k, f->shard_n, g->first, g->end - 1,
 		       g->total);
-	printf("# %lld configurations; the lines above describe the first, the columns what varies\n", rows);
-	if (rank_cols) { /* the rank columns after a padded sub_group column */
-		static const char *fmt_wide = "%-12s %-10s %-9s %-13s %5s %-8s %5s %4s %4s %10s %10s %8s %-10s %10s %8s %-4s %-9s %4s %-10s";
-		for (int u = 0; u < 2; u++) {
-			const char **v = u ? units : cols;
-			printf(fmt_wide, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12],
-			       v[13], v[14], v[15], v[16], v[17], v[18]);
-			zb_ranks_sweep_head(stdout, 0, u);
-			printf("\n");
-		}
-		return;
-	}
-	printf(fmt_head, cols[0], cols[1], cols[2], cols[3], cols[4], cols[5], cols[6], cols[7], cols[8],
-	       cols[9], cols[10], cols[11], cols[12], cols[13], cols[14], cols[15], cols[16], cols[17], cols[18]);
-	printf(fmt_head, units[0], units[1], units[2], units[3], units[4], units[5], units[6], units[7],
-	       units[8], units[9], units[10], units[11], units[12], units[13], units[14], units[15], units[16],
-	       units[17], units[18]);
+	printf("# %lld configurations; the lines above describe the first, the columns what varies; zbench and "
+	       "deepspeed: each schedule's tokens/s on the row's hardware; train: %.3g tokens\n", rows, t->tokens);
+	zb_sweep_table_head(stdout, t);
 }
 
-static void print_tail(const zb_options *o, const sink *k)
+static int by_tokens_per_dollar(const void *a, const void *b)
+{
+	double x = ((const machine_best *)a)->cost.tokens_per_dollar, y = ((const machine_best *)b)->cost.tokens_per_dollar;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static void print_tail(const zb_options *o, sink *k)
 {
 	if (o->json) {
 		fputs(k->rows ? "\n]\n" : "[]\n", stdout);
-	} else if (!o->csv && k->have_best) {
-		char label[512];
-		zb_config_label(&k->best, label, sizeof label);
-		printf("# fastest: %s: %.0f tokens/s (%.2f ms/step, bound by %s)\n", label, k->best_res.tokens_per_s,
-		       k->best_res.step_time_s * 1e3, zb_resource_name(k->best_res.bottleneck));
+		return;
+	}
+	if (o->csv || !k->have_best)
+		return;
+	char label[512];
+	zb_config_label(&k->best, label, sizeof label);
+	printf("# fastest: %s: %.0f tokens/s (%.2f ms/step, bound by %s)\n", label, k->best_res.tokens_per_s,
+	       k->best_res.step_time_s * 1e3, zb_resource_name(k->best_res.bottleneck));
+	const zb_row_cost *c = &k->best_cost;
+	if (c->deepspeed_tps >= 0 && c->zbench_tps >= 0)
+		printf("# on that box DeepSpeed gets %.0f tokens/s; the hardware allows %.0f (zbench's schedule, x%.2f)\n",
+		       c->deepspeed_tps, c->zbench_tps, c->zbench_tps / c->deepspeed_tps);
+	if (!k->nmachines)
+		return;
+	qsort(k->machines, (size_t)k->nmachines, sizeof *k->machines, by_tokens_per_dollar);
+	printf("# by tokens per dollar (each machine's best row; train %.3g tokens):\n", k->table->tokens);
+	for (int i = 0; i < k->nmachines && i < 10; i++) {
+		const machine_best *m = &k->machines[i];
+		const zb_hw *h = &m->cfg.hw;
+		printf("#  %2d. %s, %s, %s%s %d cores: %.3f M tokens per dollar, %.0f tokens/s at %.2f per hour, "
+		       "%.1f hours and %.0f to train\n", i + 1, h->gpu.name, h->link.name, h->cpu.name,
+		       h->cpu.hypothetical ? "*" : "", h->cpu.cores, m->cost.tokens_per_dollar / 1e6, m->tps,
+		       h->price_per_hour, m->cost.train_hours, m->cost.train_cost);
 	}
 }
 
@@ -268,24 +263,29 @@ static int plot_sweep(const zb_options *o, int64_t run_id)
 /* Simulate, print and store the rows; Ctrl-C stops after the current row and
  * keeps what was stored. */
 static int run_rows(const zb_options *o, const zb_sweep_grid *g, const sweep_flags *f, long long rows,
-		    zb_session *s, const zb_error *begin_err)
+		    zb_session *s, const zb_error *begin_err, const zb_sweep_table *t)
 {
 	zb_error err = { 0 };
-	sink k = { .o = o, .s = s };
+	sink k = { .o = o, .s = s, .table = t };
+	k.machines = zb_xcalloc(RANK_MACHINES, sizeof *k.machines);
 	if (begin_err) {
 		k.unstored = 1;
 		k.store_err = *begin_err;
 	}
 	zb_sweep_opts so = { .jobs = f->jobs, .config_json = s->store != NULL, .pred_json = o->json ? pred_json : NULL,
-			     .timeline = o->timeline && s->store != NULL, .progress = stderr };
+			     .timeline = o->timeline && s->store != NULL, .progress = stderr,
+			     .both = !o->timeline && !f->one_schedule /* a second schedule per row would double a
+								     timeline's memory */ };
 	zb_stop_catch(); /* Ctrl-C, SIGTERM, SIGHUP: stop after the current row */
 	long long done = 0;
 	zb_status st = zb_sweep_run(g, rows, &so, emit_row, &k, &zb_stop_requested, &done, &err);
 	zb_stop_release();
+	int rc = 0;
 	if (st && st != ZB_E_INTERRUPTED) {
 		fflush(stdout);
 		zb_session_abort(s);
-		return zb_report_error(&err);
+		rc = zb_report_error(&err);
+		goto out;
 	}
 	print_tail(o, &k);
 	fflush(stdout);
@@ -293,25 +293,33 @@ static int run_rows(const zb_options *o, const zb_sweep_grid *g, const sweep_fla
 		k.unstored = 1;
 	if (k.unstored) {
 		fprintf(stderr, "zbench: the %lld rows above were printed but NOT stored: %s\n", k.rows, k.store_err.msg);
-		return zb_exit_code(k.store_err.status);
+		rc = zb_exit_code(k.store_err.status);
+	} else if (st) {
+		if (s->run_id)
+			fprintf(stderr, "zbench: interrupted by %s after %lld of %lld configurations (the rows so far are "
+				"stored as run %lld in %s, marked interrupted)\n", zb_stop_name(), done, rows,
+				(long long)s->run_id, s->path);
+		else
+			fprintf(stderr, "zbench: interrupted by %s after %lld of %lld configurations (nothing stored: "
+				"--no-db)\n", zb_stop_name(), done, rows);
+		rc = zb_stop_exit_code();
 	}
-	if (st) {
-		fprintf(stderr, "zbench: interrupted by %s after %lld of %lld configurations (%s)\n", zb_stop_name(),
-			done, rows, s->run_id ? "the rows so far are stored, the run marked interrupted" : "nothing stored: --no-db");
-		return zb_stop_exit_code();
-	}
-	return 0;
+out:
+	free(k.machines);
+	return rc;
 }
 
 int cmd_sweep(int argc, char **argv)
 {
 	zb_options o = { 0 };
 	zb_error err = { 0 };
-	sweep_flags f = { .jobs = zb_sweep_default_jobs() };
+	sweep_flags f = { .jobs = zb_sweep_default_jobs(), .tokens = 1e10 };
 	const zb_flag extra[] = {
 		{ .name = "jobs", .short_name = 'j', .kind = ZB_FLAG_INT, .dest = &f.jobs, .lo = 1, .hi = 1024, .arg = "<n>" },
 		ZB_CALL("shard", &f, take_shard, "<k/n>", NULL),
 		ZB_SWITCH("yes", &f.yes, NULL),
+		ZB_REAL("tokens", &f.tokens, 1, 1e18, "<n>", NULL),
+		ZB_SWITCH("no-other-schedule", &f.one_schedule, NULL),
 		{ 0 },
 	};
 	int rc;
@@ -320,20 +328,35 @@ int cmd_sweep(int argc, char **argv)
 	if (o.plot) { /* fail before the sweep runs, not after */
 		if (o.no_db) {
 			fprintf(stderr, "zbench: --plot draws from the database: drop --no-db (got --plot '%s')\n", o.plot);
-			return 2;
+			return ZB_EXIT_INPUT;
 		}
 		if (zb_plot_check(o.plot, &err))
 			return zb_report_error(&err);
 	}
-	/* a DeepSpeed config decides the policy and ratio itself */
-	if (!o.axis[ZB_AX_POLICY] && !o.axis[ZB_AX_RATIO] && !o.have_ds) {
-		o.axis[ZB_AX_POLICY] = "none,offload,overlap,dpu";
-		o.axis[ZB_AX_RATIO] = "0:1:0.25";
-	}
-
-	zb_sweep_grid g;
 	zb_config_inputs in;
 	zb_options_inputs(&o, &in);
+	/* a purchase question (several values of a hardware axis) answers for DeepSpeed's
+	 * schedule, what the buyer will run, unless --framework, a DeepSpeed config or a
+	 * policy DeepSpeed lacks (dpu) says otherwise; the header says which */
+	const char *why = NULL;
+	int purchase = !o.axis[ZB_AX_FRAMEWORK] && !o.have_ds && zb_sweep_hw_varies(&in);
+	/* a DeepSpeed config decides the policy and ratio itself */
+	if (!o.axis[ZB_AX_POLICY] && !o.axis[ZB_AX_RATIO] && !o.have_ds) {
+		o.axis[ZB_AX_POLICY] = purchase ? "none,offload,overlap" : "none,offload,overlap,dpu";
+		o.axis[ZB_AX_RATIO] = "0:1:0.25";
+	}
+	if (purchase && strstr(o.axis[ZB_AX_POLICY] ? o.axis[ZB_AX_POLICY] : "", "dpu")) {
+		why = "a purchase sweep answers for DeepSpeed's schedule, but policy dpu has none: these rows are "
+		      "ZBENCH'S schedule (the deepspeed column is empty for dpu)";
+	} else if (purchase) {
+		o.axis[ZB_AX_FRAMEWORK] = "deepspeed";
+		why = "a purchase sweep (several hardware values): DeepSpeed's schedule, what the buyer will run; "
+		      "--framework zbench for zbench's";
+	}
+	zb_options_inputs(&o, &in);
+	json_tokens = f.tokens;
+
+	zb_sweep_grid g;
 	if (zb_sweep_grid_init(&g, &in, f.shard_k, f.shard_n, f.yes, &err))
 		return zb_report_error(&err);
 	/* check every configuration first: a bad value fails the sweep before
@@ -356,8 +379,10 @@ int cmd_sweep(int argc, char **argv)
 	zb_session_begin(&s, "sweep", NULL, argc, argv, &begin_err);
 	if (s.store)
 		zb_store_set_no_savepoints(s.store, 1); /* the whole sweep rolls back on failure */
-	print_head(&o, &g, &f, rows, &first, &src);
-	rc = run_rows(&o, &g, &f, rows, &s, begin_err.status ? &begin_err : NULL);
+	zb_sweep_table t;
+	zb_sweep_table_init(&t, &g, o.csv, o.axis[ZB_AX_GPUS] || o.axis[ZB_AX_NODES], f.tokens);
+	print_head(&o, &g, &f, rows, &first, &src, &t, why);
+	rc = run_rows(&o, &g, &f, rows, &s, begin_err.status ? &begin_err : NULL, &t);
 	if (!rc && o.plot)
 		rc = plot_sweep(&o, s.run_id);
 out:

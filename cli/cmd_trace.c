@@ -38,7 +38,7 @@ static int api; /* --api: ZB_TK_API, added after all options */
 static int bad_value(const char *opt, const char *v, const char *expected)
 {
 	fprintf(stderr, "zbench: invalid %s '%s' (expected %s)\n", opt, v, expected);
-	return 2;
+	return ZB_EXIT_INPUT;
 }
 
 /* One option at argv[*i] (its value consumed); -1 to go on, else the exit code. */
@@ -55,7 +55,7 @@ static int parse_opt(int argc, char **argv, int *i, zb_trace_run_opts *o)
 		char msg[300];
 		if (zb_trace_kinds_parse(argv[++*i], &o->kinds, msg, sizeof msg)) {
 			fprintf(stderr, "zbench: %s\n", msg);
-			return 2;
+			return ZB_EXIT_INPUT;
 		}
 	} else if (!strcmp(a, "--db") && more) {
 		o->db = argv[++*i];
@@ -78,7 +78,7 @@ static int parse_opt(int argc, char **argv, int *i, zb_trace_run_opts *o)
 	} else {
 		fprintf(stderr, "zbench: unknown or incomplete option '%s' for trace\n", a);
 		usage(stderr);
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	return -1;
 }
@@ -106,14 +106,14 @@ static int parse_args(int argc, char **argv, zb_trace_run_opts *o, int *cmd)
 	}
 	if (i >= argc) {
 		fprintf(stderr, "zbench: trace needs a command to run: zbench trace [options] -- <command> [args...]\n");
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	if (api)
 		o->kinds |= ZB_TK_API;
 	if (o->stop_steps && strcmp(o->nvtx, "steps")) {
 		fprintf(stderr, "zbench: --steps counts the step ranges that --nvtx steps keeps, not with --nvtx %s\n",
 			o->nvtx);
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	*cmd = i;
 	return -1;

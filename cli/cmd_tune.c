@@ -76,7 +76,7 @@ int cmd_tune(int argc, char **argv)
 		return rc;
 	if (!o.have_ds) {
 		fprintf(stderr, "zbench: tune needs --ds-config FILE (the DeepSpeed config to tune)\n");
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	zb_config c;
 	zb_sources src;
@@ -106,7 +106,7 @@ int cmd_tune(int argc, char **argv)
 		if (!in.k.offload) {
 			free(v);
 			fprintf(stderr, "zbench: --keep-offload: the input config does not offload the optimizer\n");
-			return 2;
+			return ZB_EXIT_INPUT;
 		}
 	}
 	n = zb_ds_tune_keep(v, n, &in.k, tf.keep_offload, tf.keep_stage, tf.keep_ckpt);

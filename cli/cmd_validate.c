@@ -32,7 +32,7 @@ static int list, strict, record;
 
 static const zb_flag flags[] = {
 	ZB_STRING("hw", &vo.hw, "<machine|file>", "hardware of the simulator side (default h200-machine)"),
-	ZB_STRING("suite", &vo.suite, "<name>", "full | quick | fid | link | anchor (default full)"),
+	ZB_STRING("suite", &vo.suite, "<name|file>", "full | quick | fid | link | anchor (default full), or a suite file"),
 	ZB_INT("limit", &vo.limit, 1, 1000, "<n>", "the first <n> configurations only"),
 	ZB_INT("warmup", &vo.warmup, 0, 100, "<n>", "warm-up steps (default 2; the suite's)"),
 	ZB_INT("steps", &vo.steps, 2, 100, "<n>", "measured steps (default 3; the least with --measure-s; the suite's)"),
@@ -66,7 +66,7 @@ static const zb_flag flags[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: zbench validate [--hw <machine|file>] [--suite <name>] [--limit <n>]\n"
+	fprintf(f, "usage: zbench validate [--hw <machine|file>] [--suite <name | file>] [--limit <n>]\n"
 		   "                       [--warmup <n>] [--steps <n>] [--measure-s <seconds>] [--max-steps <n>]\n"
 		   "                       [--rounds <n>] [--extra-s <seconds>] [--repeat <n>] [--budget <seconds>]\n"
 		   "                       [--list]\n"
@@ -135,7 +135,7 @@ int cmd_validate(int argc, char **argv)
 	}
 	if (check || record) {
 		fprintf(stderr, "zbench: %s needs --published\n", check ? "--check" : "--record");
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	zb_validation *v;
 	if (zb_validation_plan(&vo, stdout, stderr, &v, &err))
@@ -165,9 +165,9 @@ int cmd_validate(int argc, char **argv)
 		return zb_report_error(&err);
 	if (res.failed) {
 		fprintf(stderr, "zbench: %d configuration%s failed on the GPU\n", res.failed, res.failed == 1 ? "" : "s");
-		return 1;
+		return ZB_EXIT_GPU;
 	}
-	return strict && !res.met ? 1 : 0;
+	return strict && !res.met ? ZB_EXIT_VERDICT : 0;
 }
 
 /* ---- validate --deepspeed --------------------------------------------------------------- */
@@ -252,5 +252,5 @@ int cmd_validate_deepspeed(int argc, char **argv)
 	if (res.failed)
 		fprintf(stderr, "zbench: %d of %d configuration%s failed\n", res.failed, res.configs,
 			res.configs == 1 ? "" : "s");
-	return st || res.failed ? 1 : 0;
+	return st ? zb_exit_code(st) : res.failed ? ZB_EXIT_VERDICT : 0;
 }

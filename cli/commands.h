@@ -1,8 +1,10 @@
 /*
  * commands.h - the zbench subcommands, one file each (cli/cmd_<name>.c), called
  * from the dispatch table in main.c with argv[0] = the subcommand name. Each
- * returns the process exit code: 0 success, 1 runtime failure (or a detected
- * regression), 2 bad input or a missing capability.
+ * returns the process exit code, one of common/error.h's zb_exit (0 success,
+ * 1 a verdict: regression, missed target, failed check; 2 bad input; 3 no GPU or a
+ * GPU error; 4 does not fit; 5 a bug; 130 interrupted): zb_report_error maps a
+ * status through the one table, docs/ci.md lists it.
  */
 #ifndef ZB_COMMANDS_H
 #define ZB_COMMANDS_H
@@ -20,6 +22,7 @@ int cmd_validate_deepspeed(int argc, char **argv); /* validate --deepspeed (cmd_
 int cmd_baseline(int argc, char **argv);
 int cmd_regress(int argc, char **argv);
 int cmd_plot(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 int cmd_trace(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_import(int argc, char **argv);

@@ -13,7 +13,7 @@
 static int bad_value(const zb_flag *f, const char *v, const char *expected)
 {
 	fprintf(stderr, "zbench: invalid value '%s' for --%s (expected %s)\n", v, f->name, expected);
-	return 2;
+	return ZB_EXIT_INPUT;
 }
 
 /* Store one value; 0, or the exit code after an error line. */
@@ -103,7 +103,7 @@ int zb_flags_parse(int argc, char **argv, const zb_flag *flags, const char **pos
 					i = k;
 		if (i < 0) {
 			usage(stderr);
-			*exit_code = 2;
+			*exit_code = ZB_EXIT_INPUT;
 			return 0;
 		}
 		if ((*exit_code = take(&flags[i], optarg)))
@@ -112,7 +112,7 @@ int zb_flags_parse(int argc, char **argv, const zb_flag *flags, const char **pos
 	for (; optind < argc; optind++) {
 		if (!npos || *npos >= maxpos) {
 			fprintf(stderr, "zbench: unexpected argument '%s'\n", argv[optind]);
-			*exit_code = 2;
+			*exit_code = ZB_EXIT_INPUT;
 			return 0;
 		}
 		pos[(*npos)++] = argv[optind];

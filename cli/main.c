@@ -20,16 +20,17 @@ static const struct command {
 	{ "merge", cmd_merge, "combine databases (the shards of a sweep) into one: zbench merge OUT IN..." },
 	{ "run", cmd_run, "execute a configuration's schedule on the GPU and measure it" },
 	{ "trace", cmd_trace, "run any command with zbench's CUPTI collector injected: zbench trace -- CMD" },
-	{ "import", cmd_import, "load an Nsight Systems SQLite export (nsys export --type sqlite)" },
+	{ "import", cmd_import, "load a trace: an Nsight Systems SQLite export or a PyTorch profiler (Kineto) JSON" },
 	{ "analyze", cmd_analyze, "a trace's steps and per-step GPU, copy and CPU optimizer time" },
 	{ "export", cmd_export, "write a stored run's timelines as Perfetto (Chrome trace) JSON or CSV" },
 	{ "plot", cmd_plot, "draw a plot of the results database (gnuplot: PNG or SVG)" },
+	{ "report", cmd_report, "a stored sweep as one self-contained HTML report for a buyer" },
 	{ "tune", cmd_tune, "the fastest DeepSpeed settings for a model on this machine; writes the tuned config" },
 	{ "calibrate", cmd_calibrate, "measure this machine and fit a hardware profile (--hw FILE)" },
 	{ "compare", cmd_compare, "predicted against measured for a stored run, with the error of each part" },
 	{ "validate", cmd_validate, "run a suite on the GPU and the simulator: each error, MAPE, speedups" },
-	{ "baseline", cmd_baseline, "store a suite's results under a tag: zbench baseline save TAG" },
-	{ "regress", cmd_regress, "rerun a baseline's suite; exit 1 when throughput fell beyond a tolerance" },
+	{ "baseline", cmd_baseline, "store a suite's results under a tag or in a file: zbench baseline save TAG [-o FILE]" },
+	{ "regress", cmd_regress, "rerun a baseline's suite; exit 1 when throughput fell beyond a tolerance (--junit)" },
 	{ "bench", cmd_bench, "run the benchmark cases (simulator speed, CPU/GPU kernels)" },
 	{ "list", cmd_list, "list presets: zbench list presets" },
 };
@@ -49,7 +50,7 @@ static int finish_output(int rc)
 	int e = fflush(stdout) != 0 ? errno : 0;
 	if (e || ferror(stdout)) {
 		fprintf(stderr, "zbench: cannot write the output: %s\n", strerror(e ? e : EIO));
-		return rc ? rc : 2;
+		return rc ? rc : ZB_EXIT_INPUT;
 	}
 	return rc;
 }
@@ -58,7 +59,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
-		return 2;
+		return ZB_EXIT_INPUT;
 	}
 	const char *name = argv[1];
 	if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
@@ -76,5 +77,5 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
 		fprintf(stderr, "%s %s", i ? "," : "", commands[i].name);
 	fprintf(stderr, ")\n");
-	return 2;
+	return ZB_EXIT_INPUT;
 }

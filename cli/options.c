@@ -46,11 +46,23 @@ static zb_status load_hf(void *dest, const char *arg, zb_error *err)
 	return st;
 }
 
+/* --prices: read now, so a bad table fails before any work. */
+static zb_status load_prices(void *dest, const char *arg, zb_error *err)
+{
+	zb_options *o = dest;
+	zb_status st = zb_prices_load(arg, &o->prices, err);
+	if (!st)
+		o->have_prices = 1;
+	return st;
+}
+
 int zb_options_table(zb_flag *out, int cap, zb_options *o, const zb_flag *extra)
 {
 	const zb_flag common[] = {
 		ZB_SWITCH("offload-param", &o->offload_param, NULL),
 		ZB_SWITCH("pageable", &o->pageable, NULL),
+		ZB_SWITCH("hypothetical-cpu", &o->hypothetical_cpu, NULL),
+		ZB_CALL("prices", o, load_prices, "<file>", NULL),
 		ZB_CALL0("bf16", &o->axis[ZB_AX_DTYPE], set_bf16, NULL),
 		ZB_CALL0("fp16", &o->axis[ZB_AX_DTYPE], set_fp16, NULL),
 		ZB_STRING("db", &o->db, "<path>", NULL),
@@ -94,6 +106,8 @@ void zb_options_usage(FILE *f)
 	}
 	fprintf(f, "  %-26s %s\n", "--offload-param", "ZeRO-3: parameters live on the host, fetched per layer");
 	fprintf(f, "  %-26s %s\n", "--pageable", "copy from pageable instead of pinned host memory");
+	fprintf(f, "  %-26s %s\n", "--hypothetical-cpu", "allow --cores above the CPU's own (labelled hypothetical)");
+	fprintf(f, "  %-26s %s\n", "--prices <file>", "price table (data/prices.tsv: edit it) for cost columns");
 	fprintf(f, "  %-26s %s\n", "--bf16 | --fp16", "compute precision (same as --dtype)");
 	fprintf(f, "  %-26s %s\n", "--ds-config <file>", "DeepSpeed JSON config: batch, precision, ZeRO offload policy");
 	fprintf(f, "  %-26s %s\n", "--hf-config <file>", "Hugging Face config.json: the model shape");
@@ -116,6 +130,8 @@ void zb_options_inputs(const zb_options *o, zb_config_inputs *in)
 	memcpy(in->value, o->axis, sizeof in->value);
 	in->offload_param = o->offload_param;
 	in->pageable = o->pageable;
+	in->hypothetical_cpu = o->hypothetical_cpu;
+	in->prices = o->have_prices ? &o->prices : NULL;
 	in->ds = o->have_ds ? &o->ds : NULL;
 	in->hf = o->have_hf ? &o->hf : NULL;
 }

@@ -24,6 +24,9 @@ typedef struct zb_options {
 	const char *axis[ZB_AX_COUNT]; /* raw value as given, NULL when not given */
 	int offload_param;
 	int pageable;
+	int hypothetical_cpu;          /* --hypothetical-cpu */
+	int have_prices;               /* --prices FILE given and read */
+	zb_price_table prices;
 	const char *db;                /* --db PATH (NULL: default) */
 	int no_db;                     /* --no-db */
 	int json, csv, quiet, timeline;

@@ -2,6 +2,8 @@
 #include "cli/session.h"
 #include "common/version.h"
 
+#include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include "inputs/hwfile.h"
@@ -20,12 +22,10 @@ static int write_wait_ms(void)
 
 zb_status zb_session_prepare(zb_session *s, const zb_options *o, zb_error *err)
 {
-	s->store = NULL;
-	s->run_id = 0;
-	s->in_txn = 0;
+	*s = (zb_session){ .path = o->db ? o->db : ZB_STORE_DEFAULT_PATH };
 	if (o->no_db)
 		return ZB_OK;
-	return zb_store_open(&s->store, o->db ? o->db : ZB_STORE_DEFAULT_PATH, write_wait_ms(), err);
+	return zb_store_open(&s->store, s->path, write_wait_ms(), err);
 }
 
 zb_status zb_session_open(zb_session *s, const zb_options *o, const char *kind, const char *device,
@@ -71,7 +71,24 @@ zb_status zb_session_commit(zb_session *s, const char *status, zb_error *err)
 	s->in_txn = 0;
 	zb_store_close(s->store);
 	s->store = NULL;
+	if (!strcmp(status, "interrupted"))
+		return ZB_OK; /* the command's one line about the signal names the run */
+	if (s->nconfigs == 1)
+		fprintf(stderr, "zbench: stored run %lld, configuration %lld in %s\n", (long long)s->run_id,
+			(long long)s->first_config, s->path);
+	else if (s->nconfigs > 1)
+		fprintf(stderr, "zbench: stored run %lld, configurations %lld-%lld (%lld) in %s\n", (long long)s->run_id,
+			(long long)s->first_config, (long long)s->last_config, (long long)s->nconfigs, s->path);
+	else
+		fprintf(stderr, "zbench: stored run %lld in %s\n", (long long)s->run_id, s->path);
 	return ZB_OK;
+}
+
+void zb_session_note_config(zb_session *s, int64_t id)
+{
+	if (!s->nconfigs++)
+		s->first_config = id;
+	s->last_config = id;
 }
 
 void zb_session_abort(zb_session *s)
@@ -95,6 +112,8 @@ zb_status zb_session_store_prediction(zb_session *s, const zb_config *c, const z
 	char *json = zb_config_to_json(c);
 	zb_status st = zb_store_add_config(s->store, s->run_id, c, json, config_id, err);
 	free(json);
+	if (!st)
+		zb_session_note_config(s, *config_id);
 	if (!st)
 		st = zb_store_add_prediction(s->store, *config_id, g, res, mem, err);
 	if (!st && timeline && res) {

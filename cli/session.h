@@ -16,6 +16,8 @@ typedef struct zb_session {
 	zb_store *store;     /* NULL with --no-db */
 	int64_t run_id;
 	int in_txn;
+	const char *path;    /* the database */
+	int64_t first_config, last_config, nconfigs; /* what it stored, for the line at commit */
 } zb_session;
 
 /* zb_session_open in two halves: prepare opens the database before the work (so
@@ -28,8 +30,12 @@ zb_status zb_session_begin(zb_session *s, const char *kind, const char *device, 
 
 zb_status zb_session_open(zb_session *s, const zb_options *o, const char *kind, const char *device,
 			  int argc, char **argv, zb_error *err);
-/* Commit (status "ok") and close. */
+/* Commit (status "ok") and close; then one line on stderr says what was stored:
+ * "zbench: stored run 12, configuration 40 in results/zbench.db". */
 zb_status zb_session_commit(zb_session *s, const char *status, zb_error *err);
+
+/* A configuration the command stored itself (zb_session_store_prediction notes its own). */
+void zb_session_note_config(zb_session *s, int64_t config_id);
 /* Roll back everything of this invocation and close. */
 void zb_session_abort(zb_session *s);
 

@@ -22,19 +22,31 @@ zb_status zb_fail(zb_error *err, zb_status status, const char *fmt, ...)
 	return status;
 }
 
+static const zb_exit_row exit_table[] = {
+	{ ZB_OK, ZB_EXIT_OK, "success" },
+	{ ZB_E_INPUT, ZB_EXIT_INPUT, "bad input: a flag, name, size or file" },
+	{ ZB_E_NOFIT, ZB_EXIT_NOFIT, "the configuration does not fit in GPU or host memory" },
+	{ ZB_E_STORE, ZB_EXIT_INPUT, "the database cannot be used: unwritable, locked, newer, damaged" },
+	{ ZB_E_NOCUDA, ZB_EXIT_GPU, "built without CUDA" },
+	{ ZB_E_NOGPU, ZB_EXIT_GPU, "no usable GPU" },
+	{ ZB_E_CUDA, ZB_EXIT_GPU, "a CUDA, cuBLAS or CUPTI call failed" },
+	{ ZB_E_NOMEM, ZB_EXIT_NOFIT, "an allocation of GPU or host memory failed" },
+	{ ZB_E_INTERRUPTED, ZB_EXIT_INTERRUPTED, "stopped by a signal; what ran is stored" },
+	{ ZB_E_INTERNAL, ZB_EXIT_INTERNAL, "a bug in zbench, or a program it runs failed (gnuplot)" },
+};
+
+const zb_exit_row *zb_exit_codes(int *n)
+{
+	*n = (int)(sizeof exit_table / sizeof exit_table[0]);
+	return exit_table;
+}
+
 int zb_exit_code(zb_status status)
 {
-	switch (status) {
-	case ZB_OK:
-		return 0;
-	case ZB_E_INTERNAL:
-	case ZB_E_CUDA:
-	case ZB_E_NOMEM:
-	case ZB_E_INTERRUPTED:
-		return 1;
-	default:
-		return 2;
-	}
+	for (size_t i = 0; i < sizeof exit_table / sizeof exit_table[0]; i++)
+		if (exit_table[i].status == status)
+			return exit_table[i].code;
+	return ZB_EXIT_INTERNAL;
 }
 
 int zb_report_error(const zb_error *err)

@@ -38,8 +38,29 @@ typedef struct zb_error {
 zb_status zb_fail(zb_error *err, zb_status status, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* Exit code the command layer uses for a status: 0 ok, 2 for anything the user
- * can fix or that the machine lacks, 1 for internal and runtime failures. */
+/* The exit codes of every zbench command, so a CI can tell a regression from a
+ * missing GPU from its own typo. One table (zb_exit_codes, error.c) maps each
+ * status to its code; docs/ci.md lists it and tests/test_exit_codes.c checks both. */
+typedef enum zb_exit {
+	ZB_EXIT_OK = 0,           /* done; regress: no regression */
+	ZB_EXIT_VERDICT = 1,      /* the command ran and judged: a regression, a missed target, a failed check */
+	ZB_EXIT_INPUT = 2,        /* bad input: flags, names, files, a database that cannot be used */
+	ZB_EXIT_GPU = 3,          /* no GPU (or built without CUDA), or a CUDA, cuBLAS or CUPTI call failed */
+	ZB_EXIT_NOFIT = 4,        /* the configuration does not fit in GPU or host memory */
+	ZB_EXIT_INTERNAL = 5,     /* zbench could not finish otherwise: a bug, or a program it runs failed (gnuplot) */
+	ZB_EXIT_INTERRUPTED = 130 /* stopped by SIGINT (a sweep: 128 + the signal, 143 SIGTERM, 129 SIGHUP); what ran is stored */
+} zb_exit;
+
+typedef struct zb_exit_row {
+	zb_status status;
+	zb_exit code;
+	const char *meaning;      /* one line, as docs/ci.md shows it */
+} zb_exit_row;
+
+/* The table: one row per status, in zb_status order; *n gets the count. */
+const zb_exit_row *zb_exit_codes(int *n);
+
+/* Exit code the command layer uses for a status (the table above). */
 int zb_exit_code(zb_status status);
 
 /* The command layer's one way to fail: print "zbench: <msg>" on stderr for a failed

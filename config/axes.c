@@ -21,7 +21,7 @@ static const struct {
 	[ZB_AX_PCIE] = { "pcie", ZB_AXK_NAME, "host link: gen3 | gen4 | gen5 | gen6 | nvlink-c2c" },
 	[ZB_AX_GPU] = { "gpu", ZB_AXK_NAME, "GPU preset (v100, a100-40g, a100-80g, h100, h200, b200, gh200)" },
 	[ZB_AX_CPU] = { "cpu", ZB_AXK_NAME, "host CPU preset" },
-	[ZB_AX_CORES] = { "cores", ZB_AXK_INT, "CPU cores (overrides the CPU preset)" },
+	[ZB_AX_CORES] = { "cores", ZB_AXK_INT, "CPU cores, at most the CPU's (more: --hypothetical-cpu)" },
 	[ZB_AX_GPUS_PER_LINK] = { "gpus-per-link", ZB_AXK_INT, "GPUs behind one host link (PCIe switch uplink); --gpus ranks fill them" },
 	[ZB_AX_GPUS_PER_CPU] = { "gpus-per-cpu", ZB_AXK_INT, "GPUs sharing the host's cores and DRAM (1: this run has the whole host)" },
 	[ZB_AX_MODEL] = { "model", ZB_AXK_NAME, "model preset (default gpt2-large)" },
@@ -50,6 +50,10 @@ static const struct {
 	[ZB_AX_SUB_GROUP] = { "sub-group", ZB_AXK_INT, "deepspeed: ZeRO-3 sub_group_size in parameters (default: the file's, else 1e9)" },
 	[ZB_AX_GPUS] = { "gpus", ZB_AXK_INT, "data-parallel GPUs per node (default 1); they share the node's CPU, DRAM and PCIe switches" },
 	[ZB_AX_NODES] = { "nodes", ZB_AXK_INT, "nodes of --gpus GPUs each, joined by the hardware's network (default 1)" },
+	[ZB_AX_HOST_MEM] = { "host-mem", ZB_AXK_REAL, "host memory, GiB (default: the CPU preset's)" },
+	[ZB_AX_DRAM_BW] = { "dram-bw", ZB_AXK_REAL, "host memory bandwidth, GB/s; Adam's memory ceiling scales with it" },
+	[ZB_AX_CPU_ADAM] = { "cpu-adam", ZB_AXK_REAL, "CPU Adam rate of one core, Gparam/s (rate = min(cores x this, memory / 28 B))" },
+	[ZB_AX_PRICE] = { "price", ZB_AXK_REAL, "price of one machine-hour (any currency): tokens per unit and the cost to train" },
 };
 
 const char *zb_axis_flag(zb_axis a)

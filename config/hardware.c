@@ -41,6 +41,70 @@ static zb_status machine(const char *const v[ZB_AX_COUNT], zb_config *c, zb_sour
 	return ZB_OK;
 }
 
+/* --cores: at most the part's cores; more is a CPU that does not exist, which only
+ * --hypothetical-cpu (or the file's cpu.hypothetical) asks for, and every output labels. */
+static zb_status cores(const zb_config_inputs *in, zb_config *c, zb_sources *s, zb_error *err)
+{
+	const char *const *v = in->value;
+	int part = c->hw.cpu.cores, want = part;
+	ZB_INT_AXIS(v, ZB_AX_CORES, want);
+	if (!v[ZB_AX_CORES])
+		return ZB_OK;
+	if (want > part && !in->hypothetical_cpu && !c->hw.cpu.hypothetical)
+		return zb_fail(err, ZB_E_INPUT,
+			       "--cores %d: cpu %s has %d cores (a CPU with more: --hypothetical-cpu, or a CPU preset "
+			       "that has them, zbench list presets)", want, c->hw.cpu.name, part);
+	if (want > part)
+		c->hw.cpu.hypothetical = 1;
+	c->hw.cpu.cores = want;
+	zb_src_mark(s, ZB_SET_CORES, ZB_SRC_FLAG, "--cores %s%s", v[ZB_AX_CORES],
+		    want > part ? " (a hypothetical CPU: more cores than the part)" : "");
+	return ZB_OK;
+}
+
+/* A positive real axis in its unit (x scale) into *field when given. */
+static zb_status real_axis(const char *const v[ZB_AX_COUNT], zb_axis a, double scale, double *field, zb_error *err)
+{
+	double x;
+	if (!v[a])
+		return ZB_OK;
+	if (zb_axis_parse_real(v[a], a, &x, err))
+		return ZB_E_INPUT;
+	if (!(x > 0) || x * scale > 1e18)
+		return zb_fail(err, ZB_E_INPUT, "%s %s must be positive (and below 1e18 in SI units)", zb_axis_flag(a), v[a]);
+	*field = x * scale;
+	return ZB_OK;
+}
+
+/* --host-mem GiB, --dram-bw GB/s (Adam's own memory ceiling keeps its fraction of it),
+ * --cpu-adam Gparam/s per core. */
+static zb_status host(const char *const v[ZB_AX_COUNT], zb_cpu *cpu, zb_error *err)
+{
+	zb_status st;
+	double old = cpu->dram_Bps;
+	if ((st = real_axis(v, ZB_AX_HOST_MEM, 1024.0 * 1024.0 * 1024.0, &cpu->mem_bytes, err)) ||
+	    (st = real_axis(v, ZB_AX_DRAM_BW, 1e9, &cpu->dram_Bps, err)) ||
+	    (st = real_axis(v, ZB_AX_CPU_ADAM, 1e9, &cpu->adam_params_per_core, err)))
+		return st;
+	if (cpu->adam_Bps > 0 && old > 0)
+		cpu->adam_Bps *= cpu->dram_Bps / old;
+	return ZB_OK;
+}
+
+/* What a machine-hour costs: --price, else the file's price_per_hour, else --prices. */
+static zb_status price(const zb_config_inputs *in, zb_config *c, zb_error *err)
+{
+	const char *const *v = in->value;
+	if (v[ZB_AX_PRICE])
+		return real_axis(v, ZB_AX_PRICE, 1, &c->hw.price_per_hour, err);
+	if (!(c->hw.price_per_hour > 0) && in->prices) {
+		int gpus = 1;
+		ZB_INT_AXIS(v, ZB_AX_GPUS, gpus);
+		c->hw.price_per_hour = zb_prices_machine(in->prices, &c->hw, gpus);
+	}
+	return ZB_OK;
+}
+
 zb_status zb_resolve_hardware(const zb_config_inputs *in, zb_config *c, zb_sources *s, zb_error *err)
 {
 	const char *const *v = in->value;
@@ -68,10 +132,11 @@ zb_status zb_resolve_hardware(const zb_config_inputs *in, zb_config *c, zb_sourc
 		zb_src_mark(s, ZB_SET_CPU, ZB_SRC_FLAG, "--cpu %s", v[ZB_AX_CPU]);
 		zb_src_mark(s, ZB_SET_CORES, ZB_SRC_FLAG, "of --cpu %s", v[ZB_AX_CPU]);
 	}
-	ZB_INT_AXIS(v, ZB_AX_CORES, c->hw.cpu.cores);
-	if (v[ZB_AX_CORES])
-		zb_src_mark(s, ZB_SET_CORES, ZB_SRC_FLAG, "--cores %s", v[ZB_AX_CORES]);
+	if ((st = cores(in, c, s, err)))
+		return st;
+	if ((st = host(v, &c->hw.cpu, err)))
+		return st;
 	ZB_INT_AXIS(v, ZB_AX_GPUS_PER_LINK, c->hw.gpus_per_link);
 	ZB_INT_AXIS(v, ZB_AX_GPUS_PER_CPU, c->hw.gpus_per_cpu);
-	return ZB_OK;
+	return price(in, c, err);
 }

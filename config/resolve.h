@@ -28,6 +28,7 @@
 #include "core/config.h"
 #include "inputs/dsconfig.h"
 #include "inputs/hfconfig.h"
+#include "inputs/prices.h"
 
 typedef enum zb_axis {
 	ZB_AX_HW, ZB_AX_PCIE, ZB_AX_GPU, ZB_AX_CPU, ZB_AX_CORES, ZB_AX_GPUS_PER_LINK, ZB_AX_GPUS_PER_CPU,
@@ -38,6 +39,8 @@ typedef enum zb_axis {
 	ZB_AX_FRAMEWORK, ZB_AX_ZERO_STAGE, ZB_AX_SUB_GROUP,
 	ZB_AX_ATTENTION, ZB_AX_LINK_RATE,
 	ZB_AX_GPUS, ZB_AX_NODES,      /* data-parallel ranks: GPUs per node, nodes (issue 14) */
+	ZB_AX_HOST_MEM, ZB_AX_DRAM_BW, ZB_AX_CPU_ADAM, /* the host's memory, its bandwidth, one core's Adam */
+	ZB_AX_PRICE,                  /* what one machine-hour costs */
 	ZB_AX_COUNT
 } zb_axis;
 
@@ -97,6 +100,8 @@ typedef struct zb_config_inputs {
 	const char *value[ZB_AX_COUNT]; /* one value per axis as given; NULL: not given */
 	int offload_param;              /* --offload-param */
 	int pageable;                   /* --pageable */
+	int hypothetical_cpu;           /* --hypothetical-cpu: --cores may exceed the part's cores */
+	const struct zb_price_table *prices; /* --prices FILE already read (NULL: none) */
 	const zb_ds_config *ds;         /* a DeepSpeed config already read (NULL: none) */
 	const zb_hf_config *hf;         /* a Hugging Face config.json already read (NULL: none) */
 } zb_config_inputs;

@@ -133,6 +133,7 @@ zb_status zb_hw_validate(const zb_hw *hw, zb_error *err)
 	CHECK_NONNEG(nonnegative(f->intra_latency_s), "fabric.intra_latency_s", "%g", f->intra_latency_s);
 	CHECK_NONNEG(nonnegative(f->inter_bus_Bps), "fabric.inter_bus_Bps", "%g", f->inter_bus_Bps);
 	CHECK_NONNEG(nonnegative(f->inter_latency_s), "fabric.inter_latency_s", "%g", f->inter_latency_s);
+	CHECK_NONNEG(nonnegative(hw->price_per_hour), "price_per_hour", "%g", hw->price_per_hour);
 	return zb_limits_hw(hw, err);
 }
 
@@ -233,7 +234,7 @@ zb_status zb_config_validate(const zb_config *c, zb_error *err)
 	if (c->policy.gpus > 1 && !(c->hw.fabric.intra_bus_Bps > 0))
 		return zb_fail(err, ZB_E_INPUT,
 			       "--gpus %d: machine '%s' has no fabric between its GPUs (machine presets with one: "
-			       "dgx-a100, dgx-h100, h200-x2; or \"fabric\" in a --hw file)",
+			       "dgx-2, dgx-a100, dgx-h100, h200-x2; or \"fabric\" in a --hw file)",
 			       c->policy.gpus, c->hw.name);
 	if (c->policy.nodes > 1 && !(c->hw.fabric.inter_bus_Bps > 0))
 		return zb_fail(err, ZB_E_INPUT,
@@ -354,4 +355,12 @@ int zb_config_cpu_threads(const zb_config *c)
 double zb_config_gpu_flops(const zb_config *c)
 {
 	return c->policy.dtype == ZB_FP16 ? c->hw.gpu.fp16_flops : c->hw.gpu.bf16_flops;
+}
+
+void zb_config_profile(const zb_config *c, char *buf, size_t n)
+{
+	if (c->framework == ZB_FW_DEEPSPEED)
+		snprintf(buf, n, c->hw.ds.set ? "deepspeed:%s" : "deepspeed-defaults", c->hw.name);
+	else
+		snprintf(buf, n, c->hw.gpu.exec.set ? "executor:%s" : "first-principles", c->hw.name);
 }

@@ -14,6 +14,7 @@
 extern "C" {
 #endif
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/error.h"
@@ -69,6 +70,8 @@ typedef struct zb_cpu {
 	int sockets;                 /* NUMA nodes; cores, adam_Bps and dram_Bps are totals over
 	                                all of them (0 or 1: one node); see numa.h */
 	double xsocket_Bps;          /* inter-socket link (UPI, xGMI), one direction; 0: no limit */
+	int hypothetical;            /* 1: not a CPU one can buy (more cores than the part has,
+	                                --hypothetical-cpu or cpu.hypothetical): labelled in every output */
 } zb_cpu;
 
 /* How data-parallel ranks reach each other (issue 14): NCCL's bus bandwidth
@@ -92,6 +95,8 @@ typedef struct zb_hw {
 	int gpus_per_link;           /* GPUs whose copies share one host link (>= 1) */
 	int gpus_per_cpu;            /* GPUs whose optimizers share this CPU's cores and DRAM */
 	zb_ds_profile ds;            /* DeepSpeed's framework costs on this machine (dsprofile.h) */
+	double price_per_hour;       /* what one machine-hour costs (any currency, the user's; 0: not
+	                                priced): --price, a hardware file's price_per_hour, --prices */
 } zb_hw;
 
 /* A decoder-only transformer. GPT-2 / OPT blocks: LayerNorm, MHA, biases, GeLU MLP
@@ -238,6 +243,13 @@ zb_status zb_dtype_parse(const char *s, zb_dtype *out, zb_error *err);
 const char *zb_framework_name(int fw); /* "zbench", "deepspeed", "?" */
 /* "deepspeed" -> ZB_FW_DEEPSPEED; unknown: ZB_E_INPUT naming the known ones. */
 zb_status zb_framework_parse(const char *s, int *out, zb_error *err);
+
+/* Which calibrated profile a prediction uses, for every row and report: "first-principles"
+ * (zbench's schedule on presets alone), "executor:<hw name>" (zbench's schedule with the
+ * executor profile of a --hw file), "deepspeed-defaults" (DeepSpeed's schedule with its
+ * default framework costs, the same for every machine) or "deepspeed:<hw name>" (a --hw
+ * file's fitted DeepSpeed profile). */
+void zb_config_profile(const zb_config *c, char *buf, size_t n);
 
 /* Threads the CPU optimizer uses under this config. */
 int zb_config_cpu_threads(const zb_config *c);

@@ -83,8 +83,9 @@
  * GPU, fitted to cuBLAS's shapes alone). CPU Adam beside the GPU's launches on every core
  * loses one core to them (kernels.h zb_exec_adam_launch: a count, not a factor).
  * `zbench calibrate --from-db` fits every factor from the executor's measured task
- * durations (analysis/kfit.h); hw/h200-machine-executor.json is the H200 machine's fit,
- * and the h200 GPU preset carries its "executor" object (built in: zb_exec_profile_h200).
+ * durations (analysis/kfit.h); hw/h200-machine-executor.json is the H200 machine's fit
+ * (built in: zb_exec_profile_h200, which a hardware file names as "executor": "h200"); no
+ * preset carries a profile: it is an overlay the user names (docs/hardware.md).
  * docs/model.md lists every term with its fitted value and the held-out error it buys. Keys
  * of earlier files that are no longer factors (gemm_half_dim, starved_s, adam_launch, paced_*,
  * adam_gap_s, per-pass GEMM keys) are refused by name, with what replaced them, and per-op
@@ -121,8 +122,8 @@ const char *zb_gemm_group_name(int g);   /* "dense", "batched", "unaligned", "fl
 const char *zb_kernel_class_name(int k); /* "stream", "softmax_fwd", ..., "loss" */
 
 /* The fit of the H200 machine: the "executor" object of hw/h200-machine-executor.json,
- * built into the program (the h200 GPU preset carries it, with set = 2: a preset's, not
- * written to files; 1: from a file or a fit, written). */
+ * built into the program (set = 2: the built-in fit, written to files by its name "h200";
+ * 1: from a file or a fit, written in full). No preset carries it. */
 void zb_exec_profile_h200(zb_exec_profile *p);
 /* Every factor 1, nothing set: the plain model (what a GPU without a profile gets). */
 void zb_exec_profile_neutral(zb_exec_profile *p);

@@ -170,6 +170,19 @@ static int64_t ds_groups(const zb_config *c)
 	return by_size < by_tensor ? by_size : by_tensor;
 }
 
+/* Parameter tensors of one block, at most (schedules/ds_trace.c builds them): its
+ * norms (two, Gemma-2's sandwich two more, Qwen3's q/k norms two more), the four
+ * attention projections, the MLP's three (a mixture of experts: the router, two fused
+ * expert tensors, a shared expert's three and its gate), each with its bias where the
+ * model has biases. */
+static int64_t block_tensors(const zb_model *m)
+{
+	int norms = 2 + 2 * ((m->norms & ZB_NORM_SANDWICH) != 0) + 2 * ((m->norms & ZB_NORM_QK) != 0);
+	int linears = 4 + (m->experts > 0 ? 3 + 3 * (m->shared_ffn > 0) + 1 : 3);
+	int biased = m->bias || m->linear_bias;
+	return (int64_t)(norms + linears) * (1 + biased);
+}
+
 /* Per unit and micro-batch: each pass's hooks, fetch and all-gather (stage 3,
  * parameter offload, several ranks); a block's forward 10 tasks and backward 14
  * (eager attention, the profile's flash off: 2 and 4 more; rotary models: one
@@ -189,11 +202,13 @@ static int64_t ds_tasks(const zb_config *c)
 	int64_t per_unit = (pre + fwd + cpu_ckpt) + (pre + cpu_ckpt + recompute + bwd + (ranks ? 6 : 4));
 	/* ZeRO-3 on one rank goes module by module (schedules/ds_trace.h): per unit a hook task
 	 * between every two segments, with offload_param a gather, a wait and a copy per
-	 * parameter, per gradient its hook, its bucket copy and its partition's up to 7 tasks
-	 * (measured on every preset: 101..190 a unit and micro-batch; transformers' trees a
-	 * little more) */
-	if (ds_stage(p) == 3 && !ranks)
-		per_unit = 170 + 50 * (p->offload_param != 0) + 40 * (p->ckpt != ZB_CKPT_NONE) + 2 * cpu_ckpt;
+	 * parameter, per gradient its hook, its bucket copy and its partition's up to 7 tasks,
+	 * so the bound grows with the block's tensors (fuzz_ds_tasks checks it: built
+	 * schedules reach ~0.82 of it, biased blocks and one-tensor buckets included) */
+	if (ds_stage(p) == 3 && !ranks) {
+		int64_t t = block_tensors(&c->model);
+		per_unit = 60 + (9 + 6 * (p->offload_param != 0) + 3 * (p->ckpt != ZB_CKPT_NONE)) * t + 2 * cpu_ckpt;
+	}
 	/* ZeRO-1/2 offload accumulating on one rank: each micro-step's copies down and up, the
 	 * add, the hooks (schedules/deepspeed.c stage2_accumulate) */
 	else if (!ranks && p->kind != ZB_POLICY_NONE && p->gas > 1)

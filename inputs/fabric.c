@@ -18,6 +18,19 @@
 
 static const zb_fabric fabrics[] = {
 	{
+		.name = "nvswitch-v100",
+		/* DGX-2: 16 V100 through 12 NVSwitches, 6 NVLink2 links per GPU at 25 GB/s each way =
+		 * 150 GB/s per direction (NVIDIA DGX-2 datasheet: 300 GB/s bidirectional per GPU,
+		 * 2.4 TB/s bisection). Estimate: NCCL's ~80 % of the NVLink line rate (S. Jeaugey,
+		 * above), 120 GB/s busbw; no nccl-tests result of a DGX-2 was found. */
+		.intra_bus_Bps = 120 * GB,
+		.intra_latency_s = 5.7e-6, /* NCCL tuning.cc hwLat NVLink Ring Simple */
+		/* 8x Mellanox EDR 100 Gb/s InfiniBand (DGX-2 datasheet) = 100 GB/s per node line
+		 * rate; estimate: the 0.96 of line rate the DGX A100's 192 of 200 GB/s reaches. */
+		.inter_bus_Bps = 96 * GB,
+		.inter_latency_s = 6.6e-6, /* NCCL tuning.cc hwLat NET Ring Simple */
+	},
+	{
 		.name = "nvswitch-a100",
 		/* DGX A100: 12 NVLink3 links per GPU, 25 GB/s each way each = 300 GB/s per
 		 * direction (NVIDIA A100 datasheet: 600 GB/s bidirectional). Achieved: "the
@@ -72,6 +85,7 @@ static const zb_fabric fabrics[] = {
 static const struct {
 	const char *machine, *fabric;
 } machine_fabrics[] = {
+	{ "dgx-2", "nvswitch-v100" },
 	{ "dgx-a100", "nvswitch-a100" },
 	{ "dgx-h100", "nvswitch-h100" },
 	{ "h200-x2", "nvlink-h200" },

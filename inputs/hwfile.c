@@ -45,6 +45,8 @@ typedef enum fkind {
 	F_INT_OPT,    /* int >= 0, optional, written only when not 0 (so files and stored
 	                 configurations without it read and write as before) */
 	F_STR,        /* char[ZB_NAME_MAX] */
+	F_FLAG_OPT,   /* int 0/1, optional, written (as true) only when set */
+	F_NONNEG_OPT, /* double >= 0, optional, written only when not 0 */
 } fkind;
 
 typedef struct field {
@@ -91,6 +93,7 @@ static const field cpu_fields[] = {
 	FLD(zb_cpu, task_latency_s, F_NONNEG, 1),
 	FLD(zb_cpu, sockets, F_INT_NONNEG, 0),
 	FLD(zb_cpu, xsocket_Bps, F_NONNEG, 0),
+	FLD(zb_cpu, hypothetical, F_FLAG_OPT, 0),
 };
 
 /* Several GPUs (issue 14): all optional, 0 = none (one GPU needs no fabric). */
@@ -148,11 +151,13 @@ static const char *kind_want(fkind k)
 	switch (k) {
 	case F_POS: return "a positive number";
 	case F_FRAC: return "a number in (0, 1]";
-	case F_NONNEG: return "a non-negative number";
+	case F_NONNEG:
+	case F_NONNEG_OPT: return "a non-negative number";
 	case F_INT_POS: return "a positive integer";
 	case F_INT_NONNEG:
 	case F_INT_OPT: return "a non-negative integer";
-	case F_FLAG: return "true, false, 0 or 1";
+	case F_FLAG:
+	case F_FLAG_OPT: return "true, false, 0 or 1";
 	default: return "a string of at most 63 characters";
 	}
 }
@@ -183,11 +188,12 @@ static zb_status read_field(rd *r, const char *key, const field *f, const json_t
 	case F_POS:
 	case F_FRAC:
 	case F_NONNEG:
+	case F_NONNEG_OPT:
 		if (!json_is_number(v))
 			return bad_value(r, key, kind_want(f->kind), v);
 		d = json_number_value(v);
 		if ((f->kind == F_POS && !(d > 0)) || (f->kind == F_FRAC && !(d > 0 && d <= 1)) ||
-		    (f->kind == F_NONNEG && !(d >= 0)) || !isfinite(d))
+		    ((f->kind == F_NONNEG || f->kind == F_NONNEG_OPT) && !(d >= 0)) || !isfinite(d))
 			return bad_value(r, key, kind_want(f->kind), v);
 		*(double *)p = d;
 		return ZB_OK;
@@ -199,6 +205,7 @@ static zb_status read_field(rd *r, const char *key, const field *f, const json_t
 		*(int *)p = (int)i;
 		return ZB_OK;
 	case F_FLAG:
+	case F_FLAG_OPT:
 		if (json_is_boolean(v)) {
 			*(int *)p = json_is_true(v);
 			return ZB_OK;
@@ -221,6 +228,17 @@ static zb_status read_field(rd *r, const char *key, const field *f, const json_t
 static void full_key(char *buf, size_t n, const char *prefix, const char *key)
 {
 	snprintf(buf, n, "%s%s%s", prefix, prefix[0] ? "." : "", key);
+}
+
+/* "name, h2d_Bps, ..." for an unknown-key message: the table's keys and the caller's. */
+static void known_keys(const field *fields, int nf, const char *const *extra, char *buf, size_t n)
+{
+	size_t len = 0;
+	buf[0] = '\0';
+	for (int i = 0; i < nf && len < n; i++)
+		len += (size_t)snprintf(buf + len, n - len, "%s%s", i ? ", " : "", fields[i].key);
+	for (int i = 0; extra && extra[i] && len < n; i++)
+		len += (size_t)snprintf(buf + len, n - len, ", %s", extra[i]);
 }
 
 /* Fill base from obj by the field table. Keys in `skip` (NULL-terminated) belong to
@@ -246,8 +264,11 @@ static zb_status read_fields(rd *r, const json_t *obj, const char *prefix, const
 		for (i = 0; i < nf; i++)
 			if (strcmp(key, fields[i].key) == 0)
 				break;
-		if (i == nf)
-			return zb_fail(r->err, ZB_E_INPUT, "%s: unknown key '%s'", r->path, fk);
+		if (i == nf) {
+			char known[640];
+			known_keys(fields, nf, skip, known, sizeof known);
+			return zb_fail(r->err, ZB_E_INPUT, "%s: unknown key '%s' (known: %s)", r->path, fk, known);
+		}
 		zb_status st = read_field(r, fk, &fields[i], v, base);
 		if (st != ZB_OK)
 			return st;
@@ -343,6 +364,41 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 	zb_status st = load_json(&r, &root);
 	if (st != ZB_OK)
 		return st;
+	st = zb_hw_from_json(root, path, out, err);
+	json_decref(root);
+	return st;
+}
+
+/* An unknown key of a profile object: the message gets the keys it knows. */
+static void profile_keys(zb_error *err, const char *object)
+{
+	char want[64];
+	snprintf(want, sizeof want, "unknown key '%s.", object);
+	if (!err || !strstr(err->msg, want) || strstr(err->msg, "(known:"))
+		return;
+	char list[768];
+	size_t len = 0;
+	list[0] = 0;
+	if (!strcmp(object, "deepspeed")) {
+		for (int i = 0; i < ZB_DS_NPARAM && len < sizeof list; i++)
+			len += (size_t)snprintf(list + len, sizeof list - len, "%s, ", zb_ds_param(i)->key);
+		snprintf(list + len, sizeof list - len, "flash");
+	} else { /* core/execprofile.h documents each */
+		snprintf(list, sizeof list, "gemm.<batched|unaligned|flash>, kernel.<class>, gpu_adam, launch_s, "
+			 "adam_thread, adam_mem, adam_task_s, starved, shared_gpu, shared_opt, h2d_queue, pageable_queue, "
+			 "adam_copy, comm_gpu, comm_opt, comm_wait");
+	}
+	size_t m = strlen(err->msg);
+	snprintf(err->msg + m, sizeof err->msg - m, " (known: %s)", list);
+}
+
+zb_status zb_hw_from_json(const void *obj, const char *path, zb_hw *out, zb_error *err)
+{
+	rd r = {path, err};
+	json_t *root = (json_t *)obj;
+	zb_status st;
+	if (!json_is_object(root))
+		return zb_fail(err, ZB_E_INPUT, "%s: hardware must be a JSON object", path);
 
 	zb_hw hw;
 	memset(&hw, 0, sizeof hw);
@@ -352,7 +408,8 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 	const json_t *v;
 
 	static const char *const top_keys[] = {"name", "preset", "link", "gpu", "cpu",
-					       "gpus_per_link", "gpus_per_cpu", "deepspeed", "fabric", "executor", NULL};
+					       "gpus_per_link", "gpus_per_cpu", "deepspeed", "fabric", "executor",
+					       "price_per_hour", NULL};
 	const char *key;
 	json_t *jv;
 	json_object_foreach(root, key, jv) {
@@ -361,7 +418,11 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 			if (strcmp(key, top_keys[i]) == 0)
 				known = 1;
 		if (!known) {
-			st = zb_fail(err, ZB_E_INPUT, "%s: unknown key '%s'", path, key);
+			char list[400];
+			size_t len = 0;
+			for (int i = 0; top_keys[i] && len < sizeof list; i++)
+				len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", top_keys[i]);
+			st = zb_fail(err, ZB_E_INPUT, "%s: unknown key '%s' (known: %s)", path, key, list);
 			goto out;
 		}
 	}
@@ -428,8 +489,9 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 	static const field counts[] = {
 		FLD(zb_hw, gpus_per_link, F_INT_POS, 0),
 		FLD(zb_hw, gpus_per_cpu, F_INT_POS, 0),
+		FLD(zb_hw, price_per_hour, F_NONNEG_OPT, 0),
 	};
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 		if ((v = json_object_get(root, counts[i].key)) &&
 		    (st = read_field(&r, counts[i].key, &counts[i], v, &hw)) != ZB_OK)
 			goto out;
@@ -442,12 +504,16 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 
 	/* the DeepSpeed framework profile (dsprofile.h), when calibrated */
 	if ((v = json_object_get(root, "deepspeed")) &&
-	    (st = zb_ds_profile_from_json(v, path, &hw.ds, err)) != ZB_OK)
+	    (st = zb_ds_profile_from_json(v, path, &hw.ds, err)) != ZB_OK) {
+		profile_keys(err, "deepspeed");
 		goto out;
+	}
 	/* the executor profile (execprofile.h), when calibrated */
 	if ((v = json_object_get(root, "executor")) &&
-	    (st = zb_exec_profile_from_json(v, path, &hw.gpu.exec, err)) != ZB_OK)
+	    (st = zb_exec_profile_from_json(v, path, &hw.gpu.exec, err)) != ZB_OK) {
+		profile_keys(err, "executor");
 		goto out;
+	}
 
 	zb_error e;
 	if ((st = zb_hw_validate(&hw, &e)) != ZB_OK) {
@@ -457,7 +523,6 @@ zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err)
 	*out = hw;
 	st = ZB_OK;
 out:
-	json_decref(root);
 	return st;
 }
 
@@ -547,6 +612,14 @@ static void put_fields(wr *w, json_t *obj, const field *fields, int nf, const vo
 		case F_FLAG:
 			json_object_set_new(obj, f->key, json_boolean(*(const int *)p));
 			break;
+		case F_FLAG_OPT:
+			if (*(const int *)p)
+				json_object_set_new(obj, f->key, json_true());
+			break;
+		case F_NONNEG_OPT:
+			if (*(const double *)p > 0)
+				json_object_set_new(obj, f->key, put_real(w, *(const double *)p));
+			break;
 		case F_INT_OPT:
 			if (*(const int *)p)
 				json_object_set_new(obj, f->key, json_integer(*(const int *)p));
@@ -572,6 +645,8 @@ static json_t *hw_json(wr *w, const zb_hw *hw)
 	json_object_set_new(o, "cpu", c);
 	json_object_set_new(o, "gpus_per_link", json_integer(hw->gpus_per_link));
 	json_object_set_new(o, "gpus_per_cpu", json_integer(hw->gpus_per_cpu));
+	if (hw->price_per_hour > 0) /* not priced: files and stored configurations as before */
+		json_object_set_new(o, "price_per_hour", put_real(w, hw->price_per_hour));
 	if (hw->fabric.intra_bus_Bps > 0 || hw->fabric.inter_bus_Bps > 0) { /* none: one-GPU files unchanged */
 		json_t *f = json_object();
 		put_fields(w, f, fabric_fields, NFIELDS(fabric_fields), &hw->fabric);
@@ -680,6 +755,65 @@ static json_t *policy_json(wr *w, const zb_config *c)
 		json_object_set_new(pol, "sub_group_size", json_integer((json_int_t)p->sub_group_size));
 	}
 	return pol;
+}
+
+/* The policy object of zb_config_to_json back into p (zb_policy_defaults first). */
+static zb_status policy_from_json(const json_t *o, zb_policy *p, zb_error *err)
+{
+	zb_policy_defaults(p);
+	if (!json_is_object(o))
+		return zb_fail(err, ZB_E_INPUT, "stored configuration: 'policy' must be an object");
+	const json_t *v;
+	zb_status st;
+	if ((v = json_object_get(o, "kind")) && (st = zb_policy_parse(json_string_value(v), &p->kind, err)))
+		return st;
+	if ((v = json_object_get(o, "ckpt")) && (st = zb_ckpt_parse(json_string_value(v), &p->ckpt, err)))
+		return st;
+	if ((v = json_object_get(o, "dtype")) && (st = zb_dtype_parse(json_string_value(v), &p->dtype, err)))
+		return st;
+	if ((v = json_object_get(o, "attention")))
+		p->attention = !strcmp(json_string_value(v) ? json_string_value(v) : "", "flash") ? ZB_ATTN_FLASH : ZB_ATTN_EAGER;
+	if ((v = json_object_get(o, "ratio")))
+		p->ratio = json_number_value(v);
+	if ((v = json_object_get(o, "link_rate_Bps")))
+		p->link_rate_Bps = json_number_value(v);
+	const struct { const char *k; int *f; } ints[] = {
+		{ "offload_param", &p->offload_param }, { "prefetch_layers", &p->prefetch_layers },
+		{ "gas", &p->gas }, { "micro_batch", &p->micro_batch }, { "seq", &p->seq },
+		{ "pageable", &p->pageable }, { "cpu_threads", &p->cpu_threads }, { "gpus", &p->gpus },
+		{ "nodes", &p->nodes }, { "zero_stage", &p->zero_stage },
+	};
+	for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+		if ((v = json_object_get(o, ints[i].k)))
+			*ints[i].f = json_is_boolean(v) ? json_is_true(v) : (int)json_integer_value(v);
+	if ((v = json_object_get(o, "bucket_params")))
+		p->bucket_params = json_integer_value(v);
+	if ((v = json_object_get(o, "sub_group_size")))
+		p->sub_group_size = json_integer_value(v);
+	return ZB_OK;
+}
+
+zb_status zb_config_from_json(const char *text, zb_config *out, zb_error *err)
+{
+	json_error_t je;
+	json_t *root = json_loads(text ? text : "", 0, &je);
+	if (!root)
+		return zb_fail(err, ZB_E_INPUT, "stored configuration: bad JSON (%s)", je.text);
+	zb_config c;
+	memset(&c, 0, sizeof c);
+	c.framework = json_object_get(root, "framework") ? ZB_FW_DEEPSPEED : ZB_FW_ZBENCH;
+	zb_status st = zb_hw_from_json(json_object_get(root, "hw"), "stored configuration", &c.hw, err);
+	if (!st)
+		st = zb_model_from_json(json_object_get(root, "model"), "stored model", &c.model, err);
+	if (!st)
+		st = policy_from_json(json_object_get(root, "policy"), &c.policy, err);
+	c.steps = (int)json_integer_value(json_object_get(root, "steps"));
+	json_decref(root);
+	if (!st)
+		st = zb_config_validate(&c, err);
+	if (!st)
+		*out = c;
+	return st;
 }
 
 char *zb_config_to_json(const zb_config *c)

@@ -15,6 +15,8 @@
 #include "core/config.h"
 
 zb_status zb_hw_load(const char *path, zb_hw *out, zb_error *err);
+/* The same from a parsed JSON object (json_t *, opaque here); path names it in errors. */
+zb_status zb_hw_from_json(const void *obj, const char *path, zb_hw *out, zb_error *err);
 zb_status zb_model_load(const char *path, zb_model *out, zb_error *err);
 /* The same from a parsed JSON object (json_t *, opaque here); path names it in errors. */
 zb_status zb_model_from_json(const void *obj, const char *path, zb_model *out, zb_error *err);
@@ -26,6 +28,9 @@ zb_status zb_model_save(const char *path, const zb_model *m, zb_error *err);
 /* JSON text of a whole configuration (hw, model, policy, steps) for the database
  * and for --json outputs. Caller frees with free(). */
 char *zb_config_to_json(const zb_config *c);
+/* ... and back (a stored configuration: `zbench report` re-derives what it shows). A
+ * stored link_rate_Bps is taken as stored (its caps already applied to the link). */
+zb_status zb_config_from_json(const char *text, zb_config *out, zb_error *err);
 
 /* zb_config_to_json's text is {"hw":H,"model":M,"policy":P,"steps":N} with every
  * real at one precision, the fewest digits with which all of them read back. A

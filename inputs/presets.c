@@ -255,6 +255,33 @@ static const zb_gpu gpus[] = {
  * Estimate: no STREAM result of a DGX host was found while sourcing these presets. */
 #define ACHIEVABLE_DRAM 0.75
 
+/* The CPU law, one for every CPU (docs/hardware.md; sim/resources.c applies it):
+ *   DRAM   dram_Bps = sockets x channels x MT/s x 8 B x ACHIEVABLE_DRAM, unless measured
+ *   Adam   rate(t threads) = min(t x adam_params_per_core, adam_Bps, dram share) / 28 B,
+ *          adam_Bps = ADAM_OF_DRAM x dram_Bps unless measured: Adam's own traffic stops
+ *          short of what Adam and DMA move together. Measured on the h200-machine: Adam
+ *          alone tops out at 4.4e9 x 28 B = 123 GB/s of the 150 GB/s both flows reach, 0.82.
+ * So a part's cores raise the rate until its memory channels cap it; a CPU with more cores
+ * than the part has is a hypothetical one (--hypothetical-cpu) with the same channels. */
+#define DDR(ch, mts) ((ch) * (mts) * 1e6 * 8.0)
+#define ADAM_OF_DRAM 0.82
+/* Estimate for current server cores with AVX-512 (Zen 4, Zen 5, Xeon 6 P-cores): the
+ * h200-machine's measured one-thread fused Adam, 0.71 Gparam/s (BENCHMARKS.md, zbench bench
+ * --filter cpu-adam). Not measured on these parts; `zbench calibrate` there replaces it. */
+#define ADAM_CORE_AVX512 0.71e9
+/* Estimate of a typical build's host memory: one 64 GiB RDIMM per channel (--host-mem sets
+ * the box's own). */
+#define DIMMS(ch) ((ch) * 64.0 * GIB)
+
+/* One socket of a current server CPU by the law above. */
+#define SERVER_CPU(nm, c, ch, mts)                                                           \
+	{                                                                                    \
+		.name = nm, .cores = c, .adam_params_per_core = ADAM_CORE_AVX512,            \
+		.dram_Bps = DDR(ch, mts) * ACHIEVABLE_DRAM,                                  \
+		.adam_Bps = DDR(ch, mts) * ACHIEVABLE_DRAM * ADAM_OF_DRAM,                   \
+		.mem_bytes = DIMMS(ch), .task_latency_s = 5e-6, .sockets = 1,                \
+	}
+
 static const zb_cpu cpus[] = {
 	{
 		.name = "h200-machine",
@@ -330,12 +357,13 @@ static const zb_cpu cpus[] = {
 		.cores = 128,
 		/* Estimate: Zen 2 has no AVX-512, so a SIMD Adam runs 256-bit AVX2: about half
 		 * the measured AVX-512 per-core rate, rounded up for the higher clocks. No
-		 * published CPU-Adam measurement of an EPYC 7742 was found; adam_Bps is not set,
-		 * so Adam's ceiling is dram_Bps below (an estimate). */
+		 * published CPU-Adam measurement of an EPYC 7742 was found; Adam's ceiling is the
+		 * law's ADAM_OF_DRAM of dram_Bps below (an estimate). */
 		.adam_params_per_core = 0.15e9,
 		/* 8 channels DDR4-3200 per socket (AMD EPYC 7742 spec): 2 x 204.8 GB/s peak,
 		 * x ACHIEVABLE_DRAM. */
 		.dram_Bps = 2 * 204.8 * GB * ACHIEVABLE_DRAM,
+		.adam_Bps = 2 * 204.8 * GB * ACHIEVABLE_DRAM * ADAM_OF_DRAM,
 		.mem_bytes = 2.0 * TIB,
 		.task_latency_s = 5e-6,    /* estimate: as h200-machine */
 		/* Two sockets (DGX A100 datasheet). xGMI: estimate, 4 links x16 at 16 GT/s
@@ -352,12 +380,13 @@ static const zb_cpu cpus[] = {
 		/* Estimate: Sapphire Rapids, the same AVX-512/AMX core generation as the
 		 * measured h200-machine, whose 16 threads run Adam at 4.4 Gparam/s, 0.275e9 each
 		 * (one thread alone: 0.71e9); the all-thread figure is taken. No published CPU-Adam measurement of a
-		 * Xeon 8480C was found; adam_Bps is not set, so Adam's ceiling is dram_Bps
+		 * Xeon 8480C was found; Adam's ceiling is the law's ADAM_OF_DRAM of dram_Bps
 		 * below (an estimate). */
 		.adam_params_per_core = 0.275e9,
 		/* 8 channels DDR5-4800 per socket (Intel ARK): 2 x 307.2 GB/s peak, x
 		 * ACHIEVABLE_DRAM. */
 		.dram_Bps = 2 * 307.2 * GB * ACHIEVABLE_DRAM,
+		.adam_Bps = 2 * 307.2 * GB * ACHIEVABLE_DRAM * ADAM_OF_DRAM,
 		.mem_bytes = 2.0 * TIB,
 		.task_latency_s = 5e-6,    /* estimate: as h200-machine */
 		/* Two sockets (DGX H100 datasheet). UPI 2.0: 4 links at 16 GT/s (Intel ARK,
@@ -390,6 +419,43 @@ static const zb_cpu cpus[] = {
 		.mem_bytes = 480 * GB,
 		.task_latency_s = 5e-6,    /* estimate: as h200-machine */
 		.sockets = 1,              /* one Grace die, one NUMA node of CPU memory */
+	},
+	/* AMD EPYC 9004 (Genoa, Zen 4), one socket: cores and "12 channels DDR5-4800,
+	 * 460.8 GB/s per socket" from AMD's product pages (amd.com, EPYC 9124 / 9354 / 9554 /
+	 * 9654 specifications). */
+	SERVER_CPU("epyc-9124", 16, 12, 4800),
+	SERVER_CPU("epyc-9354", 32, 12, 4800),
+	SERVER_CPU("epyc-9554", 64, 12, 4800),
+	SERVER_CPU("epyc-9654", 96, 12, 4800),
+	/* AMD EPYC 9005 (Turin, Zen 5), one socket: cores and "12 channels DDR5-6000, 576 GB/s
+	 * per socket" from AMD's product pages (amd.com, EPYC 9135 / 9355 / 9555 / 9755). */
+	SERVER_CPU("epyc-9135", 16, 12, 6000),
+	SERVER_CPU("epyc-9355", 32, 12, 6000),
+	SERVER_CPU("epyc-9555", 64, 12, 6000),
+	SERVER_CPU("epyc-9755", 128, 12, 6000),
+	/* Intel Xeon 6 (Granite Rapids, P-cores), one socket, Intel's product pages (ark.intel.com):
+	 * 6700P series 8 channels DDR5-6400 (6732P 32 cores, 6776P 64 cores), 6900P series 12
+	 * channels DDR5-6400 (6980P 128 cores); MRDIMM-8800 is faster, give --dram-bw for it. */
+	SERVER_CPU("xeon-6732p", 32, 8, 6400),
+	SERVER_CPU("xeon-6776p", 64, 8, 6400),
+	SERVER_CPU("xeon-6980p", 128, 12, 6400),
+	{
+		.name = "grace-superchip",
+		/* NVIDIA Grace CPU Superchip datasheet (nvidia.com): two Grace dies joined by
+		 * NVLink-C2C, 144 Arm Neoverse V2 cores, up to 960 GB LPDDR5X at up to 1 TB/s. */
+		.cores = 144,
+		/* Estimate: the gh200 preset's per-core figure (one Grace die of the same cores). */
+		.adam_params_per_core = 0.2e9,
+		/* Twice the gh200 preset's measured DeepSpeed CPU-Adam of one Grace die (10.2
+		 * Gparam/s, SuperOffload blog): estimate, each die runs on its own memory. */
+		.adam_Bps = 2 * 10.2e9 * 28,
+		/* Estimate: 0.8 of the 1 TB/s datasheet figure, as for gh200. */
+		.dram_Bps = 1000 * GB * 0.8,
+		.mem_bytes = 960 * GB,
+		.task_latency_s = 5e-6,    /* estimate: as h200-machine */
+		/* Two dies, two NUMA nodes; between them NVLink-C2C, 900 GB/s both ways (datasheet). */
+		.sockets = 2,
+		.xsocket_Bps = 450 * GB,
 	},
 };
 
@@ -455,11 +521,11 @@ static const hw_preset machines[] = {
 	{"h200-machine", "gen5", "h200", "h200-machine", 1, 1},
 	/* DGX-2 (NVIDIA DGX-2 datasheet): 16 V100 on gen3 behind PCIe switches, one 2-socket
 	 * host; gpus_per_cpu 16 is the full machine (3 threads per GPU), a one-GPU run as
-	 * in the ZeRO-Offload paper takes --gpus-per-cpu 1. Each GPU has
-	 * its own x16 to a switch, and pairs share the switch's uplink to the CPU; a
-	 * one-GPU run does not see that, so gpus_per_link stays 1 (set 2 to model all 16
-	 * GPUs offloading at once). */
-	{"dgx-2", "gen3", "v100", "dgx-2", 1, 16},
+	 * in the ZeRO-Offload paper takes --gpus-per-cpu 1. Each GPU has its own x16 to a
+	 * switch, and pairs share the switch's uplink to the CPU: gpus_per_link 2, which
+	 * divides the link only when --gpus puts two ranks behind a switch (sim/resources.h),
+	 * so a one-GPU run keeps its link. Fabric (fabric.c): NVSwitch, 8x EDR between nodes. */
+	{"dgx-2", "gen3", "v100", "dgx-2", 2, 16},
 	/* DGX A100 (640 GB) (NVIDIA DGX A100 datasheet): 8 A100-80GB on gen4, 2x EPYC 7742.
 	 * gpus_per_cpu 8: the full machine; a one-GPU run takes --gpus-per-cpu 1.
 	 * gpus_per_link 2: four PCIe gen4 switches, each with two GPUs and two HDR NICs
@@ -517,9 +583,9 @@ zb_status zb_preset_gpu(const char *name, zb_gpu *out, zb_error *err)
 {
 	for (int i = 0; name && i < COUNT(gpus); i++)
 		if (strcmp(name, gpus[i].name) == 0) {
+			/* first principles only, like every GPU: a calibrated profile is an overlay the
+			 * user names (--hw FILE, e.g. hw/h200-machine-executor.json) */
 			*out = gpus[i];
-			if (!strcmp(name, "h200")) /* measured there: zbench's kernels per class */
-				zb_exec_profile_h200(&out->exec);
 			return ZB_OK;
 		}
 	return unknown("gpu", "gpu", name, err);
@@ -613,6 +679,52 @@ const char *zb_preset_name(const char *family, int i)
 	return machines[i].name;
 }
 
+/* ---- sources ----------------------------------------------------------------- */
+
+/* Where each preset's figures come from, in one line each: the comments above in short,
+ * for `zbench report` and `zbench list presets`. "measured" is this project's own
+ * measurement (data/, BENCHMARKS.md), "datasheet" a vendor figure, "estimate" neither. */
+static const struct { const char *family, *name, *source; } sources[] = {
+	{ "pcie", "gen3", "estimate: ~12 GB/s pinned, the usual bandwidthTest result on gen3 x16 hosts; duplex, latency and pageable as gen5 or scaled" },
+	{ "pcie", "gen4", "estimate: ~25 GB/s pinned (0.79 of the 31.5 GB/s raw); duplex 0.48/0.96 reported for A100 hosts" },
+	{ "pcie", "gen5", "measured on the H200 machine: 55.3 GB/s pinned each way, 0.87 duplex, 4 us per copy, pageable 7/12 GB/s" },
+	{ "pcie", "gen6", "projection: twice the gen5 measurement; no gen6 host measured" },
+	{ "pcie", "nvlink-c2c", "datasheet: 450 GB/s per direction (Grace Hopper whitepaper) x 0.8 (estimate)" },
+	{ "gpu", "v100", "datasheet: 32 GiB, 125 TFLOP/s fp16 tensor, 900 GB/s; x0.80 GEMM and x0.90 HBM achievable (the H200's measured fractions)" },
+	{ "gpu", "a100-40g", "datasheet: 40 GiB, 312 TFLOP/s bf16, 1555 GB/s; x0.80 / x0.90 achievable" },
+	{ "gpu", "a100-80g", "datasheet: 80 GiB, 312 TFLOP/s bf16, 2039 GB/s; x0.80 / x0.90 achievable" },
+	{ "gpu", "h100", "datasheet: 80 GiB, 989 TFLOP/s bf16, 3.35 TB/s; x0.80 / x0.90 achievable" },
+	{ "gpu", "h200", "measured on the H200 machine: 850 TFLOP/s bf16 GEMMs (0.86 of 989), 4.3 TB/s device copy, 143771 MiB" },
+	{ "gpu", "b200", "datasheet (DGX/HGX B200): 180 GiB, 2250 TFLOP/s bf16, 8 TB/s; x0.80 / x0.90 achievable" },
+	{ "gpu", "gh200", "datasheet: 96 GiB HBM3, 989 TFLOP/s bf16, 4 TB/s; x0.80 / x0.90 achievable; NVLink-C2C link" },
+	{ "cpu", "h200-machine", "measured: 16 cores, Adam 0.71 Gparam/s on one thread and 4.4 on 16, 150 GB/s Adam + DMA, 125.9 GiB" },
+	{ "cpu", "h200-x2", "estimate: the h200-machine's measured rates, doubled where the host is twice as large (32 cores, 256 GiB)" },
+	{ "cpu", "dgx-2", "datasheet 2x Xeon 8168 (48 cores, 6ch DDR4-2666 each); published DeepSpeed CPU-Adam 3.9 Gparam/s (ZeRO-Offload paper, Table 4)" },
+	{ "cpu", "dgx-a100", "datasheet 2x EPYC 7742 (128 cores, 8ch DDR4-3200 each) x0.75; Adam per core estimate (AVX2)" },
+	{ "cpu", "dgx-h100", "datasheet 2x Xeon 8480C (112 cores, 8ch DDR5-4800 each) x0.75; Adam per core estimate" },
+	{ "cpu", "gh200", "datasheet Grace (72 cores, 480 GB LPDDR5X, 500 GB/s x0.8 estimate); published DeepSpeed CPU-Adam 10.2 Gparam/s (SuperOffload blog)" },
+	{ "cpu", "epyc-9124", "AMD product page: 16 cores, 12ch DDR5-4800 (460.8 GB/s) x0.75; Adam 0.71 Gparam/s per core estimate (AVX-512)" },
+	{ "cpu", "epyc-9354", "AMD product page: 32 cores, 12ch DDR5-4800 (460.8 GB/s) x0.75; Adam 0.71 Gparam/s per core estimate (AVX-512)" },
+	{ "cpu", "epyc-9554", "AMD product page: 64 cores, 12ch DDR5-4800 (460.8 GB/s) x0.75; Adam 0.71 Gparam/s per core estimate (AVX-512)" },
+	{ "cpu", "epyc-9654", "AMD product page: 96 cores, 12ch DDR5-4800 (460.8 GB/s) x0.75; Adam 0.71 Gparam/s per core estimate (AVX-512)" },
+	{ "cpu", "epyc-9135", "AMD product page: 16 cores, 12ch DDR5-6000 (576 GB/s) x0.75; Adam 0.71 Gparam/s per core estimate (AVX-512)" },
+	{ "cpu", "epyc-9355", "AMD product page: 32 cores, 12ch DDR5-6000 (576 GB/s) x0.75; Adam 0.71 Gparam/s per core estimate (AVX-512)" },
+	{ "cpu", "epyc-9555", "AMD product page: 64 cores, 12ch DDR5-6000 (576 GB/s) x0.75; Adam 0.71 Gparam/s per core estimate (AVX-512)" },
+	{ "cpu", "epyc-9755", "AMD product page: 128 cores, 12ch DDR5-6000 (576 GB/s) x0.75; Adam 0.71 Gparam/s per core estimate (AVX-512)" },
+	{ "cpu", "xeon-6732p", "Intel product page: 32 cores, 8ch DDR5-6400 (409.6 GB/s) x0.75; Adam 0.71 Gparam/s per core estimate (AVX-512)" },
+	{ "cpu", "xeon-6776p", "Intel product page: 64 cores, 8ch DDR5-6400 (409.6 GB/s) x0.75; Adam 0.71 Gparam/s per core estimate (AVX-512)" },
+	{ "cpu", "xeon-6980p", "Intel product page: 128 cores, 12ch DDR5-6400 (614.4 GB/s) x0.75; Adam 0.71 Gparam/s per core estimate (AVX-512)" },
+	{ "cpu", "grace-superchip", "NVIDIA datasheet: 144 cores, 960 GB LPDDR5X, 1 TB/s x0.8 estimate; Adam twice gh200's published rate (estimate)" },
+};
+
+const char *zb_preset_source(const char *family, const char *name)
+{
+	for (size_t i = 0; family && name && i < sizeof sources / sizeof sources[0]; i++)
+		if (!strcmp(sources[i].family, family) && !strcmp(sources[i].name, name))
+			return sources[i].source;
+	return NULL;
+}
+
 /* ---- listing --------------------------------------------------------------- */
 
 void zb_presets_print(FILE *f)
@@ -643,16 +755,16 @@ void zb_presets_print(FILE *f)
 	}
 
 	fprintf(f, "\n# cpus\n");
-	fprintf(f, "#%-13s %6s %10s %9s %8s %8s %8s %7s %9s\n", "name", "cores", "adam/core", "adam max",
+	fprintf(f, "#%-15s %6s %10s %9s %8s %8s %8s %7s %9s\n", "name", "cores", "adam/core", "adam max",
 		"dram", "memory", "task", "sockets", "x-socket");
-	fprintf(f, "#%-13s %6s %10s %9s %8s %8s %8s %7s %9s\n", "", "", "Gparam/s", "Gparam/s", "GB/s",
+	fprintf(f, "#%-15s %6s %10s %9s %8s %8s %8s %7s %9s\n", "", "", "Gparam/s", "Gparam/s", "GB/s",
 		"GiB", "us", "", "GB/s");
 	for (int i = 0; i < COUNT(cpus); i++) {
 		const zb_cpu *c = &cpus[i];
 		/* the whole host: all cores, capped by Adam's memory ceiling (dram_Bps if unset) */
 		double all = c->cores * c->adam_params_per_core;
 		double cap = (c->adam_Bps > 0 ? c->adam_Bps : c->dram_Bps) / 28.0;
-		fprintf(f, " %-13s %6d %10.3f %9.2f %8.1f %8.0f %8.1f %7d %9.1f\n", c->name, c->cores,
+		fprintf(f, " %-15s %6d %10.3f %9.2f %8.1f %8.0f %8.1f %7d %9.1f\n", c->name, c->cores,
 			c->adam_params_per_core / 1e9, (all < cap ? all : cap) / 1e9, c->dram_Bps / GB,
 			c->mem_bytes / GIB, c->task_latency_s * 1e6, c->sockets > 1 ? c->sockets : 1,
 			c->xsocket_Bps / GB);
@@ -681,4 +793,7 @@ void zb_presets_print(FILE *f)
 			m->gpus_per_link, m->gpus_per_cpu);
 	}
 	zb_fabrics_print(f);
+	fprintf(f, "\n# sources (inputs/presets.c has each in full; docs/hardware.md the CPU law)\n");
+	for (size_t i = 0; i < sizeof sources / sizeof sources[0]; i++)
+		fprintf(f, " %-5s %-16s %s\n", sources[i].family, sources[i].name, sources[i].source);
 }

@@ -31,6 +31,11 @@ void zb_preset_default_model(zb_model *out);
 int zb_preset_count(const char *family);
 const char *zb_preset_name(const char *family, int i);
 
+/* The source of a preset's figures in one line ("measured on the H200 machine: ...",
+ * "datasheet: ...", "estimate: ..."); family "pcie", "gpu" or "cpu". NULL when unknown
+ * (a file's part, a model). */
+const char *zb_preset_source(const char *family, const char *name);
+
 /* Print every preset with its main figures as fixed-width tables. */
 void zb_presets_print(FILE *f);
 

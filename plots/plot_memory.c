@@ -114,6 +114,8 @@ static int row_has_memory(const row *r)
 }
 
 /* What one memory plot draws: the rows, one bar per distinct memory setting. */
+#define MAX_CAPS 8
+
 typedef struct membars {
 	rowset rs;
 	int64_t run;
@@ -123,6 +125,12 @@ typedef struct membars {
 	int nb, fallback, cap_same;
 	double gcap, hcap, gmax, hmax;
 	char path[PATH_MAX + 32];
+	/* every capacity of the run, one line each in its panel: a sweep over three GPUs has
+	 * three GPU capacities (the bars are per memory setting, whatever the GPU) */
+	int ncap[2];
+	char capname[2][MAX_CAPS][ZB_NAME_MAX];
+	double cap[2][MAX_CAPS];
+	char cappath[PATH_MAX + 32];
 } membars;
 
 /* The rows: --config, --run, the latest sweep, else the latest run with predictions. */
@@ -237,6 +245,53 @@ static void write_bar(FILE *f, membars *mb, int b)
 	mb->hmax = fmax(mb->hmax, r->host_bytes / GIB);
 }
 
+/* A capacity (panel 0 GPU, 1 host) of a part, once per name and size. */
+static void add_cap(membars *mb, int panel, const char *name, double bytes)
+{
+	if (!(bytes > 0))
+		return;
+	for (int i = 0; i < mb->ncap[panel]; i++)
+		if (mb->cap[panel][i] == bytes && !strcmp(mb->capname[panel][i], name))
+			return;
+	if (mb->ncap[panel] == MAX_CAPS)
+		return;
+	int i = mb->ncap[panel]++;
+	snprintf(mb->capname[panel][i], ZB_NAME_MAX, "%s", name);
+	mb->cap[panel][i] = bytes;
+}
+
+/* caps.dat: one block per capacity line, its title the block's first row (gnuplot's
+ * columnheader), so no name of a part is written into the script. */
+static zb_status write_caps(plot_ctx *c, membars *mb)
+{
+	for (int i = 0; i < mb->rs.n; i++) {
+		const row *r = &mb->rs.r[i];
+		zb_memory m;
+		double gc, hc;
+		if (!row_has_memory(r))
+			continue;
+		memory_terms(r, &m, &gc, &hc);
+		add_cap(mb, 0, r->val[A_GPU], gc);
+		add_cap(mb, 1, r->val[A_CPU], hc);
+	}
+	FILE *f = plot_data_open(c, "caps.dat", mb->cappath, sizeof mb->cappath);
+	if (!f)
+		return c->err->status;
+	static const double usable[2] = { 0.95, 0.9 };
+	for (int p = 0; p < 2; p++)
+		for (int i = 0; i < mb->ncap[p]; i++) {
+			char name[ZB_NAME_MAX];
+			snprintf(name, sizeof name, "%s", mb->capname[p][i]);
+			for (char *q = name; *q; q++)
+				if (*q == '"' || *q == '\\' || *q == '\n')
+					*q = '\'';
+			double u = usable[p] * mb->cap[p][i] / GIB;
+			fprintf(f, "x y \"%s: usable %.1f GiB of %.1f\"\n%.6g %.6g\n%.6g %.6g\n\n\n", name, u,
+				mb->cap[p][i] / GIB, -0.6, u, mb->nb - 0.4, u);
+		}
+	return plot_data_close(c, f, mb->cappath);
+}
+
 static zb_status write_data(plot_ctx *c, membars *mb)
 {
 	mb->gcap = mb->hcap = NAN;
@@ -248,7 +303,8 @@ static zb_status write_data(plot_ctx *c, membars *mb)
 		   " host: optimizer +grads +params +activations total_only (GiB)\n");
 	for (int b = 0; b < mb->nb; b++)
 		write_bar(f, mb, b);
-	return plot_data_close(c, f, mb->path);
+	zb_status st = plot_data_close(c, f, mb->path);
+	return st ? st : write_caps(c, mb);
 }
 
 static void subtitle(plot_ctx *c, const membars *mb, char *sub, size_t n)
@@ -268,10 +324,9 @@ static void subtitle(plot_ctx *c, const membars *mb, char *sub, size_t n)
 	if (mb->fallback)
 		snprintf(sub + strlen(sub), n - strlen(sub), " · %d without a term breakdown (stored totals)",
 			 mb->fallback);
-	if (mb->cap_same && mb->gcap > 0 && mb->hcap > 0)
+	if (mb->ncap[0] + mb->ncap[1])
 		snprintf(sub + strlen(sub), n - strlen(sub),
-			 "\ncapacity: GPU %s %.1f GiB (%.1f usable), host %.1f GiB (%.1f usable for pinned buffers)",
-			 r0->val[A_GPU], mb->gcap / GIB, 0.95 * mb->gcap / GIB, mb->hcap / GIB, 0.9 * mb->hcap / GIB);
+			 "\ndashed: each part's usable capacity (95%% of a GPU's memory, 90%% of the host's for pinned buffers)");
 }
 
 /* One of the two panels: its stacked terms (columns first_col.. of memory.dat), the
@@ -289,21 +344,17 @@ static void draw_panel(plot_ctx *c, const membars *mb, const panel *p)
 	double top = p->max * 1.4; /* room for the key above the bars */
 	if (top <= 0 && p->at_least_1)
 		top = 1;
-	int cap_show = mb->cap_same && p->cap > 0 && p->usable * p->cap / GIB < 3 * p->max;
-	if (cap_show)
-		top = fmax(top, p->usable * p->cap / GIB * 1.12);
+	/* each capacity in view is a dashed line titled in the key (caps.dat), so the titles of
+	 * several GPUs never overlap each other or the bars */
+	int pi = p->first_col == 2 ? 0 : 1, first_cap = pi ? mb->ncap[0] : 0, shown[MAX_CAPS] = { 0 };
+	for (int i = 0; i < mb->ncap[pi]; i++) {
+		double u = p->usable * mb->cap[pi][i] / GIB;
+		shown[i] = 1; /* every part of the run: the comparison is the point */
+		top = fmax(top, u * 1.25);
+	}
 	plot_gp(c, "set title %s font ',12'\n", plot_gq(c, p->title));
 	plot_gp(c, "%s", p->margins);
 	plot_gp(c, "set yrange [0:%.6g]\n", top);
-	if (cap_show) {
-		char l[160];
-		snprintf(l, sizeof l, "usable %s memory %.1f GiB (%.0f%% of %.1f)", p->what, p->usable * p->cap / GIB,
-			 100 * p->usable, p->cap / GIB);
-		plot_gp(c, "set arrow 1 from graph 0, first %.6g to graph 1, first %.6g nohead dt 2 lw 2 lc rgb '#aa2222'\n",
-			p->usable * p->cap / GIB, p->usable * p->cap / GIB);
-		plot_gp(c, "set label 2 %s at graph 0.02, first %.6g offset 0,0.7 font ',9' textcolor rgb '#aa2222'\n",
-			plot_gq(c, l), p->usable * p->cap / GIB);
-	}
 	plot_gp(c, "plot ");
 	for (int k = p->nterms - 1; k >= 0; k--)
 		plot_gp(c, "%s%s using 1:%d with boxes lc rgb '%s' title %s", k == p->nterms - 1 ? "" : ", \\\n  ",
@@ -311,6 +362,11 @@ static void draw_panel(plot_ctx *c, const membars *mb, const panel *p)
 	if (mb->fallback)
 		plot_gp(c, ", \\\n  %s using 1:%d with boxes lc rgb '#888888' title %s", plot_gq(c, mb->path),
 			p->total_col, plot_gq(c, "total (no breakdown stored)"));
+	static const char *const capcol[] = { "#aa2222", "#222288", "#228822", "#886622" };
+	for (int i = 0; i < mb->ncap[pi]; i++)
+		if (shown[i])
+			plot_gp(c, ", \\\n  %s index %d using 1:2 with lines dt 2 lw 2 lc rgb '%s' title columnheader(3)",
+				plot_gq(c, mb->cappath), first_cap + i, capcol[i % 4]);
 }
 
 static void write_script(plot_ctx *c, const membars *mb)
@@ -343,7 +399,7 @@ static void write_script(plot_ctx *c, const membars *mb)
 		      gterms, gcol, mb->gmax, mb->gcap, 0.95, 0 };
 	draw_panel(c, mb, &gpu);
 	plot_gp(c, "\n");
-	plot_gp(c, "unset arrow 1\nunset label 2\nunset label 101\nunset label 102\n");
+	plot_gp(c, "unset label 101\nunset label 102\n");
 	panel host = { "host memory (pinned)", "set lmargin at screen 0.55\nset rmargin at screen 0.95\n", "host", 4, 8,
 		       12, hterms, hcol, mb->hmax, mb->hcap, 0.9, 1 };
 	draw_panel(c, mb, &host);

@@ -250,6 +250,16 @@ static void write_script(plot_ctx *c, const ratio_plot *p)
 		plot_gp(c, ")\n");
 	} else if (x == A_RATIO) {
 		plot_gp(c, "set xtics 0.1\nset format x '%%.2g'\n");
+	} else { /* a tick at each value swept (cores 16, 32, 64), not gnuplot's round spacing */
+		plot_gp(c, "set xtics (");
+		for (int i = 0, k = 0; i < p->np; i++) {
+			int seen = 0;
+			for (int j = 0; j < i && !seen; j++)
+				seen = p->pts[j].x == p->pts[i].x;
+			if (!seen)
+				plot_gp(c, "%s%.9g", k++ ? ", " : "", p->pts[i].x);
+		}
+		plot_gp(c, ")\n");
 	}
 	int outside = p->series.n > 8;
 	/* throughput falls with the ratio once the CPU bounds it, so the bottom left is

@@ -3,6 +3,8 @@
  */
 #include "profiler/analyze.h"
 
+#include "common/stats.h"
+
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
@@ -264,10 +266,38 @@ static int cmp_range_name(const void *x, const void *y)
 	return c ? c : (a->r->start > b->r->start) - (a->r->start < b->r->start);
 }
 
+/* A range name that marks training steps: it holds "step", and it is not the
+ * optimizer's own step (PyTorch's "Optimizer.step#Adam.step", DeepSpeed's CPU Adam),
+ * which runs once or more inside each training step. */
+static int names_step(const char *norm)
+{
+	return contains_ci(norm, "step") && !contains_ci(norm, "optim") && !contains_ci(norm, "adam");
+}
+
+/* One step from the one range of a step name (a profile of a single ProfilerStep#N,
+ * or one "train_step" annotation): from its start to its end or, when later, the end
+ * of the last GPU operation that started within it (the work it launched). */
+static int step_from_one_range(const zb_trace_input *in, const range_ref *rr, size_t i, cuts *c, zb_analysis *out)
+{
+	const zb_range *r = rr[i].r;
+	int64_t end = r->end;
+	for (size_t k = 0; k < in->nops && in->ops[k].start < r->end; k++)
+		if (in->ops[k].start >= r->start && in->ops[k].end > end)
+			end = in->ops[k].end;
+	if (end <= r->start)
+		return 0;
+	cut_push(c, r->start);
+	cut_push(c, end);
+	snprintf(out->found_by, sizeof out->found_by, "nvtx range '%s' (1 occurrence, to the end of the GPU work it launched)",
+		 rr[i].norm);
+	snprintf(out->method, sizeof out->method, "nvtx");
+	return 1;
+}
+
 /* Steps from NVTX ranges; 0 when no range name qualifies. */
 static int steps_from_nvtx(const zb_trace_input *in, const zb_analyze_options *opt, cuts *c, zb_analysis *out)
 {
-	if (in->nranges < 2)
+	if (in->nranges < 1)
 		return 0;
 	range_ref *rr = zb_xmalloc(in->nranges * sizeof *rr);
 	for (size_t i = 0; i < in->nranges; i++) {
@@ -280,22 +310,25 @@ static int steps_from_nvtx(const zb_trace_input *in, const zb_analyze_options *o
 	char want[128] = "";
 	if (opt && opt->step_range)
 		zb_nvtx_normalize(opt->step_range, want, sizeof want);
-	size_t best = 0, best_n = 0;
-	double best_total = -1;
+	size_t best = 0, best_n = 0, one = 0;
+	double best_total = -1, one_total = -1;
 	for (size_t i = 0; i < in->nranges;) {
 		size_t j = i;
 		double total = 0;
 		while (j < in->nranges && !strcmp(rr[j].norm, rr[i].norm))
 			total += (double)(rr[j].r->end - rr[j].r->start), j++;
-		int ok = want[0] ? !strcmp(rr[i].norm, want) : contains_ci(rr[i].norm, "step");
+		int ok = want[0] ? !strcmp(rr[i].norm, want) : names_step(rr[i].norm);
 		if (ok && j - i >= 2 && total > best_total) {
 			best = i, best_n = j - i, best_total = total;
 		}
+		if (ok && j - i == 1 && total > one_total)
+			one = i, one_total = total;
 		i = j;
 	}
 	if (best_n < 2) {
+		int found = one_total >= 0 && step_from_one_range(in, rr, one, c, out);
 		free(rr);
-		return 0;
+		return found;
 	}
 	/* outermost occurrences only (a range nested in the previous one is skipped) */
 	int64_t last_end = INT64_MIN, last_start = 0;
@@ -334,7 +367,6 @@ static int64_t *idle_before(const zb_trace_input *in)
 
 static int32_t op_token(const zb_gpu_op *o) { return o->kind == ZB_GOP_KERNEL ? o->name : -2 - (int32_t)o->kind; }
 
-/* Steps from the repeating pattern of GPU operations; 0 when there is none. */
 /* A token occurring once per period, about p apart, after the longest idle on
  * average (*mean_gap); 0 when there is none. */
 static int find_anchor(const int32_t *seq, size_t n, size_t p, const int64_t *gap, int32_t *anchor, double *mean_gap)
@@ -399,6 +431,33 @@ static void cut_by_phase(const zb_trace_input *in, size_t p, size_t phase, const
 	}
 }
 
+/* Whether the steps a pattern cut are alike, as the steps of a training loop are:
+ * after the first (a warm-up may be slower), none longer than three times their
+ * median. A pattern that repeats inside a step (a layer's kernels, in a trace of one
+ * or two steps) cuts a long last piece where the optimizer runs; it is refused and
+ * found_by says why (the whole trace is then one step). */
+static int steps_alike(const cuts *c, zb_analysis *out)
+{
+	size_t n = c->n - 1, from = n >= 3 ? 1 : 0;
+	double *d = zb_xmalloc((n ? n : 1) * sizeof *d);
+	size_t k = 0;
+	double longest = 0;
+	for (size_t i = from; i < n; i++) {
+		d[k] = (double)(c->t[i + 1] - c->t[i]);
+		longest = d[k] > longest ? d[k] : longest;
+		k++;
+	}
+	double med = k ? zb_median(d, (int)k) : 0;
+	free(d);
+	if (!(longest > 3 * med))
+		return 1;
+	snprintf(out->found_by, sizeof out->found_by,
+		 "whole trace (no step range; the pattern of %zu GPU operations cuts unequal steps, %.2f ms against a "
+		 "median of %.2f ms: it repeats within a step)",
+		 out->period, longest / 1e6, med / 1e6);
+	return 0;
+}
+
 /* Steps from the repeating pattern of GPU operations; 0 when there is none. */
 static int steps_from_pattern(const zb_trace_input *in, cuts *c, zb_analysis *out)
 {
@@ -430,6 +489,8 @@ static int steps_from_pattern(const zb_trace_input *in, cuts *c, zb_analysis *ou
 	out->period = p;
 	free(gap);
 	free(seq);
+	if (c->n >= 2 && !steps_alike(c, out))
+		return 0;
 	return c->n >= 2;
 }
 
@@ -610,8 +671,10 @@ zb_status zb_analyze(zb_trace_input *in, const zb_analyze_options *opt, zb_analy
 				hi = in->ops[i].end > hi ? in->ops[i].end : hi;
 			cut_push(&c, lo);
 			cut_push(&c, hi);
-			snprintf(out->found_by, sizeof out->found_by, "whole trace (no repeating NVTX range or pattern)");
+			if (strcmp(out->method, "pattern")) /* else steps_alike said why */
+				snprintf(out->found_by, sizeof out->found_by, "whole trace (no repeating NVTX range or pattern)");
 			snprintf(out->method, sizeof out->method, "whole");
+			out->period = 0;
 		}
 	}
 	ivls all[5] = { 0 }, opt_iv = { 0 }, tmp = { 0 };

@@ -127,6 +127,12 @@ static void rehash(zb_trace *t, size_t cap)
 	}
 }
 
+const char *zb_nvtx_kind_name(zb_nvtx_kind k)
+{
+	static const char *const names[ZB_NVTX_KIND_COUNT] = { "program", "cpu_op", "gpu_annotation", "python" };
+	return (unsigned)k < ZB_NVTX_KIND_COUNT ? names[k] : "program";
+}
+
 uint32_t zb_trace_intern(zb_trace *t, const char *s)
 {
 	if (!s)

@@ -132,7 +132,21 @@ typedef struct zb_tr_nvtx {
 	uint32_t text, domain;           /* string ids ("" for the default domain) */
 	uint32_t id;                     /* CUPTI's marker id */
 	uint8_t event_type;              /* nsys ENUM_NSYS_EVENT_TYPE: 34 mark, 59 push/pop, 60 start/end */
+	uint8_t kind;                    /* zb_nvtx_kind: the NVTX_EVENTS zbKind it is stored with */
 } zb_tr_nvtx;
+
+/* What a range of a foreign trace is (NVTX_EVENTS.zbKind): the program's own ranges
+ * (NVTX, record_function, ProfilerStep#N; what zbench analyze cuts steps by), and
+ * the other CPU ranges of an imported PyTorch profiler trace, kept but not read as
+ * the program's: its operators, the GPU-side copies of its annotations, Python frames. */
+typedef enum zb_nvtx_kind {
+	ZB_NVTX_PROGRAM,       /* "program" */
+	ZB_NVTX_CPU_OP,        /* "cpu_op" */
+	ZB_NVTX_GPU_ANNOTATION,/* "gpu_annotation" */
+	ZB_NVTX_PYTHON,        /* "python" */
+	ZB_NVTX_KIND_COUNT
+} zb_nvtx_kind;
+const char *zb_nvtx_kind_name(zb_nvtx_kind k);
 
 /* nsys NVTX event types */
 #define ZB_NVTX_MARK 34

@@ -378,8 +378,12 @@ static zb_status write_trace(reader *r, out *o, int pid)
 
 static zb_status find_config(reader *r, const char *run, zb_error *err)
 {
-	if (!strcmp(run, "latest"))
-		return zb_store_latest_config(r->s, "measured", &r->cid, err);
+	if (!strcmp(run, "latest")) { /* the newest of any kind: run, validate, predict --timeline, trace, import */
+		r->cid = scalar(r, ZB_Q_LATEST_CONFIG_TIMELINE, NULL, 0);
+		return r->cid > 0 ? ZB_OK
+				  : zb_fail(err, ZB_E_INPUT, "database '%s' holds no timeline to export (predict --timeline, "
+							     "run, trace and import store one)", zb_store_path(r->s));
+	}
 	char *end;
 	errno = 0;
 	long long v = strtoll(run, &end, 10);

@@ -38,7 +38,7 @@ typedef struct zb_export_result {
 } zb_export_result;
 
 /* Write configuration `which` of s (its id, or "latest": the newest configuration
- * with measured events) to path. Unknown or empty configuration: ZB_E_INPUT. */
+ * with a timeline of any kind: events, predicted or measured, or trace records) to path. Unknown or empty configuration: ZB_E_INPUT. */
 zb_status zb_export(zb_store *s, const char *which, zb_export_format fmt, const char *path, zb_export_result *res,
 		    zb_error *err);
 

@@ -1,6 +1,10 @@
 /* ranks.c - several ranks in the report; see ranks.h. */
 #include "report/ranks.h"
 
+#include <math.h>
+
+#include "report/csv.h"
+
 #include "sim/collective.h"
 #include "sim/numa.h"
 #include "sim/resources.h"
@@ -72,13 +76,16 @@ json_t *zb_ranks_json(const zb_config *c, const zb_graph *g, const zb_sim_result
 
 static const char *const rcols[] = { "gpus", "nodes", "job_tok/s", "gpu", "d2h", "h2d", "cpu", "comm", "node_dram" };
 static const char *const runits[] = { "", "", "1/s", "ms", "ms", "ms", "ms", "ms", "GB/s" };
+/* the CSV's names: snake_case with the unit in the name (report/csv.h) */
+static const char *const rcsv[] = { "gpus", "nodes", "job_tokens_per_s", "rank_gpu_busy_ms", "rank_d2h_busy_ms",
+				    "rank_h2d_busy_ms", "rank_cpu_busy_ms", "rank_comm_busy_ms", "node_dram_gbps" };
 
 void zb_ranks_sweep_head(FILE *f, int csv, int units_row)
 {
 	const char *const *v = units_row ? runits : rcols;
 	for (int i = 0; i < 9; i++) {
 		if (csv)
-			fprintf(f, ",%s%s%s", rcols[i], runits[i][0] ? "_" : "", runits[i]);
+			zb_csv_put(f, rcsv[i], 0);
 		else
 			fprintf(f, i < 2 ? " %5s" : i == 2 ? " %10s" : " %8s", v[i]);
 	}
@@ -86,18 +93,32 @@ void zb_ranks_sweep_head(FILE *f, int csv, int units_row)
 
 void zb_ranks_sweep_row(FILE *f, int csv, const zb_config *c, const zb_graph *head, const zb_sim_result *r)
 {
-	const char *sep = csv ? "," : " ";
-	fprintf(f, csv ? ",%d,%d" : " %5d %5d", c->policy.gpus, c->policy.nodes);
+	if (csv) {
+		zb_csv_num(f, c->policy.gpus, 10, 0);
+		zb_csv_num(f, c->policy.nodes, 10, 0);
+	} else {
+		fprintf(f, " %5d %5d", c->policy.gpus, c->policy.nodes);
+	}
 	if (!r || !head) {
 		for (int i = 2; i < 9; i++)
-			fprintf(f, csv ? ",-" : i == 2 ? " %10s" : " %8s", "-");
+			if (csv)
+				zb_csv_put(f, NULL, 0);
+			else
+				fprintf(f, i == 2 ? " %10s" : " %8s", "-");
 		return;
 	}
 	zb_rank_usage u;
 	zb_rank_usage_of(c, head, r, &u);
-	fprintf(f, csv ? ",%.0f" : " %10.0f", u.job_tokens_per_s);
 	static const int res[] = { ZB_RES_GPU, ZB_RES_D2H, ZB_RES_H2D, ZB_RES_CPU, ZB_RES_COMM };
+	if (csv) {
+		zb_csv_num(f, round(u.job_tokens_per_s), 15, 0);
+		for (int i = 0; i < 5; i++)
+			zb_csv_num(f, r->busy_s[res[i]] * 1e3, 6, 0);
+		zb_csv_num(f, u.node_dram_used_Bps / 1e9, 5, 0);
+		return;
+	}
+	fprintf(f, " %10.0f", u.job_tokens_per_s);
 	for (int i = 0; i < 5; i++)
-		fprintf(f, csv ? "%s%.3f" : "%s%8.2f", sep, r->busy_s[res[i]] * 1e3);
-	fprintf(f, csv ? "%s%.2f" : "%s%8.1f", sep, u.node_dram_used_Bps / 1e9);
+		fprintf(f, " %8.2f", r->busy_s[res[i]] * 1e3);
+	fprintf(f, " %8.1f", u.node_dram_used_Bps / 1e9);
 }

@@ -45,6 +45,17 @@ void zb_print_header(FILE *f, const char *command, const zb_config *c)
 		c->hw.link.name, c->hw.link.h2d_Bps / 1e9, c->hw.link.d2h_Bps / 1e9, c->hw.gpu.name,
 		zb_config_gpu_flops(c) / 1e12, zb_dtype_name(c->policy.dtype), c->hw.gpu.hbm_Bps / 1e9,
 		c->hw.cpu.name, zb_config_cpu_threads(c), c->hw.cpu.dram_Bps / 1e9);
+	char profile[160];
+	zb_config_profile(c, profile, sizeof profile);
+	if (c->framework == ZB_FW_DEEPSPEED)
+		fprintf(f, "# schedule: DeepSpeed's (ZeRO-%d offload as DeepSpeed 0.19 runs it: what its users get); "
+			   "profile %s\n", zb_ds_stage(c), profile);
+	else
+		fprintf(f, "# schedule: ZBENCH'S OWN (the ideal its executor runs, not DeepSpeed's: --framework deepspeed "
+			   "for that); profile %s\n", profile);
+	if (c->hw.cpu.hypothetical)
+		fprintf(f, "# cpu %s*: HYPOTHETICAL, %d cores, more than the part has (--hypothetical-cpu); its memory "
+			   "channels as the part's\n", c->hw.cpu.name, c->hw.cpu.cores);
 	if (c->policy.gpus * c->policy.nodes > 1)
 		fprintf(f, "# fabric %s: %.0f GB/s NCCL busbw within a node, %.0f GB/s per node between nodes; ring busbw %.0f GB/s\n",
 			c->hw.fabric.name[0] ? c->hw.fabric.name : "(unnamed)", c->hw.fabric.intra_bus_Bps / 1e9,
@@ -281,10 +292,22 @@ json_t *zb_prediction_json(const zb_config *c, const zb_graph *g, const zb_sim_r
 	json_object_set_new(j, "micro_batch", json_integer(c->policy.micro_batch));
 	json_object_set_new(j, "seq", json_integer(c->policy.seq));
 	json_object_set_new(j, "gas", json_integer(c->policy.gas));
+	json_object_set_new(j, "ckpt", json_string(zb_ckpt_name(c->policy.ckpt)));
+	json_object_set_new(j, "dtype", json_string(zb_dtype_name(c->policy.dtype)));
+	if (c->framework == ZB_FW_DEEPSPEED) {
+		json_object_set_new(j, "zero_stage", json_integer(zb_ds_stage(c)));
+		json_object_set_new(j, "sub_group", json_integer((json_int_t)zb_ds_sub_group(c)));
+	}
+	char profile[160];
+	zb_config_profile(c, profile, sizeof profile);
+	json_object_set_new(j, "profile", json_string(profile));
+	json_object_set_new(j, "hypothetical_cpu", json_boolean(c->hw.cpu.hypothetical));
 	json_object_set_new(j, "params", json_integer(zb_model_params(&c->model)));
 	json_t *memj = json_object();
 	json_object_set_new(memj, "gpu_bytes", json_real(mem->gpu_bytes));
+	json_object_set_new(memj, "gpu_capacity_bytes", json_real(c->hw.gpu.mem_bytes));
 	json_object_set_new(memj, "host_bytes", json_real(mem->host_bytes));
+	json_object_set_new(memj, "host_capacity_bytes", json_real(c->hw.cpu.mem_bytes));
 	json_object_set_new(memj, "fits", json_boolean(mem->fits));
 	json_object_set_new(memj, "reason", json_string(mem->reason));
 	json_object_set_new(j, "memory", memj);

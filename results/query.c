@@ -17,6 +17,7 @@
 static const char *const sql[ZB_Q_COUNT] = {
 	[ZB_Q_RUN_ID] = "SELECT id FROM runs WHERE id = ?1",
 	[ZB_Q_RUN_MAX] = "SELECT max(id) FROM runs",
+	[ZB_Q_RUN_INFO] = "SELECT kind, started_at, version, git_commit, command, status FROM runs WHERE id = ?1",
 	[ZB_Q_LATEST_RUN_MEASURED] = "SELECT max(c.run_id) FROM configs c WHERE EXISTS(SELECT 1 FROM events e"
 	" WHERE e.config_id = c.id AND e.source = 'measured')",
 	[ZB_Q_CONFIG_ID] = "SELECT id FROM configs WHERE id = ?1",
@@ -31,6 +32,10 @@ static const char *const sql[ZB_Q_COUNT] = {
 	[ZB_Q_RUN_LATEST_CONFIG_EVENTS] = "SELECT max(c.id) FROM configs c WHERE c.run_id = ?1"
 					  " AND EXISTS(SELECT 1 FROM events e WHERE e.config_id = c.id)",
 	[ZB_Q_LATEST_CONFIG_EVENTS] = "SELECT max(config_id) FROM events",
+	[ZB_Q_LATEST_CONFIG_TIMELINE] = "SELECT max(x) FROM (SELECT max(config_id) AS x FROM events"
+					" UNION ALL SELECT max(zbConfigId) FROM CUPTI_ACTIVITY_KIND_KERNEL"
+					" UNION ALL SELECT max(zbConfigId) FROM CUPTI_ACTIVITY_KIND_MEMCPY"
+					" UNION ALL SELECT max(zbConfigId) FROM NVTX_EVENTS)",
 
 	[ZB_Q_CONFIG_ROWS_OF_RUN] = CONFIG_ROWS " WHERE c.run_id = ?1 ORDER BY c.id",
 	[ZB_Q_CONFIG_ROW] = CONFIG_ROWS " WHERE c.id = ?1 ORDER BY c.id",

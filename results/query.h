@@ -27,6 +27,7 @@ typedef enum zb_query {
 	/* runs and configurations; ?1 an id where named. One column. */
 	ZB_Q_RUN_ID,                   /* ?1 run: its id, or no row */
 	ZB_Q_RUN_MAX,                  /* the largest run id (NULL: none) */
+	ZB_Q_RUN_INFO,                 /* ?1 run: 0 kind, 1 started_at, 2 version, 3 git_commit, 4 command, 5 status */
 	ZB_Q_CONFIG_ID,                /* ?1 config: its id, or no row */
 	ZB_Q_CONFIG_MAX,               /* the largest config id */
 	ZB_Q_CONFIG_COUNT,             /* ?1 config: 1 when it exists, else 0 */
@@ -37,6 +38,8 @@ typedef enum zb_query {
 	ZB_Q_LATEST_RUN_MEASURED,      /* the newest run with measured events (NULL: none) */
 	ZB_Q_RUN_LATEST_CONFIG_EVENTS, /* ?1 run: its newest configuration with events */
 	ZB_Q_LATEST_CONFIG_EVENTS,     /* the newest configuration with events */
+	ZB_Q_LATEST_CONFIG_TIMELINE,   /* the newest configuration with anything export writes: events of
+					* either source, or trace records (trace, import, run --trace) */
 
 	/* configuration rows with their predictions, by id. Columns: 0 id, 1 run_id, then
 	 * the configs columns hw, link, gpu, cpu, cpu_cores, model, policy, ratio,

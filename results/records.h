@@ -33,7 +33,7 @@ zb_status zb_hw_profile_add(zb_store *s, int64_t run_id, const char *name, const
 typedef struct zb_baseline {
 	int64_t id, run_id;
 	char tag[128];
-	char suite[64];
+	char suite[256];    /* a built-in suite's name, or the suite file's path */
 	char source[16];   /* "predicted" (zbench baseline save --sim) or "measured" */
 	int repeats, warmup, steps;
 	char *hw_json;     /* malloc'd; NULL when not recorded */

@@ -425,7 +425,7 @@ static int program_nvtx_row(writer *w, sqlite3_stmt *q, int p, size_t i, const v
 	rc |= sqlite3_bind_int64(q, p + 4, gpid | (n->thread & 0xFFFFFF));
 	rc |= sqlite3_bind_null(q, p + 5);
 	rc |= sqlite3_bind_int64(q, p + 6, w->config_id);
-	rc |= sqlite3_bind_text(q, p + 7, "program", -1, SQLITE_STATIC);
+	rc |= sqlite3_bind_text(q, p + 7, zb_nvtx_kind_name((zb_nvtx_kind)n->kind), -1, SQLITE_STATIC);
 	(void)ctx;
 	return rc;
 }

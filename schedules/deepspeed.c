@@ -439,6 +439,17 @@ static int64_t part_slowest(const dsb *b, int64_t lo, int64_t n)
 	return most;
 }
 
+
+/* Stages 1/2 with offload at gas > 1, after the first micro-step: the host
+ * accumulator of a partition (accumulated_grads_in_cpu, the model's dtype) comes up
+ * before the add (async_accumulate_grad_in_cpu_via_gpu). NONE when nothing moves. */
+static uint32_t accumulate_up(dsb *b, ctx o, int u, int64_t n, int64_t offset)
+{
+	if (o.micro == 0 || n == 0)
+		return NONE;
+	dep(b, b->last[ZB_RES_GPU]);
+	return copy(b, o, ZB_RES_H2D, ZB_OP_GRAD_COPY, u, n, offset, 2.0 * n);
+}
 /* Reduce the filled bucket and copy the slowest rank's part of it (stages 1/2), or
  * reduce-scatter it and send this rank's shard of its CPU part down (stage 3). */
 static void ipg_flush(dsb *b, ctx o, int last_micro)
@@ -462,6 +473,14 @@ static void ipg_flush(dsb *b, ctx o, int last_micro)
 	if (slow == 0)
 		return;
 	dep(b, red);
+	if (b->offload && b->stage < 3 && o.micro > 0) {
+		/* each rank accumulates its partition through the host as one rank does
+		 * (copy_grads_in_partition -> async_accumulate_grad_in_cpu_via_gpu at gas > 1):
+		 * the accumulator comes up before the add, the slowest rank's part setting the
+		 * pace of the next reduction (accumulate_up) */
+		uint32_t up = accumulate_up(b, o, u, slow, lo);
+		dep(b, up);
+	}
 	uint32_t cast = kernel(b, o, ZB_OP_GRAD_COPY, u, 6.0 * slow); /* the partition to fp32 */
 	if (!b->offload)
 		return;

@@ -35,13 +35,14 @@ seed fuzz_ds_tasks fuzz/seeds/ds_tasks/*
 seed fuzz_plot fuzz/seeds/plot/*
 seed fuzz_measured fuzz/seeds/measured/*
 # fuzz_merge and fuzz_import write their seed databases into their corpus themselves
+seed fuzz_kineto fuzz/seeds/kineto/*
 
 failed=0 total=0
 for n in "${names[@]}"; do
 	bin=build-fuzz/fuzz/$n
 	[ -x "$bin" ] || { echo "fuzz: $n: not built (make FUZZ=1 fuzz-build)"; failed=1; continue; }
 	dict=()
-	case $n in fuzz_hwfile | fuzz_modelfile | fuzz_dsconfig | fuzz_hfconfig) dict=(-dict=fuzz/json.dict) ;; esac
+	case $n in fuzz_hwfile | fuzz_modelfile | fuzz_dsconfig | fuzz_hfconfig | fuzz_kineto) dict=(-dict=fuzz/json.dict) ;; esac
 	log=build-fuzz/logs/$n.log
 	mkdir -p build-fuzz/corpus/$n # (a harness may seed its own corpus: fuzz_merge, fuzz_import)
 	"$bin" build-fuzz/corpus/$n "${dict[@]}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=1024 \

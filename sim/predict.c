@@ -124,6 +124,11 @@ static zb_status long_gas(zb_prediction *p, const zb_config *c, int *done, zb_er
 	return ZB_OK;
 }
 
+int zb_predict_shortcut(const zb_config *c)
+{
+	return c->framework == ZB_FW_DEEPSPEED && c->policy.gas > ZB_GAS_FULL && c->policy.gpus * c->policy.nodes <= 1;
+}
+
 static zb_status predict(zb_prediction *p, const zb_config *c, int even_if_too_big, int shortcut, zb_error *err)
 {
 	memset(p, 0, sizeof *p);
@@ -139,8 +144,7 @@ static zb_status predict(zb_prediction *p, const zb_config *c, int even_if_too_b
 	int done = 0;
 	/* DeepSpeed's schedule on one rank: its micro-steps repeat (zbench's own and several
 	 * ranks are simulated whole) */
-	if (shortcut && c->framework == ZB_FW_DEEPSPEED && c->policy.gas > ZB_GAS_FULL &&
-	    c->policy.gpus * c->policy.nodes <= 1 && (st = long_gas(p, c, &done, err)))
+	if (shortcut && zb_predict_shortcut(c) && (st = long_gas(p, c, &done, err)))
 		return st;
 	if (!done && (st = simulate(&p->graph, &p->res, c, err)))
 		return st;

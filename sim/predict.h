@@ -31,6 +31,8 @@ zb_status zb_predict(zb_prediction *p, const zb_config *c, zb_error *err);
  * k doubles, and at k + 2 >= gas the whole schedule is simulated. */
 #define ZB_GAS_FULL 12
 #define ZB_GAS_PERIODIC 1e-5
+/* Whether zb_predict takes that shortcut for c (DeepSpeed, one rank, gas > ZB_GAS_FULL). */
+int zb_predict_shortcut(const zb_config *c);
 /* The same, every micro-step simulated whatever gas is (the shortcut's reference). */
 zb_status zb_predict_all_micro(zb_prediction *p, const zb_config *c, zb_error *err);
 /* The same, simulated even where the memory estimate says it does not fit (p->mem

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "inputs/config_text.h"
+#include "sim/predict.h"
 
 #define ITEM_ROWS 256
 #define SLOTS_PER_JOB 4
@@ -29,7 +30,8 @@
 static int hw_axis(int a)
 {
 	return a == ZB_AX_HW || a == ZB_AX_PCIE || a == ZB_AX_GPU || a == ZB_AX_CPU || a == ZB_AX_CORES ||
-	       a == ZB_AX_GPUS_PER_LINK;
+	       a == ZB_AX_GPUS_PER_LINK || a == ZB_AX_HOST_MEM || a == ZB_AX_DRAM_BW || a == ZB_AX_CPU_ADAM ||
+	       a == ZB_AX_PRICE;
 }
 
 zb_status zb_sweep_grid_init(zb_sweep_grid *g, const zb_config_inputs *in, int shard_k, int shard_n, int yes,
@@ -141,12 +143,17 @@ zb_status zb_sweep_check(const zb_sweep_grid *g, long long *rows, zb_config *fir
 
 /* ---- one row ------------------------------------------------------------------ */
 
-typedef struct worker {
+/* One schedule kept between rows: the graph, its successor index, what it was built for. */
+typedef struct sched {
 	zb_graph graph;
 	int have_graph;
-	zb_config key;          /* the configuration the graph was built for */
+	zb_config key;
 	zb_sim_index *ix;
-	zb_sim_scratch *scratch;
+} sched;
+
+typedef struct worker {
+	sched main, alt;        /* the row's schedule, and the other framework's (opts.both) */
+	zb_sim_scratch *scratch, *alt_scratch; /* each its own memo (engine.h) */
 	zb_config_text *text;
 } worker;
 
@@ -170,23 +177,42 @@ static void worker_init(worker *w, int timeline)
 	memset(w, 0, sizeof *w);
 	w->scratch = zb_sim_scratch_new();
 	zb_sim_scratch_memo(w->scratch, !timeline);
+	w->alt_scratch = zb_sim_scratch_new();
+	zb_sim_scratch_memo(w->alt_scratch, 1);
 	w->text = zb_config_text_new();
 }
 
-static void worker_drop_graph(worker *w)
+static void sched_drop(sched *k)
 {
-	if (!w->have_graph)
+	if (!k->have_graph)
 		return;
-	zb_sim_index_free(w->ix);
-	zb_graph_free(&w->graph);
-	w->ix = NULL;
-	w->have_graph = 0;
+	zb_sim_index_free(k->ix);
+	zb_graph_free(&k->graph);
+	k->ix = NULL;
+	k->have_graph = 0;
+}
+
+/* The schedule of c in k, built when k holds another. */
+static zb_status sched_get(sched *k, const zb_config *c, zb_error *err)
+{
+	if (k->have_graph && same_schedule(&k->key, c))
+		return ZB_OK;
+	sched_drop(k);
+	zb_status st = zb_graph_build(&k->graph, c, err);
+	if (st)
+		return st;
+	k->have_graph = 1;
+	k->key = *c;
+	k->ix = zb_sim_index_new(&k->graph);
+	return ZB_OK;
 }
 
 static void worker_free(worker *w)
 {
-	worker_drop_graph(w);
+	sched_drop(&w->main);
+	sched_drop(&w->alt);
 	zb_sim_scratch_free(w->scratch);
+	zb_sim_scratch_free(w->alt_scratch);
 	zb_config_text_free(w->text);
 }
 
@@ -195,6 +221,66 @@ static void row_clear(zb_sweep_row *row)
 	free(row->config_json);
 	free(row->pred_json);
 	row->config_json = row->pred_json = NULL;
+}
+
+/* DeepSpeed at long gas (predict.h's shortcut): three short schedules simulated on
+ * their own instead of one of every micro-step shared across machines, which would be
+ * about gas/5 times larger. res gets the figures (no per-task times), head (may be
+ * NULL) the graph's summary without its tasks. */
+static zb_status predict_summary(const zb_config *c, zb_sim_result *res, zb_graph *head, int *simulated,
+				 zb_error *err)
+{
+	zb_prediction p;
+	zb_status st = zb_predict(&p, c, err);
+	*simulated = !st && p.simulated;
+	if (*simulated) {
+		*res = p.res;
+		res->start = res->end = NULL;
+		if (head) {
+			*head = p.graph;
+			head->tasks = NULL;
+			head->deps = NULL;
+			head->buckets = NULL;
+		}
+	}
+	zb_prediction_free(&p);
+	return st;
+}
+
+/* Row r under the other framework's schedule into row->alt_*: resolved again with
+ * --framework set, so DeepSpeed's own rules (ZeRO-3 sub-groups for a ratio) apply. A
+ * configuration that schedule cannot run (dpu under DeepSpeed) is state 3, not an error. */
+static int alt_run(worker *w, const zb_sweep_grid *g, long long r, zb_sweep_row *row, zb_error *err)
+{
+	zb_config_inputs in = g->in;
+	int idx[ZB_AX_COUNT];
+	row_values(g, r, in.value, idx);
+	in.value[ZB_AX_FRAMEWORK] = row->cfg.framework == ZB_FW_DEEPSPEED ? "zbench" : "deepspeed";
+	zb_error e;
+	row->alt_state = 3;
+	if (zb_config_resolve(&in, &row->alt_cfg, NULL, &e) || zb_graph_validate(&row->alt_cfg, &e))
+		return 0;
+	zb_memory_estimate(&row->alt_cfg, &row->alt_mem);
+	row->alt_state = 2;
+	if (!row->alt_mem.fits)
+		return 0;
+	row->alt_state = 3;
+	if (zb_predict_shortcut(&row->alt_cfg)) {
+		int simulated;
+		if (predict_summary(&row->alt_cfg, &row->alt_res, NULL, &simulated, &e))
+			return e.status == ZB_E_INPUT ? 0 : (*err = e, -1);
+		row->alt_state = simulated ? 1 : 3;
+		return 0;
+	}
+	if (sched_get(&w->alt, &row->alt_cfg, &e)) /* the builder refuses what its framework cannot run */
+		return e.status == ZB_E_INPUT ? 0 : (*err = e, -1);
+	/* a grid of one machine per schedule shares one scratch: one schedule's memory at a time */
+	zb_sim_scratch *sc = g->hw_rows == 1 ? w->scratch : w->alt_scratch;
+	if (zb_simulate_indexed(w->alt.ix, sc, &row->alt_cfg, &row->alt_res, err))
+		return -1;
+	row->alt_res.start = row->alt_res.end = NULL;
+	row->alt_state = 1;
+	return 0;
 }
 
 /* Simulate row r into *row; 0 when r repeats another row (nothing filled). The
@@ -208,27 +294,33 @@ static int row_run(worker *w, const zb_sweep_grid *g, const zb_sweep_opts *so, l
 	if (use <= 0)
 		return use;
 	zb_memory_estimate(&row->cfg, &row->mem);
-	if (row->mem.fits) {
-		if (!w->have_graph || !same_schedule(&w->key, &row->cfg)) {
-			worker_drop_graph(w);
-			if (zb_graph_build(&w->graph, &row->cfg, err))
-				return -1;
-			w->have_graph = 1;
-			w->key = row->cfg;
-			w->ix = zb_sim_index_new(&w->graph);
-		}
-		if (zb_simulate_indexed(w->ix, w->scratch, &row->cfg, &row->res, err))
+	if (row->mem.fits && !so->timeline && zb_predict_shortcut(&row->cfg)) {
+		if (predict_summary(&row->cfg, &row->res, &row->head, &row->simulated, err))
+			return -1;
+	} else if (row->mem.fits) {
+		if (sched_get(&w->main, &row->cfg, err))
+			return -1;
+		if (zb_simulate_indexed(w->main.ix, w->scratch, &row->cfg, &row->res, err))
 			return -1;
 		row->simulated = 1;
-		row->head = w->graph;
+		row->head = w->main.graph;
 		row->head.tasks = NULL;
 		row->head.deps = NULL;
 		row->head.buckets = NULL;
 		if (so->timeline) {
-			row->graph = &w->graph;
+			row->graph = &w->main.graph;
 		} else {
 			row->res.start = row->res.end = NULL;
 		}
+	}
+	if (so->both) {
+		/* no other machine shares the schedule: one schedule at a time, as without both */
+		if (g->hw_rows == 1)
+			sched_drop(&w->main);
+		if (alt_run(w, g, r, row, err) < 0)
+			return -1;
+		if (g->hw_rows == 1)
+			sched_drop(&w->alt);
 	}
 	if (so->config_json)
 		row->config_json = strdup(zb_config_text_get(w->text, &row->cfg, (long)(r % g->hw_rows)));
@@ -450,6 +542,16 @@ zb_status zb_sweep_run(const zb_sweep_grid *g, long long rows, const zb_sweep_op
 						    : run_threads(g, so, emit, ctx, stop, done, &pr, err);
 	progress_end(&pr);
 	return st;
+}
+
+int zb_sweep_hw_varies(const zb_config_inputs *in)
+{
+	for (int a = 0; a < ZB_AX_COUNT; a++) {
+		const char *v = in->value[a];
+		if (hw_axis(a) && a != ZB_AX_PRICE && v && (strchr(v, ',') || strchr(v, ':')))
+			return 1;
+	}
+	return 0;
 }
 
 int zb_sweep_default_jobs(void)

@@ -3,7 +3,8 @@
  * checked first, then simulated on threads and handed back in order, one row at a
  * time, so a sweep's memory stays flat whatever its size.
  *
- * Order: the hardware axes (--hw, --pcie, --gpu, --cpu, --cores, --gpus-per-link)
+ * Order: the hardware axes (--hw, --pcie, --gpu, --cpu, --cores, --gpus-per-link, --host-mem,
+ * --dram-bw, --cpu-adam, --price)
  * vary fastest, so consecutive rows share a schedule (the task graph depends on
  * the model, policy and steps, never on the hardware): each graph is built once
  * and simulated on every machine of the grid, then released. The order depends
@@ -59,6 +60,13 @@ typedef struct zb_sweep_row {
 	zb_sim_result res;   /* the figures when simulated; start/end NULL unless timeline */
 	zb_graph head;       /* the schedule's scalars (ntasks, steps, copy_bytes); tasks NULL */
 	const zb_graph *graph; /* the whole schedule, only with timeline */
+	/* the same configuration under the other framework's schedule (DeepSpeed's for a zbench
+	 * row, zbench's for a DeepSpeed row), with zb_sweep_opts.both: what DeepSpeed gets
+	 * beside what the hardware allows */
+	int alt_state;       /* 0: not asked, 1: simulated, 2: does not fit, 3: that schedule cannot run it */
+	zb_config alt_cfg;
+	zb_memory alt_mem;
+	zb_sim_result alt_res; /* start/end NULL */
 	char *config_json;   /* zb_config_to_json text, when asked for */
 	char *pred_json;     /* the text of zb_sweep_opts.pred_json, when asked for */
 } zb_sweep_row;
@@ -70,6 +78,7 @@ typedef struct zb_sweep_opts {
 	 * out of memory), on the worker's thread, so formatting runs on every thread */
 	char *(*pred_json)(const zb_sweep_row *row);
 	int timeline;        /* rows carry the graph and timeline (implies one thread) */
+	int both;            /* each row also under the other framework's schedule (alt_*) */
 	FILE *progress;      /* a terminal: a progress line there after ~2 s (NULL: none) */
 } zb_sweep_opts;
 
@@ -81,6 +90,10 @@ typedef zb_status (*zb_sweep_emit_fn)(void *ctx, const zb_sweep_row *row, zb_err
  * after the row being emitted: ZB_E_INTERRUPTED, with *done rows emitted. */
 zb_status zb_sweep_run(const zb_sweep_grid *g, long long rows, const zb_sweep_opts *so, zb_sweep_emit_fn emit,
 		       void *ctx, volatile sig_atomic_t *stop, long long *done, zb_error *err);
+
+/* Whether the inputs give several values (a list or a range) to a hardware axis: a
+ * purchase question, which `zbench sweep` answers for DeepSpeed's schedule. */
+int zb_sweep_hw_varies(const zb_config_inputs *in);
 
 /* The machine's online cores (the default -j). */
 int zb_sweep_default_jobs(void);

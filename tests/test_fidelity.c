@@ -89,6 +89,7 @@ static void config_of(zb_config *c, const char *model, int attention)
 	zb_error e;
 	memset(c, 0, sizeof *c);
 	zb_preset_default_hw(&c->hw);
+	zb_exec_profile_h200(&c->hw.gpu.exec); /* the executor's fit, named (a preset carries none) */
 	zb_policy_defaults(&c->policy);
 	assert_int_equal(zb_preset_model(model, &c->model, &e), ZB_OK);
 	c->policy.kind = ZB_POLICY_NONE;

@@ -827,7 +827,7 @@ static void test_trace_cli(void **state)
 		 zbench_bin(), db, tmp("err.txt"));
 	assert_int_equal(sh(cmd), 7);
 	msg = zb_test_slurp(tmp("err.txt"), NULL);
-	assert_contains(msg, "zbench trace: run 1");
+	assert_contains(msg, "zbench trace: stored run 1, configuration 1 in "); /* what it stored, ids first */
 	assert_contains(msg, "dropped records: 0");
 	free(msg);
 	snprintf(cmd, sizeof cmd, "%s trace --db %s -- /nonexistent/program 2>/dev/null", zbench_bin(), db);

@@ -74,7 +74,7 @@ static void test_gpu_command_loads_library(void **state)
 static void test_missing_library(void **state)
 {
 	zb_test_result r = run_env("ZBENCH_GPU_LIB=/nonexistent/libzbench_gpu.so", "run --model gpt2 --steps 2");
-	assert_int_equal(r.rc, 2);
+	assert_int_equal(r.rc, 3); /* no GPU side: exit 3 (common/error.h zb_exit) */
 	assert_int_equal(lines(r.err), 1);
 	assert_contains(r.err, "zbench: cannot load the GPU library: /nonexistent/libzbench_gpu.so");
 	assert_string_equal(r.out, "");
@@ -92,7 +92,7 @@ static void test_missing_library(void **state)
 	snprintf(env, sizeof env, "ZBENCH_GPU_LIB=%.*s/lib/libcmocka.so.0", (int)(strrchr(zbench, '/') - zbench),
 		 zbench);
 	r = run_env(env, "run --model gpt2 --steps 2");
-	assert_int_equal(r.rc, 2);
+	assert_int_equal(r.rc, 3);
 	assert_int_equal(lines(r.err), 1);
 	assert_contains(r.err, "does not match this zbench");
 	zb_test_result_free(&r);
@@ -101,7 +101,7 @@ static void test_missing_library(void **state)
 static void test_built_without_cuda(void **state)
 {
 	zb_test_result r = run_env("", "run --model gpt2 --steps 2");
-	assert_int_equal(r.rc, 2);
+	assert_int_equal(r.rc, 3); /* no GPU (common/error.h zb_exit) */
 	assert_contains(r.err, "built without CUDA");
 	zb_test_result_free(&r);
 }

@@ -38,7 +38,8 @@ static void test_round_trip(void **state)
 {
 	zb_hw hw, back;
 	zb_preset_default_hw(&hw);
-	assert_int_equal(hw.gpu.exec.set, 2); /* the h200 preset carries the H200 fit */
+	assert_int_equal(hw.gpu.exec.set, 0); /* a preset is first principles alone */
+	zb_exec_profile_h200(&hw.gpu.exec);    /* the built-in fit, as "executor": "h200" names it */
 	char path[128];
 	snprintf(path, sizeof path, "%s/hw.json", dir);
 	zb_error err;
@@ -190,6 +191,12 @@ static void test_replay_fixture(void **state)
 	char path[512], db[128];
 	snprintf(path, sizeof path, "%s/fid-llama-measured.txt", d && *d ? d : "tests/data");
 	snprintf(db, sizeof db, "%s/fixture.db", dir);
+	char hwfile[160]; /* the H200 machine with its executor fit, named as an overlay */
+	snprintf(hwfile, sizeof hwfile, "%s/h200-exec.json", dir);
+	FILE *hf = fopen(hwfile, "w");
+	assert_non_null(hf);
+	fputs("{\"preset\": \"h200-machine\", \"executor\": \"h200\"}\n", hf);
+	assert_int_equal(fclose(hf), 0);
 	char *text = zb_test_slurp(path, NULL);
 	const zb_suite *suite;
 	zb_error err;
@@ -205,7 +212,7 @@ static void test_replay_fixture(void **state)
 		assert_true(idx >= 0 && idx < suite->n);
 		zb_config c;
 		zb_graph g;
-		assert_int_equal(zb_suite_config(&suite->entries[idx], "h200-machine", 2, 3, &c, &err), ZB_OK);
+		assert_int_equal(zb_suite_config(&suite->entries[idx], hwfile, 2, 3, &c, &err), ZB_OK);
 		assert_int_equal(zb_graph_build(&g, &c, &err), ZB_OK);
 		assert_int_equal((int)g.ntasks, n);
 		double *st = calloc((size_t)n, sizeof *st), *en = calloc((size_t)n, sizeof *en);
@@ -235,6 +242,7 @@ static void test_replay_fixture(void **state)
 
 	zb_hw preset, fit;
 	assert_int_equal(zb_preset_hw("h200-machine", &preset, &err), ZB_OK);
+	zb_exec_profile_h200(&preset.gpu.exec);
 	preset.gpu.flash_efficiency = 0.050; /* the fixture's flash run had the wmma kernels */
 	zb_kfit_set set;
 	assert_int_equal(zb_kfit_load(db, 0, 2, &preset, &set, &err), ZB_OK);

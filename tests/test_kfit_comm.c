@@ -29,7 +29,16 @@ static const char *zbench;
 static int setup(void **state)
 {
 	(void)state;
-	return zb_test_cli_setup(&zbench, dir, sizeof dir);
+	int rc = zb_test_cli_setup(&zbench, dir, sizeof dir);
+	/* the 2x H200 host with the H200 machine's executor fit, named as an overlay (a
+	 * preset is first principles alone) */
+	char path[128];
+	snprintf(path, sizeof path, "%s/x2.json", dir);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return 1;
+	fputs("{\"preset\": \"h200-x2\", \"executor\": \"h200\"}\n", f);
+	return fclose(f) ? 1 : rc;
 }
 
 static int teardown(void **state)
@@ -44,6 +53,7 @@ static zb_config ranks(int gpus, zb_policy_kind kind, double ratio)
 	zb_error err;
 	memset(&c, 0, sizeof c);
 	assert_int_equal(zb_preset_hw("h200-x2", &c.hw, &err), ZB_OK);
+	zb_exec_profile_h200(&c.hw.gpu.exec); /* the overlay of x2.json */
 	assert_int_equal(zb_preset_model("gpt2", &c.model, &err), ZB_OK);
 	zb_policy_defaults(&c.policy);
 	c.policy.kind = kind;
@@ -154,17 +164,17 @@ static void test_one_rank_fits_nothing(void **state)
 	/* the command says why and writes nothing */
 	char cmd[512], out[128];
 	snprintf(out, sizeof out, "%s/none.json", dir);
-	snprintf(cmd, sizeof cmd, "%s calibrate --from-db %s --all-runs --fit-comm --base h200-x2 --out %s >/dev/null 2>&1",
-		 zbench, db, out);
+	snprintf(cmd, sizeof cmd, "%s calibrate --from-db %s --all-runs --fit-comm --base %s/x2.json --out %s >/dev/null 2>&1",
+		 zbench, db, dir, out);
 	assert_int_not_equal(system(cmd), 0);
 	FILE *f = fopen(out, "r");
 	assert_null(f);
-	snprintf(cmd, sizeof cmd, "%s calibrate --from-db %s --fit-comm --eval h200-x2 >/dev/null 2>&1", zbench, db);
+	snprintf(cmd, sizeof cmd, "%s calibrate --from-db %s --fit-comm --eval %s/x2.json >/dev/null 2>&1", zbench, db, dir);
 	assert_int_not_equal(system(cmd), 0);
 	snprintf(cmd, sizeof cmd, "%s calibrate --from-db %s --fit-comm --fit-adam >/dev/null 2>&1", zbench, db);
 	assert_int_not_equal(system(cmd), 0);
-	snprintf(cmd, sizeof cmd, "%s calibrate --from-db %s --all-runs --fit-adam --base h200-x2 --out %s >/dev/null 2>&1",
-		 zbench, db, out);
+	snprintf(cmd, sizeof cmd, "%s calibrate --from-db %s --all-runs --fit-adam --base %s/x2.json --out %s >/dev/null 2>&1",
+		 zbench, db, dir, out);
 	assert_int_not_equal(system(cmd), 0);
 	f = fopen(out, "r");
 	assert_null(f);
@@ -176,8 +186,8 @@ static void test_cli_rows(void **state)
 	char db[128], out[128], cmd[512];
 	snprintf(db, sizeof db, "%s/c.db", dir);
 	snprintf(out, sizeof out, "%s/fit.json", dir);
-	snprintf(cmd, sizeof cmd, "%s calibrate --from-db %s --all-runs --fit-comm --base h200-x2 --out %s", zbench,
-		 db, out);
+	snprintf(cmd, sizeof cmd, "%s calibrate --from-db %s --all-runs --fit-comm --base %s/x2.json --out %s", zbench,
+		 db, dir, out);
 	FILE *p = popen(cmd, "r");
 	assert_non_null(p);
 	char line[512];

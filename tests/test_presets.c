@@ -216,7 +216,7 @@ static void test_defaults_and_measured_figures(void **state)
 	assert_string_equal(hw.link.name, "nvlink-c2c");
 	assert_int_equal(zb_preset_hw("dgx-2", &hw, NULL), ZB_OK);
 	assert_int_equal(hw.gpus_per_cpu, 16);
-	assert_int_equal(hw.gpus_per_link, 1);
+	assert_int_equal(hw.gpus_per_link, 2); /* pairs behind one PCIe switch uplink; divides only with --gpus */
 	assert_string_equal(hw.link.name, "gen3");
 	assert_int_equal(zb_preset_hw("dgx-a100", &hw, NULL), ZB_OK);
 	assert_true(hw.link.duplex_h2d < 0.5 && hw.link.duplex_d2h > 0.9);
@@ -424,22 +424,26 @@ static void test_derived_figures(void **state)
 	assert_true(c.hw.gpu.fp16_flops > 5 * c.hw.gpu.bf16_flops); /* no bf16 tensor cores */
 }
 
-/* One source for the H200 machine's executor profile: the h200 preset carries exactly the
- * "executor" object of hw/h200-machine-executor.json (built in by the Makefile), and a build
- * whose copy did not read would leave the neutral profile. */
+/* One source for the H200 machine's executor profile: the built-in fit ("executor": "h200")
+ * is exactly the "executor" object of hw/h200-machine-executor.json (built in by the
+ * Makefile; a build whose copy did not read would leave the neutral profile), and no
+ * preset carries it: the h200 GPU is first principles like every GPU. */
 static void test_h200_profile_is_the_file(void **state)
 {
 	(void)state;
 	zb_gpu g;
 	zb_hw file;
 	zb_error err;
+	zb_exec_profile fit;
 	assert_int_equal(zb_preset_gpu("h200", &g, &err), ZB_OK);
+	assert_int_equal(g.exec.set, 0);
 	assert_int_equal(zb_hw_load("hw/h200-machine-executor.json", &file, &err), ZB_OK);
-	assert_int_equal(g.exec.set, 2);
+	zb_exec_profile_h200(&fit);
+	assert_int_equal(fit.set, 2);
 	assert_int_equal(file.gpu.exec.set, 1);
 	file.gpu.exec.set = 2;
-	assert_memory_equal(&g.exec, &file.gpu.exec, sizeof g.exec);
-	assert_true(g.exec.launch_s > 0 && g.exec.starved > 0); /* not the neutral profile */
+	assert_memory_equal(&fit, &file.gpu.exec, sizeof fit);
+	assert_true(fit.launch_s > 0 && fit.starved > 0); /* not the neutral profile */
 }
 
 int main(void)

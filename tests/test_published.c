@@ -46,7 +46,9 @@ static void suite_not_worse_than_recorded(void **state)
 		print_error("%s%s", r.out, r.err);
 	assert_int_equal(r.rc, 0);
 	assert_contains(r.out, "single-GPU MAPE");
-	assert_contains(r.out, "multi-GPU: not yet modelled");
+	/* several GPUs: predicted (ranks sharing the host), and each scaling study's trend */
+	assert_contains(r.out, "multi-GPU cases");
+	assert_contains(r.out, "scaling layers=50,hidden=4096,heads=32");
 	/* cases a preset was fitted to ("+fit") are summed apart from the others */
 	assert_contains(r.out, "out-of-sample (no preset value fitted to them) MAPE");
 	assert_contains(r.out, "no case worse than recorded");

@@ -21,6 +21,7 @@ static void dpu_config(zb_config *c, int steps)
 	zb_error err;
 	memset(c, 0, sizeof *c);
 	assert_int_equal(zb_preset_hw("h200-machine", &c->hw, &err), ZB_OK);
+	zb_exec_profile_h200(&c->hw.gpu.exec); /* the executor's fit, named (a preset carries none) */
 	assert_int_equal(zb_preset_model("gpt-2.5b", &c->model, &err), ZB_OK);
 	zb_policy_defaults(&c->policy);
 	c->policy.kind = ZB_POLICY_DPU;

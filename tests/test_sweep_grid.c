@@ -6,6 +6,7 @@
  */
 #include "tests/harness.h"
 
+#include "sim/predict.h"
 #include "sim/sweep.h"
 
 typedef struct seen {
@@ -129,12 +130,84 @@ static void test_refusals(void **state)
 	zb_sweep_grid_free(&g);
 }
 
+/* DeepSpeed at long gas: a sweep's rows (zbench's schedule with DeepSpeed's beside it,
+ * and DeepSpeed's with zbench's) take predict.h's shortcut, as predict does: the same
+ * figures as zb_predict, to the bit. */
+typedef struct longgas {
+	int n;
+	double step[8], alt[8];
+	int alt_state[8];
+} longgas;
+
+static zb_status keep_steps(void *ctx, const zb_sweep_row *row, zb_error *err)
+{
+	longgas *l = ctx;
+	assert_true(l->n < 8);
+	l->step[l->n] = row->res.step_time_s;
+	l->alt[l->n] = row->alt_res.step_time_s;
+	l->alt_state[l->n++] = row->alt_state;
+	return ZB_OK;
+}
+
+static double predicted(const char *framework)
+{
+	zb_config_inputs in;
+	memset(&in, 0, sizeof in);
+	in.value[ZB_AX_MODEL] = "gpt2";
+	in.value[ZB_AX_POLICY] = "overlap";
+	in.value[ZB_AX_RATIO] = "1";
+	in.value[ZB_AX_GAS] = "32";
+	in.value[ZB_AX_FRAMEWORK] = framework;
+	zb_error err = { 0 };
+	zb_config c;
+	assert_int_equal(zb_config_resolve(&in, &c, NULL, &err), ZB_OK);
+	zb_prediction p;
+	assert_int_equal(zb_predict(&p, &c, &err), ZB_OK);
+	assert_true(p.simulated);
+	double t = p.res.step_time_s;
+	zb_prediction_free(&p);
+	return t;
+}
+
+static void test_long_gas_rows(void **state)
+{
+	(void)state;
+	double zb = predicted("zbench"), ds = predicted("deepspeed");
+	const char *fw[] = { "zbench", "deepspeed" };
+	for (int i = 0; i < 2; i++) {
+		zb_config_inputs in;
+		memset(&in, 0, sizeof in);
+		in.value[ZB_AX_MODEL] = "gpt2";
+		in.value[ZB_AX_POLICY] = "overlap";
+		in.value[ZB_AX_RATIO] = "1";
+		in.value[ZB_AX_GAS] = "32";
+		in.value[ZB_AX_FRAMEWORK] = fw[i];
+		zb_error err = { 0 };
+		zb_sweep_grid g;
+		assert_int_equal(zb_sweep_grid_init(&g, &in, 0, 0, 0, &err), ZB_OK);
+		long long rows;
+		zb_config first;
+		assert_int_equal(zb_sweep_check(&g, &rows, &first, NULL, &err), ZB_OK);
+		assert_int_equal(rows, 1);
+		zb_sweep_opts so = { .jobs = 1, .both = 1 };
+		longgas l = { 0 };
+		long long done;
+		assert_int_equal(zb_sweep_run(&g, rows, &so, keep_steps, &l, NULL, &done, &err), ZB_OK);
+		assert_int_equal(l.n, 1);
+		assert_int_equal(l.alt_state[0], 1);
+		assert_true(l.step[0] == (i ? ds : zb));
+		assert_true(l.alt[0] == (i ? zb : ds));
+		zb_sweep_grid_free(&g);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_grid_order_threads),
 		cmocka_unit_test(test_shards),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_long_gas_rows),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

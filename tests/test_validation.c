@@ -108,7 +108,8 @@ static void test_refused(void **state)
 	zb_validation *v = (zb_validation *)&o; /* any value but NULL: the plan must clear it */
 	assert_int_equal(zb_validation_plan(&o, stdout, stderr, &v, &err), ZB_E_INPUT);
 	assert_null(v);
-	assert_string_equal(err.msg, "unknown suite 'nosuch' (known: full, quick, fid, link, anchor)");
+	assert_string_equal(err.msg, "unknown suite 'nosuch' (known: full, quick, fid, link, anchor, or a suite file: no "
+				     "file 'nosuch')");
 	o = (zb_validate_opts)ZB_VALIDATE_OPTS_INIT;
 	o.suite = "quick";
 	o.hw = "nosuch-machine";

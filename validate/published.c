@@ -24,6 +24,7 @@ typedef struct pcase {
 	char *f[C_COUNT];
 	int line;
 	int gpus;
+	int nodes;               /* nodes the ranks fill (several GPUs) */
 	double value;
 	int predicted;           /* 1: pred and err are set */
 	double pred, err;        /* in the metric's units; err = pred / value - 1 */
@@ -124,6 +125,29 @@ static void predict_case(pcase *pc)
 	in.offload_param = strcmp(pc->f[C_OPARAM], "1") == 0;
 	zb_config c;
 	zb_error err = { 0 };
+	char gpus[16], nodes[16];
+	if (pc->gpus > 1) {
+		if (params > 0) {
+			snprintf(pc->status, sizeof pc->status, "multi-GPU optimizer-only case: not predicted");
+			return;
+		}
+		/* the machine's GPUs fill one node, then the next (a DGX-2 has 16): its preset's
+		 * gpus_per_cpu before the case's --gpus-per-cpu, which says how much of the host
+		 * the run had */
+		zb_config_inputs hw = { 0 };
+		hw.value[ZB_AX_HW] = v[ZB_AX_HW];
+		if (zb_config_resolve(&hw, &c, NULL, &err)) {
+			snprintf(pc->status, sizeof pc->status, "config: %s", err.msg);
+			return;
+		}
+		int node = c.hw.gpus_per_cpu > 1 ? c.hw.gpus_per_cpu : pc->gpus;
+		int per = pc->gpus < node ? pc->gpus : node;
+		snprintf(gpus, sizeof gpus, "%d", per);
+		snprintf(nodes, sizeof nodes, "%d", pc->gpus / per);
+		pc->nodes = pc->gpus / per;
+		v[ZB_AX_GPUS] = gpus;
+		v[ZB_AX_NODES] = nodes;
+	}
 	if (zb_config_resolve(&in, &c, NULL, &err)) {
 		snprintf(pc->status, sizeof pc->status, "config: %s", err.msg);
 		return;
@@ -244,7 +268,7 @@ static double mape(const pcase *cs, int n, int col, const char *val, int *count)
 	double sum = 0;
 	int k = 0;
 	for (int i = 0; i < n; i++)
-		if (cs[i].predicted && (col < 0 || strcmp(cs[i].f[col], val) == 0)) {
+		if (cs[i].predicted && cs[i].gpus == 1 && (col < 0 || strcmp(cs[i].f[col], val) == 0)) {
 			sum += fabs(cs[i].err);
 			k++;
 		}
@@ -275,7 +299,7 @@ static double mape_out_of_sample(const pcase *cs, int n, int *count)
 	double sum = 0;
 	int k = 0;
 	for (int i = 0; i < n; i++)
-		if (cs[i].predicted && !strstr(cs[i].f[C_CHECK], "+fit")) {
+		if (cs[i].predicted && cs[i].gpus == 1 && !strstr(cs[i].f[C_CHECK], "+fit")) {
 			sum += fabs(cs[i].err);
 			k++;
 		}
@@ -301,14 +325,72 @@ static void print_groups(FILE *out, const pcase *cs, int n, int col, const char 
 	}
 }
 
+/* The cases of one scaling study: same shape, machine and metric, by GPU count. */
+static int same_series(const pcase *a, const pcase *b)
+{
+	return !strcmp(a->f[C_SHAPE], b->f[C_SHAPE]) && !strcmp(a->f[C_HW], b->f[C_HW]) &&
+	       !strcmp(a->f[C_METRIC], b->f[C_METRIC]) && !strcmp(a->f[C_SOURCE], b->f[C_SOURCE]);
+}
+
+/* Per series of predicted cases over several GPU counts: the change of the per-GPU figure
+ * from the fewest GPUs to each count, published against predicted, whether the direction
+ * agrees, and the worst error (target: the direction right, each point within 20 %). */
+static void print_scaling(FILE *out, const pcase *cs, int n)
+{
+	for (int i = 0; i < n; i++) {
+		int first = 1, lo = i;
+		for (int j = 0; j < i && first; j++)
+			first = !same_series(&cs[j], &cs[i]);
+		if (!first || !cs[i].predicted)
+			continue;
+		int pts = 0, agree = 1, several = 0;
+		double worst = 0, worst_node = 0;
+		for (int j = i; j < n; j++)
+			if (same_series(&cs[j], &cs[i]) && cs[j].predicted) {
+				pts++;
+				several |= cs[j].gpus != cs[i].gpus;
+				if (cs[j].gpus < cs[lo].gpus)
+					lo = j;
+			}
+		if (pts < 2 || !several) /* a scaling study has several GPU counts */
+			continue;
+		fprintf(out, "  scaling %s on %s, per-GPU %s from %d GPU:", cs[i].f[C_SHAPE], cs[i].f[C_HW],
+			cs[i].f[C_METRIC], cs[lo].gpus);
+		for (int j = i; j < n; j++) {
+			if (!same_series(&cs[j], &cs[i]) || !cs[j].predicted)
+				continue;
+			worst = fmax(worst, fabs(cs[j].err));
+			if (cs[j].nodes <= 1)
+				worst_node = fmax(worst_node, fabs(cs[j].err));
+			if (j == lo)
+				continue;
+			double pub = cs[j].value / cs[lo].value - 1, pred = cs[j].pred / cs[lo].pred - 1;
+			agree &= (pub < 0) == (pred < 0) || fabs(pub) < 0.02; /* a change under 2 % has no direction */
+			fprintf(out, " %d: %+.0f%%/%+.0f%%", cs[j].gpus, 100 * pub, 100 * pred);
+		}
+		fprintf(out, " (published/predicted); direction %s, worst point %.1f%%, within one node %.1f%% (target: "
+			"within 20%%)\n", agree ? "agrees" : "DISAGREES", 100 * worst, 100 * worst_node);
+	}
+}
+
 static void print_summary(FILE *out, const pcase *cs, int n)
 {
-	int k, multi = 0;
-	for (int i = 0; i < n; i++)
+	int k, multi = 0, multi_pred = 0;
+	double msum = 0;
+	for (int i = 0; i < n; i++) {
 		multi += cs[i].gpus > 1;
+		if (cs[i].gpus > 1 && cs[i].predicted) {
+			multi_pred++;
+			msum += fabs(cs[i].err);
+		}
+	}
 	double all = mape(cs, n, -1, NULL, &k);
-	fprintf(out, "\nsingle-GPU MAPE %.1f%% over %d cases (target <= 20%%, goal 10%%); %d multi-GPU cases "
-		"listed, not modelled\n", all, k, multi);
+	fprintf(out, "\nsingle-GPU MAPE %.1f%% over %d cases (target <= 20%%, goal 10%%); %d multi-GPU cases, %d "
+		"predicted", all, k, multi, multi_pred);
+	if (multi_pred)
+		fprintf(out, " (MAPE %.1f%%)", 100 * msum / multi_pred);
+	fprintf(out, "\n");
+	print_scaling(out, cs, n);
 	double oos = mape_out_of_sample(cs, n, &k);
 	fprintf(out, "  out-of-sample (no preset value fitted to them) MAPE %.1f%% over %d\n", oos, k);
 	print_groups(out, cs, n, C_CHECK, "check");
@@ -374,9 +456,7 @@ zb_status zb_published_run(const char *path, const char *check_path, int record,
 		return st;
 	}
 	for (int i = 0; i < n; i++) {
-		if (cs[i].gpus > 1)
-			snprintf(cs[i].status, sizeof cs[i].status, "multi-GPU: not yet modelled");
-		else if (strcmp(cs[i].f[C_METRIC], "speedup") == 0)
+		if (strcmp(cs[i].f[C_METRIC], "speedup") == 0)
 			snprintf(cs[i].status, sizeof cs[i].status, "speedup: not predicted");
 		else
 			predict_case(&cs[i]);
@@ -392,7 +472,7 @@ zb_status zb_published_run(const char *path, const char *check_path, int record,
 		print_table(out, cs, n);
 		print_summary(out, cs, n);
 		for (int i = 0; i < n; i++)
-			if (!cs[i].predicted && cs[i].gpus == 1)
+			if (!cs[i].predicted)
 				fprintf(out, "  not predicted: %s: %s\n", cs[i].f[C_ID], cs[i].status);
 			else if (cs[i].predicted && cs[i].status[0])
 				fprintf(out, "  %s: %s\n", cs[i].f[C_ID], cs[i].status);

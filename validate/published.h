@@ -1,9 +1,11 @@
 /*
  * published.h - `zbench validate --published`: published CPU-offload measurements
  * (data/published-offload.tsv, each with its setup and source) predicted from the
- * presets alone, with each case's error and the MAPE of the single-GPU cases.
- * Multi-GPU cases are listed and marked not modelled until a multi-GPU schedule
- * exists.
+ * presets alone, with each case's error and the MAPE of the single-GPU cases. A case
+ * on several GPUs is predicted with that many data-parallel ranks filling the machine
+ * preset's nodes (sharing each node's host), apart from the single-GPU MAPE; each scaling
+ * study (one shape on one machine over several GPU counts) gets a line with the per-GPU
+ * change published against predicted, whether the direction agrees and the worst point.
  *
  * A check file (tests/data/published-errors.tsv: "id<TAB>error %" lines and one
  * "mape<TAB>%" line) records the current errors; with it the command exits 1 when

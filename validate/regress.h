@@ -13,6 +13,12 @@
  * the tolerance either way is a model change and counts). regress.c says how the
  * hardware and the repeats are chosen. Reports go to out; with json the report is a
  * JSON document on out and the table for people on log.
+ *
+ * The suite is a built-in one or a suite file of the user's configurations
+ * (suite_file.h). A baseline lives in the database under its tag, or in a file to
+ * commit (baseline_file.h: save with out_file, regress with a tag that names a
+ * file); regress judges on the baseline's hardware profile and refuses another one,
+ * and with junit writes a JUnit report (one test case per configuration).
  */
 #ifndef ZB_REGRESS_H
 #define ZB_REGRESS_H
@@ -22,8 +28,12 @@
 #include "common/error.h"
 
 typedef struct zb_regress_opts {
-	const char *tag;      /* the baseline */
-	const char *suite;    /* save: the suite */
+	const char *tag;      /* the baseline: a tag of db, or a baseline file (zb_baseline_is_file) */
+	const char *suite;    /* save: the suite (name or file); regress: NULL (the baseline's) or the
+			       * suite to rerun, judged against the baseline's configurations of the same key */
+	const char *out_file; /* save: also write the baseline to this file */
+	int no_db;            /* save: store nothing in db (with out_file) */
+	const char *junit;    /* regress: a JUnit XML report to this file */
 	const char *hw;       /* hardware (save: NULL is h200-machine; regress: NULL is the baseline's) */
 	const char *db;
 	int sim;              /* the simulator alone, no GPU */
@@ -37,13 +47,15 @@ typedef struct zb_regress_opts {
 	FILE *out, *log;
 } zb_regress_opts;
 
-/* Measure and store the baseline o->tag (a run of kind 'baseline' under `command`). */
+/* Measure and store the baseline o->tag (a run of kind 'baseline' under `command`;
+ * with out_file, the file too). */
 zb_status zb_baseline_save(const zb_regress_opts *o, const char *command, zb_error *err);
 /* The baselines of o->db, a table on o->out. */
 zb_status zb_baseline_list(const zb_regress_opts *o, zb_error *err);
 
 typedef struct zb_regress_result {
 	int compared, regressions, improved, missing;
+	int added;            /* configurations of the suite the baseline does not have (not judged) */
 } zb_regress_result;
 
 zb_status zb_regress(const zb_regress_opts *o, zb_regress_result *res, zb_error *err);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/clock.h"
 #include "common/stats.h"
@@ -13,6 +14,12 @@
 #include "sim/engine.h"
 #include "inputs/hwfile.h"
 #include "inputs/presets.h"
+#include "validate/suite_file.h"
+
+/* The tables give a built-in entry's fields in order and leave out the last one
+ * (user: a suite file's configuration, NULL here); the suites leave out from_file. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 /* model, policy, ratio, threads, micro-batch, seq, gas, ckpt, offload-param, pageable, group */
 static const zb_suite_entry full[] = {
@@ -188,6 +195,7 @@ static const zb_suite suites[] = {
 	   * too slow: more rounds where the two disagree most */
 	  anchor, COUNT(anchor), { .warmup = 4, .steps = 8, .measure_s = 3, .max_steps = 48, .rounds = 2, .extra_s = 40 } },
 };
+#pragma GCC diagnostic pop
 
 zb_status zb_suite_find(const char *name, const zb_suite **out, zb_error *err)
 {
@@ -199,8 +207,33 @@ zb_status zb_suite_find(const char *name, const zb_suite **out, zb_error *err)
 	return zb_fail(err, ZB_E_INPUT, "unknown suite '%s' (known: full, quick, fid, link, anchor)", name);
 }
 
+zb_status zb_suite_open(const char *name, const zb_suite **out, zb_error *err)
+{
+	if (zb_suite_find(name, out, NULL) == ZB_OK)
+		return ZB_OK;
+	if (access(name, F_OK) != 0)
+		return zb_fail(err, ZB_E_INPUT,
+			       "unknown suite '%s' (known: full, quick, fid, link, anchor, or a suite file: no file '%s')",
+			       name, name);
+	zb_suite *s;
+	zb_status st = zb_suite_file_load(name, &s, err);
+	if (!st)
+		*out = s;
+	return st;
+}
+
+void zb_suite_close(const zb_suite *s)
+{
+	if (s && s->from_file)
+		zb_suite_file_free((zb_suite *)s);
+}
+
 void zb_suite_key(const zb_suite_entry *e, char *buf, size_t n)
 {
+	if (e->user) {
+		snprintf(buf, n, "%s", zb_suite_user_key(e->user));
+		return;
+	}
 	char t[16];
 	if (e->threads == ZB_SUITE_HALF_CORES)
 		snprintf(t, sizeof t, "half");
@@ -227,6 +260,8 @@ int zb_suite_is_reference(const zb_suite_entry *e)
 zb_status zb_suite_config(const zb_suite_entry *e, const char *hw, int warmup, int steps, zb_config *out,
 			  zb_error *err)
 {
+	if (e->user)
+		return zb_suite_user_config(e->user, hw, warmup, steps, out, err);
 	char ratio[32], threads[16], mb[16], seq[16], gas[16], nsteps[16], layers[16], kv[16], link[32];
 	snprintf(ratio, sizeof ratio, "%.10g", e->ratio);
 	snprintf(threads, sizeof threads, "%d", e->threads == ZB_SUITE_HALF_CORES ? 0 : e->threads);

@@ -24,6 +24,7 @@
  *          steps (within --steps .. --max-steps) instead of one step count for all.
  *   quick  4 small configurations (gpt2-medium and gpt2-large, seq 512): seconds
  *          on the GPU, for smoke tests and regress.
+ *   FILE   a suite file of the user's own configurations (suite_file.h).
  * Every configuration runs `warmup` + `steps` optimizer steps (default 2 + 3: the
  * engine's warm-up, and enough steady steps for a median-free pace); validate
  * --measure-s chooses `steps` per configuration from its predicted step.
@@ -39,6 +40,9 @@
 #include "results/store.h"
 #include "core/config.h"
 #include "sim/predict.h"
+
+/* A configuration of a suite file (suite_file.h): its flags, read and checked. */
+typedef struct zb_suite_user zb_suite_user;
 
 /* zb_suite_entry.threads: half of the cores of the host's preset (suite link) */
 #define ZB_SUITE_HALF_CORES (-2)
@@ -57,6 +61,9 @@ typedef struct zb_suite_entry {
 	const char *attention;   /* NULL: eager; "flash" */
 	double link_gbps;        /* --link-rate in GB/s (0: native) */
 	int layers, kv_heads;    /* model overrides (0: the preset's) */
+	/* a suite file's configuration: the fields above are unused but model and policy
+	 * (the flags' values, "" when not given) */
+	const zb_suite_user *user;
 } zb_suite_entry;
 
 /* How validate measures a suite when the command line does not say (0: validate's
@@ -77,18 +84,27 @@ typedef struct zb_suite {
 	const zb_suite_entry *entries;
 	int n;
 	zb_suite_measure measure;
+	int from_file;       /* read from a suite file (suite_file.h): zb_suite_close frees it */
 } zb_suite;
 
-/* A suite by name; ZB_E_INPUT naming the known ones. */
+/* A built-in suite by name; ZB_E_INPUT naming the known ones. */
 zb_status zb_suite_find(const char *name, const zb_suite **out, zb_error *err);
+
+/* A built-in suite by name, else a suite file (suite_file.h) at that path: what
+ * `--suite <name | file>` takes. ZB_E_INPUT naming the known suites when it is
+ * neither; a suite file's own errors name its line. */
+zb_status zb_suite_open(const char *name, const zb_suite **out, zb_error *err);
+/* Free a suite zb_suite_open read from a file (a built-in one, or NULL: nothing). */
+void zb_suite_close(const zb_suite *s);
 
 /* The configuration of one entry on hardware `hw` (machine preset or JSON file,
  * NULL: the default machine) with warmup + steps steps. */
 zb_status zb_suite_config(const zb_suite_entry *e, const char *hw, int warmup, int steps, zb_config *out,
 			  zb_error *err);
 
-/* A stable key ("gpt2-xl/dpu/r0.5/t16/mb4/s1024/gas1[/ckpt-gpu][/op][/pg]"): how
- * baselines find the same configuration again. */
+/* A stable key ("gpt2-xl/dpu/r0.5/t16/mb4/s1024/gas1[/ckpt-gpu][/op][/pg]"; a suite
+ * file's configuration: its name or flags): how baselines find the same
+ * configuration again. */
 void zb_suite_key(const zb_suite_entry *e, char *buf, size_t n);
 
 /* Whether e is the reference (plain offload) of its group. */

@@ -290,7 +290,7 @@ static void remove_spool(const char *spool)
 
 static zb_status store_trace(const char *db, const char *command, const char *traced, char **cmd, const char *spool,
 			     int64_t t0, const zb_proc_sampler *ps, int code, const zb_trace_run_opts *o, int64_t *run_id,
-			     totals *tt, zb_error *err)
+			     int64_t *config_id, totals *tt, zb_error *err)
 {
 	int64_t period_ns = (int64_t)(o->sample_ms * 1e6);
 	zb_store *s;
@@ -315,6 +315,7 @@ static zb_status store_trace(const char *db, const char *command, const char *tr
 		json = json_dumps(j, JSON_COMPACT);
 		json_decref(j);
 		st = zb_store_add_foreign_config(s, *run_id, label, json, &cfg, err);
+		*config_id = cfg;
 	}
 	if (!st)
 		st = ingest(s, cfg, spool, t0, tt, o->log, err);
@@ -381,13 +382,14 @@ static void report_cost(FILE *log, const totals *tt, const zb_proc_sampler *ps)
 		cupti_cpu_ns(tt, ps) / 1e6);
 }
 
-static void report(FILE *log, int64_t run_id, const char *db, const totals *tt, const zb_proc_sampler *ps)
+static void report(FILE *log, int64_t run_id, int64_t cfg, const char *db, const totals *tt, const zb_proc_sampler *ps)
 {
 	fprintf(log,
-		"zbench trace: run %" PRId64 " in %s: %d CUDA process%s traced, %" PRIu64 " kernels, %" PRIu64
+		"zbench trace: stored run %" PRId64 ", configuration %" PRId64 " in %s: %d CUDA process%s"
+		" traced, %" PRIu64 " kernels, %" PRIu64
 		" copies, %" PRIu64 " memsets, %" PRIu64 " API calls, %" PRIu64 " NVTX ranges/marks, %zu CPU"
 		" samples of %zu threads; dropped records: %" PRIu64 "%s\n",
-		run_id, db, tt->processes, tt->processes == 1 ? "" : "es", tt->kernels, tt->memcpys, tt->memsets,
+		run_id, cfg, db, tt->processes, tt->processes == 1 ? "" : "es", tt->kernels, tt->memcpys, tt->memsets,
 		tt->apis, tt->nvtx, ps->nsamples, ps->nthreads, tt->dropped,
 		tt->parse_errors || tt->buffer_failures ? " (and buffers lost or unparsable: see META_DATA_EXPORT)" : "");
 	report_cost(log, tt, ps);
@@ -437,9 +439,10 @@ zb_status zb_trace_run(char **cmd, const zb_trace_run_opts *o, const char *comma
 	r->exit_code = code;
 	r->stopped = g_stopped;
 	totals tt = { 0 };
-	zb_status st = store_trace(o->db, command, traced, cmd, r->spool, t0, ps, code, o, &r->run_id, &tt, err);
+	zb_status st = store_trace(o->db, command, traced, cmd, r->spool, t0, ps, code, o, &r->run_id, &r->config_id,
+				   &tt, err);
 	if (!st) {
-		report(o->log, r->run_id, o->db, &tt, ps);
+		report(o->log, r->run_id, r->config_id, o->db, &tt, ps);
 		if (g_stopped)
 			fprintf(o->log, "zbench trace: stopped the command after %ld steps (SIGINT); its exit status was %d\n",
 				o->stop_steps, code);

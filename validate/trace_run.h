@@ -30,6 +30,7 @@ typedef struct zb_trace_run_result {
 	int exit_code;           /* its exit status (128 + signal when one ended it) */
 	int stopped;             /* ended by the SIGINT of stop_steps */
 	int64_t run_id;          /* the stored run */
+	int64_t config_id;       /* and its configuration, which holds the trace */
 	char spool[64];          /* its records' directory (kept when they could not be stored) */
 } zb_trace_run_result;
 

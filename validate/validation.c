@@ -96,6 +96,7 @@ struct zb_validation {
 	double total_est, t0, wall;
 	zb_store *store;
 	int64_t run_id;
+	int64_t first_config, last_config, nconfigs; /* what the rounds stored */
 	int nagain;                      /* configurations measured again (--repeat) */
 	int nextra;                      /* extra rounds run (--extra-s) */
 	int again_item[REPEAT_MAX];      /* which */
@@ -198,7 +199,7 @@ static double extra_s(const zb_validate_opts *o)
 static zb_status plan(validation *v, zb_error *err)
 {
 	const zb_validate_opts *o = v->o;
-	zb_status st = zb_suite_find(o->suite, &v->suite, err);
+	zb_status st = zb_suite_open(o->suite, &v->suite, err);
 	if (st)
 		return st;
 	v->n = o->limit && o->limit < v->suite->n ? o->limit : v->suite->n;
@@ -348,6 +349,10 @@ static zb_status run_one(validation *v, item *x, zb_error *err)
 			zb_store_rollback(v->store);
 		else
 			st = zb_store_commit(v->store, err);
+		if (!st && r->config_id > 0) {
+			v->first_config = v->nconfigs++ ? v->first_config : r->config_id;
+			v->last_config = r->config_id;
+		}
 	}
 	if (st && st != ZB_E_STORE) {
 		snprintf(x->skip_why, sizeof x->skip_why, "FAILED: %.55s", err->msg);
@@ -838,7 +843,8 @@ static void report_text(const validation *v, const summary *m)
 	fprintf(v->out, "\n# wall %.0f s (expected %.0f s)%s%s\n", v->wall, v->total_est, v->run_id ? "; zbench compare " : "",
 		v->run_id ? "<run> for per-part errors" : "");
 	if (v->run_id)
-		fprintf(v->out, "# stored as run %lld in %s: zbench compare %lld\n", (long long)v->run_id, o->db,
+		fprintf(v->out, "# stored run %lld, configurations %lld-%lld in %s: zbench compare %lld\n",
+			(long long)v->run_id, (long long)v->first_config, (long long)v->last_config, o->db,
 			(long long)v->run_id);
 }
 
@@ -908,6 +914,7 @@ void zb_validation_free(zb_validation *v)
 {
 	if (!v)
 		return;
+	zb_suite_close(v->suite);
 	free(v->it);
 	free(v);
 }

@@ -7,7 +7,11 @@ CPU (torch.optim.AdamW, fused when this torch has it), the updated weights copie
 the step is an NVTX range "train_step" and the optimizer one named "cpu_adam" (torch.cuda.nvtx).
 Prints one line per step "ZBSTEP <i> <ms>" (wall time between CUDA synchronizations) and at the
 end "ZBSUMMARY {json}" with the median step time, parameters and bytes copied each way per step.
+With --kineto FILE the loop runs under torch.profiler (CPU and CUDA activity, a schedule of 1 step
+waited, 1 warm-up, --steps - 2 recorded, prof.step() after each step: ProfilerStep#N ranges) and
+the trace is written to FILE (gzip when it ends in .gz), for zbench import.
 """
+import contextlib
 import argparse
 import json
 import statistics
@@ -23,6 +27,7 @@ def main():
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--batch", type=int, default=2048)
     ap.add_argument("--nvtx", action="store_true")
+    ap.add_argument("--kineto", help="profile with torch.profiler and write its Chrome trace here")
     a = ap.parse_args()
     nvtx = torch.cuda.nvtx if a.nvtx else None
     dev = torch.device("cuda")
@@ -39,6 +44,28 @@ def main():
         opt = torch.optim.AdamW(master, lr=1e-4, foreach=True)
     nparams = sum(p.numel() for p in params)
     times = []
+    with profiler(a) as prof:
+        run(a, model, params, grads, master, opt, nvtx, dev, times, prof)
+    steady = times[2:] if len(times) > 4 else times
+    print("ZBSUMMARY " + json.dumps({
+        "median_step_ms": statistics.median(steady), "steps": a.steps, "params": nparams,
+        "d2h_bytes_per_step": 4 * nparams, "h2d_bytes_per_step": 4 * nparams, "nvtx": bool(a.nvtx),
+        "torch": torch.__version__, "optimizer": type(opt).__name__ + (" fused" if opt.defaults.get("fused") else ""),
+        "kineto": a.kineto, "profiled_steps": list(range(2, a.steps)) if a.kineto else [],
+    }), flush=True)
+
+
+def profiler(a):
+    """torch.profiler over steps 2.. (1 waited, 1 warm-up), or nothing."""
+    if not a.kineto:
+        return contextlib.nullcontext()
+    from torch.profiler import ProfilerActivity, profile, schedule
+    return profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                   schedule=schedule(wait=1, warmup=1, active=a.steps - 2, repeat=1),
+                   on_trace_ready=lambda p: p.export_chrome_trace(a.kineto))
+
+
+def run(a, model, params, grads, master, opt, nvtx, dev, times, prof):
     for i in range(a.steps):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
@@ -65,12 +92,8 @@ def main():
         ms = (time.perf_counter() - t0) * 1e3
         times.append(ms)
         print(f"ZBSTEP {i} {ms:.3f}", flush=True)
-    steady = times[2:] if len(times) > 4 else times
-    print("ZBSUMMARY " + json.dumps({
-        "median_step_ms": statistics.median(steady), "steps": a.steps, "params": nparams,
-        "d2h_bytes_per_step": 4 * nparams, "h2d_bytes_per_step": 4 * nparams, "nvtx": bool(a.nvtx),
-        "torch": torch.__version__, "optimizer": type(opt).__name__ + (" fused" if opt.defaults.get("fused") else ""),
-    }), flush=True)
+        if prof is not None:
+            prof.step()
 
 
 if __name__ == "__main__":
