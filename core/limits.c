@@ -207,7 +207,7 @@ static int64_t ds_tasks(const zb_config *c)
 	 * schedules reach ~0.82 of it, biased blocks and one-tensor buckets included) */
 	if (ds_stage(p) == 3 && !ranks) {
 		int64_t t = block_tensors(&c->model);
-		per_unit = 60 + (9 + 6 * (p->offload_param != 0) + 3 * (p->ckpt != ZB_CKPT_NONE)) * t + 2 * cpu_ckpt;
+		per_unit = 80 + (11 + 6 * (p->offload_param != 0) + 3 * (p->ckpt != ZB_CKPT_NONE)) * t + 2 * cpu_ckpt;
 	}
 	/* ZeRO-1/2 offload accumulating on one rank: each micro-step's copies down and up, the
 	 * add, the hooks (schedules/deepspeed.c stage2_accumulate) */
