@@ -8,7 +8,7 @@
  * (peak memory is per process). This module builds its command line from a
  * zb_config, runs it under a timeout, and reads the one JSON line it prints last
  * into a zb_peer_run (results/peers.h). It also reads earlier measurements from a
- * TSV (data/deepspeed-h200-2026-11-30.tsv), so they can be compared without a GPU.
+ * TSV (data/deepspeed-h200-table.tsv), so they can be compared without a GPU.
  */
 #ifndef ZB_PEER_H
 #define ZB_PEER_H

@@ -1,5 +1,5 @@
 /* peer_tsv.c - zb_peer_read_tsv of peer.h: the first table of a TSV of measured
- * framework runs (data/deepspeed-h200-2026-11-30.tsv), by column name. */
+ * framework runs (data/deepspeed-h200-table.tsv), by column name. */
 #include "peers/peer.h"
 
 #include "common/number.h"
