@@ -71,7 +71,7 @@ zb_status zb_peer_check_shape(const zb_peer_run *r, const zb_config *c, zb_error
 
 /* Measurements from a file: result lines of the harness, one per line (a file
  * whose first character is '{', like the ds-results.jsonl of
- * scripts/visit-deepspeed.sh), else a TSV (zb_peer_read_tsv). *rows as there. */
+ * scripts/suites/deepspeed.suite), else a TSV (zb_peer_read_tsv). *rows as there. */
 zb_status zb_peer_read_file(const char *path, zb_peer_run **rows, int *n, zb_error *err);
 
 /* Read the first table of a TSV of measured runs: '#' comment lines, then a header

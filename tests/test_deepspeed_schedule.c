@@ -56,7 +56,7 @@
  * session); before, 1.0 % / 3.2 % and 3.9 % / 10.8 %, with ~350 ms of Twin-Flow's step
  * carried by a 9.3 ms sub-group cost and a step-end copy that the split does not find.
  * The presets alone: worst 22.4 % per row, pooled 13.8 %. */
-#define BOUND_DEFAULT_WORST 0.25        /* issue 11: within 25 % without calibration (per row: 22.4 %) */
+#define BOUND_DEFAULT_WORST 0.25        /* within 25 % without calibration (per row: 22.4 %) */
 #define BOUND_DEFAULT_POOLED_WORST 0.14 /* recorded 13.8 % */
 #define BOUND_FITTED_POOLED_WORST 0.12  /* recorded 11.3 % (was 3.2 %) */
 #define BOUND_FITTED_POOLED_MAPE 0.06   /* recorded 5.4 % (was 1.0 %) */
@@ -698,7 +698,7 @@ static void test_shape_terms(void **state)
  * with the unscale pass, the serial flush chain and the measured costs held: +6.4, -7.5, -3.6,
  * +5.5, +7.5, -10.7, -1.5, +8.7 %; with step times alone fitted: -3.3, -11.0, -6.3, +1.5, +0.6,
  * -11.8, -2.8, +6.9 %). A change that moves any of them further from 0 by more than the slack
- * fails: the no-refit generalization check of issue 11. */
+ * fails: the check that the fit generalizes to shapes it never saw. */
 static const double shape_errors[8] = { -0.086, -0.006, -0.077, +0.011, -0.002, -0.036, -0.086, -0.012 };
 
 /* The gpt2-large and Llama-3.2-3B runs (JSON lines): from presets, and without
