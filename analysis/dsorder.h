@@ -5,9 +5,10 @@
  * configuration with its steps pooled; a pair of configurations is "separated" when the
  * rank-sum test on their pooled steps says they differ (two-sided p < ZB_DS_ORDER_ALPHA).
  * Why: on the H200 machine DeepSpeed's s2-off-ovl ran 99 ms faster than s2-off in one session
- * (2026-11-30) and 103 ms slower in another (2026-12-01); neither order is a fact about
- * DeepSpeed, and a model cannot be held to it. Pairs the measurements do separate must come
- * out in the same order from the model.
+ * (data/deepspeed-h200-table.tsv) and 103 ms slower in another
+ * (data/deepspeed-h200-table-sessions.jsonl); neither order is a fact about DeepSpeed, and
+ * a model cannot be held to it. Pairs the measurements do separate must come out in the
+ * same order from the model.
  */
 #ifndef ZB_DSORDER_H
 #define ZB_DSORDER_H

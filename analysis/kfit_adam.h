@@ -35,12 +35,13 @@ zb_status zb_kfit_adam_mem(const zb_kfit_set *s, const unsigned char *use, zb_hw
  * slope: on timelines simulated with k, where copies start and stop inside a task, it
  * gives ~8 % less (the model is linear in the rate at each instant, the rate's average is
  * not the average of its effect); fitted piece by piece instead, the measured tasks give
- * 0.90 where this gives 0.56 (fid run C) and the other runs are predicted worse: the
+ * 0.90 where this gives 0.56 (one fid suite) and the other suites are predicted worse: the
  * measured slowdown is concave in the copy rate, and the slope describes it by task as
  * measured (BENCHMARKS.md). Configurations whose Adam threads leave a core free only, where
  * they give 20 tasks: on every core the GPU's launches slow some tasks of both kinds
  * (one core to them, kernels.h zb_exec_adam_launch), which lowers the slope (0.39 for 0.6 on a
- * simulated timeline; fid run E 0.604 with them, 0.675 without). Returns 0 when fewer than 20 tasks have copies beside them. */
+ * simulated timeline; a fid suite measured 0.604 with them, 0.675 without). Returns 0 when
+ * fewer than 20 tasks have copies beside them. */
 double zb_kfit_adam_copy(const zb_kfit_set *s, const unsigned char *use, const zb_hw *hw, int *n);
 
 #endif

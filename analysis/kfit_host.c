@@ -1,4 +1,4 @@
-/* kfit_host.c - a profile's host scaled to another lease's measurements; see kfit_host.h. */
+/* kfit_host.c - a profile's host scaled to another host's measurements; see kfit_host.h. */
 #include "analysis/kfit_host.h"
 
 #include <math.h>

@@ -5,7 +5,7 @@
  *
  * With a pinned Adam worker on every core, the thread that issues the GPU's kernels
  * shares a core with a worker and waits for it in scheduler time slices: the GPU
- * idles between kernels (run B of the fid suite, gpt2-large dpu 0.5 at 12 GB/s: gaps
+ * idles between kernels (the fid suite on the H200 machine, gpt2-large dpu 0.5 at 12 GB/s: gaps
  * of 3-6 ms before tasks whose only dependency is the previous kernel of the stream;
  * the backward of one step took 65, 74 and 104 ms against 41 without Adam). So the
  * rate is a matter of time between the moment a task could start and its end, not of

@@ -3,7 +3,7 @@
  * binary itself (/proc/self/exe) runs `zbench sweep ... --db <temp> > /dev/null`
  * as a child, with all its threads (-j default: every core), its database and its
  * printing; the case reports the wall time, configurations per second and the
- * child's peak resident memory (wait4's ru_maxrss). Issue 15's targets on the
+ * child's peak resident memory (wait4's ru_maxrss). The targets on the
  * 2-core development machine: the 1260-configuration sweep >= 10 000 configs/s,
  * 100 000 configurations <= 15 s in <= 300 MB, a million in the same memory.
  */

@@ -1,5 +1,5 @@
 /*
- * bench_trace.c - benchmark cases of the profiler (issue 4 targets):
+ * bench_trace.c - benchmark cases of the profiler, each with its target:
  *   trace-insert    a synthetic trace of ~1.3 M rows (kernels, copies, memsets, API
  *                   calls, syncs, CPU spans) into a fresh database: rows/s of
  *                   zb_store_add_trace plus the commit (target >= 1 M rows/s)

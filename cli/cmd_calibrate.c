@@ -86,7 +86,7 @@ static void usage_ds(FILE *f)
 		"\n"
 		"Fit the DeepSpeed framework profile (hook, Python, GPU efficiency, CPU Adam, cast and copy\n"
 		"costs) to measured DeepSpeed step times and save it with the hardware profile.\n"
-		"  --measured <file>   table of measured runs (data/deepspeed-h200-2026-11-30.tsv's format)\n"
+		"  --measured <file>   table of measured runs (data/deepspeed-h200-table.tsv's format)\n"
 		"                      or the harness's JSON lines; repeat to fit several files together\n"
 		"  --hw <name|file>    hardware the runs were measured on (default h200-machine); its\n"
 		"                      deepspeed profile, if any, is the starting point\n"

@@ -186,7 +186,7 @@ static void usage_deepspeed(FILE *f)
 		   "                       [--from <file>] [--python <path>] [--harness <path>]\n"
 		   "                       [--timeout <s>] [--ds-steps <n>] [--log-dir <dir>] [options]\n\n"
 		   "Measure real DeepSpeed on each configuration (one peers/ds_step.py process each), or take\n"
-		   "the measurements from --from: a TSV like data/deepspeed-h200-2026-11-30.tsv, or harness\n"
+		   "the measurements from --from: a TSV like data/deepspeed-h200-table.tsv, or harness\n"
 		   "result lines, one per line (the ds-results.jsonl of scripts/gpu-suite.sh deepspeed). Predict\n"
 		   "the same with zbench (the model and batch flags below, the configuration's DeepSpeed JSON),\n"
 		   "store both and print step time, GPU peak and host memory, measured against predicted,\n"

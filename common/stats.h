@@ -56,9 +56,10 @@ double zb_step_drift(const double *step_s, int steps_done, int warmup);
  * left out) and its standard error se[k] over its own steps (NaN or se NULL: not known).
  * The mean weighs each round by its precision, 1 / max(se[k], floor)^2 with floor =
  * floor_rel times the rounds' plain mean: a round whose steps varied a lot was measured
- * while the host was disturbed, and says less about the configuration (run L: a 4-thread
- * configuration's rounds 282 and 321 ms with their steps within 0.6 %, then five rounds of
- * 455-589 ms with steps varying by 3-10 % while a neighbour of the lease took the cores).
+ * while the host was disturbed, and says less about the configuration (on the H200 machine
+ * a 4-thread configuration's rounds were 282 and 321 ms with their steps within 0.6 %, then
+ * five rounds of 455-589 ms with steps varying by 3-10 % while a neighbour on the host took
+ * the cores).
  * The floor keeps a steady round from outweighing the others, since no round is surer
  * than the host repeats itself (ZB_ROUND_SE_FLOOR): rounds within it weigh the same,
  * which is the plain mean. A round with neither a positive floor nor an error makes every
@@ -68,7 +69,8 @@ double zb_step_drift(const double *step_s, int steps_done, int warmup);
 zb_spread zb_rounds_mean(const double *m, const double *se, int n, double floor_rel, double *w);
 
 /* The floor of a round's relative standard error in zb_rounds_mean: the median change of
- * a configuration between its first and last round was 0.9-1.0 % on runs I-L. */
+ * a configuration between its first and last round was 0.9-1.0 % in four fid suites on the
+ * H200 machine. */
 #define ZB_ROUND_SE_FLOOR 0.01
 
 #ifdef __cplusplus

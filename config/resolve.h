@@ -38,7 +38,7 @@ typedef enum zb_axis {
 	ZB_AX_SEQ, ZB_AX_DTYPE, ZB_AX_BUCKET, ZB_AX_THREADS, ZB_AX_STEPS,
 	ZB_AX_FRAMEWORK, ZB_AX_ZERO_STAGE, ZB_AX_SUB_GROUP,
 	ZB_AX_ATTENTION, ZB_AX_LINK_RATE,
-	ZB_AX_GPUS, ZB_AX_NODES,      /* data-parallel ranks: GPUs per node, nodes (issue 14) */
+	ZB_AX_GPUS, ZB_AX_NODES,      /* data-parallel ranks: GPUs per node, nodes */
 	ZB_AX_HOST_MEM, ZB_AX_DRAM_BW, ZB_AX_CPU_ADAM, /* the host's memory, its bandwidth, one core's Adam */
 	ZB_AX_PRICE,                  /* what one machine-hour costs */
 	ZB_AX_COUNT

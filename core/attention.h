@@ -20,7 +20,7 @@
 
 /* Fraction of zb_gpu.bf16_flops the fused kernels reach, used when the GPU has no
  * fitted value (zb_gpu.flash_efficiency, "flash_efficiency" in a hardware file).
- * Measured on the H200, 2026-12-01 (BENCHMARKS.md, scripts/visit-flash.sh), the mma.sync
+ * Measured on the H200 (BENCHMARKS.md, scripts/suites/flash.suite), the mma.sync
  * kernels of exec/flash_mma.cu: the attention tasks of a 2.5B step (head dim 80,
  * micro-batch 4, seq 2048, `zbench run --attention flash`) ran at 144.4 TFLOP/s, 0.170
  * of 850 (`zbench bench --filter flash`, fused fwd+bwd alone: 153.9; head dim 128 with

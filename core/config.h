@@ -74,7 +74,7 @@ typedef struct zb_cpu {
 	                                --hypothetical-cpu or cpu.hypothetical): labelled in every output */
 } zb_cpu;
 
-/* How data-parallel ranks reach each other (issue 14): NCCL's bus bandwidth
+/* How data-parallel ranks reach each other: NCCL's bus bandwidth
  * ("busbw" of nccl-tests: the per-GPU rate that makes ring collectives' times
  * comparable across rank counts) and the per-step latency, within a node (NVLink /
  * NVSwitch, or PCIe between GPUs) and between nodes (the network, per node). */

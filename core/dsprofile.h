@@ -8,7 +8,7 @@
  * same Python on a faster host has cheaper hooks. `zbench calibrate --deepspeed
  * --measured FILE.tsv` fits it (dscalib.h); a machine without a fitted profile
  * uses zb_ds_profile_defaults(), measured on the H200 machine
- * (data/deepspeed-h200-2026-11-30.tsv, DeepSpeed 0.19.8, PyTorch 2.11).
+ * (data/deepspeed-h200-table.tsv, DeepSpeed 0.19.8, PyTorch 2.11).
  *
  * The schedule that uses these numbers is schedule_deepspeed.h.
  */

@@ -49,7 +49,7 @@
  *   pageable_queue  with h2d_queue: the same queue term for pageable H2D copies. The
  *              driver stages each chunk with a CPU memcpy from pageable into pinned memory
  *              before its DMA: a CPU load stream, which waits in the DRAM queue longer than
- *              the DMA engine's reads do. Measured on the H200 machine (fid run H, gpt2-medium,
+ *              the DMA engine's reads do. Measured on the H200 machine (fid suite, gpt2-medium,
  *              8 threads): pageable H2D 7.1-7.5 GB/s alone, 4.1-4.3 beside Adam (x0.57),
  *              where pinned H2D keeps x0.74 (52-55 against 38-40); pageable D2H 12-14 GB/s
  *              either way. With it, link.pageable_* are the lone copies' rates (before, one
@@ -58,14 +58,14 @@
  *   adam_copy  with h2d_queue: CPU Adam beside DMA slows by its own loaded latency, not by a
  *              budget share: rate / (1 + adam_copy x c / cpu.dram_Bps), c the copies' bytes/s
  *              (pageable ones by their bytes too, not their 3x DRAM traffic: measured). Measured
- *              on the H200 machine (fid run C, 4 + 6 steps, each Adam task against its
+ *              on the H200 machine (fid suite, 4 + 6 steps, each Adam task against its
  *              configuration's Adam alone): x1.02-1.08 beside 10-20 GB/s of copies, x1.2-1.3
  *              beside 50-60, the same on 8 and 16 threads, where "Adam gets the rest" slows 16
  *              threads (127 GB/s of demand) 1.5-1.7x and 8 threads 1.25x. The copies keep the
  *              h2d_queue model. 0: Adam gets what is left
  *   comm_gpu, comm_opt  several ranks: the collectives' rate (on the fabric's busbw) while
  *              the GPU compute stream / GPU Adam run: NCCL's kernels share the SMs and HBM
- *              with them (0: 1). Measured on 2 H200s (large-none of 2026-11-30, 50 MB
+ *              with them (0: 1). Measured on 2 H200s (gpt2-large, policy none, 50 MB
  *              buckets): a reduce-scatter took 0.16 ms beside backward GEMMs, 0.31 beside
  *              GPU Adam, 0.12 alone (the ring model: 0.111)
  *   comm_wait  a model option, not a fitted factor (true | false; 0 or 1 reads the same):

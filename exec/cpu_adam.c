@@ -12,9 +12,9 @@
  * written. An ordinary store first reads the line (read for ownership), 2 extra
  * bytes per parameter, and leaves it dirty in cache to be written back later.
  * Measured on the H200 machine's 16-core Xeon (256 Mi params, median of 5, AVX-512,
- * two visits, on vs off in the same visit): 1 thread 0.690 vs 0.606 Gparam/s (+14%),
- * 8 threads 3.18 vs 2.94 (+8%), 16 threads 4.41 vs 4.19 (+5%), and +11-13% in the
- * first visit; the dev VM (1 thread, 16 Mi) +10%. Streaming is done a whole 64-byte
+ * on vs off back to back on one host, on two hosts): 1 thread 0.690 vs 0.606 Gparam/s
+ * (+14%), 8 threads 3.18 vs 2.94 (+8%), 16 threads 4.41 vs 4.19 (+5%), and +11-13% on
+ * the other host; the dev VM (1 thread, 16 Mi) +10%. Streaming is done a whole 64-byte
  * line per store (two vectors of 16 parameters): a half-line version was slower
  * than plain stores on the dev VM. master, m and v are read and written in place,
  * so their lines are in cache when written and streaming them would save nothing.
@@ -44,9 +44,9 @@ static int stream_out = 1;
  * turns it off, read once with the CPU features; default on). An fp32 operand or result
  * below 1.2e-38 costs a microcode assist per instruction on x86: a step over gradients
  * near 1e-21 (their squares denormal) ran at 16 ns a parameter against 1.3 (one thread,
- * dev machine, 2026-12-01), and the executor's synthetic gradients reach that range in
+ * dev machine), and the executor's synthetic gradients reach that range in
  * its runs with fused attention (CPU Adam 17.7 ms against 6.8 with eager attention,
- * same sizes: H200 fid suite of 2026-12-01). Values that small are underflow noise
+ * same sizes: the fid suite on the H200). Values that small are underflow noise
  * for Adam; the flushed step is what a training run's speed is made of. */
 static int flush_denormals = 1;
 #define MXCSR_FTZ_DAZ 0x8040u

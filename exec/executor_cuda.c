@@ -312,7 +312,7 @@ static void alloc_tasks(exec *x)
 }
 
 /* A resource's stream. ZB_COMM_PRIORITY=high gives the collectives' stream the
- * device's greatest priority (an experiment, issue 14): on 2 H200s a collective
+ * device's greatest priority (an experiment, off by default): on 2 H200s a collective
  * issued while a large GEMM held every SM waited for that GEMM to end (0.55 ms
  * instead of 0.17 beside it); with priority its blocks go first as SMs free up. */
 static zb_status create_stream(int res, cudaStream_t *s, zb_error *err)

@@ -144,7 +144,7 @@ struct fm_args {
 /* The defaults per head dim; ZB_FLASH_FWD_ROWS (16 or 32 query rows per warp in the
  * forward), ZB_FLASH_BWD_ROWS (32 or 64 query rows per backward tile) and
  * ZB_FLASH_BWD_WARPS (4 or 8 warps, 16 keys each, per backward CTA) override them, for
- * measuring. Chosen on the H200 (scripts/visit-flash.sh, 2026-12-01, BENCHMARKS.md):
+ * measuring. Chosen on the H200 (scripts/suites/flash.suite, BENCHMARKS.md):
  * head dim 80 (b4 s2048 h32): forward 32 rows 156 TFLOP/s (16 rows: 145), backward
  * 8 warps 153 (4: 138); head dim 128 (GQA 32/8): forward 32 rows 159 (16: 118),
  * backward 64-row tiles 114 (32: 107). Head dims 32, 64 follow 80; 96 keeps the

@@ -57,7 +57,7 @@ __device__ __forceinline__ void adam_scalar(float *p, float *m, float *v, TP *p1
  * Measured on the H200 (scratch variants, 2^27 and 2^28 parameters): 4 per thread
  * at 38 registers (6 blocks of 256 per SM) on a grid as large as the work gave
  * 148-150 Gparam/s (4.15 TB/s); 8 per thread (52 registers) 140, and either on a
- * persistent grid of one wave 124-139. Results are bitwise the same in all. */
+ * persistent one-wave grid 124-139. Results are bitwise the same in all. */
 template <class TG, class TP>
 __global__ void __launch_bounds__(256)
 	adam_kernel(float *__restrict__ p, float *__restrict__ m, float *__restrict__ v,

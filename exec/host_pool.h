@@ -6,8 +6,8 @@
  * its host buffers (cudaMallocHost, ~4 GB/s: ~3 s for a 12 GB configuration) and
  * unpinned them at its end. The pool keeps them: the next configuration of the
  * same or a similar size gets them back at no cost, and the kernel does not churn
- * gigabytes of pages between configurations (a suspect in the CPU Adam drift of
- * issue 12, 5-7 % between configurations minutes apart).
+ * gigabytes of pages between configurations (a suspect in CPU Adam's drift during
+ * a suite, 5-7 % between configurations minutes apart).
  *
  * Off by default: get and put go straight to the allocator (one `zbench run`).
  * A command that runs many configurations turns it on, and off at its end, which

@@ -2,7 +2,7 @@
  * dsmeasured.h - measured DeepSpeed runs as a TSV table, the input of
  * `zbench calibrate --deepspeed --measured FILE` and of the accuracy test.
  *
- * Format (data/deepspeed-h200-2026-11-30.tsv): '#' lines are comments; the table
+ * Format (data/deepspeed-h200-table.tsv): '#' lines are comments; the table
  * starts at a header line whose first column is "config" and that has the columns
  *   config  zero  step_ms  gpu_peak_GiB  host_rss_GiB
  * in any order, optionally also model, seq, micro_batch, sub_group_size (values

@@ -96,7 +96,7 @@ static const field cpu_fields[] = {
 	FLD(zb_cpu, hypothetical, F_FLAG_OPT, 0),
 };
 
-/* Several GPUs (issue 14): all optional, 0 = none (one GPU needs no fabric). */
+/* Several GPUs: all optional, 0 = none (one GPU needs no fabric). */
 static const field fabric_fields[] = {
 	FLD(zb_fabric, name, F_STR, 0),
 	FLD(zb_fabric, intra_bus_Bps, F_NONNEG, 0),

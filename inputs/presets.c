@@ -2,7 +2,7 @@
  * presets.c - built-in links, GPUs, CPUs, models and whole machines.
  *
  * Every figure carries its source: a datasheet, a paper, or the H200 machine
- * measurements in /work/shared/data/h200-machine-2026-11-29.tsv ("the data file").
+ * measurements in data/h200-machine.tsv ("the data file").
  * Where a figure is an estimate the comment says so and why; those are the numbers
  * `zbench calibrate` is meant to replace with measurements.
  *
@@ -327,7 +327,7 @@ static const zb_cpu cpus[] = {
 	{
 		.name = "dgx-2",
 		/* DGX-2 (NVIDIA DGX-2 datasheet; ZeRO-Offload paper, Ren et al. USENIX ATC'21,
-		 * Table 2, re-read 2026-11-30 from an image of it: "2 Intel Xeon Platinum 8168",
+		 * Table 2, re-read from an image of it: "2 Intel Xeon Platinum 8168",
 		 * "1.5TB 2666MHz DDR4", "bidirectional 32 GBps PCIe"): 24 cores each at 2.7 GHz
 		 * (Intel ARK). */
 		.cores = 48,
@@ -337,7 +337,7 @@ static const zb_cpu cpus[] = {
 		.adam_params_per_core = 0.2e9,
 		/* Published measurement: ZeRO-Offload paper (arXiv:2101.06840) Table 4, DeepSpeed
 		 * CPU-Adam on this host: 1B params 0.22 s, 2B 0.51, 4B 1.03, 8B 2.41, 10B 2.57 s
-		 * (re-read 2026-11-30 from an image of the table), i.e. 3.3-4.5 Gparam/s, median
+		 * (re-read from an image of the table), i.e. 3.3-4.5 Gparam/s, median
 		 * 3.9 Gparam/s x 28 B. */
 		.adam_Bps = 3.9e9 * 28,
 		/* 6 channels DDR4-2666 per socket (Intel ARK): 2 x 128 GB/s peak, x

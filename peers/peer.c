@@ -515,8 +515,8 @@ zb_status zb_peer_parse_output(const char *output, zb_peer_run *r, zb_error *err
 
 /* ---- a file of result lines ---------------------------------------------------------- */
 
-/* One result line per line (blank lines skipped), as scripts/visit-deepspeed.sh
- * collects them in ds-results.jsonl. */
+/* One result line per line (blank lines skipped), as the deepspeed suite
+ * (scripts/suites/deepspeed.suite) collects them in ds-results.jsonl. */
 static zb_status read_jsonl(FILE *fp, const char *path, zb_peer_run **rows, int *n, zb_error *err)
 {
 	char *line = NULL;

@@ -8,7 +8,7 @@
  * (peak memory is per process). This module builds its command line from a
  * zb_config, runs it under a timeout, and reads the one JSON line it prints last
  * into a zb_peer_run (results/peers.h). It also reads earlier measurements from a
- * TSV (data/deepspeed-h200-2026-11-30.tsv), so they can be compared without a GPU.
+ * TSV (data/deepspeed-h200-table.tsv), so they can be compared without a GPU.
  */
 #ifndef ZB_PEER_H
 #define ZB_PEER_H
@@ -71,7 +71,7 @@ zb_status zb_peer_check_shape(const zb_peer_run *r, const zb_config *c, zb_error
 
 /* Measurements from a file: result lines of the harness, one per line (a file
  * whose first character is '{', like the ds-results.jsonl of
- * scripts/visit-deepspeed.sh), else a TSV (zb_peer_read_tsv). *rows as there. */
+ * scripts/suites/deepspeed.suite), else a TSV (zb_peer_read_tsv). *rows as there. */
 zb_status zb_peer_read_file(const char *path, zb_peer_run **rows, int *n, zb_error *err);
 
 /* Read the first table of a TSV of measured runs: '#' comment lines, then a header

@@ -1,5 +1,5 @@
 /* peer_tsv.c - zb_peer_read_tsv of peer.h: the first table of a TSV of measured
- * framework runs (data/deepspeed-h200-2026-11-30.tsv), by column name. */
+ * framework runs (data/deepspeed-h200-table.tsv), by column name. */
 #include "peers/peer.h"
 
 #include "common/number.h"
@@ -41,7 +41,7 @@ static int split(char *line, char **f)
 	return n;
 }
 
-/* "# DeepSpeed 0.19.8 (PyTorch 2.11, CUDA 13.0) on ..., 2026-11-30, ...": versions
+/* "# DeepSpeed 0.19.8 (PyTorch 2.11, CUDA 13.0) on ..., YYYY-MM-DD, ...": versions
  * as a JSON object and the first YYYY-MM-DD as the date, when the line says so. */
 static void read_first_comment(const char *line, tsv *t)
 {

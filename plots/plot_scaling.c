@@ -1,6 +1,6 @@
 /*
- * plot_scaling.c - the scaling plot (issue 14): the job's throughput (tokens/s over
- * all ranks) against GPUs per node, from a sweep over --gpus, one line per other
+ * plot_scaling.c - the scaling plot: the job's throughput (tokens/s over all
+ * data-parallel ranks) against GPUs per node, from a sweep over --gpus, one line per other
  * setting the sweep varied (cores, CPU, machine, policy, ...), each with a dashed
  * line of linear scaling from its fewest GPUs. Where the solid line falls below the
  * dashed one, something the node's GPUs share (CPU cores, DRAM, PCIe switches) or

@@ -1,6 +1,6 @@
 /*
  * ranks.h - what a prediction of several data-parallel ranks adds to the
- * report (issue 14): the job's throughput over all ranks, one rank's share of the
+ * report: the job's throughput over all ranks, one rank's share of the
  * host (threads, DRAM, host link), and the node's totals of what its ranks share
  * (cores, DRAM bandwidth, PCIe switch uplinks), so the reader sees which shared
  * resource of the node becomes the bottleneck as GPUs are added.

@@ -286,14 +286,14 @@ const char zb_schema_v6[] =
 	" label TEXT, step_time_s REAL, tokens_per_s REAL, samples TEXT,"
 	" PRIMARY KEY(baseline_id, key)) WITHOUT ROWID;";
 
-/* Version 7: several GPUs (issue 14). The collectives' resource (graph.h ZB_RES_COMM)
+/* Version 7: several GPUs. The collectives' resource (graph.h ZB_RES_COMM)
  * gets its busy and work columns (NULL in rows written before). The GPUs and nodes of
  * a configuration are in config_json (json_extract(config_json, '$.policy.gpus')). */
 const char zb_schema_v7[] =
 	"ALTER TABLE predictions ADD COLUMN busy_comm_s REAL;"
 	"ALTER TABLE predictions ADD COLUMN work_comm_s REAL;";
 
-/* Version 8: several GPUs executed (issue 14, exec/ranks_cuda.c). The 'measured'
+/* Version 8: several GPUs executed (exec/ranks_cuda.c). The 'measured'
  * events and steps of a configuration are its slowest rank's (the step time of a
  * data-parallel run); ranks holds every rank's summary and rank_events every rank's
  * timeline, each on that rank's own time zero, which lies t0_offset_ns after rank

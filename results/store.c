@@ -7,7 +7,7 @@
  *
  *   runs(id, kind, started_at, finished_at, status, host, version, git_commit,
  *        device, command)                      one zbench invocation; times are
- *                                              ISO-8601 UTC "2026-11-29T23:39:32.123Z";
+ *                                              ISO-8601 UTC "YYYY-MM-DDThh:mm:ss.sssZ";
  *                                              status 'running' until finished
  *   configs(id, run_id -> runs, hw, link, gpu, cpu, cpu_cores, model, policy, ratio,
  *           offload_param, prefetch_layers, ckpt, gas, micro_batch, seq, dtype,

@@ -203,7 +203,7 @@ static uint32_t kernel(dsb *b, ctx x, int op, int unit, double bytes)
  * measured, the reduction's copies and kernels do not overlap the backward's
  * compute (the profiled ZeRO-3 offload backward is its kernel time plus its D2H time:
  * s3-off 555 ms against ~230 + 289, s3-tf50 457 against ~230 + 188,
- * data/deepspeed-h200-2026-11-30.tsv), although stage3.py makes only the reduction
+ * data/deepspeed-h200-table.tsv), although stage3.py makes only the reduction
  * stream wait for the compute stream; which wait couples them is not known. */
 static uint32_t rkernel(dsb *b, ctx x, int op, int unit, double bytes)
 {
@@ -396,7 +396,7 @@ static void pre_unit(dsb *b, ctx x, int u, uint32_t window)
 	}
 }
 
-/* ---- World size (issue 14) ------------------------------------------------------
+/* ---- World size ------------------------------------------------------
  * DeepSpeed 0.19 (runtime/zero/stage_1_and_2.py), stages 1/2 on R ranks: gradients
  * are copied into an IPG bucket of reduce_bucket_size elements as autograd produces
  * them (reduce_independent_p_g_buckets_and_remove_grads); a full bucket is reduced
@@ -611,10 +611,10 @@ static void grads_of_unit(dsb *b, ctx x, int u, int last_micro)
 	 * _has_inf_or_nan(grad)`, a device scalar made a Python bool) synchronizes
 	 * the stream that holds the previous tensor's copy, the reduction stream
 	 * with overlap_comm (stage_1_and_2.py reduce_ipg_grads, 0.19.8); measured
-	 * per tensor by ds_step.py --step-split (data/deepspeed-h200-2026-12-01-
-	 * split.jsonl): ~0.23 ms + the previous tensor's bytes at 55 GB/s.
+	 * per tensor by ds_step.py --step-split (data/deepspeed-h200-split.jsonl): ~0.23 ms + the previous tensor's bytes at 55 GB/s.
 	 * overlap_comm only frees the compute stream from the copies: measured on
-	 * the 2.5 B shape it gained 99 ms (2026-11-30) and lost 103 (2026-12-01). */
+	 * the 2.5 B shape it gained 99 ms in one session (data/deepspeed-h200-table.tsv) and lost
+	 * 103 in the other (data/deepspeed-h200-table-sessions.jsonl). */
 	dep(b, down);
 	host(b, o, ZB_OP_GRAD_HOOK, u, b->utens[u], 0);
 }

@@ -5,7 +5,7 @@
  * What one step does, per configuration (sources: deepspeed/runtime/zero/
  * stage_1_and_2.py, stage3.py, partitioned_param_coordinator.py, ops/adam/
  * cpu_adam.py; bytes per parameter measured with torch.profiler on the H200
- * machine, data/deepspeed-h200-2026-11-30.tsv):
+ * machine, data/deepspeed-h200-table.tsv):
  *
  *   every step     Python work of the engine (profile step_s) on the host thread
  *                  before the forward; forward and backward kernels at the

@@ -9,10 +9,10 @@ before (Llama, GPT-2), across every regime. HELD-OUT: three families that no fit
 its q/k/v biases, GPT-NeoX with its parallel residual and partial rotary, Phi-3 with fused qkv and
 gate_up), again across the regimes: bf16 and fp16, ZeRO-2 and ZeRO-3, optimizer and parameter
 offload, Twin-Flow 0.3 and 0.7, gas 1 and >= 4, seq 512 to 4096, the Hugging Face guide's ZeRO-3
-parameter-offload config with fp16 included. TUNE: the guide's config on Llama 3.2 1B (the fitting
-run F05) and what `zbench tune` proposes for it, free and with --keep-offload. TRACE: one short
-Kineto trace of a ZeRO-3 parameter-offload step. OVERHEAD: a run repeated without --ds-counts, so
-the instrumentation's own cost is measured, not assumed.
+parameter-offload config with fp16 included. TUNE: the guide's config on Llama 3.2 1B (the
+fitting set's gas-1 tutorial run) and what `zbench tune` proposes for it, free and with
+--keep-offload. TRACE: one short Kineto trace of a ZeRO-3 parameter-offload step. OVERHEAD: a
+run repeated without --ds-counts, so the instrumentation's own cost is measured, not assumed.
 
 Each run has est_s, the seconds its process is expected to take: start-up (Python, torch,
 transformers and DeepSpeed imports, engine set-up) + pinned host buffers per parameter + its steps

@@ -1,6 +1,6 @@
 /*
  * hostpass.h - a framework's memory-bound host passes when the ranks of a node share
- * its DRAM (issue 14).
+ * its DRAM.
  *
  * DeepSpeed's optimizer step streams each rank's fp32 partition through host memory
  * besides its CPU Adam: unscale_and_clip_grads (4 B read + 4 B written per parameter)
@@ -10,7 +10,7 @@
  * ranks on one host each pass gets at most its rank's share of the DRAM, as CPU Adam
  * does (numa.h zb_numa_share). Measured on the 2-H200 host: the optimizer phase of
  * DeepSpeed ZeRO-2 offload took 870-1021 ms per rank on 2 GPUs for half the parameters
- * that one GPU updated in ~813 ms (BENCHMARKS.md, issue 14).
+ * that one GPU updated in ~813 ms (BENCHMARKS.md, DeepSpeed on "Two GPUs").
  */
 #ifndef ZB_HOSTPASS_H
 #define ZB_HOSTPASS_H

@@ -59,7 +59,7 @@ void zb_exec_shares(const zb_config *c, const zb_task *const active[ZB_RES_COUNT
 
 /* Host DRAM shared by CPU Adam (rate[CPU], bytes/s, when adam) and the copies of
  * active[] at their link rates in rate[], as zbench's executor measured it on the H200
- * machine (execprofile.h h2d_queue; validate run of 2026-11-30, 16 threads: D2H 55 GB/s
+ * machine (execprofile.h h2d_queue; zbench validate, 16 threads: D2H 55 GB/s
  * alone and 53 under Adam, H2D 54.6 alone and 53 / 52 / 46 / 37 GB/s under Adam on 2 / 4 /
  * 8 / 16 threads). PCIe writes into host memory are posted, so D2H keeps its rate and
  * its bytes come first; reads are non-posted with a bounded number of requests in

@@ -6,7 +6,7 @@ static int sockets(const zb_config *c)
 	return c->hw.cpu.sockets > 1 ? c->hw.cpu.sockets : 1;
 }
 
-/* The ranks of a node share its host (issue 14): gpus_per_cpu, or the run's GPUs
+/* The ranks of a node share its host: gpus_per_cpu, or the run's GPUs
  * per node when more. */
 static int gpus_per_cpu(const zb_config *c)
 {

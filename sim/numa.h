@@ -16,7 +16,7 @@
  *     the inter-socket link (UPI, xGMI), half each way, which caps it (xsocket_Bps).
  * With one socket every function reduces to the single-node model of resources.c.
  *
- * Several ranks per node (--gpus N, issue 14): the node's host is shared by its ranks,
+ * Several ranks per node (--gpus N): the node's host is shared by its ranks,
  * so "gpus_per_cpu" above reads max(gpus_per_cpu, N): each rank gets 1/N of the cores
  * (zb_config_cpu_threads) and of the memory bandwidth, on its own socket's node when
  * N >= sockets (ranks bound to cores of their GPU's socket, as DeepSpeed's

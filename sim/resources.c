@@ -47,8 +47,8 @@ static double copy_Bps(const zb_config *c, int resource)
 
 /* GPUs dividing one host link: gpus_per_link is the topology (GPUs behind one PCIe
  * switch uplink: 2 on a DGX); the ranks of this run fill the switches, so at most
- * policy.gpus of them share one. One GPU has its link to itself (issue 14: before,
- * gpus_per_link divided the link whatever the run; `--gpus N` says it now). */
+ * policy.gpus of them share one. One GPU has its link to itself: the GPUs behind a switch
+ * that the run does not use are not sharing it (`--gpus N` says how many it uses). */
 int zb_link_sharers(const zb_config *c)
 {
 	int per = c->hw.gpus_per_link > 0 ? c->hw.gpus_per_link : 1;

@@ -287,8 +287,9 @@ static void test_spread(void **state)
 /* Rounds weighed by precision, by hand (zb_rounds_mean, floor 1 %):
  * - rounds within the floor weigh the same: the plain mean, and its old standard error
  *   (the larger of sqrt(sum se^2) / n and the rounds' spread);
- * - run L's 4-thread configuration: 282 and 321 ms (se 1.7, 1.9 ms: under the floor of
- *   1 % of their plain mean 352.67), and 455 ms with se 15: weights 1, 1, (3.5267 / 15)^2;
+ * - a 4-thread configuration measured on the H200 machine (stats.h): 282 and 321 ms (se 1.7,
+ *   1.9 ms: under the floor of 1 % of their plain mean 352.67), and 455 ms with se 15:
+ *   weights 1, 1, (3.5267 / 15)^2;
  * - NaN rounds left out; no floor and no errors: every round the same. */
 static void test_rounds_mean(void **state)
 {
@@ -352,7 +353,7 @@ static void test_errors_and_medians(void **state)
 	assert_close(zb_rank_sum_p(hi5, 5, lo5, 5), 2.0 / 252, 1e-12);
 	double ev[] = { 2, 4, 6, 8, 10 };
 	assert_close(zb_rank_sum_p(odd, 5, ev, 5), 174.0 / 252, 1e-12);
-	/* DeepSpeed's s3-tf50 against s3-off-param, steps 4-8 of 2026-11-30: U 21 of 25 */
+	/* DeepSpeed's s3-tf50 against s3-off-param, steps 4-8 of data/deepspeed-h200-table.tsv: U 21 of 25 */
 	double tf[] = { 1823, 1900, 1962, 2008, 2096 }, op[] = { 1624, 1819, 1829, 1886, 1938 };
 	assert_close(zb_rank_sum_p(tf, 5, op, 5), 24.0 / 252, 1e-12);
 	assert_close(zb_rank_sum_p(tf, 5, op, 0), 1, 0);

@@ -1,7 +1,7 @@
 /*
  * test_deepspeed_schedule.c - DeepSpeed's schedule (schedule_deepspeed.h) checked
  * against what DeepSpeed was measured doing on the H200 machine
- * (data/deepspeed-h200-2026-11-30.tsv).
+ * (data/deepspeed-h200-table.tsv).
  *
  * Structure: bytes per parameter each way per copy kind (the profiled table of the
  * data file), sub-groups stepped one at a time after backward, hooks only in
@@ -39,12 +39,12 @@
 #include "schedules/ds_trace.h"
 #include "sim/resources.h"
 
-#define DATA "data/deepspeed-h200-2026-11-30.tsv"
-#define SHAPES "data/deepspeed-h200-2026-11-30-shapes.jsonl"
-#define TABLE2 "data/deepspeed-h200-2026-12-01-table.jsonl" /* the same 8, another session */
-#define SPLIT "data/deepspeed-h200-2026-12-01-split.jsonl"
-#define LLAMA2 "data/deepspeed-h200-2026-12-01-llama.jsonl" /* Llama s2-off and s3-tf50, another session */
-#define SPLIT_S3 "data/deepspeed-h200-2026-12-01-split-s3.jsonl"
+#define DATA "data/deepspeed-h200-table.tsv"
+#define SHAPES "data/deepspeed-h200-shapes.jsonl"
+#define TABLE2 "data/deepspeed-h200-table-sessions.jsonl" /* the same 8, another session */
+#define SPLIT "data/deepspeed-h200-split.jsonl"
+#define LLAMA2 "data/deepspeed-h200-llama.jsonl" /* Llama s2-off and s3-tf50, another session */
+#define SPLIT_S3 "data/deepspeed-h200-split-s3.jsonl"
 
 /* Recorded bounds (BENCHMARKS.md "DeepSpeed's schedule" has the tables they come from).
  * Since ZeRO-3 runs module by module (ds_trace.h: the per-parameter gradient partitions
@@ -56,7 +56,7 @@
  * session); before, 1.0 % / 3.2 % and 3.9 % / 10.8 %, with ~350 ms of Twin-Flow's step
  * carried by a 9.3 ms sub-group cost and a step-end copy that the split does not find.
  * The presets alone: worst 22.4 % per row, pooled 13.8 %. */
-#define BOUND_DEFAULT_WORST 0.25        /* issue 11: within 25 % without calibration (per row: 22.4 %) */
+#define BOUND_DEFAULT_WORST 0.25        /* within 25 % without calibration (per row: 22.4 %) */
 #define BOUND_DEFAULT_POOLED_WORST 0.14 /* recorded 13.8 % */
 #define BOUND_FITTED_POOLED_WORST 0.12  /* recorded 11.3 % (was 3.2 %) */
 #define BOUND_FITTED_POOLED_MAPE 0.06   /* recorded 5.4 % (was 1.0 %) */
@@ -288,7 +288,7 @@ static void test_hooks(void **state)
 	assert_int_equal(tensors, 32 * 12 + 4);
 }
 
-/* Terms timed by ds_step.py --step-split (data/deepspeed-h200-2026-12-01-split.jsonl):
+/* Terms timed by ds_step.py --step-split (data/deepspeed-h200-split.jsonl):
  * step()'s unscale_and_clip_grads multiplies the host fp32 gradients (8 B/param, before
  * CPU Adam, at the held unscale_Bps), and each tensor's gradient hook waits for the
  * gradient copies before it (the overflow check synchronizes), with or without overlap_comm
@@ -353,7 +353,7 @@ static void test_unscale_and_serial_flush(void **state)
 	zb_graph_free(&g);
 }
 
-/* The held costs are the split's measurements (data/deepspeed-h200-2026-12-01-split.jsonl,
+/* The held costs are the split's measurements (data/deepspeed-h200-split.jsonl,
  * three shapes): the unscale pass's rate on each shape within 12 % of the held value, and
  * the pooled per-tensor flush cost (each tensor's copy_grads_in_partition less its 4 B/param
  * copy at the calibrated link's D2H rate) within 5 % of the held grad_hook_s. */

@@ -1,5 +1,5 @@
 /*
- * test_ds_ranks_host.c - DeepSpeed's schedule on several ranks of one host (issue 14):
+ * test_ds_ranks_host.c - DeepSpeed's schedule on several ranks of one host:
  * each rank's gradient hooks run after their unit's backward (not during the forward),
  * and the memory-bound host passes (unscale, cast) take at most the rank's share of the
  * host's DRAM, with one rank unchanged.

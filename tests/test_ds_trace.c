@@ -132,7 +132,7 @@ static void test_small_buckets(void **state)
 	zb_ds_trace_free(&t);
 }
 
-/* The tutorial-style run of the issue: Hugging Face gpt2-large (0.774 B parameters,
+/* A tutorial-style run, traced on the H200 machine: Hugging Face gpt2-large (0.774 B parameters,
  * tied head, dropout 0.1), ZeRO-3, offload_param and offload_optimizer pinned, fp16,
  * "auto" buckets (reduce_bucket_size hidden^2, stage3_prefetch_bucket_size 0.9 hidden^2,
  * stage3_param_persistence_threshold 10 hidden), micro-batch 2, seq 512, gas 8. Its

@@ -1,5 +1,5 @@
 /*
- * test_fidelity.c - the pieces of issue 12 that need no GPU: the paced copy's chunk
+ * test_fidelity.c - the pieces of the executor's fidelity that need no GPU: the paced copy's chunk
  * and release plan (exec/pacing.h), the flash and eager attention schedules and
  * their simulation (core/attention.h), and --link-rate capping the simulated link.
  */

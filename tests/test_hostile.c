@@ -1,7 +1,7 @@
 /*
- * test_hostile.c - zbench under hostile input and hostile conditions (issue 13):
- * every reproducer of the issue exits 2 with one line naming the value and the
- * limit (or 0 with a correct result) within a time and memory budget; extreme
+ * test_hostile.c - zbench under hostile input and hostile conditions: every
+ * reproducer of the hostile-input reviews exits 2 with one line naming the value and
+ * the limit (or 0 with a correct result) within a time and memory budget; extreme
  * hardware values never reach a result as NaN or inf; damaged databases are
  * refused; concurrent writers all store their rows; output errors are exit codes.
  *
@@ -28,7 +28,7 @@
 
 static char tmpdir[256];
 static const char *zbench;
-static double time_budget_s = 1.0;   /* the issue's "within 1 s and 100 MB" */
+static double time_budget_s = 1.0;   /* "within 1 s and 100 MB" per hostile value */
 static uid_t run_uid;                /* nonzero: run zbench as this user (from root) */
 static long rss_budget_kb = 100 * 1024;
 
@@ -125,7 +125,7 @@ static void write_tmp(const char *name, const char *text)
 	zb_test_write_file(path, text);
 }
 
-/* ---- the issue's reproducers ------------------------------------------------ */
+/* ---- the hostile-input reproducers ----------------------------------------- */
 
 static void test_memory_safety_reproducers(void **state)
 {

@@ -27,7 +27,7 @@
 #include "sim/predict.h"
 #include "sim/resources.h"
 
-/* The fixture's accuracy with the h200-machine preset (BENCHMARKS.md, issue 12), with margin. */
+/* The fixture's accuracy with the h200-machine preset (BENCHMARKS.md), with margin. */
 #define MAPE_PRESET 0.065 /* measured 5.96 % with the profile fitted on another day's fid suite
 			   * (3.98 % with the one fitted on this fixture's own day: the host behind the
 			   * machine moves, kfit_host.h) */
@@ -182,7 +182,7 @@ static void test_dram_queue(void **state)
 }
 
 /* Replay of real measurements (tests/data/fid-llama-measured.txt: the fid suite's four
- * 4-layer GQA Llama configurations as the H200 measured them, BENCHMARKS.md issue 12):
+ * 4-layer GQA Llama configurations as the H200 measured them, BENCHMARKS.md):
  * the h200-machine preset predicts their step times within the accuracy recorded there,
  * and a profile refitted on them does no worse. Not timed: the simulator is deterministic. */
 static void test_replay_fixture(void **state)

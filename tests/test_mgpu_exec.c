@@ -1,5 +1,5 @@
 /*
- * test_mgpu_exec.c - the executor's side of several GPUs (issue 14) that needs no
+ * test_mgpu_exec.c - the executor's side of several GPUs that needs no
  * GPU: the NCCL loader's one-line error when the library is missing (and that it
  * turns NVLink multicast off), the shard and padding arithmetic of exec/shard.h
  * over many sizes, the nccl-tests bus factors and the ring fit of

@@ -1,9 +1,9 @@
 /*
  * test_peers.c - measuring DeepSpeed without a GPU: the harness's JSON line
  * (tests/data/ds-step-output.txt: the harness's output format, log lines and all,
- * filled with the s2-off figures of data/deepspeed-h200-2026-11-30.tsv; not captured
+ * filled with the s2-off figures of data/deepspeed-h200-table.tsv; not captured
  * from a GPU run of the harness, which has not run yet) parsed field by field,
- * its error paths, the TSV import of data/deepspeed-h200-2026-11-30.tsv, the
+ * its error paths, the TSV import of data/deepspeed-h200-table.tsv, the
  * peer_runs round trip through SQLite, the harness's command line per model
  * family, and `zbench validate --deepspeed` end to end with a stand-in interpreter
  * (tests/data/fake-ds-python.sh): a crash, a malformed line, a missing line, a
@@ -27,7 +27,7 @@
 
 #define FIXTURE "tests/data/ds-step-output.txt"
 #define HF_FIXTURE "tests/data/ds-step-hf-output.txt"
-#define TSV "data/deepspeed-h200-2026-11-30.tsv"
+#define TSV "data/deepspeed-h200-table.tsv"
 #define FAKE "tests/data/fake-ds-python.sh"
 #define SHAPE "--model gpt-2.5b --seq 2048 --micro-batch 4"
 

@@ -1,5 +1,5 @@
 /*
- * test_ranks.c - several data-parallel ranks (issue 14): the ring collective model
+ * test_ranks.c - several data-parallel ranks: the ring collective model
  * against hand-computed times, the shard invariants of zbench's schedule over its
  * option space, one rank unchanged, the simulated busy time of the collectives
  * against the formula, the DGX presets and their fabric, and bad flags.
@@ -53,7 +53,7 @@ static void test_collective_times(void **state)
 	c = dgx("dgx-h100", 8, 2);
 	assert_close(zb_collective_bus_Bps(&c), 48e9, 1e-12);
 	assert_close(zb_collective_s(&c, ZB_OP_REDUCE_SCATTER, S), 15.0 / 16 * S / 48e9 + 15 * 6.6e-6, 1e-9);
-	/* A100: 230 GB/s within the node (nccl-tests issue 149) */
+	/* A100: 230 GB/s within the node (NVIDIA/nccl-tests#149) */
 	c = dgx("dgx-a100", 4, 1);
 	assert_close(zb_collective_s(&c, ZB_OP_ALL_GATHER, S), 0.75 * S / 230e9 + 3 * 5.7e-6, 1e-9);
 	/* one rank: nothing to move */

@@ -4,7 +4,8 @@
  * tolerance (--plant-slowdown) exits 1 and says which configurations moved; one
  * within the tolerance exits 0; bad tags, mismatched modes and another hardware
  * profile than the baseline's exit 2 with one line; no GPU exits 3. Also the suites themselves: the full
- * suite spans what issue 5 asks for and its estimate fits the time budget.
+ * suite spans every policy, Twin-Flow ratio, thread count and size validate is judged on, and
+ * its estimate fits the time budget.
  */
 #include "tests/harness.h"
 
@@ -300,7 +301,7 @@ static void test_full_suite_span(void **state)
 		mbs++;
 	assert_true(mbs >= 3);
 	assert_true(gas >= 3);
-	/* the whole suite must fit the GPU visit: ~8 minutes */
+	/* the whole suite must fit one command on the GPU machine (10 minutes): ~8 minutes */
 	print_message("full suite: %d configurations, estimated %.0f s on the H200 machine\n", s->n, est);
 	assert_true(est < 8 * 60);
 }
@@ -323,7 +324,7 @@ static void test_validate_list(void **state)
 	result_free(&r);
 }
 
-/* ---- validate --measure-s (issue 12) ------------------------------------------------------ */
+/* ---- validate --measure-s ------------------------------------------------------------------ */
 
 /* `validate --list --json` of suite fid with extra flags: the parsed plan (caller decrefs). */
 static json_t *fid_plan(const char *flags)
@@ -415,7 +416,7 @@ static void test_validate_measure_s(void **state)
 }
 
 /* Suite fid's own measurement when the command line says nothing (suite.h
- * zb_suite_measure: run E's 4 warm-up, >= 8 and ~3 s, <= 48 measured steps, in two rounds
+ * zb_suite_measure: 4 warm-up, >= 8 and ~3 s, <= 48 measured steps, in two rounds
  * that share the steps); a flag given wins over it, the others stay the suite's. */
 static void test_validate_suite_measure(void **state)
 {
@@ -448,7 +449,7 @@ static void test_validate_suite_measure(void **state)
 	assert_true(json_real_value(json_object_get(root, "extra_s")) == 0);
 	assert_close(json_real_value(json_object_get(root, "expected_s")), two_rounds, 1e-6);
 	json_decref(root);
-	/* --rounds 1: all the steps in one round, as run E */
+	/* --rounds 1: all the steps in one round */
 	root = fid_plan("--rounds 1");
 	assert_int_equal(json_integer_value(json_object_get(root, "rounds")), 1);
 	json_array_foreach(json_object_get(root, "configs"), i, c) {

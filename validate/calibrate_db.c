@@ -62,7 +62,7 @@ static void print_summary(const char *label, const zb_kfit_summary *m)
 
 /* One fit and its predictions of every configuration; the four of a --from-db run (in-sample,
  * the two halves, --holdout) are independent and run on threads of their own: each
- * re-simulates every configuration tens of times (run E's 44: ~30 s a fit on one core). */
+ * re-simulates every configuration tens of times (the fid suite's 44: ~30 s a fit on one core). */
 typedef struct fit_job {
 	const zb_kfit_set *s;
 	const zb_hw *base;
@@ -330,7 +330,7 @@ static zb_status fit_host(const zb_kfit_set *s, const zb_hw *base, zb_error *err
 	print_summary("host fitted", &mf);
 	if (half_out)
 		print_summary("host fitted on half, other half", &mx);
-	/* a disturbed anchor moves the profile by its disturbance (run K: rounds 189 and 161 ms) */
+	/* a disturbed anchor moves the profile by its disturbance (seen: rounds of 189 and 161 ms) */
 	if (mf.noise_worst > ANCHOR_NOISE && mf.noise_worst_item >= 0)
 		fprintf(out, "warning: the rounds of %s differ: its mean is uncertain by %.1f %% (> %.0f %%), and the scales "
 			"may be off by as much; measure the anchor again\n",

@@ -18,7 +18,7 @@
  * another profile is refused, naming where the two differ, as is a measured baseline
  * run on another GPU: a baseline judges a change of the code on one machine, not two
  * machines. --plant-slowdown F multiplies every new step time by 1 + F: a planted
- * regression, to check that regress catches one (tests, and the GPU visit).
+ * regression, to check that regress catches one (the tests, and on the GPU machine).
  */
 #include "validate/regress.h"
 

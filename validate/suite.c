@@ -125,11 +125,11 @@ static const zb_suite_entry fid[] = {
 };
 #undef LQ
 
-/* "Faster link, slower step" (issue 12) on one host, both sides of each comparison
+/* "Faster link, slower step" on one host, both sides of each comparison
  * measured there: dpu ratio 1 (the CPU flow decides, copies overlap Adam) at the
  * native link and at 25 and 12 GB/s (gen4, gen3), on half the host's cores and on all
  * of them (threads ZB_SUITE_HALF_CORES and 0), so the suite fits the 16-core single
- * H200 machine and the 32-core 2x H200 one alike (scripts/visit-fid2.sh). */
+ * H200 machine and the 32-core 2x H200 one alike (scripts/suites/link.suite). */
 #define H ZB_SUITE_HALF_CORES
 static const zb_suite_entry linkrate[] = {
 	{ "gpt-2.5b", "dpu", 1, H, 4, 2048, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
@@ -148,15 +148,15 @@ static const zb_suite_entry linkrate[] = {
  * whole optimizer on the CPU on 2, 4, half and all the cores, where the CPU flow decides
  * the step; the thread counts tell CPU Adam's per-core rate from its memory ceiling. Then
  * zbench calibrate --from-db <db> --base <profile> --fit-host moves a profile fitted on
- * another machine (or lease) here: 1.95-2.34 % MAPE on another lease's fid suite against
- * 6.6-7.0 % unmoved (BENCHMARKS.md). */
+ * another machine (or another host behind the same GPU) here: 1.95-2.34 % MAPE on another
+ * host's fid suite against 6.6-7.0 % unmoved (BENCHMARKS.md). */
 static const zb_suite_entry anchor[] = {
 	{ "gpt2-large", "dpu", 1, 2, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
 	{ "gpt2-large", "dpu", 1, 4, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
 	{ "gpt2-large", "dpu", 1, H, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
 	{ "gpt2-large", "dpu", 1, 0, 4, 1024, 1, NULL, 0, 0, 0, NULL, 0, 0, 0 },
-	/* pageable copies beside Adam: their rates and DRAM queue differ between leases by
-	 * themselves (H2D beside 8 Adam threads 3.8-6.4 GB/s on runs E-J) */
+	/* pageable copies beside Adam: their rates and DRAM queue differ between hosts by
+	 * themselves (H2D beside 8 Adam threads 3.8-6.4 GB/s over six fid suites) */
 	{ "gpt2-medium", "dpu", 1, 8, 8, 1024, 1, NULL, 0, 1, 0, NULL, 0, 0, 0 },
 };
 #undef H
@@ -173,24 +173,24 @@ static const zb_suite_entry quick[] = {
 static const zb_suite suites[] = {
 	{ "full", "36 configurations: every policy, ratios 0..1, 2..16 threads, 0.36B..5.9B parameters", full, COUNT(full), { 0 } },
 	{ "quick", "4 small configurations (seq 512), seconds on the GPU", quick, COUNT(quick), { 0 } },
-	{ "fid", "44 configurations in one visit: native, gen3 and gen4 link rates, 2..16 threads, pageable, "
+	{ "fid", "44 configurations in one GPU command: native, gen3 and gen4 link rates, 2..16 threads, pageable, "
 		 "checkpointing, parameter offload, GQA, flash and eager; two rounds (forward, then backward) of "
 		 "4 warm-up steps and half of at least 8 and about 3 s of measured steps each, then 120 s of "
 		 "extra rounds for the least sure", fid, COUNT(fid),
-	  /* run E (BENCHMARKS.md, issue 12): 384 s on the H200 machine; 8-step means of the
-	   * alternating configurations were uncertain by up to 7 %, these by a median 0.6 %,
-	   * but the host drifted by more between configurations (CPU Adam alone 100.9 / 98.3 /
-	   * 93.5 ms a step in three groups of one run): two rounds, the second backward. Runs
-	   * G and H: the rounds of a configuration on every core or with pageable copies differ
-	   * by up to 20-27 %, the others by a median 2-2.5 %: the extra rounds go there */
+	  /* 384 s on the H200 machine; 8-step means of the alternating configurations were
+	   * uncertain by up to 7 %, these by a median 0.6 %, but the host drifted by more
+	   * between configurations (CPU Adam alone 100.9 / 98.3 / 93.5 ms a step in three
+	   * groups of one run): two rounds, the second backward. The rounds of a configuration
+	   * on every core or with pageable copies differ by up to 20-27 % on some hosts, the
+	   * others by a median 2-2.5 %: the extra rounds go there */
 	  { .warmup = 4, .steps = 8, .measure_s = 3, .max_steps = 48, .rounds = 2, .extra_s = 120 } },
 	{ "link", "10 configurations: dpu ratio 1 at the native link, 25 and 12 GB/s, half and all the cores "
 		  "(faster link, slower step?)", linkrate, COUNT(linkrate), { 0 } },
 	{ "anchor", "5 configurations (gpt2-large dpu 1 on 2, 4, half and all the cores; gpt2-medium dpu 1 with "
 		    "pageable copies) to move a profile to this host: calibrate --from-db --fit-host; fid's "
 		    "measurement, two rounds, then 40 s of extra rounds for the least sure",
-	  /* run M (BENCHMARKS.md): the anchor's second round was 6-18 % slower than its first on
-	   * every configuration (a neighbour of the lease), the DRAM scale came out x 0.88, and
+	  /* on a disturbed host the anchor's second round was 6-18 % slower than its first on
+	   * every configuration (a neighbour on the host), the DRAM scale came out x 0.88, and
 	   * the fid suite's 16-thread configurations, measured at the first round's pace, 13-22 %
 	   * too slow: more rounds where the two disagree most */
 	  anchor, COUNT(anchor), { .warmup = 4, .steps = 8, .measure_s = 3, .max_steps = 48, .rounds = 2, .extra_s = 40 } },
@@ -316,7 +316,7 @@ zb_status zb_suite_config(const zb_suite_entry *e, const char *hw, int warmup, i
  * pair per GPU task, the cuBLASLt handle and plans, the thread pool ~1 s; the
  * store writes ~0.8 M rows/s and a task costs ~4 rows (task, dependencies, two
  * events). */
-#define EST_FIXED_S 0.2 /* fid run F (2 rounds, pinned pool): wall = estimate - 1.0 s at 1.0 */
+#define EST_FIXED_S 0.2 /* the fid suite (2 rounds, pinned pool): wall = estimate - 1.0 s at 1.0 */
 #define EST_PIN_BPS 4e9
 #define EST_HOST_INIT_S_PER_PARAM 2.5e-9
 #define EST_DEVICE_FILL_BPS 1e12

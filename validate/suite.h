@@ -11,7 +11,7 @@
  *          offload, pageable copies. Three speedup groups (gpt2-medium, gpt2-xl,
  *          gpt-2.5b) each hold plain offload (policy offload, ratio 1) and
  *          Twin-Flow ratios of the same shape, for the speedup check.
- *   fid    44 configurations that fit one visit (~6 min on the H200 machine with 1 warm-up
+ *   fid    44 configurations that fit one GPU command (~6 min on the H200 machine with 1 warm-up
  *          + 2 measured steps): every policy and Twin-Flow ratios on gpt2-medium and
  *          gpt2-large, each speedup group on the native link and paced to gen3 (12 GB/s)
  *          and gen4 (25 GB/s) rates, 2..16 CPU threads, pageable copies, checkpointing on
@@ -57,7 +57,7 @@ typedef struct zb_suite_entry {
 	int offload_param;
 	int pageable;
 	int group;               /* speedup group (0: none); its offload ratio-1 member is the reference */
-	/* suite fid (issue 12); zero in the others */
+	/* suite fid; zero in the others */
 	const char *attention;   /* NULL: eager; "flash" */
 	double link_gbps;        /* --link-rate in GB/s (0: native) */
 	int layers, kv_heads;    /* model overrides (0: the preset's) */

@@ -371,7 +371,8 @@ static zb_status store_trace(const char *db, const char *command, const char *tr
  * program meanwhile), the collector's record conversion (in the program's CUPTI
  * thread) and CUPTI's own overhead records (buffer flushes, instrumentation). The
  * rest of the cost, inside the CUDA driver on the program's threads, shows only
- * as a slower step: compare with an untraced run (scripts/visit-trace-ovh.sh). */
+ * as a slower step: compare with an untraced run (the trace suite's torch-untraced and torch-traced steps,
+ * scripts/suites/trace.suite). */
 static void report_cost(FILE *log, const totals *tt, const zb_proc_sampler *ps)
 {
 	fprintf(log,

@@ -6,7 +6,7 @@
  * percentage error, and the speedup of each Twin-Flow ratio over plain offload,
  * predicted against measured.
  *
- * Targets (issue 5): MAPE <= 3%, worst <= 8%, speedups within 5%. --strict exits 1
+ * Targets: MAPE <= 3%, worst <= 8%, speedups within 5%. --strict exits 1
  * when one is missed; otherwise the verdict is printed and the exit code only
  * says whether everything ran.
  *
@@ -16,7 +16,7 @@
  * skipped and listed as such.
  *
  * Steps: every configuration runs --steps measured steps, or with --measure-s S about
- * S seconds of them (issue 12): ceil(S / predicted step) clamped to --steps ..
+ * S seconds of them: ceil(S / predicted step) clamped to --steps ..
  * --max-steps, so a fast, noisy configuration (75 ms, per-step sd ~20 % on the H200)
  * gets many steps and a slow, steady one (500 ms) few. Each measured mean comes with
  * its standard error over the steady steps (the "±" column), and the summary counts
@@ -27,16 +27,16 @@
  * backward in the second, and so on. Each round is stored as a configuration of the
  * run (zbench calibrate --from-db counts them as one, kfit_eval.h). A configuration's
  * measurement is the mean of its rounds, so a host that drifts steadily during the suite
- * moves every configuration alike (run E: CPU Adam alone 7 % faster at the end than at
- * the start); each round weighs by its precision, the same unless its steps varied by
- * more than the host repeats itself (zb_rounds_mean); the mean's standard error is the
- * larger of the rounds' own and their spread.
+ * moves every configuration alike (the fid suite on the H200 machine: CPU Adam alone 7 %
+ * faster at the end than at the start); each round weighs by its precision, the same
+ * unless its steps varied by more than the host repeats itself (zb_rounds_mean); the
+ * mean's standard error is the larger of the rounds' own and their spread.
  *
  * Extra rounds: with --extra-s S (and two rounds or more), after the rounds up to S seconds
  * go to further rounds, one at a time, each for the configuration whose mean is least sure
  * then (the largest standard error, at least EXTRA_MIN_PCT of it; zb_suite_least_sure).
  * The rounds of one configuration on every core or with pageable copies differ by up to
- * 20-27 % on some leases where the others differ by 2 % (runs G and H): the time goes
+ * 20-27 % on some hosts where the others differ by 2 %: the time goes
  * where the noise is. The choice reads the measurements only, never the predictions; a
  * round measured while the host was disturbed (its steps varying) weighs less in the mean.
  */
@@ -466,8 +466,9 @@ static void print_row(const validation *v, int i, const item *x, const zb_suite_
 
 /* --repeat: the first executed configurations once more, at the end and unstored, within
  * the budget: the same configuration minutes later says how much of an error the host's
- * own drift can be (fid run E: CPU Adam alone on 8 threads 100.9 / 98.3 / 93.5 ms a step
- * in three groups of one run). A failure here is reported and ends the repeats only. */
+ * own drift can be (the fid suite on the H200 machine: CPU Adam alone on 8 threads
+ * 100.9 / 98.3 / 93.5 ms a step in three groups of one run). A failure here is reported
+ * and ends the repeats only. */
 static void repeat_first(validation *v)
 {
 	const zb_validate_opts *o = v->o;

@@ -2,7 +2,7 @@
 # A stand-in for the Python interpreter in tests of `zbench validate --deepspeed`
 # (no GPU, no PyTorch): called as `python HARNESS ARGS...`, it prints a harness
 # output (ds-step-output.txt: the harness's format with the s2-off figures of
-# data/deepspeed-h200-2026-11-30.tsv) with the configuration's name.
+# data/deepspeed-h200-table.tsv) with the configuration's name.
 # ZB_FAKE_DS="name=mode,..." makes configuration <name> misbehave instead:
 #   crash      a Python traceback and exit status 1
 #   malformed  a result line cut short

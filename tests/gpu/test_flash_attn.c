@@ -141,7 +141,7 @@ static void ref_head(ref_ctx *r, int b, int h, double *p, double *dp)
 
 /* max |got - ref| / max |ref| over n values; got from a strided bf16 buffer. Above
  * the tolerance, the worst element is printed (token row, column, got, want) so a
- * single GPU visit says where a kernel goes wrong. */
+ * single run on the GPU machine says where a kernel goes wrong. */
 static double rel_err(const char *what, const uint16_t *got, int64_t ld, int64_t col0, const double *ref,
 		      int64_t rows, int64_t cols)
 {
@@ -167,7 +167,7 @@ static double rel_err(const char *what, const uint16_t *got, int64_t ld, int64_t
 }
 
 /* Runs one case and prints its errors; returns whether they are within tolerance
- * (the caller asserts after all its cases, so one visit reports every case). */
+ * (the caller asserts after all its cases, so one run reports every case). */
 static int run_case(const fa_case *c)
 {
 	int64_t T = (int64_t)c->batch * c->seq, ho = (int64_t)c->heads * c->d, ko = (int64_t)c->kv * c->d;
