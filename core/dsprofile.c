@@ -40,7 +40,7 @@ static const struct {
 	    "Llama-3.2-3B, gpt-2.5b s2-off) less their 4 B/param D2H at 55.8 GB/s: 0.28 ms a tensor; held", 1, 0 },
 	  offsetof(zb_ds_profile, grad_hook_s), 2.8e-4 },
 	{ { "cpu_adam_rel", "", 0.2, 2,
-	    "DeepSpeed's _optimizer_step timed in its step() by ds_step.py --step-split (2026-12-01, "
+	    "DeepSpeed's _optimizer_step timed in its step() by ds_step.py --step-split ("
 	    "data/deepspeed-h200-split.jsonl): 192.6 / 732.3 / 604.1 ms for 0.774 / 3.213 / "
 	    "2.652 B params, 4.34 Gparam/s pooled (alone: 3.92-4.22), against the h200-machine preset's 4.4", 0, 0 },
 	  offsetof(zb_ds_profile, cpu_adam_rel), 0.99 },
