@@ -30,17 +30,10 @@ static void other_schedule(const zb_options *o, zb_sweep_row *r)
 	zb_options_inputs(o, &in);
 	in.value[ZB_AX_FRAMEWORK] = r->cfg.framework == ZB_FW_DEEPSPEED ? "zbench" : "deepspeed";
 	zb_error e;
-	zb_prediction p;
 	r->alt_state = 3;
-	if (zb_config_resolve(&in, &r->alt_cfg, NULL, &e) || zb_predict(&p, &r->alt_cfg, &e))
+	if (zb_config_resolve(&in, &r->alt_cfg, NULL, &e))
 		return;
-	r->alt_mem = p.mem;
-	r->alt_state = p.simulated ? 1 : 2;
-	if (p.simulated) {
-		r->alt_res = p.res;
-		r->alt_res.start = r->alt_res.end = NULL;
-	}
-	zb_prediction_free(&p);
+	zb_sweep_row_predict_alt(r);
 }
 
 int cmd_predict(int argc, char **argv)

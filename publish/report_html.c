@@ -72,22 +72,11 @@ typedef struct rep {
 static void other_schedule(zb_sweep_row *r)
 {
 	zb_config c = r->cfg;
-	zb_error e;
-	zb_prediction p;
 	c.framework = c.framework == ZB_FW_DEEPSPEED ? ZB_FW_ZBENCH : ZB_FW_DEEPSPEED;
 	if (c.framework == ZB_FW_ZBENCH && c.policy.gpus * c.policy.nodes <= 1)
 		c.policy.zero_stage = 0;
-	r->alt_state = 3;
 	r->alt_cfg = c;
-	if (zb_config_validate(&c, &e) || zb_predict(&p, &c, &e))
-		return;
-	r->alt_mem = p.mem;
-	r->alt_state = p.simulated ? 1 : 2;
-	if (p.simulated) {
-		r->alt_res = p.res;
-		r->alt_res.start = r->alt_res.end = NULL;
-	}
-	zb_prediction_free(&p);
+	zb_sweep_row_predict_alt(r);
 }
 
 static zb_status predict_row(const zb_config *c, zb_sweep_row *r, zb_error *err)

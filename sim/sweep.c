@@ -559,3 +559,19 @@ int zb_sweep_default_jobs(void)
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n < 1 ? 1 : n > 256 ? 256 : (int)n;
 }
+
+void zb_sweep_row_predict_alt(zb_sweep_row *r)
+{
+	zb_error e;
+	zb_prediction p;
+	r->alt_state = 3;
+	if (zb_predict(&p, &r->alt_cfg, &e))
+		return;
+	r->alt_mem = p.mem;
+	r->alt_state = p.simulated ? 1 : 2;
+	if (p.simulated) {
+		r->alt_res = p.res;
+		r->alt_res.start = r->alt_res.end = NULL;
+	}
+	zb_prediction_free(&p);
+}

@@ -91,6 +91,10 @@ typedef zb_status (*zb_sweep_emit_fn)(void *ctx, const zb_sweep_row *row, zb_err
 zb_status zb_sweep_run(const zb_sweep_grid *g, long long rows, const zb_sweep_opts *so, zb_sweep_emit_fn emit,
 		       void *ctx, volatile sig_atomic_t *stop, long long *done, zb_error *err);
 
+/* r->alt_cfg (set by the caller) predicted into r's other alt fields: state 1 simulated, 2
+ * when it does not fit, 3 when that schedule cannot run it. */
+void zb_sweep_row_predict_alt(zb_sweep_row *r);
+
 /* Whether the inputs give several values (a list or a range) to a hardware axis: a
  * purchase question, which `zbench sweep` answers for DeepSpeed's schedule. */
 int zb_sweep_hw_varies(const zb_config_inputs *in);

@@ -29,16 +29,7 @@ static const char *zbench;
 static int setup(void **state)
 {
 	(void)state;
-	int rc = zb_test_cli_setup(&zbench, dir, sizeof dir);
-	/* the 2x H200 host with the H200 machine's executor fit, named as an overlay (a
-	 * preset is first principles alone) */
-	char path[128];
-	snprintf(path, sizeof path, "%s/x2.json", dir);
-	FILE *f = fopen(path, "w");
-	if (!f)
-		return 1;
-	fputs("{\"preset\": \"h200-x2\", \"executor\": \"h200\"}\n", f);
-	return fclose(f) ? 1 : rc;
+	return zb_test_cli_setup_x2(&zbench, dir, sizeof dir) ? 1 : 0;
 }
 
 static int teardown(void **state)
