@@ -159,7 +159,10 @@ typedef enum zb_modules {
 	ZB_MODULES_OWN,      /* ds_step.py: GptBlock / LlamaBlock, fused QKV for GPT */
 	ZB_MODULES_HF_GPT2,  /* GPT2LMHeadModel: Conv1D c_attn, dropouts, NewGELUActivation */
 	ZB_MODULES_HF_OPT,   /* OPTForCausalLM: q/k/v/out_proj, fc1/fc2, ReLU module */
-	ZB_MODULES_HF_LLAMA, /* LlamaForCausalLM and its kin (mistral, qwen2, qwen3) */
+	ZB_MODULES_HF_LLAMA, /* LlamaForCausalLM and its kin (mistral, qwen2, qwen3, gemma2, mixtral,
+	                        qwen2_moe) */
+	ZB_MODULES_HF_NEOX,  /* GPTNeoXForCausalLM: fused query_key_value, GeLU module, dropouts */
+	ZB_MODULES_HF_PHI3,  /* Phi3ForCausalLM: fused qkv_proj and gate_up_proj, dropouts */
 	ZB_MODULES_COUNT
 } zb_modules;
 

@@ -525,7 +525,11 @@ zb_status zb_hf_load(const char *path, zb_hf_config *out, zb_error *err)
 	    (st = fam->fn(&r, fam, &hf)))
 		goto out;
 	/* transformers' module tree of the family: DeepSpeed's ZeRO-3 hooks fire per module */
-	hf.model.modules = fam->fn == gpt2 ? ZB_MODULES_HF_GPT2 : fam->fn == opt ? ZB_MODULES_HF_OPT : ZB_MODULES_HF_LLAMA;
+	hf.model.modules = fam->fn == gpt2       ? ZB_MODULES_HF_GPT2
+			   : fam->fn == opt      ? ZB_MODULES_HF_OPT
+			   : fam->fn == gpt_neox ? ZB_MODULES_HF_NEOX
+			   : fam->fn == phi3     ? ZB_MODULES_HF_PHI3
+						 : ZB_MODULES_HF_LLAMA;
 	model_name(&r, hf.model.name);
 	zb_error e;
 	if ((st = zb_model_validate(&hf.model, &e))) {

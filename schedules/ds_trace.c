@@ -407,6 +407,83 @@ static void hf_llama(bld *b, int part, int *embed)
 	}
 }
 
+/* transformers' GPTNeoXForCausalLM (Pythia): q, k, v in one biased linear, a GeLU
+ * module between the MLP's two, dropout modules after attention and the MLP (called
+ * even at p = 0; their kernels only when the model's dropout runs), rotary at the model. */
+static void hf_neox(bld *b, int part, int *embed)
+{
+	dims d = dims_of(b->m);
+	if (part == 0) {
+		open_mod(b, "GPTNeoXForCausalLM", 0);
+		open_mod(b, "gpt_neox", 0);
+		*embed = leaf(b, "embed_in", ZB_DSS_EMBED, d.V * d.e, 0);
+		dropout(b, "emb_dropout");
+		open_mod(b, "rotary_emb", 1);
+		seg(b, ZB_DSS_NONE);
+		close_mod(b);
+	} else if (part == 1) {
+		open_mod(b, "layers.N", 0);
+		leaf(b, "input_layernorm", ZB_DSS_NORM1, d.h, d.b * d.h);
+		open_mod(b, "attention", 0);
+		leaf(b, "query_key_value", ZB_DSS_QKV, d.h * (d.q + 2 * d.kv), d.bqkv * (d.q + 2 * d.kv));
+		seg(b, ZB_DSS_ROTARY);
+		seg(b, ZB_DSS_ATTN);
+		leaf(b, "dense", ZB_DSS_PROJ, d.q * d.h, d.bout * d.h);
+		close_mod(b);
+		dropout(b, "post_attention_dropout");
+		seg(b, ZB_DSS_RESID1);
+		leaf(b, "post_attention_layernorm", ZB_DSS_NORM2, d.h, d.b * d.h);
+		open_mod(b, "mlp", 0);
+		leaf(b, "dense_h_to_4h", ZB_DSS_FC1, d.h * d.f, d.bmlp * d.f);
+		open_mod(b, "act", 1);
+		seg(b, ZB_DSS_ACT);
+		close_mod(b);
+		leaf(b, "dense_4h_to_h", ZB_DSS_FC2, d.f * d.h, d.bmlp * d.h);
+		close_mod(b);
+		dropout(b, "post_mlp_dropout");
+		seg(b, ZB_DSS_RESID2);
+		close_mod(b);
+	} else {
+		leaf(b, "final_layer_norm", ZB_DSS_NORMF, d.h, d.b * d.h);
+		close_mod(b);
+		head(b, "embed_out", *embed);
+		seg(b, ZB_DSS_LOSS);
+		close_mod(b);
+	}
+}
+
+/* transformers' Phi3ForCausalLM: Llama's block with q, k, v in one linear (qkv_proj),
+ * gate and up in one (gate_up_proj), and a residual dropout module after each half. */
+static void hf_phi3(bld *b, int part, int *embed)
+{
+	if (part != 1) {
+		hf_llama(b, part, embed);
+		return;
+	}
+	dims d = dims_of(b->m);
+	open_mod(b, "layers.N", 0);
+	leaf(b, "input_layernorm", ZB_DSS_NORM1, d.h, d.b * d.h);
+	open_mod(b, "self_attn", 0);
+	leaf(b, "qkv_proj", ZB_DSS_QKV, d.h * (d.q + 2 * d.kv), d.bqkv * (d.q + 2 * d.kv));
+	seg(b, ZB_DSS_ROTARY);
+	seg(b, ZB_DSS_ATTN);
+	leaf(b, "o_proj", ZB_DSS_PROJ, d.q * d.h, d.bout * d.h);
+	close_mod(b);
+	dropout(b, "resid_attn_dropout");
+	seg(b, ZB_DSS_RESID1);
+	leaf(b, "post_attention_layernorm", ZB_DSS_NORM2, d.h, d.b * d.h);
+	open_mod(b, "mlp", 0);
+	leaf(b, "gate_up_proj", ZB_DSS_FC1, d.h * 2 * d.f, d.bmlp * 2 * d.f);
+	open_mod(b, "activation_fn", 1);
+	seg(b, ZB_DSS_ACT);
+	close_mod(b);
+	leaf(b, "down_proj", ZB_DSS_FC2, d.f * d.h, d.bmlp * d.h);
+	close_mod(b);
+	dropout(b, "resid_mlp_dropout");
+	seg(b, ZB_DSS_RESID2);
+	close_mod(b);
+}
+
 typedef void (*family_fn)(bld *b, int part, int *embed);
 
 static family_fn family_of(const zb_model *m)
@@ -415,6 +492,8 @@ static family_fn family_of(const zb_model *m)
 	case ZB_MODULES_HF_GPT2: return hf_gpt2;
 	case ZB_MODULES_HF_OPT: return hf_opt;
 	case ZB_MODULES_HF_LLAMA: return hf_llama;
+	case ZB_MODULES_HF_NEOX: return hf_neox;
+	case ZB_MODULES_HF_PHI3: return hf_phi3;
 	default: return m->gated_mlp || m->max_seq == 0 ? own_llama : own_gpt;
 	}
 }
