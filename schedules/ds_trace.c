@@ -155,6 +155,30 @@ static void head(bld *b, const char *name, int embed)
 	close_mod(b);
 }
 
+/* The end of a transformers model: its final norm closes the base model, then the
+ * head (tied or its own) and the loss close the ...ForCausalLM. */
+static void hf_tail(bld *b, const char *norm, const char *head_name, int embed)
+{
+	dims d = dims_of(b->m);
+	leaf(b, norm, ZB_DSS_NORMF, d.h, d.b * d.h);
+	close_mod(b);
+	head(b, head_name, embed);
+	seg(b, ZB_DSS_LOSS);
+	close_mod(b);
+}
+
+/* An MLP of two linears (the first `up` wide) with its activation as a module between
+ * them, each linear with the model's MLP bias. */
+static void two_linears(bld *b, const char *fc1, int64_t up, const char *act, const char *fc2)
+{
+	dims d = dims_of(b->m);
+	leaf(b, fc1, ZB_DSS_FC1, d.h * up, d.bmlp * up);
+	open_mod(b, act, 1);
+	seg(b, ZB_DSS_ACT);
+	close_mod(b);
+	leaf(b, fc2, ZB_DSS_FC2, d.f * d.h, d.bmlp * d.h);
+}
+
 /* peers/ds_step.py's Gpt: fused QKV, F.gelu in the block, the tied head by F.linear
  * in Gpt.forward (the embedding's weight an external parameter of Gpt). */
 static void own_gpt(bld *b, int part, int *embed)
@@ -266,21 +290,13 @@ static void hf_gpt2(bld *b, int part, int *embed)
 		seg(b, ZB_DSS_RESID1);
 		leaf(b, "ln_2", ZB_DSS_NORM2, d.h, d.b * d.h);
 		open_mod(b, "mlp", 0);
-		leaf(b, "c_fc", ZB_DSS_FC1, d.h * d.f, d.b * d.f);
-		open_mod(b, "act", 1);
-		seg(b, ZB_DSS_ACT);
-		close_mod(b);
-		leaf(b, "c_proj", ZB_DSS_FC2, d.f * d.h, d.b * d.h);
+		two_linears(b, "c_fc", d.f, "act", "c_proj");
 		dropout(b, "dropout");
 		close_mod(b);
 		seg(b, ZB_DSS_RESID2);
 		close_mod(b);
 	} else {
-		leaf(b, "ln_f", ZB_DSS_NORMF, d.h, d.b * d.h);
-		close_mod(b);
-		head(b, "lm_head", *embed);
-		seg(b, ZB_DSS_LOSS);
-		close_mod(b);
+		hf_tail(b, "ln_f", "lm_head", *embed);
 	}
 }
 
@@ -399,11 +415,7 @@ static void hf_llama(bld *b, int part, int *embed)
 		seg(b, ZB_DSS_RESID2);
 		close_mod(b);
 	} else {
-		leaf(b, "norm", ZB_DSS_NORMF, d.h, d.b * d.h);
-		close_mod(b);
-		head(b, "lm_head", *embed);
-		seg(b, ZB_DSS_LOSS);
-		close_mod(b);
+		hf_tail(b, "norm", "lm_head", *embed);
 	}
 }
 
@@ -434,21 +446,13 @@ static void hf_neox(bld *b, int part, int *embed)
 		seg(b, ZB_DSS_RESID1);
 		leaf(b, "post_attention_layernorm", ZB_DSS_NORM2, d.h, d.b * d.h);
 		open_mod(b, "mlp", 0);
-		leaf(b, "dense_h_to_4h", ZB_DSS_FC1, d.h * d.f, d.bmlp * d.f);
-		open_mod(b, "act", 1);
-		seg(b, ZB_DSS_ACT);
-		close_mod(b);
-		leaf(b, "dense_4h_to_h", ZB_DSS_FC2, d.f * d.h, d.bmlp * d.h);
+		two_linears(b, "dense_h_to_4h", d.f, "act", "dense_4h_to_h");
 		close_mod(b);
 		dropout(b, "post_mlp_dropout");
 		seg(b, ZB_DSS_RESID2);
 		close_mod(b);
 	} else {
-		leaf(b, "final_layer_norm", ZB_DSS_NORMF, d.h, d.b * d.h);
-		close_mod(b);
-		head(b, "embed_out", *embed);
-		seg(b, ZB_DSS_LOSS);
-		close_mod(b);
+		hf_tail(b, "final_layer_norm", "embed_out", *embed);
 	}
 }
 
@@ -473,11 +477,7 @@ static void hf_phi3(bld *b, int part, int *embed)
 	seg(b, ZB_DSS_RESID1);
 	leaf(b, "post_attention_layernorm", ZB_DSS_NORM2, d.h, d.b * d.h);
 	open_mod(b, "mlp", 0);
-	leaf(b, "gate_up_proj", ZB_DSS_FC1, d.h * 2 * d.f, d.bmlp * 2 * d.f);
-	open_mod(b, "activation_fn", 1);
-	seg(b, ZB_DSS_ACT);
-	close_mod(b);
-	leaf(b, "down_proj", ZB_DSS_FC2, d.f * d.h, d.bmlp * d.h);
+	two_linears(b, "gate_up_proj", 2 * d.f, "activation_fn", "down_proj");
 	close_mod(b);
 	dropout(b, "resid_mlp_dropout");
 	seg(b, ZB_DSS_RESID2);
